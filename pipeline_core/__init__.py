@@ -1,0 +1,1 @@
+"""Sluice: reliable log collection for Airflow and Spark platforms."""

@@ -1,0 +1,207 @@
+"""The ``sluice`` command (also ``python -m pipeline_core``).
+
+Every subcommand prints what it did and exits non-zero with a one-line message on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+from pipeline_core.errors import SluiceError
+from pipeline_core.operations import CheckpointInfo, PipelineOperations
+
+log = logging.getLogger("sluice")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO if args.info else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    command: Callable[[argparse.Namespace], int] = args.command
+    try:
+        return command(args)
+    except SluiceError as exc:
+        print(f"sluice: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--info", action="store_true", help="progress logging")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def command(
+        name: str, handler: Callable[[argparse.Namespace], int], text: str
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.set_defaults(command=handler)
+        if name != "sample-logs":
+            sub.add_argument("config", type=Path, help="pipeline config file (YAML)")
+        return sub
+
+    command("validate", _validate, "check a pipeline config and print what it resolves to")
+    collect = command("collect", _collect, "collect the pipeline's files into sealed batches")
+    collect.add_argument(
+        "--once",
+        action="store_true",
+        help="read every file to its current end, seal a checkpoint and exit",
+    )
+    land = command("land", _land, "land sealed checkpoints into the lake with Spark and commit")
+    land.add_argument("--checkpoint", type=int, help="land only this checkpoint")
+    command("status", _status, "files and offsets, checkpoints and batches")
+    command("report", _report, "what the lake holds: rows, rows per HTTP status, rejects")
+    sample = command("sample-logs", _sample_logs, "append sample nginx access logs to a folder")
+    sample.add_argument("folder", type=Path)
+    sample.add_argument("--lines", type=int, default=20_000)
+    sample.add_argument("--malformed", type=int, default=25, help="malformed lines to plant")
+    sample.add_argument("--seed", type=int, default=None)
+    return parser
+
+
+def _validate(args: argparse.Namespace) -> int:
+    config = PipelineOperations(args.config).config
+    print(f"pipeline {config.name}: valid")
+    for source in config.sources:
+        print(f"  source {source.name} ({source.format.value}): {', '.join(source.paths)}")
+    print(f"  staging  {config.staging_dir}")
+    print(f"  lake     {config.lake_dir}")
+    print(f"  metastore {_hide_password(config.metastore_url)}")
+    print(f"  schedule {config.schedule}")
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    operations = PipelineOperations(args.config)
+    if args.once:
+        report = operations.collect_once()
+        print(
+            f"collected {report.lines} lines ({report.bytes} bytes) from {report.files} files "
+            f"in {report.seconds:.1f} s"
+        )
+        for info in report.sealed:
+            _print_checkpoint(info)
+        return 0
+    metastore = operations.open_metastore()
+    try:
+        collector = operations.collector(metastore)
+
+        def stop(signum: int, _frame: FrameType | None) -> None:
+            log.info("signal %d: sealing and stopping", signum)
+            threading.Thread(target=collector.stop, name="sluice-stop").start()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        print(f"collecting pipeline {operations.config.name}; SIGTERM or Ctrl-C seals and stops")
+        result = collector.run()
+    finally:
+        metastore.close()
+    print(f"stopped after {result.lines} lines ({result.bytes} bytes) in {result.seconds:.1f} s")
+    for sealed in result.sealed:
+        print(f"sealed checkpoint {sealed.checkpoint_id}: {sealed.lines} lines")
+    return 0
+
+
+def _land(args: argparse.Namespace) -> int:
+    operations = PipelineOperations(args.config)
+    if args.checkpoint is not None:
+        targets = [operations.checkpoint(args.checkpoint)]
+    else:
+        targets = operations.pending_landings()
+    if not targets:
+        print("nothing to land: every sealed checkpoint is committed")
+    for info in targets:
+        landed = operations.land(info.checkpoint_id)
+        _print_checkpoint(landed)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = PipelineOperations(args.config).status()
+    print(f"pipeline {status.pipeline} on {status.host}")
+    print(f"  collector lease: {status.lease_holder or 'free'}")
+    print(f"  files ({len(status.files)}):")
+    for record in status.files:
+        size = _size(record.path)
+        behind = "" if size is None else f", {max(0, size - record.sealed_offset)} bytes unsealed"
+        print(
+            f"    {record.fingerprint} {record.state.value:8} sealed to {record.sealed_offset}"
+            f"{behind}  {record.path}"
+        )
+    print(f"  checkpoints (newest {len(status.checkpoints)}):")
+    for info in status.checkpoints:
+        _print_checkpoint(info, indent="    ")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pipeline_core.lake import summarize_lake
+
+    operations = PipelineOperations(args.config)
+    summary = summarize_lake(operations.config)
+    for line in summary.lines():
+        print(line)
+    committed = [c for c in operations.status(limit=5).checkpoints if c.committed_at]
+    for info in committed[-3:]:
+        _print_checkpoint(info)
+    return 0
+
+
+def _sample_logs(args: argparse.Namespace) -> int:
+    from pipeline_core.testing import append_sample_access_logs
+
+    written = append_sample_access_logs(
+        args.folder, lines=args.lines, malformed=args.malformed, seed=args.seed
+    )
+    print(
+        f"wrote {written.lines} lines ({written.malformed} malformed) to {args.folder}"
+        + (f", rotated {written.rotated}" if written.rotated else "")
+    )
+    return 0
+
+
+def _print_checkpoint(info: CheckpointInfo, indent: str = "") -> None:
+    landing = ""
+    if info.landing:
+        rows = sum(int(n) for n in dict(info.landing.get("rows", {})).values())
+        rejects = sum(int(n) for n in dict(info.landing.get("rejects", {})).values())
+        landing = f", landed {rows} rows + {rejects} rejects"
+    batches = ",".join(str(b) for b in info.batch_ids) or "-"
+    print(
+        f"{indent}checkpoint {info.checkpoint_id} {info.state.value}: {info.line_count} lines, "
+        f"{info.byte_count} bytes, batch {batches}{landing}"
+        + (f" (run {info.run_id})" if info.run_id else "")
+    )
+
+
+def _size(path: str) -> int | None:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return None
+
+
+def _hide_password(url: str) -> str:
+    import sqlalchemy
+
+    try:
+        return sqlalchemy.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Checkpoint barriers on the collector side: inject, remember, record when sealed."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pipeline_core.metastore import BatchRecord, ByteRange, FileRecord, Metastore, utcnow
+from pipeline_core.sinks import Barrier, ManifestRange, SealedBatch
+from pipeline_core.source import FileWatcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SealedCheckpoint:
+    """A checkpoint this collector sealed: the batch id and what it holds."""
+
+    checkpoint_id: int
+    batch_id: int
+    lines: int
+    bytes: int
+    staging_path: str
+
+
+@dataclass(frozen=True)
+class _PendingSeal:
+    barrier: Barrier
+    files: tuple[FileRecord, ...]
+
+
+class CheckpointCoordinator:
+    """Turns checkpoint requests into barriers and sealed batches into metastore records.
+
+    A barrier for checkpoint N goes into the ring behind the last chunk read. It carries the
+    byte ranges read since the previous barrier; the files' offsets at that moment are kept
+    here until the sink reports the batch sealed, then batch, ranges, offsets and the
+    checkpoint's new state are recorded in one metastore transaction.
+
+    Threading model: owned by the collector's mailbox thread.
+    """
+
+    def __init__(self, metastore: Metastore, pipeline: str, host: str) -> None:
+        self._metastore = metastore
+        self._pipeline = pipeline
+        self._host = host
+        self._pending: dict[int, _PendingSeal] = {}
+        self._injected: set[int] = set()
+        self.sealed: list[SealedCheckpoint] = []
+
+    @property
+    def in_flight(self) -> int:
+        """Barriers injected whose batches are not recorded yet."""
+        return len(self._pending)
+
+    def knows(self, checkpoint_id: int) -> bool:
+        return checkpoint_id in self._injected
+
+    def barrier(self, checkpoint_id: int, watcher: FileWatcher) -> Barrier:
+        """Cut the barrier for ``checkpoint_id`` at the files' current read offsets."""
+        ranges = []
+        for tracked in watcher.files:
+            if tracked.read_offset > tracked.barrier_offset:
+                ranges.append(
+                    ManifestRange(
+                        fingerprint=tracked.fingerprint,
+                        path=tracked.path,
+                        source=tracked.source,
+                        start=tracked.barrier_offset,
+                        end=tracked.read_offset,
+                        lines=tracked.lines_since_barrier,
+                    )
+                )
+                tracked.barrier_offset = tracked.read_offset
+                tracked.lines_since_barrier = 0
+        barrier = Barrier(checkpoint_id, utcnow(), tuple(ranges))
+        files = tuple(t.record(t.barrier_offset) for t in watcher.files)
+        self._pending[checkpoint_id] = _PendingSeal(barrier, files)
+        self._injected.add(checkpoint_id)
+        return barrier
+
+    def record(self, sealed: SealedBatch, watcher: FileWatcher) -> SealedCheckpoint:
+        """Record a sealed batch (one transaction); advance the files' sealed offsets."""
+        pending = self._pending.pop(sealed.checkpoint_id)
+        batch = BatchRecord(
+            checkpoint_id=sealed.checkpoint_id,
+            host=self._host,
+            staging_path=str(sealed.staging_path),
+            line_count=sealed.line_count,
+            byte_count=sealed.byte_count,
+            part_count=len(sealed.parts),
+            checksum=sealed.checksum,
+            manifest=sealed.manifest,
+            ranges=tuple(
+                ByteRange(r.fingerprint, r.start, r.end, r.lines) for r in pending.barrier.ranges
+            ),
+        )
+        batch_id = self._metastore.seal(self._pipeline, batch, pending.files, self._host)
+        offsets = {f.fingerprint: f.sealed_offset for f in pending.files}
+        for tracked in watcher.files:
+            if tracked.fingerprint in offsets:
+                tracked.sealed_offset = offsets[tracked.fingerprint]
+        result = SealedCheckpoint(
+            sealed.checkpoint_id,
+            batch_id,
+            sealed.line_count,
+            sealed.byte_count,
+            str(sealed.staging_path),
+        )
+        self.sealed.append(result)
+        log.info(
+            "sealed checkpoint %d: %d lines, %d bytes in %s",
+            result.checkpoint_id,
+            result.lines,
+            result.bytes,
+            result.staging_path,
+        )
+        return result

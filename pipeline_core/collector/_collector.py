@@ -1,0 +1,285 @@
+"""The collector: one mailbox thread reading files into a ring, one sink thread sealing batches.
+
+::
+
+    files --(TimeSlicedReader, the mailbox's default action)--> RingBuffer
+          --> BatchEventProcessor[HandoffEventHandler] --> staging/<pipeline>/<N>/<host>/
+    mails to the mailbox thread: checkpoint requests (MAX_PRIORITY), sealed batches, stop
+
+Threading model: every piece of pipeline state (tracked files, offsets, barriers, the
+coordinator) is touched only on the mailbox thread, the thread that calls :meth:`run_once` or
+:meth:`run`. The sink thread and the control thread (lease renewal, request polling) talk to it
+only by mail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
+from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.collector._sink_handler import HandoffEventHandler
+from pipeline_core.config import PipelineConfig
+from pipeline_core.errors import CollectorBusyError, SealError
+from pipeline_core.mailbox import MAX_PRIORITY, MailboxDefaultAction, MailboxProcessor
+from pipeline_core.metastore import Metastore
+from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
+from pipeline_core.sinks import HandoffWriter, SealedBatch
+from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_SECONDS = 0.2
+"""How long a caught-up collector waits before reading again."""
+
+
+class CollectorMode(Enum):
+    ONCE = "once"
+    """Read every file to its current end, seal the requested checkpoints, stop."""
+    CONTINUOUS = "continuous"
+    """Tail until stopped, sealing each checkpoint requested meanwhile; seal on stop."""
+
+
+@dataclass(frozen=True)
+class CollectorResult:
+    sealed: tuple[SealedCheckpoint, ...]
+    files: int
+    lines: int
+    bytes: int
+    seconds: float
+
+
+class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
+    """Sends a sink failure to the mailbox thread, then stops the sink thread."""
+
+    def __init__(self, report: Callable[[BaseException], None]) -> None:
+        self._report = report
+
+    def handle_event_exception(
+        self, exc: BaseException, sequence: int, event: PipelineEvent | None
+    ) -> None:
+        self._report(exc)
+        raise exc
+
+    def handle_on_start_exception(self, exc: BaseException) -> None:
+        self._report(exc)
+
+    def handle_on_shutdown_exception(self, exc: BaseException) -> None:
+        log.error("sink shutdown failed: %s", exc)
+
+
+class Collector:
+    """Collects one pipeline's files on this host into sealed handoff batches.
+
+    Lifecycle: create, call :meth:`run_once` or :meth:`run` once (on the thread that will be
+    the mailbox thread), done. :meth:`stop` may be called from any thread or a signal handler.
+    """
+
+    def __init__(self, config: PipelineConfig, metastore: Metastore) -> None:
+        self._config = config
+        self._metastore = metastore
+        tuning = config.collector
+        self._host = tuning.host
+        self._holder = f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._watcher = FileWatcher(
+            config.sources,
+            self._host,
+            tuning.signature_bytes,
+            metastore.files(config.name, self._host),
+        )
+        self._reader = TimeSlicedReader(
+            self._watcher,
+            chunk_bytes=tuning.read_chunk_bytes,
+            max_line_bytes=tuning.max_line_bytes,
+            slice_seconds=tuning.read_slice_ms / 1000,
+        )
+        self._coordinator = CheckpointCoordinator(metastore, config.name, self._host)
+        self._processor = MailboxProcessor(self._default_action)
+        self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
+        self._mail = self._processor.get_main_mailbox_executor()
+        self._ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
+        writer = HandoffWriter(
+            config.staging_dir,
+            config.name,
+            self._host,
+            config.sources,
+            max_part_bytes=config.handoff.max_part_bytes,
+            row_group_bytes=config.handoff.row_group_bytes,
+        )
+        handler = HandoffEventHandler(writer, self._sealed_from_sink, self._failed_from_sink)
+        self._sink = BatchEventProcessor(
+            self._ring,
+            self._ring.new_barrier(),
+            handler,
+            exception_handler=_ReportingExceptionHandler(self._processor.report_throwable),
+        )
+        self._ring.add_gating_sequences(self._sink.sequence)
+        self._mode = CollectorMode.ONCE
+        self._last_scan = float("-inf")
+        self._idle_confirmed = False
+        self._stopping = False
+        self._finishing = False
+        self._lines = 0
+        self._bytes = 0
+        self._control_stop = threading.Event()
+
+    # -- public ------------------------------------------------------------------------------
+
+    def run_once(self) -> CollectorResult:
+        """Read every file to its current end, seal every requested checkpoint (requesting one
+        if none is pending), and return what was sealed."""
+        return self._run(CollectorMode.ONCE)
+
+    def run(self) -> CollectorResult:
+        """Tail the files until :meth:`stop`; seal requested checkpoints as they come."""
+        return self._run(CollectorMode.CONTINUOUS)
+
+    def stop(self) -> None:
+        """Seal what has been read and stop (any thread; safe from a signal handler)."""
+        self._mail.execute(self._begin_stop, "stop requested")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _run(self, mode: CollectorMode) -> CollectorResult:
+        self._mode = mode
+        started = time.monotonic()
+        lease = self._config.collector.lease_seconds
+        if not self._metastore.acquire_lease(self._config.name, self._host, self._holder, lease):
+            holder = self._metastore.lease_holder(self._config.name, self._host)
+            raise CollectorBusyError(
+                f"pipeline {self._config.name!r} on {self._host} is being collected by {holder}"
+            )
+        sink_thread = threading.Thread(target=self._sink.run, name="sluice-sink", daemon=True)
+        control = threading.Thread(target=self._control_loop, name="sluice-control", daemon=True)
+        sink_thread.start()
+        control.start()
+        try:
+            self._processor.run_mailbox_loop()
+        finally:
+            self._control_stop.set()
+            self._sink.halt()
+            sink_thread.join(timeout=30)
+            control.join(timeout=30)
+            self._watcher.close()
+            self._processor.close()
+            self._metastore.release_lease(self._config.name, self._host, self._holder)
+        return CollectorResult(
+            sealed=tuple(self._coordinator.sealed),
+            files=len(self._watcher.files),
+            lines=self._lines,
+            bytes=self._bytes,
+            seconds=time.monotonic() - started,
+        )
+
+    def _control_loop(self) -> None:
+        """Renews the lease; in continuous mode, forwards new checkpoint requests as mail."""
+        lease = self._config.collector.lease_seconds
+        renew_every = max(0.5, lease / 3)
+        next_renewal = time.monotonic() + renew_every
+        while not self._control_stop.wait(1.0):
+            try:
+                if time.monotonic() >= next_renewal:
+                    self._metastore.acquire_lease(
+                        self._config.name, self._host, self._holder, lease
+                    )
+                    next_renewal = time.monotonic() + renew_every
+                if self._mode is CollectorMode.CONTINUOUS:
+                    for checkpoint_id in self._metastore.unsealed_for_host(
+                        self._config.name, self._host
+                    ):
+                        self._checkpoints.execute(
+                            lambda n=checkpoint_id: self._inject(n),
+                            "checkpoint %d requested",
+                            checkpoint_id,
+                        )
+            except Exception as exc:  # the metastore may be briefly unreachable
+                log.warning("control loop: %s", exc)
+
+    # -- the default action: reading ---------------------------------------------------------
+
+    def _default_action(self, controller: MailboxDefaultAction.Controller) -> None:
+        if self._finishing:
+            controller.suspend_default_action()
+            return
+        now = time.monotonic()
+        if now - self._last_scan >= self._config.collector.discovery_interval_s:
+            self._watcher.scan()
+            self._last_scan = now
+        result = self._reader.read_slice(self._publish_chunk)
+        self._lines += result.lines
+        self._bytes += result.bytes
+        if not result.caught_up:
+            self._idle_confirmed = False
+            return
+        if self._mode is CollectorMode.ONCE or self._stopping:
+            if not self._idle_confirmed:
+                # Look once more for files that appeared while reading, then finish.
+                self._watcher.scan()
+                self._last_scan = time.monotonic()
+                self._idle_confirmed = True
+                return
+            self._finish()
+            return
+        suspension = controller.suspend_default_action()
+        timer = threading.Timer(IDLE_POLL_SECONDS, suspension.resume)
+        timer.daemon = True
+        timer.start()
+
+    def _publish_chunk(self, chunk: Chunk) -> bool:
+        sequence = self._ring.next()
+        event = self._ring.get(sequence)
+        event.kind = EventKind.CHUNK
+        event.chunk = chunk
+        self._ring.publish(sequence)
+        return True
+
+    # -- mails (mailbox thread) --------------------------------------------------------------
+
+    def _inject(self, checkpoint_id: int) -> None:
+        if self._coordinator.knows(checkpoint_id):
+            return
+        barrier = self._coordinator.barrier(checkpoint_id, self._watcher)
+        sequence = self._ring.next()
+        event = self._ring.get(sequence)
+        event.kind = EventKind.BARRIER
+        event.barrier = barrier
+        self._ring.publish(sequence)
+
+    def _begin_stop(self) -> None:
+        self._stopping = True
+        self._idle_confirmed = False
+
+    def _finish(self) -> None:
+        """Caught up for good: put barriers for every pending request, then end the loop."""
+        self._finishing = True
+        pending = self._metastore.unsealed_for_host(self._config.name, self._host)
+        if not pending:
+            pending = [self._metastore.request_checkpoint(self._config.name).checkpoint_id]
+        for checkpoint_id in pending:
+            self._inject(checkpoint_id)
+        self._end_when_sealed()
+
+    def _end_when_sealed(self) -> None:
+        if self._finishing and self._coordinator.in_flight == 0:
+            self._processor.all_actions_completed()
+
+    def _on_sealed(self, sealed: SealedBatch) -> None:
+        self._coordinator.record(sealed, self._watcher)
+        self._end_when_sealed()
+
+    # -- called on the sink thread: forward as mail ------------------------------------------
+
+    def _sealed_from_sink(self, sealed: SealedBatch) -> None:
+        self._mail.execute(
+            lambda: self._on_sealed(sealed), "batch sealed for checkpoint %d", sealed.checkpoint_id
+        )
+
+    def _failed_from_sink(self, checkpoint_id: int, error: SealError) -> None:
+        self._processor.report_throwable(error)

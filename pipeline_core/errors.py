@@ -1,0 +1,45 @@
+"""The error taxonomy shared by every Sluice component.
+
+Each exception type has one meaning; causes are chained (``raise ... from exc``) so the original
+failure stays visible. The CLI turns any :class:`SluiceError` into a one-line message and a
+non-zero exit status.
+"""
+
+from __future__ import annotations
+
+
+class SluiceError(Exception):
+    """Base class of every error Sluice raises on purpose."""
+
+
+class ConfigError(SluiceError):
+    """A pipeline config is missing, unreadable or invalid.
+
+    The message names the file, the key (a dotted path such as ``sources.0.format``) and what
+    was expected.
+    """
+
+    def __init__(self, path: str, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(f"invalid pipeline config {path}:\n  " + "\n  ".join(problems))
+
+
+class MetastoreError(SluiceError):
+    """The metastore could not be reached, migrated or updated."""
+
+
+class CheckpointError(SluiceError):
+    """A checkpoint is unknown, or not in the state an operation needs."""
+
+
+class CollectorBusyError(SluiceError):
+    """Another live collector holds this pipeline's lease on this host."""
+
+
+class SealError(SluiceError):
+    """A checkpoint could not be sealed (staging files not written or not recorded)."""
+
+
+class LandingError(SluiceError):
+    """The Spark landing job failed or reported counts that do not add up."""

@@ -1,0 +1,316 @@
+"""``TaskMailbox``: the lock-and-deque mailbox owned by one thread."""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
+
+from ._exceptions import IllegalThreadError, MailboxClosedException
+from ._mail import MIN_PRIORITY, Mail
+
+__all__ = ["TaskMailbox"]
+
+_T = TypeVar("_T")
+
+
+class TaskMailbox:
+    """A mailbox of :class:`Mail` with many producers and one consumer, the mailbox thread.
+
+    Mails are kept in put order in one deque guarded by one lock; the mailbox thread moves them
+    in bulk into a private *batch* (:meth:`create_batch`) and then pops them from the batch
+    without the lock (:meth:`try_take_from_batch`). A ``has_new_mail`` flag, written under the
+    lock and read without it, lets the mailbox thread see that nothing arrived without locking.
+
+    Threading model:
+        The owner (mailbox) thread is fixed at construction: ``owner_thread``, or the
+        constructing thread. These methods check the caller and raise
+        :class:`IllegalThreadError` from any other thread: :meth:`take`, :meth:`try_take`,
+        :meth:`create_batch`, :meth:`try_take_from_batch`, :meth:`has_mail`, :meth:`drain` and
+        :meth:`quiesce`. These may be called from any thread: :meth:`put`, :meth:`put_first`
+        (which behaves differently on the owner thread, see there), :meth:`run_exclusively`,
+        :meth:`size`, :attr:`state`, :attr:`has_new_mail` and :meth:`close`. ``close`` is allowed
+        off the owner thread because Python cannot interrupt a blocked thread: closing is how
+        another thread wakes a mailbox thread blocked in :meth:`take`.
+
+        Guarded by the (re-entrant) lock: the queue, the state, the waiting-taker count.
+        Owner-thread only: the batch (``close`` and ``put_first`` also touch it, but only under
+        the lock and with single atomic deque operations, so each mail is either taken by the
+        owner or dropped by ``close``, never both).
+
+    Lifecycle:
+        ``OPEN`` → ``QUIESCED`` → ``CLOSED``. ``OPEN`` accepts puts and takes. ``QUIESCED``
+        (:meth:`quiesce`) refuses puts with :class:`MailboxClosedException` but still hands out
+        the mails already in. ``CLOSED`` (:meth:`close`) drops every mail, cancels their futures
+        and makes every put and take raise :class:`MailboxClosedException`, including a take
+        that was blocked. States only move forward.
+    """
+
+    class State(enum.Enum):
+        """Lifecycle of a :class:`TaskMailbox`."""
+
+        OPEN = "open"
+        QUIESCED = "quiesced"
+        CLOSED = "closed"
+
+        def is_accepting_mails(self) -> bool:
+            return self is TaskMailbox.State.OPEN
+
+    def __init__(self, owner_thread: threading.Thread | None = None) -> None:
+        self._owner_thread = (
+            owner_thread if owner_thread is not None else threading.current_thread()
+        )
+        self._lock = threading.RLock()
+        self._not_empty = threading.Condition(self._lock)
+        self._queue: deque[Mail] = deque()  # guarded by _lock
+        self._state = TaskMailbox.State.OPEN  # guarded by _lock (read without it)
+        self._takers_waiting = 0  # guarded by _lock
+        self._batch: deque[Mail] = deque()  # owner thread
+        self._has_new_mail = False  # == bool(_queue); written under _lock, read without
+
+    # -- any thread ---------------------------------------------------------------------------
+
+    @property
+    def owner_thread(self) -> threading.Thread:
+        return self._owner_thread
+
+    @property
+    def state(self) -> TaskMailbox.State:
+        return self._state
+
+    @property
+    def has_new_mail(self) -> bool:
+        """True when mail is in the queue (not the batch); read without the lock, may be stale."""
+        return self._has_new_mail
+
+    def is_mailbox_thread(self) -> bool:
+        """True when called on the owner thread."""
+        return threading.current_thread() is self._owner_thread
+
+    def put(self, mail: Mail) -> None:
+        """Append ``mail`` to the queue and wake the mailbox thread if it waits.
+
+        Raises:
+            MailboxClosedException: the mailbox is ``QUIESCED`` or ``CLOSED``.
+        """
+        mail.put_time = time.perf_counter()
+        with self._lock:
+            self._check_put_allowed()
+            self._queue.append(mail)
+            self._has_new_mail = True
+            if self._takers_waiting:
+                self._not_empty.notify()
+
+    def put_first(self, mail: Mail) -> None:
+        """Put ``mail`` ahead of everything not yet taken that it can overtake.
+
+        On the mailbox thread the mail goes to the head of the current batch, so it is the
+        very next mail taken. From another thread it goes to the head of the queue (behind the
+        batch the mailbox thread already holds) and wakes the mailbox thread.
+
+        Raises:
+            MailboxClosedException: the mailbox is ``QUIESCED`` or ``CLOSED``.
+        """
+        mail.put_time = time.perf_counter()
+        with self._lock:
+            self._check_put_allowed()
+            if self.is_mailbox_thread():
+                self._batch.appendleft(mail)
+            else:
+                self._queue.appendleft(mail)
+                self._has_new_mail = True
+                if self._takers_waiting:
+                    self._not_empty.notify()
+
+    def run_exclusively(self, action: Callable[[], _T]) -> _T:
+        """Run ``action`` holding the mailbox lock and return its result.
+
+        No put, take or lifecycle change can interleave with it, so it can check the state and
+        put atomically. The lock is re-entrant: ``action`` may call :meth:`put`/:meth:`put_first`.
+        """
+        with self._lock:
+            return action()
+
+    def size(self) -> int:
+        """Mails not yet taken, in the queue and the batch."""
+        with self._lock:
+            return len(self._queue) + len(self._batch)
+
+    def close(self) -> list[Mail]:
+        """Close the mailbox; return the dropped mails, in run order, with futures cancelled.
+
+        Wakes a mailbox thread blocked in :meth:`take` (it raises
+        :class:`MailboxClosedException`). Idempotent: a second call returns an empty list.
+        """
+        with self._lock:
+            if self._state is TaskMailbox.State.CLOSED:
+                return []
+            dropped = self._drain_locked()
+            self._state = TaskMailbox.State.CLOSED
+            self._not_empty.notify_all()
+        for mail in dropped:
+            mail.try_cancel()
+        return dropped
+
+    # -- owner thread -------------------------------------------------------------------------
+
+    def take(self, priority: int) -> Mail:
+        """Take the first mail whose priority is at least ``priority``, waiting for one.
+
+        The batch is searched before the queue. Waiting releases the lock.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+            MailboxClosedException: the mailbox is (or becomes, while waiting) ``CLOSED``.
+        """
+        self._check_is_mailbox_thread("take")
+        with self._lock:
+            while True:
+                self._check_take_allowed()
+                mail = self._take_locked(priority)
+                if mail is not None:
+                    return mail
+                self._takers_waiting += 1
+                try:
+                    self._not_empty.wait()
+                finally:
+                    self._takers_waiting -= 1
+
+    def try_take(self, priority: int) -> Mail | None:
+        """Like :meth:`take` but return ``None`` at once when no mail qualifies.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+            MailboxClosedException: the mailbox is ``CLOSED``.
+        """
+        self._check_is_mailbox_thread("try_take")
+        self._check_take_allowed()
+        if not self._batch and not self._has_new_mail:
+            return None
+        with self._lock:
+            self._check_take_allowed()
+            return self._take_locked(priority)
+
+    def has_mail(self) -> bool:
+        """True when any mail is waiting, in the batch or the queue (no lock taken).
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("has_mail")
+        return bool(self._batch) or self._has_new_mail
+
+    def create_batch(self) -> bool:
+        """Move every queued mail to the end of the batch; true if the batch is not empty.
+
+        Takes the lock only when ``has_new_mail`` is set, so the call is lock-free while
+        nothing arrives.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("create_batch")
+        if not self._has_new_mail:
+            return bool(self._batch)
+        with self._lock:
+            self._batch.extend(self._queue)
+            self._queue.clear()
+            self._has_new_mail = False
+        return bool(self._batch)
+
+    def try_take_from_batch(self) -> Mail | None:
+        """Pop the head of the batch without the lock; ``None`` when the batch is empty.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+            MailboxClosedException: the mailbox is ``CLOSED``.
+        """
+        self._check_is_mailbox_thread("try_take_from_batch")
+        self._check_take_allowed()
+        try:
+            return self._batch.popleft()
+        except IndexError:
+            return None
+
+    def drain(self) -> list[Mail]:
+        """Remove and return every mail (batch first, then queue) without running them.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("drain")
+        with self._lock:
+            return self._drain_locked()
+
+    def quiesce(self) -> None:
+        """Refuse further puts; mails already in can still be taken. No-op unless ``OPEN``.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("quiesce")
+        with self._lock:
+            if self._state is TaskMailbox.State.OPEN:
+                self._state = TaskMailbox.State.QUIESCED
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _take_locked(self, priority: int) -> Mail | None:
+        mail = _take_or_none(self._batch, priority)
+        if mail is None:
+            mail = _take_or_none(self._queue, priority)
+            if mail is not None:
+                self._has_new_mail = bool(self._queue)
+        return mail
+
+    def _drain_locked(self) -> list[Mail]:
+        drained: list[Mail] = []
+        batch = self._batch
+        while batch:  # one atomic pop at a time: the owner may pop concurrently
+            try:
+                drained.append(batch.popleft())
+            except IndexError:
+                break
+        drained.extend(self._queue)
+        self._queue.clear()
+        self._has_new_mail = False
+        return drained
+
+    def _check_put_allowed(self) -> None:
+        state = self._state
+        if state is not TaskMailbox.State.OPEN:
+            raise MailboxClosedException(f"mailbox is {state.name}: it accepts no more mail")
+
+    def _check_take_allowed(self) -> None:
+        if self._state is TaskMailbox.State.CLOSED:
+            raise MailboxClosedException("mailbox is CLOSED: no mail can be taken")
+
+    def _check_is_mailbox_thread(self, method: str) -> None:
+        current = threading.current_thread()
+        if current is not self._owner_thread:
+            raise IllegalThreadError(
+                f"TaskMailbox.{method}() must be called on the mailbox thread "
+                f"{self._owner_thread.name!r}, not on {current.name!r}"
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"TaskMailbox(state={self._state.name}, owner={self._owner_thread.name!r}, "
+            f"queued={len(self._queue)}, batch={len(self._batch)})"
+        )
+
+
+def _take_or_none(mails: deque[Mail], priority: int) -> Mail | None:
+    """Remove and return the first mail of at least ``priority`` from ``mails``, if any."""
+    if not mails:
+        return None
+    if priority <= MIN_PRIORITY:
+        return mails.popleft()
+    for index, mail in enumerate(mails):
+        if mail.priority >= priority:
+            del mails[index]
+            return mail
+    return None

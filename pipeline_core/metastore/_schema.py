@@ -1,0 +1,101 @@
+"""The metastore's tables (SQLAlchemy Core). Alembic migrations create and evolve them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# A file a collector host tracks for a pipeline, with the offset covered by sealed batches.
+files = Table(
+    "sluice_files",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pipeline", String(64), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("fingerprint", String(32), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("dev", BigInteger, nullable=False),
+    Column("ino", BigInteger, nullable=False),
+    Column("sig_size", Integer, nullable=False),
+    Column("sig_crc", BigInteger, nullable=False),
+    Column("sealed_offset", BigInteger, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("first_seen_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("pipeline", "host", "fingerprint", name="uq_sluice_files_identity"),
+)
+
+# One row per checkpoint of a pipeline: requested (by a DAG run or the CLI), sealed, committed.
+checkpoints = Table(
+    "sluice_checkpoints",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pipeline", String(64), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("run_id", String(250), nullable=True),
+    Column("data_interval_start", DateTime(timezone=True), nullable=True),
+    Column("data_interval_end", DateTime(timezone=True), nullable=True),
+    Column("requested_at", DateTime(timezone=True), nullable=False),
+    Column("sealed_at", DateTime(timezone=True), nullable=True),
+    Column("committed_at", DateTime(timezone=True), nullable=True),
+    Column("landing", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    UniqueConstraint("pipeline", "run_id", name="uq_sluice_checkpoints_run"),
+    Index("ix_sluice_checkpoints_pipeline_state", "pipeline", "state"),
+)
+
+# One collector host's share of a checkpoint: the sealed staging folder and its manifest.
+batches = Table(
+    "sluice_batches",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("checkpoint_id", Integer, ForeignKey("sluice_checkpoints.id"), nullable=False),
+    Column("pipeline", String(64), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("staging_path", Text, nullable=False),
+    Column("line_count", BigInteger, nullable=False),
+    Column("byte_count", BigInteger, nullable=False),
+    Column("part_count", Integer, nullable=False),
+    Column("checksum", String(16), nullable=False),
+    Column("manifest", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("checkpoint_id", "host", name="uq_sluice_batches_checkpoint_host"),
+)
+
+# The byte ranges of source files each batch holds: every byte belongs to exactly one batch.
+batch_ranges = Table(
+    "sluice_batch_ranges",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("batch_id", Integer, ForeignKey("sluice_batches.id"), nullable=False),
+    Column("fingerprint", String(32), nullable=False),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("end_offset", BigInteger, nullable=False),
+    Column("line_count", BigInteger, nullable=False),
+    Index("ix_sluice_batch_ranges_fingerprint", "fingerprint", "start_offset"),
+)
+
+# Which collector process may read a pipeline's files on a host, until when.
+leases = Table(
+    "sluice_leases",
+    metadata,
+    Column("pipeline", String(64), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("holder", String(255), nullable=False),
+    Column("acquired_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)

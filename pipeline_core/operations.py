@@ -1,0 +1,241 @@
+"""PipelineOperations: the one facade over a pipeline that the CLI and Airflow both call.
+
+Every public method opens what it needs (the metastore, a collector) and closes it again, so an
+instance is cheap to create and safe to create inside an Airflow task (never do I/O in an
+operator's ``__init__``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline_core.collector import Collector
+from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.errors import CheckpointError, LandingError
+from pipeline_core.landing import SparkJobSpec, landing_job_spec, read_landing_summary
+from pipeline_core.metastore import CheckpointRecord, CheckpointState, FileRecord, Metastore
+from pipeline_core.sinks import checkpoint_dir
+
+__all__ = [
+    "CheckpointInfo",
+    "CheckpointState",
+    "CollectReport",
+    "PipelineOperations",
+    "SparkJobSpec",
+]
+
+SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
+LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """A checkpoint and what it holds, across every host's batch."""
+
+    checkpoint_id: int
+    pipeline: str
+    state: CheckpointState
+    run_id: str | None
+    staging_dir: Path
+    """``<staging>/<pipeline>/<checkpoint:08d>``: one folder per host's batch."""
+    line_count: int
+    byte_count: int
+    batch_ids: tuple[int, ...]
+    requested_at: datetime
+    sealed_at: datetime | None
+    committed_at: datetime | None
+    landing: dict[str, Any] = field(default_factory=dict)
+    """The counts the Spark landing job reported (empty until committed)."""
+
+
+@dataclass(frozen=True)
+class CollectReport:
+    """What one ``collect_once`` did."""
+
+    sealed: tuple[CheckpointInfo, ...]
+    files: int
+    lines: int
+    bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    """Files and offsets, checkpoints and who holds the collector lease."""
+
+    pipeline: str
+    host: str
+    files: tuple[FileRecord, ...]
+    checkpoints: tuple[CheckpointInfo, ...]
+    lease_holder: str | None
+
+
+class PipelineOperations:
+    """Operations on one pipeline, named by its config file."""
+
+    def __init__(self, config_path: str | Path) -> None:
+        self._config_path = Path(config_path)
+        self._config: PipelineConfig | None = None
+
+    @property
+    def config(self) -> PipelineConfig:
+        """The validated config (read on first use). Raises ConfigError."""
+        if self._config is None:
+            self._config = load_pipeline_config(self._config_path)
+        return self._config
+
+    @contextmanager
+    def _metastore(self) -> Iterator[Metastore]:
+        metastore = Metastore.open(self.config.metastore_url)
+        try:
+            yield metastore
+        finally:
+            metastore.close()
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def request_checkpoint(
+        self,
+        run_id: str | None = None,
+        data_interval: tuple[datetime, datetime] | None = None,
+    ) -> CheckpointInfo:
+        """Ask for a checkpoint; idempotent per ``run_id`` (a retried task gets the same one)."""
+        with self._metastore() as metastore:
+            record = metastore.request_checkpoint(self.config.name, run_id, data_interval)
+            return self._info(metastore, record)
+
+    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
+        """Raises CheckpointError for an unknown id or one of another pipeline."""
+        with self._metastore() as metastore:
+            record = metastore.checkpoint(checkpoint_id)
+            if record.pipeline != self.config.name:
+                raise CheckpointError(
+                    f"checkpoint {checkpoint_id} belongs to pipeline {record.pipeline!r}, "
+                    f"not {self.config.name!r}"
+                )
+            return self._info(metastore, record)
+
+    def pending_landings(self) -> list[CheckpointInfo]:
+        """Sealed checkpoints not yet committed, oldest first."""
+        with self._metastore() as metastore:
+            records = metastore.checkpoints(self.config.name, [CheckpointState.SEALED])
+            return [self._info(metastore, r) for r in records]
+
+    # -- collecting --------------------------------------------------------------------------
+
+    def worker_is_live(self) -> bool:
+        """True while a collector holds this pipeline's lease on this host."""
+        with self._metastore() as metastore:
+            holder = metastore.lease_holder(self.config.name, self.config.collector.host)
+        return holder is not None
+
+    def collect_once(self) -> CollectReport:
+        """Read every file to its current end, seal every requested checkpoint (requesting one
+        when none is pending), and return. Raises CollectorBusyError when a live collector
+        holds the lease."""
+        with self._metastore() as metastore:
+            result = Collector(self.config, metastore).run_once()
+            sealed = tuple(
+                self._info(metastore, metastore.checkpoint(s.checkpoint_id)) for s in result.sealed
+            )
+        return CollectReport(sealed, result.files, result.lines, result.bytes, result.seconds)
+
+    def collector(self, metastore: Metastore) -> Collector:
+        """A collector for long-running use (``sluice collect``)."""
+        return Collector(self.config, metastore)
+
+    def open_metastore(self) -> Metastore:
+        return Metastore.open(self.config.metastore_url)
+
+    # -- landing -----------------------------------------------------------------------------
+
+    def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
+        """The spark-submit spec that lands a sealed checkpoint into the lake."""
+        info = self.checkpoint(checkpoint_id)
+        if info.state not in (CheckpointState.SEALED, CheckpointState.COMMITTED):
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id} is {info.state.value}; only sealed checkpoints "
+                "can be landed"
+            )
+        return landing_job_spec(self.config, checkpoint_id)
+
+    def land(self, checkpoint_id: int) -> CheckpointInfo:
+        """Submit the landing job (the provider's SparkSubmitHook, as the DAG does) and commit.
+
+        Raises:
+            LandingError: spark-submit failed or the job's counts do not add up.
+        """
+        spec = self.landing_job(checkpoint_id)
+        os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        hook = SparkSubmitHook(
+            conf=spec.conf,
+            name=spec.name,
+            application_args=spec.application_args,
+            env_vars=spec.env_vars,
+            py_files=spec.py_files,
+        )
+        try:
+            hook.submit(spec.application)
+        except Exception as exc:
+            raise LandingError(f"landing checkpoint {checkpoint_id} failed: {exc}") from exc
+        return self.commit(checkpoint_id)
+
+    def commit(self, checkpoint_id: int) -> CheckpointInfo:
+        """Mark a landed checkpoint committed, with the counts its landing job reported.
+
+        Raises:
+            LandingError: the job left no summary, or rows + rejects != sealed lines.
+        """
+        info = self.checkpoint(checkpoint_id)
+        summary = read_landing_summary(self.config, checkpoint_id)
+        rows = sum(int(n) for n in dict(summary.get("rows", {})).values())
+        rejects = sum(int(n) for n in dict(summary.get("rejects", {})).values())
+        if rows + rejects != info.line_count:
+            raise LandingError(
+                f"checkpoint {checkpoint_id} sealed {info.line_count} lines but the landing "
+                f"job reports {rows} rows and {rejects} rejects"
+            )
+        with self._metastore() as metastore:
+            record = metastore.commit_checkpoint(checkpoint_id, summary)
+            return self._info(metastore, record)
+
+    # -- status ------------------------------------------------------------------------------
+
+    def status(self, limit: int = 20) -> PipelineStatus:
+        host = self.config.collector.host
+        with self._metastore() as metastore:
+            records = metastore.checkpoints(self.config.name, limit=limit)
+            return PipelineStatus(
+                pipeline=self.config.name,
+                host=host,
+                files=tuple(metastore.files(self.config.name, host)),
+                checkpoints=tuple(self._info(metastore, r) for r in records),
+                lease_holder=metastore.lease_holder(self.config.name, host),
+            )
+
+    def _info(self, metastore: Metastore, record: CheckpointRecord) -> CheckpointInfo:
+        batches = metastore.batches(record.checkpoint_id)
+        return CheckpointInfo(
+            checkpoint_id=record.checkpoint_id,
+            pipeline=record.pipeline,
+            state=record.state,
+            run_id=record.run_id,
+            staging_dir=checkpoint_dir(
+                self.config.staging_dir, self.config.name, record.checkpoint_id
+            ),
+            line_count=sum(b.line_count for b in batches),
+            byte_count=sum(b.byte_count for b in batches),
+            batch_ids=tuple(b.batch_id for b in batches if b.batch_id is not None),
+            requested_at=record.requested_at,
+            sealed_at=record.sealed_at,
+            committed_at=record.committed_at,
+            landing=record.landing,
+        )

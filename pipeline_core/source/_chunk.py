@@ -1,0 +1,31 @@
+"""The unit that crosses thread boundaries: whole lines of one file, as raw bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes ``[start, start + len(data))`` of one file.
+
+    ``data`` holds whole lines, each ending with ``\\n``; only the last may lack it (a line cut at
+    ``max_line_bytes``, or the unterminated end of a rotated file). ``lines`` counts them.
+    """
+
+    source: str
+    fingerprint: str
+    start: int
+    data: bytes
+    lines: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.data)
+
+
+def count_lines(data: bytes) -> int:
+    """Lines in ``data`` as the handoff sink splits them (an unterminated tail is a line)."""
+    if not data:
+        return 0
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)

@@ -1,0 +1,94 @@
+"""Time-sliced reading (Logtail): one thread serves every file in turn, a slice at a time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline_core.metastore import FileState
+from pipeline_core.source._chunk import Chunk
+from pipeline_core.source._tracked_file import TrackedFile
+from pipeline_core.source._watcher import FileWatcher
+
+Publish = Callable[[Chunk], bool]
+"""Hands a chunk downstream; returns False (without taking it) when downstream is full."""
+
+
+@dataclass(frozen=True, slots=True)
+class SliceResult:
+    """What one slice read."""
+
+    chunks: int
+    bytes: int
+    lines: int
+    blocked: bool
+    """Downstream was full: reading stopped early and must resume there."""
+    caught_up: bool
+    """Every file was read to its end (nothing whole is left to read right now)."""
+
+
+class TimeSlicedReader:
+    """Reads the watcher's files round robin within a time budget per call.
+
+    Each call of :meth:`read_slice` starts after the file served last, reads at most one chunk
+    from each file per round, and returns once the slice's time is used, downstream is full, or
+    a whole round found nothing to read. A rotated file found at its end is finished: its
+    unterminated last line is shipped and it is marked DONE.
+
+    Threading model: owned by the collector's mailbox thread.
+    """
+
+    def __init__(
+        self,
+        watcher: FileWatcher,
+        *,
+        chunk_bytes: int,
+        max_line_bytes: int,
+        slice_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._watcher = watcher
+        self._chunk_bytes = chunk_bytes
+        self._max_line_bytes = max_line_bytes
+        self._slice_seconds = slice_seconds
+        self._clock = clock
+        self._cursor = 0
+
+    def read_slice(self, publish: Publish, *, finish_rotated: bool = True) -> SliceResult:
+        deadline = self._clock() + self._slice_seconds
+        chunks = nbytes = lines = 0
+        idle_in_a_row = 0
+        while True:
+            files = self._watcher.readable()
+            if not files:
+                return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=True)
+            self._cursor %= len(files)
+            tracked = files[self._cursor]
+            chunk = self._read(tracked, finish_rotated)
+            if chunk is None:
+                idle_in_a_row += 1
+            else:
+                if not publish(chunk):
+                    tracked.read_offset = chunk.start
+                    tracked.lines_since_barrier -= chunk.lines
+                    return SliceResult(chunks, nbytes, lines, blocked=True, caught_up=False)
+                idle_in_a_row = 0
+                chunks += 1
+                nbytes += len(chunk.data)
+                lines += chunk.lines
+            self._cursor += 1
+            if idle_in_a_row >= len(files):
+                return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=True)
+            if self._clock() >= deadline:
+                return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=False)
+
+    def _read(self, tracked: TrackedFile, finish_rotated: bool) -> Chunk | None:
+        rotated = tracked.state is FileState.ROTATED
+        chunk = tracked.read_chunk(
+            self._chunk_bytes, self._max_line_bytes, final=rotated and finish_rotated
+        )
+        if chunk is None and rotated and finish_rotated and tracked.read_offset >= tracked.size():
+            tracked.state = FileState.DONE
+            tracked.close()
+        return chunk

@@ -1,0 +1,201 @@
+"""Discovery and the rotation state machine for all files of one pipeline.
+
+Each scan globs every source's paths and reconciles what it finds with the tracked files:
+
+* a known inode that still starts with its signature bytes is the same file (a rename keeps it);
+* a known inode whose first bytes changed was truncated or reused: its tracked file is DETACHED
+  and the inode is treated as new;
+* a new inode whose first bytes match a DETACHED file is that file's copy (copytruncate): it takes
+  over the fingerprint and the offset, so the lines written just before the truncation are read;
+* a new inode whose first bytes match a file still live elsewhere is a copy in the making: it is
+  left alone until the original is truncated (or forever, if it never is);
+* a tracked file whose inode is no longer at any path was renamed away or deleted: it is ROTATED
+  and read to its end through its open descriptor.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import logging
+import os
+import stat
+import zlib
+from collections.abc import Iterable
+
+from pipeline_core.config import SourceConfig, StartPosition
+from pipeline_core.metastore import FileRecord, FileState
+from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
+from pipeline_core.source._tracked_file import TrackedFile
+
+log = logging.getLogger(__name__)
+
+Inode = tuple[int, int]
+
+
+class FileWatcher:
+    """Finds a pipeline's files and follows them through rotation.
+
+    Threading model: owned by the collector's mailbox thread; not thread-safe.
+    """
+
+    def __init__(
+        self,
+        sources: Iterable[SourceConfig],
+        host: str,
+        signature_bytes: int,
+        records: Iterable[FileRecord] = (),
+    ) -> None:
+        self._sources = list(sources)
+        self._host = host
+        self._signature_bytes = signature_bytes
+        self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
+        self._first_scan = not self._files
+
+    @property
+    def files(self) -> list[TrackedFile]:
+        """Every tracked file, in the order they were first seen."""
+        return self._files
+
+    def readable(self) -> list[TrackedFile]:
+        return [f for f in self._files if f.fd is not None and f.state is not FileState.DONE]
+
+    def close(self) -> None:
+        for tracked in self._files:
+            tracked.close()
+
+    def scan(self) -> None:
+        """Glob every source and reconcile the result with the tracked files."""
+        for source in self._sources:
+            found = self._glob(source)
+            unclaimed = self._reconcile_known(source.name, found)
+            for inode in unclaimed:
+                self._adopt_or_add(source, found[inode], inode)
+        self._first_scan = False
+
+    # -- scan steps --------------------------------------------------------------------------
+
+    def _glob(self, source: SourceConfig) -> dict[Inode, tuple[str, int]]:
+        found: dict[Inode, tuple[str, int]] = {}
+        for pattern in source.paths:
+            for path in sorted(glob.glob(pattern, recursive=True)):
+                if any(fnmatch.fnmatch(path, ex) for ex in source.exclude):
+                    continue
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    found.setdefault((info.st_dev, info.st_ino), (path, info.st_size))
+        return found
+
+    def _reconcile_known(self, source: str, found: dict[Inode, tuple[str, int]]) -> list[Inode]:
+        claimed: set[Inode] = set()
+        for tracked in self._files:
+            if tracked.source != source or tracked.state in (FileState.DONE, FileState.DETACHED):
+                continue
+            inode = (tracked.dev, tracked.ino)
+            if inode in found:
+                path = found[inode][0]
+                if tracked.fd is None or tracked.path != path:
+                    tracked.open(path)
+                if tracked.still_same_file(self._signature_bytes):
+                    tracked.state = FileState.LIVE
+                    claimed.add(inode)
+                else:
+                    log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
+                    tracked.close()
+                    tracked.state = FileState.DETACHED
+            elif tracked.state is FileState.LIVE:
+                if tracked.fd is None:
+                    log.warning(
+                        "%s is gone; bytes after offset %d could not be read",
+                        tracked.path,
+                        tracked.read_offset,
+                    )
+                    tracked.state = FileState.DONE
+                else:
+                    log.info("%s was rotated away; reading it to its end", tracked.path)
+                    tracked.state = FileState.ROTATED
+        return [inode for inode in found if inode not in claimed]
+
+    def _adopt_or_add(self, source: SourceConfig, entry: tuple[str, int], inode: Inode) -> None:
+        path, size = entry
+        if size == 0:
+            return
+        probe = TrackedFile(
+            source=source.name,
+            fingerprint="",
+            path=path,
+            dev=inode[0],
+            ino=inode[1],
+            signature=Signature(0, 0),
+            sealed_offset=0,
+            state=FileState.LIVE,
+        )
+        if not probe.open(path):
+            return
+        assert probe.fd is not None
+        try:
+            candidates = sorted(
+                (
+                    f
+                    for f in self._files
+                    if f.source == source.name and f.state is not FileState.DONE
+                ),
+                key=lambda f: f.state is not FileState.DETACHED,
+            )
+            original = self._match(probe.fd, candidates)
+            if original is not None and original.state is FileState.DETACHED:
+                log.info(
+                    "%s is the copy of %s; resuming at %d",
+                    path,
+                    original.path,
+                    original.read_offset,
+                )
+                original.close()
+                original.fd, probe.fd = probe.fd, None
+                original.path, original.dev, original.ino = path, inode[0], inode[1]
+                original.state = FileState.LIVE
+                original.still_same_file(self._signature_bytes)
+                return
+            if original is not None:
+                return  # a copy of a file still live: wait for the truncation
+            signature = read_signature(probe.fd, self._signature_bytes)
+            start = size if self._first_scan and source.start_at is StartPosition.END else 0
+            if start:
+                start = _after_last_newline(probe.fd, start)
+            tracked = TrackedFile(
+                source=source.name,
+                fingerprint=new_fingerprint(self._host, inode[0], inode[1], signature),
+                path=path,
+                dev=inode[0],
+                ino=inode[1],
+                signature=signature,
+                sealed_offset=start,
+                state=FileState.LIVE,
+            )
+            tracked.fd, probe.fd = probe.fd, None
+            self._files.append(tracked)
+            log.info("tracking %s as %s from offset %d", path, tracked.fingerprint, start)
+        finally:
+            probe.close()
+
+    @staticmethod
+    def _match(fd: int, candidates: list[TrackedFile]) -> TrackedFile | None:
+        heads: dict[int, int] = {}
+        for tracked in candidates:
+            size = tracked.signature.size
+            if size not in heads:
+                head = os.pread(fd, size, 0)
+                heads[size] = -1 if len(head) < size else zlib.crc32(head)
+            if heads[size] == tracked.signature.crc:
+                return tracked
+        return None
+
+
+def _after_last_newline(fd: int, size: int) -> int:
+    """Offset just after the last complete line before ``size`` (reading from the end)."""
+    window = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+    cut = window.rfind(b"\n")
+    return size - len(window) + cut + 1 if cut >= 0 else 0

@@ -1,0 +1,1 @@
+"""Hooks: the connection from Airflow tasks to a Sluice pipeline (``SluiceHook``)."""

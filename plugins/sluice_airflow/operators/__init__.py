@@ -1,0 +1,1 @@
+"""Operators for the steps of a Sluice DAG run: request, land and commit a checkpoint."""

@@ -1,0 +1,1 @@
+"""Sensors that wait on a Sluice checkpoint's state (``CheckpointSealedSensor``)."""

@@ -1,0 +1,183 @@
+"""Stubs shared by the ring tests: events, recording handlers, processor threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pipeline_core.ring import (
+    BatchEventProcessor,
+    BatchRewindStrategy,
+    EventHandler,
+    ExceptionHandler,
+    RewindableEventHandler,
+    RewindableException,
+    RingBuffer,
+    Sequence,
+)
+
+JOIN_TIMEOUT = 10.0
+
+
+class StubEvent:
+    """A mutable slot holding one value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: int = -1
+
+    def __repr__(self) -> str:
+        return f"StubEvent({self.value})"
+
+
+def publish_values(ring: RingBuffer[StubEvent], values: Iterable[int]) -> int:
+    """Publish each value as one event; return the last sequence published."""
+    sequence = -1
+    for value in values:
+        sequence = ring.next()
+        ring.get(sequence).value = value
+        ring.publish(sequence)
+    return sequence
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+@dataclass
+class Call:
+    """One ``on_event`` call as a handler saw it."""
+
+    value: int
+    sequence: int
+    end_of_batch: bool
+
+
+@dataclass
+class RecordingHandler(EventHandler[StubEvent]):
+    """Records every callback; can fail on chosen sequences or slow down per event."""
+
+    fail_on: set[int] = field(default_factory=set)  # sequences whose first delivery raises
+    fail_always_on: set[int] = field(default_factory=set)
+    error: Callable[[], Exception] = lambda: RuntimeError("boom")
+    delay: float = 0.0
+    calls: list[Call] = field(default_factory=list)
+    batches: list[tuple[int, int]] = field(default_factory=list)
+    lifecycle: list[str] = field(default_factory=list)
+    timeouts: list[int] = field(default_factory=list)
+
+    def on_event(self, event: StubEvent, sequence: int, end_of_batch: bool) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+        if sequence in self.fail_always_on:
+            raise self.error()
+        if sequence in self.fail_on:
+            self.fail_on.discard(sequence)
+            raise self.error()
+        self.calls.append(Call(event.value, sequence, end_of_batch))
+
+    def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
+        self.batches.append((batch_size, queue_depth))
+
+    def on_start(self) -> None:
+        self.lifecycle.append("start")
+
+    def on_shutdown(self) -> None:
+        self.lifecycle.append("shutdown")
+
+    def on_timeout(self, sequence: int) -> None:
+        self.timeouts.append(sequence)
+
+    @property
+    def values(self) -> list[int]:
+        return [call.value for call in self.calls]
+
+    @property
+    def sequences(self) -> list[int]:
+        return [call.sequence for call in self.calls]
+
+
+@dataclass
+class RewindingHandler(RewindableEventHandler[StubEvent]):
+    """Raises ``RewindableException`` on chosen sequences ``rewinds[sequence]`` times."""
+
+    rewinds: dict[int, int] = field(default_factory=dict)
+    calls: list[int] = field(default_factory=list)
+    batches: list[tuple[int, int]] = field(default_factory=list)
+
+    def on_event(self, event: StubEvent, sequence: int, end_of_batch: bool) -> None:
+        if self.rewinds.get(sequence, 0) > 0:
+            self.rewinds[sequence] -= 1
+            raise RewindableException(RuntimeError(f"transient failure at {sequence}"))
+        self.calls.append(sequence)
+
+    def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
+        self.batches.append((batch_size, queue_depth))
+
+
+class ProcessorThread(threading.Thread):
+    """Runs a processor and keeps what ``run`` raised instead of printing it."""
+
+    def __init__(self, processor: BatchEventProcessor[StubEvent]) -> None:
+        super().__init__(name="ring-test-processor", daemon=True)
+        self.processor = processor
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.processor.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self) -> None:
+        """Halt the processor and join the thread; fail if it does not end."""
+        self.processor.halt()
+        self.join(JOIN_TIMEOUT)
+        assert not self.is_alive(), "processor thread did not stop"
+
+
+@contextmanager
+def running(*processors: BatchEventProcessor[StubEvent]) -> Iterator[list[ProcessorThread]]:
+    """Run each processor on its own thread for the block; halt and join them afterwards."""
+    threads = [ProcessorThread(processor) for processor in processors]
+    for thread in threads:
+        thread.start()
+    try:
+        assert all(wait_until(processor.is_running) for processor in processors)
+        yield threads
+    finally:
+        for thread in threads:
+            thread.stop()
+
+
+def make_processor(
+    ring: RingBuffer[StubEvent],
+    handler: EventHandler[StubEvent],
+    *dependencies: Sequence,
+    gate: bool = True,
+    max_batch_size: int | None = None,
+    exception_handler: ExceptionHandler[StubEvent] | None = None,
+    rewind_strategy: BatchRewindStrategy | None = None,
+) -> BatchEventProcessor[StubEvent]:
+    """A processor on ``ring`` after ``dependencies``, gating the producer unless told not to."""
+    processor = BatchEventProcessor(
+        ring,
+        ring.new_barrier(*dependencies),
+        handler,
+        max_batch_size=max_batch_size,
+        exception_handler=exception_handler,
+        rewind_strategy=rewind_strategy,
+    )
+    if gate:
+        ring.add_gating_sequences(processor.sequence)
+    return processor
