@@ -28,7 +28,13 @@ from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.collector._sink_handler import HandoffEventHandler
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CollectorBusyError, SealError
-from pipeline_core.mailbox import MAX_PRIORITY, MailboxDefaultAction, MailboxProcessor
+from pipeline_core.mailbox import (
+    MAX_PRIORITY,
+    MailboxDefaultAction,
+    MailboxExecutor,
+    MailboxProcessor,
+    RejectedExecutionError,
+)
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
 from pipeline_core.sinks import HandoffWriter, SealedBatch
@@ -101,11 +107,7 @@ class Collector:
             slice_seconds=tuning.read_slice_ms / 1000,
         )
         self._coordinator = CheckpointCoordinator(metastore, config.name, self._host)
-        self._processor = MailboxProcessor(self._default_action)
-        self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
-        self._mail = self._processor.get_main_mailbox_executor()
-        self._ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
-        writer = HandoffWriter(
+        self._writer = HandoffWriter(
             config.staging_dir,
             config.name,
             self._host,
@@ -113,14 +115,10 @@ class Collector:
             max_part_bytes=config.handoff.max_part_bytes,
             row_group_bytes=config.handoff.row_group_bytes,
         )
-        handler = HandoffEventHandler(writer, self._sealed_from_sink, self._failed_from_sink)
-        self._sink = BatchEventProcessor(
-            self._ring,
-            self._ring.new_barrier(),
-            handler,
-            exception_handler=_ReportingExceptionHandler(self._processor.report_throwable),
-        )
-        self._ring.add_gating_sequences(self._sink.sequence)
+        self._ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
+        # Made on the thread that runs the loop (the mailbox records its owner thread).
+        self._processor: MailboxProcessor | None = None
+        self._stop_requested = threading.Event()
         self._mode = CollectorMode.ONCE
         self._last_scan = float("-inf")
         self._idle_confirmed = False
@@ -142,8 +140,15 @@ class Collector:
         return self._run(CollectorMode.CONTINUOUS)
 
     def stop(self) -> None:
-        """Seal what has been read and stop (any thread; safe from a signal handler)."""
-        self._mail.execute(self._begin_stop, "stop requested")
+        """Seal what has been read and stop (any thread; not from a signal handler, which
+        may interrupt the mailbox thread while it holds the mailbox's lock)."""
+        self._stop_requested.set()
+        processor = self._processor
+        if processor is not None:
+            try:
+                processor.get_main_mailbox_executor().execute(self._begin_stop, "stop requested")
+            except RejectedExecutionError:
+                pass  # the loop has ended already
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -156,6 +161,19 @@ class Collector:
             raise CollectorBusyError(
                 f"pipeline {self._config.name!r} on {self._host} is being collected by {holder}"
             )
+        self._processor = MailboxProcessor(self._default_action)
+        self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
+        self._mail = self._processor.get_main_mailbox_executor()
+        handler = HandoffEventHandler(self._writer, self._sealed_from_sink, self._failed_from_sink)
+        self._sink = BatchEventProcessor(
+            self._ring,
+            self._ring.new_barrier(),
+            handler,
+            exception_handler=_ReportingExceptionHandler(self._processor.report_throwable),
+        )
+        self._ring.add_gating_sequences(self._sink.sequence)
+        if self._stop_requested.is_set():
+            self._mail.execute(self._begin_stop, "stop requested before the start")
         sink_thread = threading.Thread(target=self._sink.run, name="sluice-sink", daemon=True)
         control = threading.Thread(target=self._control_loop, name="sluice-control", daemon=True)
         sink_thread.start()
@@ -169,6 +187,7 @@ class Collector:
             control.join(timeout=30)
             self._watcher.close()
             self._processor.close()
+            self._ring.remove_gating_sequence(self._sink.sequence)
             self._metastore.release_lease(self._config.name, self._host, self._holder)
         return CollectorResult(
             sealed=tuple(self._coordinator.sealed),

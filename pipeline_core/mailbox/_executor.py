@@ -133,9 +133,10 @@ class MailboxExecutor:
         processor = self._processor
         if processor is None:
             raise RuntimeError("is_idle() needs an executor obtained from a MailboxProcessor")
+        has_mail = self._mailbox.has_mail()  # checks the thread
         return (
             not processor.is_default_action_available()
-            and not self._mailbox.has_mail()
+            and not has_mail
             and self._mailbox.state.is_accepting_mails()
         )
 

@@ -44,10 +44,13 @@ class MailboxProcessor:
     Lifecycle:
         Running: :meth:`run_mailbox_loop` returns after :meth:`suspend` (it may be called
         again to continue) or for good after :meth:`all_actions_completed`; it raises when a
-        mail or the default action raises, or a reported error arrives. Closing:
-        :meth:`prepare_close` quiesces the mailbox (puts refused, queued mails may still be
-        run with :meth:`drain`), :meth:`close` closes it and cancels the futures of the
-        mails it dropped. The processor is a context manager that closes on exit.
+        mail or the default action raises, or a reported error arrives. Closing, on the
+        mailbox thread once the loop returned: :meth:`prepare_close` quiesces the mailbox
+        (puts refused), :meth:`drain` runs the mails still queued, :meth:`close` closes it and
+        cancels the futures of whatever it dropped. A :meth:`close` from another thread makes
+        a running loop raise :class:`MailboxClosedException`, at once if it waits for mail,
+        else after the current default-action call. The processor is a context manager that
+        closes on exit.
     """
 
     def __init__(
@@ -79,7 +82,7 @@ class MailboxProcessor:
 
         Raises:
             IllegalThreadError: not called on the mailbox thread.
-            MailboxClosedException: the mailbox is not ``OPEN``.
+            MailboxClosedException: the mailbox is not ``OPEN``, or was closed meanwhile.
             ReportedThrowableError: another thread called :meth:`report_throwable`.
             Exception: whatever a mail or the default action raised.
         """
@@ -116,8 +119,10 @@ class MailboxProcessor:
         return False
 
     def drain(self) -> None:
-        """Run every mail still in the mailbox, without the default action (e.g. after
-        :meth:`prepare_close`)."""
+        """Run every mail still in the mailbox, in order, without the default action.
+
+        Meant for shutdown, after :meth:`prepare_close`: mails already queued still run.
+        """
         self._check_is_mailbox_thread("drain")
         for mail in self._mailbox.drain():
             self._run_mail(mail)

@@ -211,8 +211,11 @@ class TaskMailbox:
 
         Raises:
             IllegalThreadError: not called on the mailbox thread.
+            MailboxClosedException: the mailbox is ``CLOSED`` (so a busy loop notices a
+                ``close()`` from another thread after its current default action).
         """
         self._check_is_mailbox_thread("create_batch")
+        self._check_take_allowed()
         if not self._has_new_mail:
             return bool(self._batch)
         with self._lock:

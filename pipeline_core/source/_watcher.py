@@ -106,18 +106,84 @@ class FileWatcher:
                     log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
                     tracked.close()
                     tracked.state = FileState.DETACHED
-            elif tracked.state is FileState.LIVE:
-                if tracked.fd is None:
-                    log.warning(
-                        "%s is gone; bytes after offset %d could not be read",
-                        tracked.path,
-                        tracked.read_offset,
-                    )
-                    tracked.state = FileState.DONE
-                else:
-                    log.info("%s was rotated away; reading it to its end", tracked.path)
-                    tracked.state = FileState.ROTATED
+            elif tracked.fd is None and self._find_renamed(tracked):
+                log.info(
+                    "%s was renamed to %s; reading it to its end", tracked.fingerprint, tracked.path
+                )
+                tracked.state = FileState.ROTATED
+            elif tracked.state is FileState.LIVE and tracked.fd is not None:
+                log.info("%s was rotated away; reading it to its end", tracked.path)
+                tracked.state = FileState.ROTATED
+            elif tracked.fd is None:
+                log.warning(
+                    "%s is gone; bytes after offset %d could not be read",
+                    tracked.path,
+                    tracked.read_offset,
+                )
+                tracked.state = FileState.DONE
+        for tracked in self._files:
+            if tracked.source == source and tracked.state is FileState.DETACHED:
+                self._find_copy(tracked, found, claimed)
         return [inode for inode in found if inode not in claimed]
+
+    def _siblings(self, tracked: TrackedFile) -> Iterable[tuple[str, os.stat_result]]:
+        """Regular files in the folder where ``tracked`` was last seen."""
+        try:
+            entries = list(os.scandir(os.path.dirname(tracked.path) or "."))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_file():
+                    yield entry.path, entry.stat()
+            except OSError:
+                continue
+
+    def _find_renamed(self, tracked: TrackedFile) -> bool:
+        """After a restart, find a file renamed out of the source's paths by its inode (its
+        old folder only), so the lines written before the rename are not lost."""
+        for path, info in self._siblings(tracked):
+            if (info.st_dev, info.st_ino) == (tracked.dev, tracked.ino):
+                if tracked.open(path) and tracked.still_same_file(self._signature_bytes):
+                    return True
+                tracked.close()
+        return False
+
+    def _find_copy(
+        self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]], claimed: set[Inode]
+    ) -> None:
+        """A DETACHED file's copy may lie outside the source's paths (``access.log.1`` when only
+        ``access.log`` is read): look for it in the file's folder by its signature."""
+        known = {(f.dev, f.ino) for f in self._files if f is not tracked}
+        for path, info in self._siblings(tracked):
+            inode = (info.st_dev, info.st_ino)
+            if inode in known or inode in claimed or info.st_size < tracked.signature.size:
+                continue
+            if inode in found:
+                continue  # on the source's paths: the normal adoption handles it
+            candidate = TrackedFile(
+                source=tracked.source,
+                fingerprint="",
+                path=path,
+                dev=inode[0],
+                ino=inode[1],
+                signature=tracked.signature,
+                sealed_offset=0,
+                state=FileState.LIVE,
+            )
+            if candidate.open(path) and candidate.still_same_file(self._signature_bytes):
+                log.info(
+                    "%s is the copy of %s; resuming at %d",
+                    path,
+                    tracked.fingerprint,
+                    tracked.read_offset,
+                )
+                tracked.fd, candidate.fd = candidate.fd, None
+                tracked.path, tracked.dev, tracked.ino = path, inode[0], inode[1]
+                tracked.signature = candidate.signature
+                tracked.state = FileState.ROTATED
+                return
+            candidate.close()
 
     def _adopt_or_add(self, source: SourceConfig, entry: tuple[str, int], inode: Inode) -> None:
         path, size = entry

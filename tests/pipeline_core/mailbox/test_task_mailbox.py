@@ -301,6 +301,7 @@ ANY_ACCESS: dict[str, Callable[[TaskMailbox], object]] = {
     "take": lambda m: m.take(MIN_PRIORITY),
     "try_take": lambda m: m.try_take(MIN_PRIORITY),
     "try_take_from_batch": lambda m: m.try_take_from_batch(),
+    "create_batch": lambda m: m.create_batch(),
 }
 
 

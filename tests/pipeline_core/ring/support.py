@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pipeline_core.ring import (
+    AlertException,
     BatchEventProcessor,
     BatchRewindStrategy,
     EventHandler,
@@ -17,6 +18,7 @@ from pipeline_core.ring import (
     RewindableException,
     RingBuffer,
     Sequence,
+    WaitStrategy,
 )
 
 JOIN_TIMEOUT = 10.0
@@ -181,3 +183,80 @@ def make_processor(
     if gate:
         ring.add_gating_sequences(processor.sequence)
     return processor
+
+
+def assert_wakes_when_published(strategy: WaitStrategy) -> None:
+    """A consumer waiting with ``strategy`` gets the sequence once it is published."""
+    ring = RingBuffer.create_single_producer(StubEvent, 8, strategy)
+    barrier = ring.new_barrier()
+    result: list[int] = []
+    waiter = threading.Thread(target=lambda: result.append(barrier.wait_for(0)))
+    waiter.start()
+    waiter.join(0.05)
+    assert waiter.is_alive(), "returned before anything was published"
+    publish_values(ring, [1])
+    waiter.join(JOIN_TIMEOUT)
+    assert not waiter.is_alive()
+    assert result == [0]
+
+
+def assert_waits_for_dependent(strategy: WaitStrategy) -> None:
+    """With the cursor ahead, ``strategy`` still waits for the upstream consumer."""
+    ring = RingBuffer.create_single_producer(StubEvent, 8, strategy)
+    publish_values(ring, range(4))
+    upstream = Sequence()
+    barrier = ring.new_barrier(upstream)
+    result: list[int] = []
+    waiter = threading.Thread(target=lambda: result.append(barrier.wait_for(1)))
+    waiter.start()
+    waiter.join(0.05)
+    assert waiter.is_alive(), "passed an upstream consumer"
+    upstream.set(2)
+    waiter.join(JOIN_TIMEOUT)
+    assert not waiter.is_alive()
+    assert result == [2]
+
+
+def assert_alert_ends_wait(strategy: WaitStrategy) -> None:
+    """``alert()`` ends a wait on ``strategy`` with ``AlertException``."""
+    ring = RingBuffer.create_single_producer(StubEvent, 8, strategy)
+    barrier = ring.new_barrier()
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            barrier.wait_for(0)
+        except AlertException as exc:
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    waiter.join(0.05)
+    assert waiter.is_alive()
+    barrier.alert()
+    waiter.join(JOIN_TIMEOUT)
+    assert not waiter.is_alive()
+    assert len(raised) == 1
+
+
+@dataclass
+class RecordingExceptionHandler(ExceptionHandler[StubEvent]):
+    """Keeps every exception it is given; skips the event, or re-raises when told to."""
+
+    rethrow: bool = False
+    event_errors: list[tuple[BaseException, int, int | None]] = field(default_factory=list)
+    start_errors: list[BaseException] = field(default_factory=list)
+    shutdown_errors: list[BaseException] = field(default_factory=list)
+
+    def handle_event_exception(
+        self, exc: BaseException, sequence: int, event: StubEvent | None
+    ) -> None:
+        self.event_errors.append((exc, sequence, None if event is None else event.value))
+        if self.rethrow:
+            raise exc
+
+    def handle_on_start_exception(self, exc: BaseException) -> None:
+        self.start_errors.append(exc)
+
+    def handle_on_shutdown_exception(self, exc: BaseException) -> None:
+        self.shutdown_errors.append(exc)

@@ -1,0 +1,36 @@
+# Sluice: `make run` and `make test` are the two commands. Both set everything up first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+STAMP := .venv/.installed
+
+.PHONY: help setup run test lint bench lock clean
+
+help:
+	@echo "make run    set up, write sample logs, run the web_access DAG, print what landed"
+	@echo "make test   set up, lint, type-check, run the suite on SQLite and on PostgreSQL"
+	@echo "make bench  benchmarks (not part of make test)"
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml scripts/bootstrap.sh
+	bash scripts/bootstrap.sh
+	touch $@
+
+run: setup
+	bash scripts/run-demo.sh
+
+test: setup
+	bash scripts/test.sh
+
+lint: setup
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
+
+bench: setup
+	bash bench/run.sh
+
+lock: setup
+	.venv/bin/uv pip compile requirements-dev.txt --python-version 3.11 --no-header \
+		--no-emit-package pyspark-client -o requirements.lock
+
+clean:
+	rm -rf data .venv

@@ -1,0 +1,49 @@
+"""Reading back what a pipeline has staged, to check delivery in tests."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from pipeline_core.config import PipelineConfig
+from pipeline_core.sinks import MANIFEST_NAME
+
+
+@dataclass(frozen=True, order=True)
+class StagedLine:
+    fingerprint: str
+    offset: int
+    line: bytes
+    checkpoint_id: int
+
+
+def staged_lines(config: PipelineConfig) -> list[StagedLine]:
+    """Every line in every sealed batch folder of the pipeline, sorted by file and offset."""
+    root = config.staging_dir / config.name
+    lines: list[StagedLine] = []
+    for manifest_path in sorted(root.glob(f"[0-9]*/*/{MANIFEST_NAME}")):
+        manifest = json.loads(manifest_path.read_text())
+        for part in manifest["parts"]:
+            table = pq.read_table(manifest_path.parent / part["name"])
+            for row in table.to_pylist():
+                lines.append(
+                    StagedLine(
+                        str(row["file_fingerprint"]),
+                        int(row["byte_offset"]),
+                        bytes(row["line"]),
+                        int(manifest["checkpoint_id"]),
+                    )
+                )
+    return sorted(lines)
+
+
+def staged_payloads(config: PipelineConfig) -> list[bytes]:
+    """Just the lines' bytes, in file and offset order."""
+    return [line.line for line in staged_lines(config)]
+
+
+def staging_folder(config: PipelineConfig) -> Path:
+    return config.staging_dir / config.name

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the locked dependencies (requirements.lock) and Sluice itself.
+# Idempotent: re-running it syncs the environment to the lock file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" - <<'PY'
+import sys
+if sys.version_info[:2] != (3, 11):
+    sys.exit(f"Sluice needs Python 3.11, found {sys.version.split()[0]} ({sys.executable})")
+PY
+command -v java >/dev/null 2>&1 || { echo "Spark needs Java 17 (java not found on PATH)" >&2; exit 1; }
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+UV_VERSION=$(sed -n 's/^uv==//p' requirements-dev.txt 2>/dev/null || true)
+if ! .venv/bin/uv --version 2>/dev/null | grep -q "${UV_VERSION:-0.13.8}"; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==${UV_VERSION:-0.13.8}"
+fi
+# The lock leaves out pyspark-client (a dependency of the Spark provider): it installs into the
+# same pyspark/ folder as the full pyspark wheel and would overwrite parts of it.
+.venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.lock
+.venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
+.venv/bin/python - <<'PY'
+import re, pyspark
+pinned = re.search(r"^pyspark==(\S+)", open("requirements.lock").read(), re.M).group(1)
+if pyspark.__version__ != pinned:
+    raise SystemExit(f"installed pyspark {pyspark.__version__} is not the pinned {pinned}")
+PY
+echo "environment ready: .venv ($(.venv/bin/python --version), pyspark $(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)'))"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make test`: lint, type checks, then the whole suite on SQLite and again on PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/airflow-env.sh
+unset AIRFLOW_HOME  # the suite makes its own Airflow home
+
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== mypy"
+mypy
+echo "== pytest (metastore: SQLite)"
+pytest "$@"
+echo "== pytest (metastore: PostgreSQL)"
+bash scripts/postgres.sh install
+SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
+export SLUICE_TEST_POSTGRES_URL
+trap 'bash scripts/postgres.sh stop' EXIT
+pytest -m "${SLUICE_PG_MARKERS:-not slow or postgres}" "$@"

@@ -1,0 +1,227 @@
+"""The collector end to end (files -> sealed staging batches), without Spark."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.collector import Collector
+from pipeline_core.config import PipelineConfig
+from pipeline_core.errors import CollectorBusyError
+from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.testing import staged_lines, staged_payloads
+from tests.support.pipelines import append, load
+
+
+def lines(prefix: str, count: int) -> list[bytes]:
+    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
+
+
+def collect_once(config: PipelineConfig, metastore: Metastore) -> list[int]:
+    result = Collector(config, metastore).run_once()
+    return [s.checkpoint_id for s in result.sealed]
+
+
+@pytest.fixture
+def config(tmp_path: Path, metastore_url: str) -> PipelineConfig:
+    return load(tmp_path, metastore_url)
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    return tmp_path / "logs"
+
+
+@pytest.mark.timeout(60)
+def test_should_seal_every_line_of_every_file_once(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 500))
+    append(logs / "access.log.1", *lines("b", 300))
+
+    sealed = collect_once(config, metastore)
+
+    assert len(sealed) == 1
+    assert sorted(staged_payloads(config)) == sorted(lines("a", 500) + lines("b", 300))
+    checkpoint = metastore.checkpoint(sealed[0])
+    assert checkpoint.state is CheckpointState.SEALED
+    (batch,) = metastore.batches(sealed[0])
+    assert batch.line_count == 800
+    assert batch.byte_count == (logs / "access.log").stat().st_size + (
+        logs / "access.log.1"
+    ).stat().st_size
+
+
+@pytest.mark.timeout(60)
+def test_should_pick_up_only_new_lines_on_the_next_run(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("first", 100))
+    first = collect_once(config, metastore)
+    append(logs / "access.log", *lines("second", 50))
+
+    second = collect_once(config, metastore)
+    third = collect_once(config, metastore)
+
+    by_checkpoint: dict[int, list[bytes]] = {}
+    for staged in staged_lines(config):
+        by_checkpoint.setdefault(staged.checkpoint_id, []).append(staged.line)
+    assert by_checkpoint[first[0]] == lines("first", 100)
+    assert by_checkpoint[second[0]] == lines("second", 50)
+    assert third[0] not in by_checkpoint  # an empty checkpoint seals an empty batch
+    assert metastore.batches(third[0])[0].line_count == 0
+
+
+@pytest.mark.timeout(60)
+def test_should_keep_a_partial_last_line_until_its_newline_arrives(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", b"whole\nhalf-", newline=False)
+    collect_once(config, metastore)
+    assert staged_payloads(config) == [b"whole"]
+
+    append(logs / "access.log", b"done")
+    collect_once(config, metastore)
+
+    staged = staged_lines(config)
+    assert [s.line for s in staged] == [b"whole", b"half-done"]
+    assert [s.offset for s in staged] == [0, 6]
+
+
+@pytest.mark.timeout(60)
+def test_should_lose_nothing_across_rename_rotation(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("before", 200))
+    collect_once(config, metastore)
+    append(logs / "access.log", *lines("unread-at-rotation", 40))
+    os.rename(logs / "access.log", logs / "access.log.1")
+    append(logs / "access.log", *lines("after", 70))
+
+    collect_once(config, metastore)
+
+    expected = lines("before", 200) + lines("unread-at-rotation", 40) + lines("after", 70)
+    assert sorted(staged_payloads(config)) == sorted(expected)
+    assert len({(s.fingerprint, s.offset) for s in staged_lines(config)}) == len(expected)
+
+
+@pytest.mark.timeout(60)
+def test_should_find_a_file_renamed_out_of_the_paths_after_a_restart(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Path
+) -> None:
+    config = load(tmp_path, metastore_url, pattern="logs/access.log")
+    append(logs / "access.log", *lines("before", 10))
+    collect_once(config, metastore)
+    append(logs / "access.log", *lines("tail", 5))
+    os.rename(logs / "access.log", logs / "old-access.log")
+    append(logs / "access.log", *lines("new", 3))
+
+    collect_once(config, metastore)
+
+    assert sorted(staged_payloads(config)) == sorted(
+        lines("before", 10) + lines("tail", 5) + lines("new", 3)
+    )
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("copy_on_paths", [True, False], ids=["copy-globbed", "copy-outside"])
+def test_should_lose_nothing_across_copytruncate_rotation(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Path, copy_on_paths: bool
+) -> None:
+    pattern = "logs/access.log*" if copy_on_paths else "logs/access.log"
+    config = load(tmp_path, metastore_url, pattern=pattern)
+    append(logs / "access.log", *lines("before", 200))
+    collect_once(config, metastore)
+    append(logs / "access.log", *lines("unread-at-copy", 40))
+    shutil.copyfile(logs / "access.log", logs / "access.log.1")
+    with open(logs / "access.log", "r+b") as handle:
+        handle.truncate(0)
+    append(logs / "access.log", *lines("after", 70))
+
+    collect_once(config, metastore)
+
+    expected = lines("before", 200) + lines("unread-at-copy", 40) + lines("after", 70)
+    assert sorted(staged_payloads(config)) == sorted(expected)
+
+
+@pytest.mark.timeout(60)
+def test_should_cut_huge_lines_and_keep_binary_bytes_exactly(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Path
+) -> None:
+    config = load(
+        tmp_path, metastore_url, collector={"max_line_bytes": 4096, "read_chunk_bytes": 4096}
+    )
+    huge = b"h" * 10_000
+    odd = [b"\xff\xfe invalid utf-8", b"nul\x00byte", b"", b"ok"]
+    append(logs / "access.log", b"first", huge, *odd)
+
+    collect_once(config, metastore)
+
+    staged = staged_lines(config)
+    assert b"".join(s.line for s in staged[1:4]) == huge
+    assert [len(s.line) for s in staged[1:4]] == [4096, 4096, 10_000 - 8192]
+    assert [s.line for s in staged[4:]] == odd
+    assert staged[0].line == b"first"
+    assert [s.offset for s in staged[1:4]] == [6, 6 + 4096, 6 + 8192]
+
+
+@pytest.mark.timeout(60)
+def test_should_refuse_to_run_while_another_collector_holds_the_lease(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 3))
+    assert metastore.acquire_lease(config.name, config.collector.host, "someone-else", 60)
+
+    with pytest.raises(CollectorBusyError, match="someone-else"):
+        Collector(config, metastore).run_once()
+    assert staged_payloads(config) == []
+
+
+def wait_until(predicate: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(90)
+def test_should_seal_requested_checkpoints_while_tailing_and_seal_on_stop(
+    config: PipelineConfig, metastore: Metastore, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 100))
+    collector = Collector(config, metastore)
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(collector.run())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        requested = metastore.request_checkpoint(config.name, "run-1").checkpoint_id
+        wait_until(lambda: metastore.checkpoint(requested).state is CheckpointState.SEALED)
+        append(logs / "access.log", *lines("b", 30))
+        os.rename(logs / "access.log", logs / "access.log.1")
+        append(logs / "access.log", *lines("c", 20))
+        wait_until(lambda: len(metastore.files(config.name, config.collector.host)) >= 1)
+        time.sleep(0.5)
+    finally:
+        collector.stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert not isinstance(outcome[0], BaseException), outcome
+    assert sorted(staged_payloads(config)) == sorted(
+        lines("a", 100) + lines("b", 30) + lines("c", 20)
+    )
+    first = [s.line for s in staged_lines(config) if s.checkpoint_id == requested]
+    assert first == lines("a", 100)
+    assert metastore.lease_holder(config.name, config.collector.host) is None

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline_core.ring import BusySpinWaitStrategy
+from tests.pipeline_core.ring.support import (
+    assert_alert_ends_wait,
+    assert_wakes_when_published,
+    assert_waits_for_dependent,
+)
+
+
+@pytest.mark.timeout(30)
+def test_should_wake_when_sequence_is_published() -> None:
+    assert_wakes_when_published(BusySpinWaitStrategy())
+
+
+@pytest.mark.timeout(30)
+def test_should_wait_for_upstream_consumer_in_a_pipeline() -> None:
+    assert_waits_for_dependent(BusySpinWaitStrategy())
+
+
+@pytest.mark.timeout(30)
+def test_should_stop_waiting_when_barrier_is_alerted() -> None:
+    assert_alert_ends_wait(BusySpinWaitStrategy())
