@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline_core.ring import BatchEventProcessor, EventHandler, RingBuffer  # noqa: E402
+from pipeline_core.ring import BatchEventProcessor, EventHandler, RingBuffer
 
 
 class Slot:

@@ -14,6 +14,8 @@ only by mail.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import threading
@@ -31,7 +33,6 @@ from pipeline_core.errors import CollectorBusyError, SealError
 from pipeline_core.mailbox import (
     MAX_PRIORITY,
     MailboxDefaultAction,
-    MailboxExecutor,
     MailboxProcessor,
     RejectedExecutionError,
 )
@@ -145,10 +146,8 @@ class Collector:
         self._stop_requested.set()
         processor = self._processor
         if processor is not None:
-            try:
+            with contextlib.suppress(RejectedExecutionError):  # the loop has ended already
                 processor.get_main_mailbox_executor().execute(self._begin_stop, "stop requested")
-            except RejectedExecutionError:
-                pass  # the loop has ended already
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -202,6 +201,7 @@ class Collector:
         lease = self._config.collector.lease_seconds
         renew_every = max(0.5, lease / 3)
         next_renewal = time.monotonic() + renew_every
+        forwarded: set[int] = set()
         while not self._control_stop.wait(1.0):
             try:
                 if time.monotonic() >= next_renewal:
@@ -213,11 +213,13 @@ class Collector:
                     for checkpoint_id in self._metastore.unsealed_for_host(
                         self._config.name, self._host
                     ):
-                        self._checkpoints.execute(
-                            lambda n=checkpoint_id: self._inject(n),
-                            "checkpoint %d requested",
-                            checkpoint_id,
-                        )
+                        if checkpoint_id not in forwarded:
+                            forwarded.add(checkpoint_id)
+                            self._checkpoints.execute(
+                                functools.partial(self._inject, checkpoint_id),
+                                "checkpoint %d requested",
+                                checkpoint_id,
+                            )
             except Exception as exc:  # the metastore may be briefly unreachable
                 log.warning("control loop: %s", exc)
 
@@ -287,11 +289,15 @@ class Collector:
 
     def _end_when_sealed(self) -> None:
         if self._finishing and self._coordinator.in_flight == 0:
-            self._processor.all_actions_completed()
+            self._loop().all_actions_completed()
 
     def _on_sealed(self, sealed: SealedBatch) -> None:
         self._coordinator.record(sealed, self._watcher)
         self._end_when_sealed()
+
+    def _loop(self) -> MailboxProcessor:
+        assert self._processor is not None, "the collector is not running"
+        return self._processor
 
     # -- called on the sink thread: forward as mail ------------------------------------------
 
@@ -301,4 +307,4 @@ class Collector:
         )
 
     def _failed_from_sink(self, checkpoint_id: int, error: SealError) -> None:
-        self._processor.report_throwable(error)
+        self._loop().report_throwable(error)

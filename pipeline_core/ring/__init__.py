@@ -7,19 +7,24 @@ every available event to its ``EventHandler`` as one batch and then advances its
 ``Sequence``. Producers never pass the slowest *gating* sequence, so a slow consumer
 back-pressures the producers::
 
-                        publish(seq)                      wait_for(seq)
-    producer --next()--> [ RingBuffer  cursor ] <--barrier-- BatchEventProcessor A --> sink group 1
-                              ^   (slots reused          \\-- BatchEventProcessor B --> sink group 2
-                              |    only after gating)                    |
-                              |                                 new_barrier(B.sequence)
-                              |                                          v
-                              |                          BatchEventProcessor C (after B)
-                              |                                          |
-                              +---- gating sequences: A.sequence, C.sequence
+                    next() / get() / publish()
+    producer(s) ------------------------------> RingBuffer (cursor)
+                                                 ^    |
+           gating sequences: A.sequence,         |    | new_barrier()   (fan-out: A and B
+           C.sequence (the ends of each chain) --+    |                  each see every event)
+                                   +------------------+-----------------+
+                                   v                                    v
+                       BatchEventProcessor A                BatchEventProcessor B
+                                   |                                    |
+                                   v                                    | new_barrier(B.sequence)
+                              sink group 1                              v  (pipeline)
+                                                            BatchEventProcessor C
+                                                                        |
+                                                                        v
+                                                                   sink group 2
 
-    fan-out:  A and B read every event independently (both gate the producer)
-    pipeline: C sees an event only after B has processed it (C gates the producer, and B
-              cannot fall behind C)
+In a pipeline the later stage C sees an event only after B has processed it, so B is always
+ahead of C and gating the producer on C alone covers both.
 
 Typical wiring::
 
@@ -30,6 +35,11 @@ Typical wiring::
     seq = ring.next(); ring.get(seq).value = item; ring.publish(seq)
     ...
     processor.halt()
+
+On hot paths claim and publish ranges (``hi = ring.next(n)`` ... ``ring.publish(hi - n + 1,
+hi)``): one claim and one publish per range, and consumers receive it as one batch. Nothing
+on the producer or consumer path takes a lock, except the blocking wait strategies when a
+consumer is actually blocked.
 
 Waiting is pluggable (``WaitStrategy``): ``BlockingWaitStrategy`` (the default),
 ``TimeoutBlockingWaitStrategy``, ``SleepingWaitStrategy``, ``YieldingWaitStrategy``,

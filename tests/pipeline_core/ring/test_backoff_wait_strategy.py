@@ -10,8 +10,8 @@ from tests.pipeline_core.ring.support import (
     JOIN_TIMEOUT,
     StubEvent,
     assert_alert_ends_wait,
-    assert_wakes_when_published,
     assert_waits_for_dependent,
+    assert_wakes_when_published,
     publish_values,
 )
 

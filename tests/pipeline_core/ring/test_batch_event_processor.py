@@ -55,13 +55,14 @@ def test_should_notify_start_before_events_and_shutdown_after_halt() -> None:
     ring = make_ring()
     handler = RecordingHandler()
     processor = make_processor(ring, handler)
-    assert processor.state is ProcessorState.IDLE
+    assert not processor.is_running()
     with running(processor):
         assert wait_until(lambda: handler.lifecycle == ["start"])
         assert processor.is_running()
-        assert processor.state is ProcessorState.RUNNING
+        running_state = processor.state
         publish_values(ring, [7])
         assert wait_until(lambda: processor.sequence.get() == 0)
+    assert running_state is ProcessorState.RUNNING
     assert handler.lifecycle == ["start", "shutdown"]
     assert processor.state is ProcessorState.IDLE
     assert not processor.is_running()

@@ -43,9 +43,7 @@ def make_ring() -> RingBuffer[StubEvent]:
     return RingBuffer.create_single_producer(StubEvent, 16)
 
 
-def process(
-    events: int, handler: RewindingHandler, **options: object
-) -> RewindingHandler:
+def process(events: int, handler: RewindingHandler, **options: object) -> RewindingHandler:
     ring = make_ring()
     processor = make_processor(ring, handler, **options)  # type: ignore[arg-type]
     publish_values(ring, range(events))

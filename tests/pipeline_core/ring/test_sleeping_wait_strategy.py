@@ -5,8 +5,8 @@ import pytest
 from pipeline_core.ring import SleepingWaitStrategy
 from tests.pipeline_core.ring.support import (
     assert_alert_ends_wait,
-    assert_wakes_when_published,
     assert_waits_for_dependent,
+    assert_wakes_when_published,
 )
 
 

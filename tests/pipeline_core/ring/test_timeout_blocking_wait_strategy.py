@@ -8,8 +8,8 @@ from pipeline_core.ring import RingBuffer, TimeoutBlockingWaitStrategy, TimeoutE
 from tests.pipeline_core.ring.support import (
     StubEvent,
     assert_alert_ends_wait,
-    assert_wakes_when_published,
     assert_waits_for_dependent,
+    assert_wakes_when_published,
     publish_values,
 )
 

@@ -1,0 +1,301 @@
+"""RequestCheckpointOperator, LandCheckpointOperator, CommitCheckpointOperator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from pipeline_core.errors import CollectorBusyError
+from pipeline_core.operations import CheckpointState
+from sluice_airflow.operators import sluice as operators_module
+from sluice_airflow.operators.sluice import (
+    CHECKPOINT_DIR_KEY,
+    CommitCheckpointOperator,
+    LandCheckpointOperator,
+    RequestCheckpointOperator,
+)
+from tests.support.fake_pipeline import (
+    NOW,
+    FakePipeline,
+    FakePipelineOperations,
+    FakeTaskInstance,
+    make_context,
+)
+
+CONFIG = "/etc/sluice/web_access.yaml"
+XCOM_CHECKPOINT = "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
+
+
+def request_operator(**kwargs: Any) -> RequestCheckpointOperator:
+    return RequestCheckpointOperator(task_id="request_checkpoint", config_path=CONFIG, **kwargs)
+
+
+def call_names(pipeline: FakePipeline) -> list[str]:
+    return [call[0] for call in pipeline.calls]
+
+
+# --- construction -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: RequestCheckpointOperator(task_id="t", config_path="/missing.yaml"),
+        lambda: LandCheckpointOperator(task_id="t", config_path="/missing.yaml", checkpoint_id=1),
+        lambda: CommitCheckpointOperator(task_id="t", config_path="/missing.yaml", checkpoint_id=1),
+    ],
+    ids=["request", "land", "commit"],
+)
+def test_init_does_no_io(fake_pipeline: FakePipeline, build: Any) -> None:
+    build()
+
+    assert fake_pipeline.opened == []
+    assert fake_pipeline.calls == []
+
+
+def test_init_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        RequestCheckpointOperator("t", CONFIG)  # type: ignore[misc]
+
+
+def test_template_fields() -> None:
+    assert "config_path" in RequestCheckpointOperator.template_fields
+    assert {"config_path", "checkpoint_id"} <= set(CommitCheckpointOperator.template_fields)
+    land_fields = set(LandCheckpointOperator.template_fields)
+    assert {"config_path", "checkpoint_id"} <= land_fields
+    assert set(SparkSubmitOperator.template_fields) <= land_fields
+
+
+def test_config_path_and_checkpoint_id_are_rendered() -> None:
+    operator = CommitCheckpointOperator(
+        task_id="commit",
+        config_path="/etc/sluice/{{ params.pipeline }}.yaml",
+        checkpoint_id=XCOM_CHECKPOINT,
+    )
+    ti = FakeTaskInstance(xcoms={("request_checkpoint", "return_value"): 42})
+    context = make_context(ti) | {"params": {"pipeline": "web_access"}}
+
+    operator.render_template_fields(context)  # type: ignore[arg-type]
+
+    assert operator.config_path == "/etc/sluice/web_access.yaml"
+    assert operator.checkpoint_id == "42"
+
+
+# --- RequestCheckpointOperator ----------------------------------------------------------------
+
+
+def test_request_collects_in_process_when_no_worker_is_live(fake_pipeline: FakePipeline) -> None:
+    ti = FakeTaskInstance()
+
+    checkpoint_id = request_operator().execute(make_context(ti, run_id="run-1"))  # type: ignore[arg-type]
+
+    assert checkpoint_id == 1
+    assert ti.pushed == {CHECKPOINT_DIR_KEY: "/staging/web_access/00000001"}
+    assert fake_pipeline.calls == [
+        ("request_checkpoint", "run-1", (NOW, NOW)),
+        ("worker_is_live",),
+        ("collect_once",),
+    ]
+    assert fake_pipeline.checkpoints[1].state == CheckpointState.SEALED
+
+
+def test_request_leaves_sealing_to_a_live_worker(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.worker_live = True
+
+    request_operator().execute(make_context())  # type: ignore[arg-type]
+
+    assert "collect_once" not in call_names(fake_pipeline)
+    assert fake_pipeline.checkpoints[1].state == CheckpointState.REQUESTED
+
+
+def test_request_does_not_collect_when_collect_if_idle_is_false(
+    fake_pipeline: FakePipeline,
+) -> None:
+    request_operator(collect_if_idle=False).execute(make_context())  # type: ignore[arg-type]
+
+    assert call_names(fake_pipeline) == ["request_checkpoint"]
+
+
+def test_request_does_not_collect_for_an_already_sealed_checkpoint(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED, run_id="run-1")
+
+    checkpoint_id = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
+
+    assert checkpoint_id == 1
+    assert call_names(fake_pipeline) == ["request_checkpoint"]
+
+
+def test_a_retried_request_gets_the_same_checkpoint(fake_pipeline: FakePipeline) -> None:
+    first = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
+    second = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
+
+    assert first == second == 1
+    assert call_names(fake_pipeline).count("collect_once") == 1
+
+
+def test_request_succeeds_when_a_worker_takes_the_lease_meanwhile(
+    fake_pipeline: FakePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def busy(self: FakePipelineOperations) -> None:
+        raise CollectorBusyError("a collector worker holds the lease")
+
+    monkeypatch.setattr(FakePipelineOperations, "collect_once", busy)
+
+    checkpoint_id = request_operator().execute(make_context())  # type: ignore[arg-type]
+
+    assert checkpoint_id == 1
+    assert fake_pipeline.checkpoints[1].state == CheckpointState.REQUESTED
+
+
+def test_request_passes_no_data_interval_when_the_run_has_none(
+    fake_pipeline: FakePipeline,
+) -> None:
+    request_operator().execute(make_context(run_id="manual-1", data_interval=None))  # type: ignore[arg-type]
+
+    assert fake_pipeline.calls[0] == ("request_checkpoint", "manual-1", None)
+
+
+# --- LandCheckpointOperator -------------------------------------------------------------------
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Capture what spark-submit would run instead of running it."""
+    captured: list[dict[str, Any]] = []
+
+    def submit(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        captured.append(
+            {
+                "command": self._build_spark_submit_command(application),
+                "env": dict(self._env or {}),
+                "binary": self._connection["spark_binary"],
+                "master": self._connection["master"],
+            }
+        )
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    return captured
+
+
+def test_land_submits_the_pipeline_landing_job(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="1")
+
+    operator.execute(make_context())  # type: ignore[arg-type]
+
+    assert operator.application == "/repo/spark_jobs/land_checkpoint.py"
+    assert operator.application_args == [
+        "--checkpoint-dir",
+        "/staging/web_access/00000001",
+        "--lake",
+        "/lake",
+    ]
+    assert operator.name == "sluice-land-web_access-1"
+    assert operator.py_files == "/repo/dist/pipeline_core.zip"
+    [job] = submitted
+    assert job["master"] == "local[*]"
+    command = job["command"]
+    assert command[-5:] == [
+        "/repo/spark_jobs/land_checkpoint.py",
+        "--checkpoint-dir",
+        "/staging/web_access/00000001",
+        "--lake",
+        "/lake",
+    ]
+    assert ["--name", "sluice-land-web_access-1"] == command[
+        command.index("--name") : command.index("--name") + 2
+    ]
+    assert "spark.sql.sources.partitionOverwriteMode=dynamic" in command
+    assert "/repo/dist/pipeline_core.zip" in command
+    assert job["env"] == {"PYSPARK_PYTHON": "/venv/bin/python"}
+
+
+def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    operator = LandCheckpointOperator(
+        task_id="land",
+        config_path=CONFIG,
+        checkpoint_id=1,
+        conf={"spark.sql.sources.partitionOverwriteMode": "static", "spark.ui.enabled": "false"},
+        env_vars={"TZ": "UTC"},
+    )
+
+    operator.execute(make_context())  # type: ignore[arg-type]
+
+    assert operator.conf == {
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.ui.enabled": "false",
+    }
+    assert submitted[0]["env"] == {"PYSPARK_PYTHON": "/venv/bin/python", "TZ": "UTC"}
+
+
+def test_land_rejects_a_missing_checkpoint_id_before_asking_the_pipeline(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="None")
+
+    with pytest.raises(ValueError, match="checkpoint id"):
+        operator.execute(make_context())  # type: ignore[arg-type]
+
+    assert fake_pipeline.calls == []
+    assert submitted == []
+
+
+def test_land_uses_the_spark_submit_beside_python_when_none_is_on_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    fake_python = tmp_path / "venv" / "bin" / "python"
+    fake_python.parent.mkdir(parents=True)
+    spark_submit = fake_python.parent / "spark-submit"
+    spark_submit.write_text("#!/bin/sh\n")
+    spark_submit.chmod(0o755)
+    monkeypatch.setattr(operators_module.sys, "executable", str(fake_python))
+
+    assert operators_module._fallback_spark_submit() == str(spark_submit)
+
+
+def test_land_keeps_the_provider_default_when_spark_submit_is_on_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spark_submit = tmp_path / "spark-submit"
+    spark_submit.write_text("#!/bin/sh\n")
+    spark_submit.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    assert operators_module._fallback_spark_submit() is None
+
+
+# --- CommitCheckpointOperator -----------------------------------------------------------------
+
+
+def test_commit_returns_what_landed(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.set_state(1, CheckpointState.SEALED, line_count=10, byte_count=1000)
+    operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id="1")
+
+    landed = operator.execute(make_context())  # type: ignore[arg-type]
+
+    assert landed == {"checkpoint_id": 1, "lines": 10, "bytes": 1000, "rows": 9, "rejects": 1}
+    assert fake_pipeline.checkpoints[1].state == CheckpointState.COMMITTED
+
+
+def test_commit_reports_unknown_counts_as_none(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.landing = {}
+    operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id=1)
+
+    landed = operator.execute(make_context())  # type: ignore[arg-type]
+
+    assert landed["rows"] is None
+    assert landed["rejects"] is None
