@@ -17,4 +17,4 @@ bash scripts/postgres.sh install
 SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
 export SLUICE_TEST_POSTGRES_URL
 trap 'bash scripts/postgres.sh stop' EXIT
-pytest -m "${SLUICE_PG_MARKERS:-not slow or postgres}" "$@"
+pytest -m metastore "$@"

@@ -97,7 +97,7 @@ def test_tasks_point_at_their_pipeline_config(
 def test_dag_settings(two_pipelines: DagBag) -> None:
     dag = two_pipelines.dags["sluice_web_access"]
 
-    assert dag.timetable.summary == "*/5 * * * *"
+    assert dag.schedule == "*/5 * * * *"
     assert dag.catchup is False
     assert dag.max_active_runs == 1
     assert {"sluice", "spark"} <= set(dag.tags)
