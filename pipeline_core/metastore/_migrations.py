@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -22,6 +25,14 @@ def alembic_config(connection: Connection | None = None, url: str | None = None)
     return config
 
 
+@functools.cache
+def head_revision() -> str | None:
+    """The newest revision of Sluice's migrations."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
 def upgrade_to_head(connection: Connection) -> None:
-    """Apply every migration not yet applied (a no-op on an up-to-date database)."""
-    command.upgrade(alembic_config(connection), "head")
+    """Apply every migration not yet applied (cheap on an up-to-date database: one query)."""
+    current = MigrationContext.configure(connection).get_current_revision()
+    if current != head_revision():
+        command.upgrade(alembic_config(connection), "head")

@@ -25,7 +25,6 @@ from pipeline_core.metastore._records import (
     FileState,
 )
 
-_migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 
 
@@ -66,11 +65,8 @@ class Metastore:
                 if database and database != ":memory:":
                     Path(database).parent.mkdir(parents=True, exist_ok=True)
                 _tune_sqlite(engine)
-            with _migrate_lock:
-                if url not in _migrated:
-                    with engine.begin() as connection:
-                        upgrade_to_head(connection)
-                    _migrated.add(url)
+            with _migrate_lock, engine.begin() as connection:
+                upgrade_to_head(connection)
         except SQLAlchemyError as exc:
             raise MetastoreError(f"cannot open the metastore {_safe(url)}: {exc}") from exc
         return cls(engine)
