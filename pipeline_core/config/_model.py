@@ -7,7 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
@@ -104,13 +104,14 @@ class PipelineConfig(_Strict):
     """Cron expression or Airflow preset of the pipeline's DAG; null for manual runs only."""
     config_path: Path | None = Field(default=None, exclude=True)
 
-    @model_validator(mode="after")
-    def _unique_source_names(self) -> PipelineConfig:
-        names = [source.name for source in self.sources]
+    @field_validator("sources")
+    @classmethod
+    def _unique_source_names(cls, sources: list[SourceConfig]) -> list[SourceConfig]:
+        names = [source.name for source in sources]
         duplicated = sorted({name for name in names if names.count(name) > 1})
         if duplicated:
             raise ValueError(f"source names must be unique, repeated: {', '.join(duplicated)}")
-        return self
+        return sources
 
     @property
     def staging_dir(self) -> Path:

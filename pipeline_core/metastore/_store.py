@@ -353,7 +353,13 @@ class Metastore:
             taken = connection.execute(
                 t.leases.update()
                 .where(key, (t.leases.c.holder == holder) | (t.leases.c.expires_at < now))
-                .values(holder=holder, expires_at=expires)
+                .values(
+                    holder=holder,
+                    expires_at=expires,
+                    acquired_at=sa.case(
+                        (t.leases.c.holder == holder, t.leases.c.acquired_at), else_=now
+                    ),
+                )
             ).rowcount
             if taken:
                 return True

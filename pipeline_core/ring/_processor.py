@@ -166,10 +166,11 @@ class BatchEventProcessor(Generic[E]):
         on_batch_start = self._handler.on_batch_start
         sequence = self._sequence
         limit_offset = self._batch_limit_offset
-        event: E | None = None
+        event: E | None
         next_sequence = sequence.get() + 1
         while True:
             start_of_batch = current = next_sequence
+            event = None
             try:
                 try:
                     available = wait_for(next_sequence)
@@ -177,7 +178,6 @@ class BatchEventProcessor(Generic[E]):
                     if limit_offset is not None and next_sequence + limit_offset < available:
                         end = next_sequence + limit_offset
                     if next_sequence <= end:
-                        event = None
                         on_batch_start(end - next_sequence + 1, available - next_sequence + 1)
                         if slots is not None:
                             for current in range(next_sequence, end + 1):

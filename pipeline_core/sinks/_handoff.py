@@ -150,6 +150,7 @@ class HandoffWriter:
                 self._close_part(source)
             return self._publish(barrier)
         except (OSError, ValueError) as exc:
+            self.reset()  # nothing half-written may leak into the next batch
             raise SealError(f"cannot seal checkpoint {barrier.checkpoint_id}: {exc}") from exc
 
     # -- internals ---------------------------------------------------------------------------

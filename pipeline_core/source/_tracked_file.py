@@ -128,8 +128,10 @@ class TrackedFile:
             return None
         try:
             data = os.pread(self.fd, chunk_bytes, self.read_offset)
-            if data and b"\n" not in data and len(data) == chunk_bytes < max_line_bytes:
-                data = os.pread(self.fd, max_line_bytes, self.read_offset)
+            if data and b"\n" not in data and len(data) == chunk_bytes:
+                # One long line: look as far as its newline could be without a cut.
+                wanted = max(chunk_bytes, max_line_bytes + 1)
+                data = os.pread(self.fd, wanted, self.read_offset)
         except OSError as exc:
             log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
             return None
@@ -138,7 +140,7 @@ class TrackedFile:
         cut = data.rfind(b"\n")
         if cut >= 0:
             data = data[: cut + 1]
-        elif len(data) >= max_line_bytes:
+        elif len(data) > max_line_bytes:
             data = data[:max_line_bytes]
             log.warning(
                 "%s: line at offset %d is longer than %d bytes; cut into pieces",

@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import sluice_pipelines
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 from airflow.serialization.serialized_objects import DagSerialization
+from sluice_airflow.operators.sluice import (
+    CommitCheckpointOperator,
+    LandCheckpointOperator,
+    RequestCheckpointOperator,
+)
+from sluice_airflow.sensors.sluice import CheckpointSealedSensor
 
-import sluice_pipelines
 from tests.support.airflow_env import REPO_ROOT
 
 DAGS_FOLDER = REPO_ROOT / "dags"
+SLUICE_TASK_TYPES = (
+    RequestCheckpointOperator,
+    CheckpointSealedSensor,
+    LandCheckpointOperator,
+    CommitCheckpointOperator,
+)
 TASK_ORDER = ["request_checkpoint", "wait_sealed", "land", "commit"]
 CONFIG = """\
 name: {name}
@@ -71,7 +86,7 @@ def test_tasks_run_in_order(two_pipelines: DagBag, name: str) -> None:
     dag = two_pipelines.dags[f"sluice_{name}"]
 
     assert sorted(dag.task_ids) == sorted(TASK_ORDER)
-    for upstream, downstream in zip(TASK_ORDER, TASK_ORDER[1:], strict=False):
+    for upstream, downstream in itertools.pairwise(TASK_ORDER):
         assert dag.get_task(upstream).downstream_task_ids == {downstream}
     assert dag.get_task("request_checkpoint").upstream_task_ids == set()
     assert dag.get_task("commit").downstream_task_ids == set()
@@ -85,19 +100,23 @@ def test_tasks_point_at_their_pipeline_config(
     config = str((tmp_path / "pipelines" / f"{name}.yaml").resolve())
 
     for task in dag.tasks:
-        assert task.config_path == config  # type: ignore[attr-defined]
+        assert isinstance(task, SLUICE_TASK_TYPES)
+        assert task.config_path == config
     land = dag.get_task("land")
-    assert isinstance(land, SparkSubmitOperator)
+    assert isinstance(land, LandCheckpointOperator)
     assert land._conn_id == "spark_default"
     for task_id in ("wait_sealed", "land", "commit"):
-        checkpoint_id = dag.get_task(task_id).checkpoint_id  # type: ignore[attr-defined]
-        assert checkpoint_id == "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
+        task = dag.get_task(task_id)
+        assert isinstance(
+            task, (CheckpointSealedSensor, LandCheckpointOperator, CommitCheckpointOperator)
+        )
+        assert task.checkpoint_id == "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
 
 
 def test_dag_settings(two_pipelines: DagBag) -> None:
     dag = two_pipelines.dags["sluice_web_access"]
 
-    assert dag.schedule == "*/5 * * * *"
+    assert str(dag.schedule) == "*/5 * * * *"
     assert dag.catchup is False
     assert dag.max_active_runs == 1
     assert {"sluice", "spark"} <= set(dag.tags)
@@ -165,3 +184,23 @@ def test_pipelines_folder_defaults_to_the_repository_one(monkeypatch: pytest.Mon
     monkeypatch.delenv("SLUICE_PIPELINES_DIR", raising=False)
 
     assert sluice_pipelines.pipelines_dir() == REPO_ROOT / "pipelines"
+
+
+def test_parsing_does_not_import_pipeline_core(tmp_path: Path) -> None:
+    pipelines = tmp_path / "pipelines"
+    write_config(pipelines, "web_access")
+    code = (
+        "import sys, sluice_pipelines\n"
+        "assert 'sluice_web_access' in vars(sluice_pipelines)\n"
+        "print(sorted(name for name in sys.modules if name.startswith('pipeline_core')))"
+    )
+    env = os.environ | {
+        "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / d) for d in ("dags", "plugins", "")),
+        "SLUICE_PIPELINES_DIR": str(pipelines),
+    }
+
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+
+    assert completed.stdout.strip().splitlines()[-1] == "[]"

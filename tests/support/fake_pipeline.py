@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -25,6 +25,9 @@ from pipeline_core.operations import (
     CollectReport,
     SparkJobSpec,
 )
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 
@@ -38,7 +41,10 @@ class FakePipeline:
     lake: Path = Path("/lake")
     worker_live: bool = False
     lines_per_collect: int = 10
-    landing: dict[str, object] = field(default_factory=lambda: {"rows": 9, "rejects": 1})
+    landing: dict[str, object] = field(
+        default_factory=lambda: {"rows": {"access": 9}, "rejects": {"no_match": 1}}
+    )
+    """The landing job's summary: rows per source table, rejects per reason."""
     checkpoints: dict[int, CheckpointInfo] = field(default_factory=dict)
     state_script: dict[int, list[CheckpointState]] = field(default_factory=dict)
     """States that successive ``checkpoint(n)`` calls report (the last one sticks)."""
@@ -176,9 +182,7 @@ class FakeTaskInstance:
     def xcom_push(self, key: str, value: Any) -> None:
         self.pushed[key] = value
 
-    def xcom_pull(
-        self, task_ids: str | None = None, key: str = "return_value", **_: Any
-    ) -> Any:
+    def xcom_pull(self, task_ids: str | None = None, key: str = "return_value", **_: Any) -> Any:
         return self.xcoms.get((task_ids or "", key))
 
     def get_first_reschedule_date(self, context: Any) -> datetime | None:
@@ -189,13 +193,15 @@ def make_context(
     ti: FakeTaskInstance | None = None,
     run_id: str = "scheduled__2026-11-22T10:00:00+00:00",
     data_interval: tuple[datetime, datetime] | None = (NOW, NOW),
-) -> dict[str, Any]:
+    **extra: Any,
+) -> Context:
     """A task context with what Sluice's operators read (``run_id``, data interval, ``ti``)."""
     task_instance = ti or FakeTaskInstance()
-    return {
+    context = {
         "run_id": run_id,
         "data_interval_start": data_interval[0] if data_interval else None,
         "data_interval_end": data_interval[1] if data_interval else None,
         "ti": task_instance,
         "task_instance": task_instance,
     }
+    return cast("Context", context | extra)

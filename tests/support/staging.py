@@ -47,11 +47,15 @@ def line_offsets(lines: Sequence[bytes], start_offset: int) -> list[int]:
     return offsets
 
 
-def write_part(path: Path, fingerprint: str, offsets: Sequence[int], lines: Sequence[bytes]) -> None:
+def write_part(
+    path: Path, fingerprint: str, offsets: Sequence[int], lines: Sequence[bytes]
+) -> None:
     """One Parquet part file with the staging schema."""
     table = pa.table(
         {
-            "file_fingerprint": pa.array([fingerprint] * len(lines), pa.string()).dictionary_encode(),
+            "file_fingerprint": pa.array(
+                [fingerprint] * len(lines), pa.string()
+            ).dictionary_encode(),
             "byte_offset": pa.array(offsets, pa.int64()),
             "line": pa.array(lines, pa.binary()),
         },
@@ -78,9 +82,7 @@ def empty_manifest(
     }
 
 
-def write_empty_batch(
-    staging_root: Path, pipeline: str, checkpoint_id: int, host: str
-) -> Path:
+def write_empty_batch(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) -> Path:
     """A sealed batch with a manifest and no parts (the host read nothing)."""
     batch = checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
     batch.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,9 +151,10 @@ class LandCheckpointOperator(SparkSubmitOperator):
 class CommitCheckpointOperator(BaseOperator):
     """Commit a landed checkpoint and return what landed.
 
-    Returns (XCom ``return_value``) ``{"checkpoint_id", "lines", "bytes", "rows", "rejects"}``:
-    lines and bytes sealed into the checkpoint, and the parsed rows and rejected lines the
-    landing job reported (``None`` when the job did not report them). Airflow 3.3 gives a
+    Returns (XCom ``return_value``) ``{"checkpoint_id", "lines", "bytes", "rows", "rejects",
+    "landing"}``: lines and bytes sealed into the checkpoint, the totals of parsed rows and
+    rejected lines the landing job reported (``None`` when it did not report them), and the
+    job's summary itself (rows per source table, rejects per reason). Airflow 3.3 gives a
     running task no supported way to set its DAG run's note, so the summary is the XCom only.
 
     :param config_path: the pipeline's config file. (templated)
@@ -175,8 +176,9 @@ class CommitCheckpointOperator(BaseOperator):
             "checkpoint_id": info.checkpoint_id,
             "lines": info.line_count,
             "bytes": info.byte_count,
-            "rows": info.landing.get("rows"),
-            "rejects": info.landing.get("rejects"),
+            "rows": _total(info.landing.get("rows")),
+            "rejects": _total(info.landing.get("rejects")),
+            "landing": dict(info.landing),
         }
         self.log.info("Committed checkpoint %d: %s", checkpoint_id, landed)
         return landed
@@ -188,6 +190,15 @@ def _data_interval(context: Context) -> tuple[datetime, datetime] | None:
     if start is None or end is None:
         return None
     return start, end
+
+
+def _total(count: object) -> int | None:
+    """A count the landing job reported: a number, or numbers per table or per reason."""
+    if isinstance(count, Mapping):
+        return sum(int(value) for value in count.values())
+    if isinstance(count, int | float | str):
+        return int(count)
+    return None
 
 
 def _fallback_spark_submit() -> str | None:

@@ -52,9 +52,10 @@ def test_should_seal_every_line_of_every_file_once(
     assert checkpoint.state is CheckpointState.SEALED
     (batch,) = metastore.batches(sealed[0])
     assert batch.line_count == 800
-    assert batch.byte_count == (logs / "access.log").stat().st_size + (
-        logs / "access.log.1"
-    ).stat().st_size
+    assert (
+        batch.byte_count
+        == (logs / "access.log").stat().st_size + (logs / "access.log.1").stat().st_size
+    )
 
 
 @pytest.mark.timeout(60)

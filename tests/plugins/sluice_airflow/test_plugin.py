@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from airflow import plugins_manager
-from airflow.plugins_manager import is_valid_plugin
+from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseOperator
+from sluice_airflow.plugin import SluicePlugin, checkpoint_dir, checkpoint_state
 
 from pipeline_core.operations import CheckpointState
-from sluice_airflow.plugin import SluicePlugin, checkpoint_dir, checkpoint_state
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.fake_pipeline import FakePipeline, make_context
 
@@ -17,7 +18,8 @@ CONFIG = "/etc/sluice/web_access.yaml"
 
 
 def test_plugin_is_valid_and_named_sluice() -> None:
-    assert is_valid_plugin(SluicePlugin)
+    assert issubclass(SluicePlugin, AirflowPlugin)
+    SluicePlugin.validate()
     assert SluicePlugin.name == "sluice"
     assert set(SluicePlugin.macros) == {checkpoint_dir, checkpoint_state}
 
@@ -55,7 +57,7 @@ def test_macros_render_in_task_templates(fake_pipeline: FakePipeline) -> None:
     class Echo(BaseOperator):
         template_fields = ("text",)
 
-        def __init__(self, *, text: str, **kwargs: object) -> None:
+        def __init__(self, *, text: str, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.text = text
 
@@ -63,6 +65,6 @@ def test_macros_render_in_task_templates(fake_pipeline: FakePipeline) -> None:
         task_id="echo",
         text=f"{{{{ macros.sluice.checkpoint_dir('{CONFIG}', 1) }}}}",
     )
-    task.render_template_fields(make_context() | {"macros": macros})  # type: ignore[arg-type]
+    task.render_template_fields(make_context(macros=macros))
 
     assert task.text == "/staging/web_access/00000001"

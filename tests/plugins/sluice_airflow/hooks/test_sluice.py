@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
 
 from pipeline_core.operations import CheckpointState
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
 from tests.support.fake_pipeline import FakePipeline
 
 
@@ -25,7 +25,7 @@ def test_creating_the_hook_with_a_missing_config_does_not_raise() -> None:
 
 def test_config_path_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        SluiceHook("/etc/sluice/web_access.yaml")  # type: ignore[misc]
+        SluiceHook("/etc/sluice/web_access.yaml")
 
 
 def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -> None:
@@ -40,7 +40,10 @@ def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -
 
 def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
-    interval = (datetime(2026, 11, 22, 10, 0, tzinfo=UTC), datetime(2026, 11, 22, 10, 5, tzinfo=UTC))
+    interval = (
+        datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
+        datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
+    )
 
     requested = hook.request_checkpoint(run_id="run-1", data_interval=interval)
     report = hook.collect_once()

@@ -8,9 +8,6 @@ from typing import Any
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-from pipeline_core.errors import CollectorBusyError
-from pipeline_core.operations import CheckpointState
 from sluice_airflow.operators import sluice as operators_module
 from sluice_airflow.operators.sluice import (
     CHECKPOINT_DIR_KEY,
@@ -18,6 +15,9 @@ from sluice_airflow.operators.sluice import (
     LandCheckpointOperator,
     RequestCheckpointOperator,
 )
+
+from pipeline_core.errors import CollectorBusyError
+from pipeline_core.operations import CheckpointState
 from tests.support.fake_pipeline import (
     NOW,
     FakePipeline,
@@ -59,7 +59,7 @@ def test_init_does_no_io(fake_pipeline: FakePipeline, build: Any) -> None:
 
 def test_init_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        RequestCheckpointOperator("t", CONFIG)  # type: ignore[misc]
+        RequestCheckpointOperator("t", CONFIG)
 
 
 def test_template_fields() -> None:
@@ -77,9 +77,9 @@ def test_config_path_and_checkpoint_id_are_rendered() -> None:
         checkpoint_id=XCOM_CHECKPOINT,
     )
     ti = FakeTaskInstance(xcoms={("request_checkpoint", "return_value"): 42})
-    context = make_context(ti) | {"params": {"pipeline": "web_access"}}
+    context = make_context(ti, params={"pipeline": "web_access"})
 
-    operator.render_template_fields(context)  # type: ignore[arg-type]
+    operator.render_template_fields(context)
 
     assert operator.config_path == "/etc/sluice/web_access.yaml"
     assert operator.checkpoint_id == "42"
@@ -91,7 +91,7 @@ def test_config_path_and_checkpoint_id_are_rendered() -> None:
 def test_request_collects_in_process_when_no_worker_is_live(fake_pipeline: FakePipeline) -> None:
     ti = FakeTaskInstance()
 
-    checkpoint_id = request_operator().execute(make_context(ti, run_id="run-1"))  # type: ignore[arg-type]
+    checkpoint_id = request_operator().execute(make_context(ti, run_id="run-1"))
 
     assert checkpoint_id == 1
     assert ti.pushed == {CHECKPOINT_DIR_KEY: "/staging/web_access/00000001"}
@@ -106,7 +106,7 @@ def test_request_collects_in_process_when_no_worker_is_live(fake_pipeline: FakeP
 def test_request_leaves_sealing_to_a_live_worker(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.worker_live = True
 
-    request_operator().execute(make_context())  # type: ignore[arg-type]
+    request_operator().execute(make_context())
 
     assert "collect_once" not in call_names(fake_pipeline)
     assert fake_pipeline.checkpoints[1].state == CheckpointState.REQUESTED
@@ -115,7 +115,7 @@ def test_request_leaves_sealing_to_a_live_worker(fake_pipeline: FakePipeline) ->
 def test_request_does_not_collect_when_collect_if_idle_is_false(
     fake_pipeline: FakePipeline,
 ) -> None:
-    request_operator(collect_if_idle=False).execute(make_context())  # type: ignore[arg-type]
+    request_operator(collect_if_idle=False).execute(make_context())
 
     assert call_names(fake_pipeline) == ["request_checkpoint"]
 
@@ -125,15 +125,15 @@ def test_request_does_not_collect_for_an_already_sealed_checkpoint(
 ) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.SEALED, run_id="run-1")
 
-    checkpoint_id = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
+    checkpoint_id = request_operator().execute(make_context(run_id="run-1"))
 
     assert checkpoint_id == 1
     assert call_names(fake_pipeline) == ["request_checkpoint"]
 
 
 def test_a_retried_request_gets_the_same_checkpoint(fake_pipeline: FakePipeline) -> None:
-    first = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
-    second = request_operator().execute(make_context(run_id="run-1"))  # type: ignore[arg-type]
+    first = request_operator().execute(make_context(run_id="run-1"))
+    second = request_operator().execute(make_context(run_id="run-1"))
 
     assert first == second == 1
     assert call_names(fake_pipeline).count("collect_once") == 1
@@ -147,7 +147,7 @@ def test_request_succeeds_when_a_worker_takes_the_lease_meanwhile(
 
     monkeypatch.setattr(FakePipelineOperations, "collect_once", busy)
 
-    checkpoint_id = request_operator().execute(make_context())  # type: ignore[arg-type]
+    checkpoint_id = request_operator().execute(make_context())
 
     assert checkpoint_id == 1
     assert fake_pipeline.checkpoints[1].state == CheckpointState.REQUESTED
@@ -156,7 +156,7 @@ def test_request_succeeds_when_a_worker_takes_the_lease_meanwhile(
 def test_request_passes_no_data_interval_when_the_run_has_none(
     fake_pipeline: FakePipeline,
 ) -> None:
-    request_operator().execute(make_context(run_id="manual-1", data_interval=None))  # type: ignore[arg-type]
+    request_operator().execute(make_context(run_id="manual-1", data_interval=None))
 
     assert fake_pipeline.calls[0] == ("request_checkpoint", "manual-1", None)
 
@@ -189,7 +189,7 @@ def test_land_submits_the_pipeline_landing_job(
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
     operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="1")
 
-    operator.execute(make_context())  # type: ignore[arg-type]
+    operator.execute(make_context())
 
     assert operator.application == "/repo/spark_jobs/land_checkpoint.py"
     assert operator.application_args == [
@@ -210,8 +210,9 @@ def test_land_submits_the_pipeline_landing_job(
         "--lake",
         "/lake",
     ]
-    assert ["--name", "sluice-land-web_access-1"] == command[
-        command.index("--name") : command.index("--name") + 2
+    assert command[command.index("--name") : command.index("--name") + 2] == [
+        "--name",
+        "sluice-land-web_access-1",
     ]
     assert "spark.sql.sources.partitionOverwriteMode=dynamic" in command
     assert "/repo/dist/pipeline_core.zip" in command
@@ -230,7 +231,7 @@ def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
         env_vars={"TZ": "UTC"},
     )
 
-    operator.execute(make_context())  # type: ignore[arg-type]
+    operator.execute(make_context())
 
     assert operator.conf == {
         "spark.sql.sources.partitionOverwriteMode": "static",
@@ -245,7 +246,7 @@ def test_land_rejects_a_missing_checkpoint_id_before_asking_the_pipeline(
     operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="None")
 
     with pytest.raises(ValueError, match="checkpoint id"):
-        operator.execute(make_context())  # type: ignore[arg-type]
+        operator.execute(make_context())
 
     assert fake_pipeline.calls == []
     assert submitted == []
@@ -284,10 +285,30 @@ def test_commit_returns_what_landed(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.set_state(1, CheckpointState.SEALED, line_count=10, byte_count=1000)
     operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id="1")
 
-    landed = operator.execute(make_context())  # type: ignore[arg-type]
+    landed = operator.execute(make_context())
 
-    assert landed == {"checkpoint_id": 1, "lines": 10, "bytes": 1000, "rows": 9, "rejects": 1}
+    assert landed == {
+        "checkpoint_id": 1,
+        "lines": 10,
+        "bytes": 1000,
+        "rows": 9,
+        "rejects": 1,
+        "landing": {"rows": {"access": 9}, "rejects": {"no_match": 1}},
+    }
     assert fake_pipeline.checkpoints[1].state == CheckpointState.COMMITTED
+
+
+def test_commit_adds_up_counts_per_table_and_per_reason(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.landing = {
+        "rows": {"access": 7, "errors": 2},
+        "rejects": {"no_match": 1, "invalid_utf8": 2},
+    }
+    operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id=1)
+
+    landed = operator.execute(make_context())
+
+    assert (landed["rows"], landed["rejects"]) == (9, 3)
 
 
 def test_commit_reports_unknown_counts_as_none(fake_pipeline: FakePipeline) -> None:
@@ -295,7 +316,7 @@ def test_commit_reports_unknown_counts_as_none(fake_pipeline: FakePipeline) -> N
     fake_pipeline.landing = {}
     operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id=1)
 
-    landed = operator.execute(make_context())  # type: ignore[arg-type]
+    landed = operator.execute(make_context())
 
     assert landed["rows"] is None
     assert landed["rejects"] is None

@@ -10,16 +10,20 @@ from airflow.sdk.exceptions import (
     AirflowRescheduleException,
     AirflowSkipException,
 )
+from sluice_airflow.sensors.sluice import CheckpointFailedError, CheckpointSealedSensor
 
 from pipeline_core.operations import CheckpointState
-from sluice_airflow.sensors.sluice import CheckpointFailedError, CheckpointSealedSensor
 from tests.support.fake_pipeline import FakePipeline, FakeTaskInstance, make_context
 
 CONFIG = "/etc/sluice/web_access.yaml"
 
 
 def sensor(**kwargs: Any) -> CheckpointSealedSensor:
-    arguments: dict[str, Any] = {"task_id": "wait_sealed", "config_path": CONFIG, "checkpoint_id": 1}
+    arguments: dict[str, Any] = {
+        "task_id": "wait_sealed",
+        "config_path": CONFIG,
+        "checkpoint_id": 1,
+    }
     return CheckpointSealedSensor(**(arguments | kwargs))
 
 
@@ -48,7 +52,7 @@ def test_checkpoint_id_is_rendered_from_xcom() -> None:
     waiting = sensor(checkpoint_id="{{ ti.xcom_pull(task_ids='request_checkpoint') }}")
     ti = FakeTaskInstance(xcoms={("request_checkpoint", "return_value"): 3})
 
-    waiting.render_template_fields(make_context(ti))  # type: ignore[arg-type]
+    waiting.render_template_fields(make_context(ti))
 
     assert waiting.checkpoint_id == "3"
 
@@ -66,14 +70,14 @@ def test_poke_is_true_once_sealed(
 ) -> None:
     fake_pipeline.add_checkpoint(state)
 
-    assert sensor(checkpoint_id="1").poke(make_context()) is done  # type: ignore[arg-type]
+    assert sensor(checkpoint_id="1").poke(make_context()) is done
 
 
 def test_poke_raises_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.FAILED)
 
     with pytest.raises(CheckpointFailedError, match="checkpoint 1 of pipeline web_access failed"):
-        sensor().poke(make_context())  # type: ignore[arg-type]
+        sensor().poke(make_context())
     assert issubclass(CheckpointFailedError, AirflowFailException)
 
 
@@ -85,7 +89,7 @@ def test_execute_pokes_until_sealed(fake_pipeline: FakePipeline) -> None:
         CheckpointState.SEALED,
     ]
 
-    sensor(poke_interval=0.01, timeout=10).execute(make_context())  # type: ignore[arg-type]
+    sensor(poke_interval=0.01, timeout=10).execute(make_context())
 
     assert fake_pipeline.calls == [("checkpoint", 1)] * 3
 
@@ -95,18 +99,18 @@ def test_execute_fails_at_once_when_the_checkpoint_fails(fake_pipeline: FakePipe
     fake_pipeline.state_script[1] = [CheckpointState.REQUESTED, CheckpointState.FAILED]
 
     with pytest.raises(CheckpointFailedError):
-        sensor(poke_interval=0.01, timeout=10).execute(make_context())  # type: ignore[arg-type]
+        sensor(poke_interval=0.01, timeout=10).execute(make_context())
 
 
 def test_soft_fail_skips_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.FAILED)
 
     with pytest.raises(AirflowSkipException):
-        sensor(soft_fail=True).execute(make_context())  # type: ignore[arg-type]
+        sensor(soft_fail=True).execute(make_context())
 
 
 def test_reschedule_mode_reschedules_while_not_sealed(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint()
 
     with pytest.raises(AirflowRescheduleException):
-        sensor(mode="reschedule").execute(make_context())  # type: ignore[arg-type]
+        sensor(mode="reschedule").execute(make_context())

@@ -1,0 +1,16 @@
+"""Spark jobs that turn sealed staging batches into lake tables.
+
+Topology (docs/architecture.md is the contract for both ends)::
+
+    <staging>/<pipeline>/<checkpoint:08d>/<host>/{_manifest.json, part-<source>-*.parquet}
+        │  land_checkpoint.py: verify row counts, one read per source across hosts
+        ▼
+    formats.py: one parser per source format -> (parsed rows, rejects)
+        ▼
+    <lake>/<source>/event_date=D/checkpoint_id=N/    parsed rows
+    <lake>/_rejects/checkpoint_id=N/                 lines that did not parse
+    <lake>/_landings/checkpoint_id=N.json            counts of the last landing
+
+The modules import only pyspark and the standard library, so the package can be shipped to a
+cluster with ``--py-files``.
+"""

@@ -1,0 +1,271 @@
+"""Source formats: one parser per format, from staging rows to typed rows and rejects.
+
+Every parser is a pure function ``DataFrame -> (parsed, rejects)`` over staging rows, which
+have the part-file columns ``file_fingerprint``, ``byte_offset``, ``line`` (binary) plus the
+columns the landing job adds: ``host``, ``checkpoint_id``, ``source`` and ``sealed_at``.
+Both results derive lazily from one classification of the input, so every input row lands in
+exactly one of them.
+
+Parsed rows carry ``event_id`` (``"<file_fingerprint>:<byte_offset>"``), ``file_fingerprint``,
+``byte_offset``, ``host``, ``event_time`` (timestamp), the format's columns, ``event_date``
+(the UTC date of ``event_time``) and ``checkpoint_id``. Rejects carry ``event_id``,
+``file_fingerprint``, ``byte_offset``, ``host``, ``source``, ``raw_line`` (the line with invalid
+UTF-8 replaced by U+FFFD), ``reason`` (a ``RejectReason``) and ``checkpoint_id``.
+
+The parsers use Spark SQL expressions only (no Python UDFs): they run in the JVM and need no
+Python on the executors. Formats:
+
+``nginx_combined``
+    ``$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
+    "$http_referer" "$http_user_agent"``. One anchored regular expression per line rewrites the
+    eight fields into a ``\\x01``-separated string that is split once (nginx escapes control
+    characters and ``"`` inside fields, so neither occurs in a well-formed line). A trailing
+    ``\\r`` is allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null for ``-``
+    (Apache's spelling of zero). ``request`` is split into ``method``, ``path`` and ``protocol``
+    when it is exactly three space-separated words; otherwise those three are null. Rejects:
+    ``invalid_utf8``, ``no_match``, ``bad_timestamp`` (``time_local`` is not
+    ``dd/MMM/yyyy:HH:mm:ss Z``).
+``json_lines``
+    One JSON object per line, kept verbatim in ``payload``. ``event_time`` comes from the
+    top-level key ``time_field``: epoch seconds (a number or a numeric string, fractions kept to
+    the microsecond) or an ISO-8601 string (a time without an offset is read in the session time
+    zone, UTC in the landing job). A missing or unreadable time falls back to ``sealed_at``; it
+    is not a reject. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON object).
+``raw``
+    ``message`` is the line with invalid UTF-8 replaced; ``event_time`` is ``sealed_at``. Never
+    rejects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+
+class SourceFormat(StrEnum):
+    """The formats a pipeline source can declare in its manifest entry."""
+
+    NGINX_COMBINED = "nginx_combined"
+    JSON_LINES = "json_lines"
+    RAW = "raw"
+
+
+class RejectReason(StrEnum):
+    """Why a line was not parsed; the ``reason`` column of ``_rejects``."""
+
+    INVALID_UTF8 = "invalid_utf8"
+    NO_MATCH = "no_match"
+    BAD_TIMESTAMP = "bad_timestamp"
+    INVALID_JSON = "invalid_json"
+
+
+ParseResult = tuple[DataFrame, DataFrame]
+"""``(parsed, rejects)``."""
+
+STAGING_COLUMNS = (
+    "file_fingerprint",
+    "byte_offset",
+    "line",
+    "host",
+    "checkpoint_id",
+    "source",
+    "sealed_at",
+)
+REJECT_COLUMNS = (
+    "event_id",
+    "file_fingerprint",
+    "byte_offset",
+    "host",
+    "source",
+    "raw_line",
+    "reason",
+    "checkpoint_id",
+)
+DEFAULT_TIME_FIELD = "time"
+
+NGINX_TIME_FORMAT = "dd/MMM/yyyy:HH:mm:ss Z"
+NGINX_FIELD_SEPARATOR = "\x01"
+NGINX_PATTERN = (
+    r"^([^\s\x01]++) - ([^\s\x01]++) \[([^\]\x01]++)\] "
+    r'"([^"\x01]*+)" (\d{3}) (\d++|-) "([^"\x01]*+)" "([^"\x01]*+)"\r?\z'
+)
+"""Groups: remote_addr, remote_user, time_local, request, status, body_bytes_sent,
+http_referer, http_user_agent. Possessive quantifiers keep the match linear on long lines."""
+_NGINX_GROUPS = 8
+
+_MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
+_EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
+_MICROS_PER_DAY = 86_400_000_000
+_CORRUPT_COLUMN = "__sluice_corrupt_record__"
+
+# Private columns of the classification step; never written.
+_TEXT = "_text"
+_VALID = "_valid_utf8"
+_FIELDS = "_fields"
+_REASON = "_reason"
+
+
+def parse(rows: DataFrame, fmt: str, *, time_field: str | None = None) -> ParseResult:
+    """Parse staging rows of one source with its declared format.
+
+    Args:
+        rows: staging rows with ``STAGING_COLUMNS``.
+        fmt: a ``SourceFormat`` value.
+        time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
+
+    Returns:
+        ``(parsed, rejects)``.
+
+    Raises:
+        ValueError: ``fmt`` is not a known format.
+    """
+    source_format = SourceFormat(fmt)
+    if source_format is SourceFormat.NGINX_COMBINED:
+        return parse_nginx_combined(rows)
+    if source_format is SourceFormat.JSON_LINES:
+        return parse_json_lines(rows, time_field or DEFAULT_TIME_FIELD)
+    return parse_raw(rows)
+
+
+def parse_nginx_combined(rows: DataFrame) -> ParseResult:
+    """Parse nginx ``combined`` access-log lines (see the module doc)."""
+    classified = _with_text(rows).withColumn(_FIELDS, _nginx_fields(F.col(_TEXT)))
+    field = _nginx_field
+    request_words = F.split(field(3), " ", -1)
+    is_request_line = (F.size(request_words) == 3) & ~F.array_contains(request_words, "")
+    words = F.when(is_request_line, request_words)
+    body_bytes = field(5)
+    classified = classified.withColumn(
+        "event_time", F.try_to_timestamp(field(2), F.lit(NGINX_TIME_FORMAT))
+    ).withColumn(
+        _REASON,
+        F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value))
+        .when(F.col(_FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
+        .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+    )
+    return _split(
+        classified,
+        [
+            field(0).alias("remote_addr"),
+            F.when(field(1) != "-", field(1)).alias("remote_user"),
+            field(3).alias("request"),
+            words[0].alias("method"),
+            words[1].alias("path"),
+            words[2].alias("protocol"),
+            field(4).cast("int").alias("status"),
+            F.when(body_bytes != "-", body_bytes.try_cast("long")).alias("body_bytes_sent"),
+            field(6).alias("http_referer"),
+            field(7).alias("http_user_agent"),
+        ],
+    )
+
+
+def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> ParseResult:
+    """Parse one JSON object per line; ``event_time`` from ``time_field`` (see the module doc)."""
+    text = F.col(_TEXT)
+    schema = StructType(
+        [StructField(time_field, StringType()), StructField(_CORRUPT_COLUMN, StringType())]
+    )
+    parsed_object = F.from_json(
+        text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_COLUMN}
+    )
+    classified = _with_text(rows).withColumn(_FIELDS, parsed_object)
+    is_object = (
+        F.col(_FIELDS).isNotNull()
+        & F.col(_FIELDS).getField(_CORRUPT_COLUMN).isNull()
+        & F.rtrim(text).endswith("}")
+    )
+    classified = classified.withColumn(
+        _REASON,
+        F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value)).when(
+            ~is_object, F.lit(RejectReason.INVALID_JSON.value)
+        ),
+    ).withColumn(
+        "event_time",
+        F.coalesce(_json_time(F.col(_FIELDS).getField(time_field)), F.col("sealed_at")),
+    )
+    return _split(classified, [text.alias("payload")])
+
+
+def parse_raw(rows: DataFrame) -> ParseResult:
+    """Keep every line as ``message``; ``event_time`` is the batch's ``sealed_at``."""
+    classified = (
+        rows.withColumn(_TEXT, F.make_valid_utf8(F.col("line").cast("string")))
+        .withColumn("event_time", F.col("sealed_at"))
+        .withColumn(_REASON, F.lit(None).cast("string"))
+    )
+    return _split(classified, [F.col(_TEXT).alias("message")])
+
+
+def event_id(fingerprint: Column, byte_offset: Column) -> Column:
+    """``"<file_fingerprint>:<byte_offset>"``: the line's stable id across every sink."""
+    return F.concat(fingerprint, F.lit(":"), byte_offset.cast("string"))
+
+
+def utc_date(timestamp: Column) -> Column:
+    """The UTC calendar date of ``timestamp``, whatever the session time zone."""
+    days = F.floor(F.unix_micros(timestamp) / F.lit(_MICROS_PER_DAY)).cast("int")
+    return F.date_from_unix_date(days)
+
+
+def _with_text(rows: DataFrame) -> DataFrame:
+    """Add the line as a string and whether its bytes are valid UTF-8 (a null line is not)."""
+    text = F.col("line").cast("string")
+    return rows.withColumn(_TEXT, text).withColumn(
+        _VALID, F.coalesce(F.is_valid_utf8(F.col(_TEXT)), F.lit(False))
+    )
+
+
+def _nginx_fields(text: Column) -> Column:
+    """The eight fields of a matching line as an array; null when the line does not match.
+
+    A single regex pass rewrites a matching line into its fields joined by ``\\x01``; a line
+    that does not match comes back unchanged, which is how a match is recognised (a rewritten
+    line is always shorter, having lost at least its brackets and quotes).
+    """
+    replacement = NGINX_FIELD_SEPARATOR.join(f"${group}" for group in range(1, _NGINX_GROUPS + 1))
+    rewritten = F.regexp_replace(text, NGINX_PATTERN, replacement)
+    return F.when(rewritten != text, F.split(rewritten, NGINX_FIELD_SEPARATOR, -1))
+
+
+def _nginx_field(index: int) -> Column:
+    return F.col(_FIELDS)[index]
+
+
+def _json_time(value: Column) -> Column:
+    """Epoch seconds or ISO-8601 text to a timestamp; null when it is neither."""
+    seconds = value.try_cast("decimal(38,6)")
+    in_range = F.abs(seconds) <= F.lit(_MAX_EPOCH_SECONDS)
+    return F.when(
+        value.rlike(_EPOCH_PATTERN), F.when(in_range, F.timestamp_seconds(seconds))
+    ).otherwise(F.try_to_timestamp(value))
+
+
+def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResult:
+    """Project a classified frame into (parsed rows, rejects) on its ``_reason`` column."""
+    row_id = event_id(F.col("file_fingerprint"), F.col("byte_offset"))
+    parsed = classified.where(F.col(_REASON).isNull()).select(
+        row_id.alias("event_id"),
+        "file_fingerprint",
+        "byte_offset",
+        "host",
+        "event_time",
+        *format_columns,
+        utc_date(F.col("event_time")).alias("event_date"),
+        "checkpoint_id",
+    )
+    rejects = classified.where(F.col(_REASON).isNotNull()).select(
+        row_id.alias("event_id"),
+        "file_fingerprint",
+        "byte_offset",
+        "host",
+        "source",
+        F.make_valid_utf8(F.col(_TEXT)).alias("raw_line"),
+        F.col(_REASON).alias("reason"),
+        "checkpoint_id",
+    )
+    return parsed, rejects

@@ -1,0 +1,149 @@
+"""End to end: log files -> one-shot collection -> spark-submit landing -> lake, via ``dag.test()``.
+
+Two DAG runs of ``sluice_web_access`` with real collection (in the ``request_checkpoint``
+task, since no collector worker is live) and a real Spark landing job. Between the runs the
+log file is rotated twice, the way logrotate does it:
+
+1. ``copytruncate``: the file the first run read is copied to ``access.log.1`` (a new inode
+   with the same first bytes, which takes over the file's identity and offset) and truncated
+   in place; new lines are then written into the truncated inode (a different file now).
+2. rename: ``access.log.1`` -> ``access.log.2``, ``access.log`` -> ``access.log.1``, and a new
+   ``access.log`` is created.
+
+The lake must hold every well-formed line exactly once (by ``event_id`` and by the request
+path each line carries) and the rejects table exactly the malformed lines planted along the
+way.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from airflow.sdk import DAG
+from airflow.utils.state import DagRunState
+
+from tests.support.airflow_env import REPO_ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
+
+START = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+MARKER = re.compile(r"/item/(\d+)\b")
+MALFORMED = [
+    b"this is not an nginx combined line",
+    b"\xffbroken utf-8 in the middle of a line\xfe",
+    b'10.0.0.9 - - [31/Foo/2026:99:99:99 +0000] "GET /bad-time HTTP/1.1" 200 1 "-" "x"',
+]
+
+
+def nginx_line(i: int) -> bytes:
+    when = (START + timedelta(seconds=i)).strftime("%d/%b/%Y:%H:%M:%S")
+    return (
+        f'10.0.0.{i % 250 + 1} - - [{when} +0000] "GET /item/{i} HTTP/1.1" 200 {100 + i} '
+        f'"https://example.test/" "sluice-test/1.0"'
+    ).encode()
+
+
+def append(path: Path, lines: list[bytes]) -> None:
+    with path.open("ab") as log:
+        log.write(b"".join(line + b"\n" for line in lines))
+
+
+def copytruncate(path: Path, copy: Path) -> None:
+    shutil.copyfile(path, copy)
+    with path.open("r+b") as log:
+        log.truncate(0)
+
+
+def write_config(root: Path) -> Path:
+    pipelines = root / "pipelines"
+    pipelines.mkdir()
+    config = pipelines / "web_access.yaml"
+    config.write_text(
+        "name: web_access\n"
+        "sources:\n"
+        "  - name: access\n"
+        f'    paths: ["{root}/logs/access.log*"]\n'
+        "    format: nginx_combined\n"
+        f'handoff: {{staging_dir: "{root}/staging"}}\n'
+        f'lake: {{path: "{root}/lake"}}\n'
+        f'metastore: {{url: "sqlite:///{root}/sluice.db"}}\n'
+        'schedule: "*/5 * * * *"\n'
+    )
+    return config
+
+
+def run_dag(dag: DAG) -> None:
+    run = dag.test()
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == DagRunState.SUCCESS, f"run {run.run_id} failed: {states}"
+
+
+def markers(table_rows: list[dict[str, object]]) -> list[int]:
+    """The ``/item/<i>`` number of each row, found in whichever string column holds it."""
+    found: list[int] = []
+    for row in table_rows:
+        numbers = {
+            int(match)
+            for value in row.values()
+            if isinstance(value, str)
+            for match in MARKER.findall(value)
+        }
+        assert len(numbers) == 1, row
+        found.extend(numbers)
+    return sorted(found)
+
+
+def test_two_runs_land_every_line_once_across_rotations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: Path
+) -> None:
+    write_config(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "access.log"
+    monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(tmp_path / "pipelines"))
+    dag = DagBag(dag_folder=REPO_ROOT / "dags").dags["sluice_web_access"]
+    assert isinstance(dag, DAG)
+
+    # Run 1 reads lines 0-39 and one malformed line.
+    append(log, [nginx_line(i) for i in range(0, 20)] + [MALFORMED[0]])
+    append(log, [nginx_line(i) for i in range(20, 40)])
+    run_dag(dag)
+
+    # An unread tail, then copytruncate: access.log.1 is the copy; the truncated inode is
+    # written again (lines 60-84) and so is a new file.
+    append(log, [nginx_line(i) for i in range(40, 50)] + [MALFORMED[1]])
+    append(log, [nginx_line(i) for i in range(50, 60)])
+    copytruncate(log, logs / "access.log.1")
+    append(log, [nginx_line(i) for i in range(60, 85)])
+    # Rename rotation: .1 -> .2, access.log -> .1, a new access.log (lines 85-99).
+    (logs / "access.log.1").rename(logs / "access.log.2")
+    log.rename(logs / "access.log.1")
+    append(log, [nginx_line(i) for i in range(85, 95)] + [MALFORMED[2]])
+    append(log, [nginx_line(i) for i in range(95, 100)])
+    run_dag(dag)
+
+    lake = tmp_path / "lake"
+    rows = ds.dataset(lake / "access", format="parquet", partitioning="hive").to_table()
+    assert rows.num_rows == 100
+    event_ids = rows.column("event_id").to_pylist()
+    assert len(set(event_ids)) == len(event_ids)
+    assert markers(rows.to_pylist()) == list(range(100))
+    per_checkpoint: dict[int, int] = {}
+    for checkpoint_id in rows.column("checkpoint_id").to_pylist():
+        per_checkpoint[checkpoint_id] = per_checkpoint.get(checkpoint_id, 0) + 1
+    assert [per_checkpoint[key] for key in sorted(per_checkpoint)] == [40, 60]
+
+    rejects = ds.dataset(lake / "_rejects", format="parquet", partitioning="hive").to_table()
+    assert rejects.num_rows == len(MALFORMED)
+    assert sorted(rejects.column("raw_line").to_pylist()) == sorted(
+        line.decode("utf-8", errors="replace") for line in MALFORMED
+    )
+    reject_ids = rejects.column("event_id").to_pylist()
+    assert len(set(reject_ids)) == len(reject_ids)
+    assert not set(reject_ids) & set(event_ids)

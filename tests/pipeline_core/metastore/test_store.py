@@ -1,0 +1,425 @@
+"""The metastore repository: migrations, checkpoints, sealing, committing, leases."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from pipeline_core.errors import CheckpointError, MetastoreError
+from pipeline_core.metastore import (
+    BatchRecord,
+    ByteRange,
+    CheckpointState,
+    FileRecord,
+    FileState,
+    Metastore,
+    alembic_config,
+    upgrade_to_head,
+)
+from pipeline_core.metastore import _schema as schema
+
+PIPELINE = "web_access"
+HOST = "web-1"
+SLUICE_TABLES = {
+    "sluice_files",
+    "sluice_checkpoints",
+    "sluice_batches",
+    "sluice_batch_ranges",
+    "sluice_leases",
+}
+
+
+def file_record(
+    fingerprint: str = "00000000000000aa",
+    sealed_offset: int = 100,
+    state: FileState = FileState.LIVE,
+    path: str = "/var/log/nginx/access.log",
+) -> FileRecord:
+    return FileRecord(
+        source="access",
+        fingerprint=fingerprint,
+        path=path,
+        dev=2049,
+        ino=4_294_967_296 + 17,
+        sig_size=1024,
+        sig_crc=0xFFFF_FFFF,
+        sealed_offset=sealed_offset,
+        state=state,
+    )
+
+
+def batch_record(checkpoint_id: int, *ranges: ByteRange) -> BatchRecord:
+    lines = sum(r.lines for r in ranges)
+    return BatchRecord(
+        checkpoint_id=checkpoint_id,
+        host=HOST,
+        staging_path=f"/staging/{PIPELINE}/{checkpoint_id:08d}/{HOST}",
+        line_count=lines,
+        byte_count=sum(r.end - r.start for r in ranges),
+        part_count=1 if ranges else 0,
+        checksum="1a2b3c4d",
+        manifest={"checkpoint_id": checkpoint_id, "line_count": lines},
+        ranges=ranges,
+    )
+
+
+def rows(metastore: Metastore, table: sa.Table) -> list[dict[str, Any]]:
+    with metastore.engine.connect() as connection:
+        return [dict(row._mapping) for row in connection.execute(sa.select(table))]
+
+
+def table_names(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return set(sa.inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+
+
+# -- migrations --------------------------------------------------------------------------------
+
+
+def test_should_create_every_table_when_opened(metastore: Metastore, metastore_url: str) -> None:
+    assert SLUICE_TABLES.issubset(table_names(metastore_url))
+
+
+def test_should_leave_a_migrated_database_alone_when_opened_again(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    checkpoint = metastore.request_checkpoint(PIPELINE, "run-1")
+
+    with metastore.engine.begin() as connection:
+        upgrade_to_head(connection)
+    again = Metastore.open(metastore_url)
+    try:
+        assert again.checkpoint(checkpoint.checkpoint_id) == checkpoint
+    finally:
+        again.close()
+    with metastore.engine.connect() as connection:
+        versions = connection.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+    assert [row[0] for row in versions] == ["0001"]
+
+
+@pytest.fixture
+def migrated_url(metastore_url: str) -> Iterator[str]:
+    """``metastore_url`` brought to head with the Alembic command API (not Metastore.open)."""
+    command.upgrade(alembic_config(url=metastore_url), "head")
+    yield metastore_url
+
+
+def test_should_migrate_to_a_schema_matching_the_table_definitions(migrated_url: str) -> None:
+    engine = sa.create_engine(migrated_url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            differences = compare_metadata(context, schema.metadata)
+    finally:
+        engine.dispose()
+
+    assert differences == []
+
+
+def test_should_downgrade_to_an_empty_schema_and_upgrade_again(migrated_url: str) -> None:
+    config = alembic_config(url=migrated_url)
+    assert SLUICE_TABLES.issubset(table_names(migrated_url))
+
+    command.downgrade(config, "base")
+    assert not SLUICE_TABLES & table_names(migrated_url)
+
+    command.upgrade(config, "head")
+    assert SLUICE_TABLES.issubset(table_names(migrated_url))
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+def test_should_return_the_same_checkpoint_for_the_same_run_id(metastore: Metastore) -> None:
+    first = metastore.request_checkpoint(PIPELINE, "scheduled__2026-11-22T10:00")
+    again = metastore.request_checkpoint(PIPELINE, "scheduled__2026-11-22T10:00")
+
+    assert again == first
+    assert first.state is CheckpointState.REQUESTED
+    assert first.run_id == "scheduled__2026-11-22T10:00"
+    assert len(metastore.checkpoints(PIPELINE)) == 1
+
+
+def test_should_number_checkpoints_of_different_runs_apart(metastore: Metastore) -> None:
+    first = metastore.request_checkpoint(PIPELINE, "run-1")
+    second = metastore.request_checkpoint(PIPELINE, "run-2")
+    other_pipeline = metastore.request_checkpoint("other", "run-1")
+
+    assert len({first.checkpoint_id, second.checkpoint_id, other_pipeline.checkpoint_id}) == 3
+    assert other_pipeline.pipeline == "other"
+
+
+def test_should_create_a_new_checkpoint_for_each_request_without_run_id(
+    metastore: Metastore,
+) -> None:
+    first = metastore.request_checkpoint(PIPELINE)
+    second = metastore.request_checkpoint(PIPELINE)
+
+    assert first.checkpoint_id != second.checkpoint_id
+    assert first.run_id is None and second.run_id is None
+    assert [c.checkpoint_id for c in metastore.checkpoints(PIPELINE)] == [
+        first.checkpoint_id,
+        second.checkpoint_id,
+    ]
+
+
+def test_should_record_the_request_time_in_utc(metastore: Metastore) -> None:
+    before = datetime.now(UTC) - timedelta(seconds=1)
+
+    checkpoint = metastore.request_checkpoint(PIPELINE)
+
+    assert checkpoint.requested_at.tzinfo is not None
+    assert before <= checkpoint.requested_at <= datetime.now(UTC) + timedelta(seconds=1)
+    assert checkpoint.sealed_at is None and checkpoint.committed_at is None
+    assert checkpoint.landing == {}
+
+
+def test_should_list_checkpoints_by_state_oldest_first(metastore: Metastore) -> None:
+    ids = [metastore.request_checkpoint(PIPELINE).checkpoint_id for _ in range(3)]
+    metastore.seal(PIPELINE, batch_record(ids[1]), [], HOST)
+
+    requested = metastore.checkpoints(PIPELINE, [CheckpointState.REQUESTED])
+    newest_two = metastore.checkpoints(PIPELINE, limit=2)
+
+    assert [c.checkpoint_id for c in requested] == [ids[0], ids[2]]
+    assert [c.checkpoint_id for c in newest_two] == ids[1:]
+
+
+def test_should_raise_for_an_unknown_checkpoint(metastore: Metastore) -> None:
+    with pytest.raises(CheckpointError, match="no checkpoint 4242"):
+        metastore.checkpoint(4242)
+
+
+def test_should_list_requested_checkpoints_the_host_has_not_sealed(metastore: Metastore) -> None:
+    first = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    second = metastore.request_checkpoint(PIPELINE, "run-2").checkpoint_id
+    third = metastore.request_checkpoint(PIPELINE, "run-3").checkpoint_id
+    metastore.request_checkpoint("other", "run-1")
+
+    metastore.seal(PIPELINE, batch_record(second), [], HOST)
+
+    assert metastore.unsealed_for_host(PIPELINE, HOST) == [first, third]
+    assert metastore.unsealed_for_host("absent", HOST) == []
+
+
+# -- sealing -----------------------------------------------------------------------------------
+
+
+def test_should_record_batch_ranges_and_files_and_seal_the_checkpoint(
+    metastore: Metastore,
+) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    ranges = (ByteRange("00000000000000aa", 0, 100, 4), ByteRange("00000000000000bb", 50, 80, 2))
+    files = [
+        file_record("00000000000000aa", 100),
+        file_record("00000000000000bb", 80, FileState.ROTATED, "/var/log/nginx/access.log.1"),
+    ]
+
+    batch_id = metastore.seal(PIPELINE, batch_record(checkpoint_id, *ranges), files, HOST)
+
+    checkpoint = metastore.checkpoint(checkpoint_id)
+    assert checkpoint.state is CheckpointState.SEALED
+    assert checkpoint.sealed_at is not None
+    (batch,) = metastore.batches(checkpoint_id)
+    assert batch.batch_id == batch_id
+    assert (batch.host, batch.line_count, batch.byte_count, batch.part_count) == (HOST, 6, 130, 1)
+    assert batch.staging_path == f"/staging/{PIPELINE}/{checkpoint_id:08d}/{HOST}"
+    assert batch.manifest == {"checkpoint_id": checkpoint_id, "line_count": 6}
+    stored_ranges = sorted(
+        (r["batch_id"], r["fingerprint"], r["start_offset"], r["end_offset"], r["line_count"])
+        for r in rows(metastore, schema.batch_ranges)
+    )
+    assert stored_ranges == [
+        (batch_id, "00000000000000aa", 0, 100, 4),
+        (batch_id, "00000000000000bb", 50, 80, 2),
+    ]
+    assert metastore.files(PIPELINE, HOST) == files
+    assert metastore.files(PIPELINE, "another-host") == []
+
+
+def test_should_update_known_files_on_the_next_seal(metastore: Metastore) -> None:
+    first = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    second = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.seal(PIPELINE, batch_record(first), [file_record(sealed_offset=100)], HOST)
+
+    later = file_record(sealed_offset=250, state=FileState.DONE, path="/var/log/old.log")
+    metastore.seal(PIPELINE, batch_record(second), [later], HOST)
+
+    assert metastore.files(PIPELINE, HOST) == [later]
+
+
+def test_should_refuse_to_seal_a_checkpoint_that_is_not_requested(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    original = file_record(sealed_offset=100)
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), [original], HOST)
+    sealed = metastore.checkpoint(checkpoint_id)
+
+    retry = batch_record(checkpoint_id, ByteRange(original.fingerprint, 100, 200, 3))
+    with pytest.raises(CheckpointError, match=f"checkpoint {checkpoint_id} is sealed"):
+        metastore.seal(PIPELINE, retry, [file_record(sealed_offset=200)], "web-2")
+
+    assert metastore.checkpoint(checkpoint_id) == sealed
+    assert len(metastore.batches(checkpoint_id)) == 1
+    assert rows(metastore, schema.batch_ranges) == []
+    assert metastore.files(PIPELINE, HOST) == [original]
+    assert metastore.files(PIPELINE, "web-2") == []
+
+
+def test_should_refuse_to_seal_a_committed_or_unknown_checkpoint(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+    metastore.commit_checkpoint(checkpoint_id, {})
+
+    with pytest.raises(CheckpointError):
+        metastore.seal(PIPELINE, batch_record(checkpoint_id), [file_record()], HOST)
+    with pytest.raises(CheckpointError):
+        metastore.seal(PIPELINE, batch_record(checkpoint_id + 1), [file_record()], HOST)
+
+    assert metastore.files(PIPELINE, HOST) == []
+
+
+def test_should_roll_back_the_whole_seal_when_one_write_fails(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    ranges = (ByteRange("00000000000000aa", 0, 10, 1),)
+    # The same fingerprint twice violates the files' unique identity, after the batch and its
+    # ranges were inserted: nothing of the seal may remain.
+    duplicated = [file_record(sealed_offset=10), file_record(sealed_offset=10)]
+
+    with pytest.raises(MetastoreError):
+        metastore.seal(PIPELINE, batch_record(checkpoint_id, *ranges), duplicated, HOST)
+
+    assert metastore.checkpoint(checkpoint_id).state is CheckpointState.REQUESTED
+    assert metastore.batches(checkpoint_id) == []
+    assert rows(metastore, schema.batch_ranges) == []
+    assert metastore.files(PIPELINE, HOST) == []
+    assert metastore.unsealed_for_host(PIPELINE, HOST) == [checkpoint_id]
+
+
+# -- committing --------------------------------------------------------------------------------
+
+
+def test_should_commit_a_sealed_checkpoint_with_its_landing_counts(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+    landing = {"rows": {"access": 9}, "rejects": {"no_match": 1}}
+
+    committed = metastore.commit_checkpoint(checkpoint_id, landing)
+
+    assert committed.state is CheckpointState.COMMITTED
+    assert committed.committed_at is not None
+    assert committed.landing == landing
+    assert metastore.checkpoint(checkpoint_id) == committed
+
+
+def test_should_commit_again_without_error(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+    metastore.commit_checkpoint(checkpoint_id, {"rows": {"access": 1}})
+
+    again = metastore.commit_checkpoint(checkpoint_id, {"rows": {"access": 2}})
+
+    assert again.state is CheckpointState.COMMITTED
+    assert again.landing == {"rows": {"access": 2}}
+
+
+def test_should_refuse_to_commit_a_requested_checkpoint(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+
+    with pytest.raises(CheckpointError, match="only sealed"):
+        metastore.commit_checkpoint(checkpoint_id, {"rows": {}})
+
+    checkpoint = metastore.checkpoint(checkpoint_id)
+    assert checkpoint.state is CheckpointState.REQUESTED
+    assert checkpoint.landing == {}
+
+
+def test_should_refuse_to_commit_an_unknown_checkpoint(metastore: Metastore) -> None:
+    with pytest.raises(CheckpointError, match="no checkpoint 4242"):
+        metastore.commit_checkpoint(4242, {})
+
+
+# -- leases ------------------------------------------------------------------------------------
+
+
+def lease_row(metastore: Metastore) -> dict[str, Any]:
+    (row,) = rows(metastore, schema.leases)
+    return row
+
+
+def test_should_grant_a_free_lease(metastore: Metastore) -> None:
+    assert metastore.lease_holder(PIPELINE, HOST) is None
+
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+
+    assert metastore.lease_holder(PIPELINE, HOST) == "collector-a"
+    assert metastore.lease_holder(PIPELINE, "web-2") is None
+
+
+def test_should_refuse_a_lease_held_by_another_holder(metastore: Metastore) -> None:
+    metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+
+    assert not metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
+    assert metastore.lease_holder(PIPELINE, HOST) == "collector-a"
+    assert metastore.acquire_lease(PIPELINE, "web-2", "collector-b", 60)
+
+
+def test_should_renew_a_lease_for_the_same_holder(metastore: Metastore) -> None:
+    metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+    first_expiry = lease_row(metastore)["expires_at"]
+
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 600)
+
+    row = lease_row(metastore)
+    assert row["holder"] == "collector-a"
+    assert row["expires_at"] > first_expiry
+
+
+def test_should_let_another_holder_take_over_an_expired_lease(metastore: Metastore) -> None:
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 0.2)
+    assert not metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
+
+    time.sleep(0.3)
+
+    assert metastore.lease_holder(PIPELINE, HOST) is None
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
+    assert metastore.lease_holder(PIPELINE, HOST) == "collector-b"
+    assert not metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+
+
+def test_should_record_when_a_taken_over_lease_was_acquired(metastore: Metastore) -> None:
+    metastore.acquire_lease(PIPELINE, HOST, "collector-a", 0.2)
+    first_acquired = lease_row(metastore)["acquired_at"]
+    time.sleep(0.3)
+
+    metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
+
+    assert lease_row(metastore)["acquired_at"] > first_acquired
+
+
+def test_should_free_a_released_lease(metastore: Metastore) -> None:
+    metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+
+    metastore.release_lease(PIPELINE, HOST, "collector-a")
+
+    assert metastore.lease_holder(PIPELINE, HOST) is None
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
+
+
+def test_should_ignore_a_release_by_someone_else(metastore: Metastore) -> None:
+    metastore.acquire_lease(PIPELINE, HOST, "collector-a", 60)
+
+    metastore.release_lease(PIPELINE, HOST, "collector-b")
+
+    assert metastore.lease_holder(PIPELINE, HOST) == "collector-a"

@@ -1,0 +1,340 @@
+"""Discovery and the rotation state machine: which files are tracked, and as what."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.config import SourceConfig, SourceFormat, StartPosition
+from pipeline_core.metastore import FileRecord, FileState
+from pipeline_core.source import FileWatcher, TrackedFile
+from tests.support.pipelines import append
+
+HOST = "test-host"
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    return folder
+
+
+def source(
+    logs: Path,
+    pattern: str = "access.log*",
+    *,
+    exclude: tuple[str, ...] = (),
+    start_at: StartPosition = StartPosition.BEGINNING,
+) -> SourceConfig:
+    return SourceConfig(
+        name="access",
+        paths=[str(logs / pattern)],
+        exclude=[str(logs / e) for e in exclude],
+        format=SourceFormat.RAW,
+        start_at=start_at,
+    )
+
+
+@pytest.fixture
+def watchers() -> Iterator[list[FileWatcher]]:
+    made: list[FileWatcher] = []
+    yield made
+    for watcher in made:
+        watcher.close()
+
+
+def watch(
+    watchers: list[FileWatcher],
+    *sources: SourceConfig,
+    signature_bytes: int = 1024,
+    records: tuple[FileRecord, ...] = (),
+) -> FileWatcher:
+    watcher = FileWatcher(sources, HOST, signature_bytes, records)
+    watchers.append(watcher)
+    return watcher
+
+
+def by_name(watcher: FileWatcher) -> dict[str, TrackedFile]:
+    return {os.path.basename(f.path): f for f in watcher.files}
+
+
+# -- discovery ---------------------------------------------------------------------------------
+
+
+def test_should_track_every_matching_file_from_its_start(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"live")
+    append(logs / "access.log.1", b"older")
+    append(logs / "error.log", b"not matched")
+    watcher = watch(watchers, source(logs))
+
+    watcher.scan()
+
+    files = by_name(watcher)
+    assert sorted(files) == ["access.log", "access.log.1"]
+    for tracked in files.values():
+        assert re.fullmatch(r"[0-9a-f]{16}", tracked.fingerprint)
+        assert tracked.state is FileState.LIVE
+        assert tracked.read_offset == tracked.sealed_offset == 0
+        assert tracked.fd is not None
+    assert files["access.log"].fingerprint != files["access.log.1"].fingerprint
+    assert watcher.readable() == watcher.files
+
+
+def test_should_skip_paths_matching_an_exclude_glob(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"live")
+    append(logs / "access.log.1", b"older")
+    append(logs / "access.log.2.gz", b"compressed")
+    watcher = watch(watchers, source(logs, exclude=("*.gz",)))
+
+    watcher.scan()
+
+    assert sorted(by_name(watcher)) == ["access.log", "access.log.1"]
+
+
+def test_should_not_track_an_empty_file_until_it_has_data(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    (logs / "access.log").touch()
+    watcher = watch(watchers, source(logs))
+
+    watcher.scan()
+    assert watcher.files == []
+
+    append(logs / "access.log", b"first line")
+    watcher.scan()
+    (tracked,) = watcher.files
+    assert tracked.read_offset == 0
+    assert tracked.signature.size == len(b"first line\n")
+
+
+def test_should_not_track_folders(logs: Path, watchers: list[FileWatcher]) -> None:
+    (logs / "access.log.d").mkdir()
+    watcher = watch(watchers, source(logs))
+
+    watcher.scan()
+
+    assert watcher.files == []
+
+
+def test_should_keep_tracking_a_file_shorter_than_the_signature_as_it_grows(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"a")
+    watcher = watch(watchers, source(logs), signature_bytes=64)
+    watcher.scan()
+    (tracked,) = watcher.files
+    fingerprint = tracked.fingerprint
+
+    for size in (10, 30, 100):
+        append(logs / "access.log", b"x" * size)
+        watcher.scan()
+
+    (again,) = watcher.files
+    assert again is tracked
+    assert again.fingerprint == fingerprint
+    assert again.state is FileState.LIVE
+    assert again.signature.size == 64
+
+
+# -- start position ----------------------------------------------------------------------------
+
+
+def test_should_start_after_the_last_complete_line_when_starting_at_the_end(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"old one\nold two\npartial", newline=False)
+    watcher = watch(watchers, source(logs, start_at=StartPosition.END))
+
+    watcher.scan()
+
+    (tracked,) = watcher.files
+    assert tracked.sealed_offset == tracked.read_offset == len(b"old one\nold two\n")
+    append(logs / "access.log", b" now whole")
+    chunk = tracked.read_chunk(4096, 4096, final=False)
+    assert chunk is not None and chunk.data == b"partial now whole\n"
+
+
+def test_should_start_at_zero_at_the_end_of_a_file_without_any_newline(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"no newline yet", newline=False)
+    watcher = watch(watchers, source(logs, start_at=StartPosition.END))
+
+    watcher.scan()
+
+    assert watcher.files[0].read_offset == 0
+
+
+def test_should_read_files_appearing_after_the_first_scan_from_their_start(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"old")
+    watcher = watch(watchers, source(logs, start_at=StartPosition.END))
+    watcher.scan()
+
+    append(logs / "access.log.1", b"new file")
+    watcher.scan()
+
+    files = by_name(watcher)
+    assert files["access.log"].read_offset == 4
+    assert files["access.log.1"].read_offset == 0
+
+
+# -- rotation ----------------------------------------------------------------------------------
+
+
+def test_should_follow_a_rename_within_the_paths(logs: Path, watchers: list[FileWatcher]) -> None:
+    append(logs / "access.log", b"line")
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+    (tracked,) = watcher.files
+
+    os.rename(logs / "access.log", logs / "access.log.1")
+    watcher.scan()
+
+    (renamed,) = watcher.files
+    assert renamed is tracked
+    assert renamed.path == str(logs / "access.log.1")
+    assert renamed.state is FileState.LIVE
+
+
+def test_should_mark_a_file_renamed_out_of_the_paths_rotated_and_keep_it_readable(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"line")
+    watcher = watch(watchers, source(logs, "access.log"))
+    watcher.scan()
+    (tracked,) = watcher.files
+
+    os.rename(logs / "access.log", logs / "old-access.log")
+    append(logs / "access.log", b"new")
+    watcher.scan()
+
+    rotated, fresh = watcher.files
+    assert rotated is tracked
+    assert rotated.state is FileState.ROTATED
+    assert rotated in watcher.readable()
+    assert fresh.state is FileState.LIVE
+    assert fresh.fingerprint != rotated.fingerprint
+
+
+def test_should_mark_a_deleted_open_file_rotated(logs: Path, watchers: list[FileWatcher]) -> None:
+    append(logs / "access.log", b"line")
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+
+    os.unlink(logs / "access.log")
+    watcher.scan()
+
+    (tracked,) = watcher.files
+    assert tracked.state is FileState.ROTATED
+    assert tracked in watcher.readable()
+
+
+def test_should_detach_a_truncated_file(logs: Path, watchers: list[FileWatcher]) -> None:
+    append(logs / "access.log", b"first content")
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+    (tracked,) = watcher.files
+
+    with open(logs / "access.log", "r+b") as handle:
+        handle.truncate(0)
+    watcher.scan()
+
+    assert tracked.state is FileState.DETACHED
+    assert tracked.fd is None
+    assert watcher.readable() == []
+
+
+def test_should_track_new_content_of_a_truncated_file_as_a_new_file(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"first content")
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+    (old,) = watcher.files
+
+    with open(logs / "access.log", "r+b") as handle:
+        handle.truncate(0)
+    watcher.scan()
+    append(logs / "access.log", b"other content")
+    watcher.scan()
+
+    (new,) = watcher.readable()
+    assert new is not old
+    assert new.fingerprint != old.fingerprint
+    assert new.read_offset == 0
+    assert old.state is FileState.DETACHED
+
+
+def test_should_hand_a_detached_files_fingerprint_and_offset_to_its_copy(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"read before the copy")
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+    (tracked,) = watcher.files
+    chunk = tracked.read_chunk(4096, 4096, final=False)
+    assert chunk is not None
+    append(logs / "access.log", b"unread at the copy")
+
+    shutil.copyfile(logs / "access.log", logs / "access.log.1")
+    with open(logs / "access.log", "r+b") as handle:
+        handle.truncate(0)
+    watcher.scan()
+    watcher.scan()
+
+    copy = by_name(watcher)["access.log.1"]
+    assert copy is tracked
+    assert copy.read_offset == chunk.end
+    rest = copy.read_chunk(4096, 4096, final=False)
+    assert rest is not None and rest.data == b"unread at the copy\n"
+
+
+def test_should_find_a_file_renamed_out_of_the_paths_after_a_restart(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"sealed", b"unsealed")
+    info = os.stat(logs / "access.log")
+    first = watch(watchers, source(logs, "access.log"))
+    first.scan()
+    record = first.files[0].record(7)
+    first.close()
+    os.rename(logs / "access.log", logs / "access.log-20261122")
+
+    restarted = watch(watchers, source(logs, "access.log"), records=(record,))
+    restarted.scan()
+
+    (tracked,) = restarted.files
+    assert (tracked.dev, tracked.ino) == (info.st_dev, info.st_ino)
+    assert tracked.state is FileState.ROTATED
+    assert tracked.path == str(logs / "access.log-20261122")
+    assert tracked.read_offset == 7
+
+
+def test_should_give_up_on_a_remembered_file_that_is_gone(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    append(logs / "access.log", b"line")
+    first = watch(watchers, source(logs))
+    first.scan()
+    record = first.files[0].record(0)
+    first.close()
+    os.unlink(logs / "access.log")
+
+    restarted = watch(watchers, source(logs), records=(record,))
+    restarted.scan()
+
+    (tracked,) = restarted.files
+    assert tracked.state is FileState.DONE
+    assert restarted.readable() == []

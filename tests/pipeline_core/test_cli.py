@@ -1,0 +1,173 @@
+"""The ``sluice`` command, called in-process through ``pipeline_core.cli.main``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline_core.cli import main
+from pipeline_core.config import METASTORE_URL_ENV
+from tests.support.pipelines import append, write_config
+
+
+@pytest.fixture(autouse=True)
+def no_metastore_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(METASTORE_URL_ENV, raising=False)
+
+
+def line_count(path: Path) -> int:
+    return path.read_bytes().count(b"\n")
+
+
+# -- validate ----------------------------------------------------------------------------------
+
+
+def test_should_print_what_a_valid_config_resolves_to(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+
+    assert main(["validate", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    base = tmp_path.resolve()
+    assert "pipeline web_access: valid" in out
+    assert f"source access (nginx_combined): {base / 'logs' / 'access.log*'}" in out
+    assert f"staging  {base / 'data' / 'staging'}" in out
+    assert f"lake     {base / 'data' / 'lake'}" in out
+
+
+def test_should_hide_the_metastore_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, "postgresql+psycopg://sluice:s3cret@db.example/sluice")
+
+    assert main(["validate", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "s3cret" not in out
+    assert "postgresql+psycopg://sluice:***@db.example/sluice" in out
+
+
+def test_should_exit_2_naming_the_bad_key_of_an_invalid_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "web_access.yaml"
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*"], "format": "raw"}],
+        "collector": {"ring_size": 100},
+    }
+    path.write_text(yaml.safe_dump(document))
+
+    assert main(["validate", str(path)]) == 2
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("sluice: error: invalid pipeline config")
+    assert str(path) in captured.err
+    assert "collector.ring_size" in captured.err
+    assert "power of two" in captured.err
+
+
+def test_should_exit_2_for_a_missing_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "absent.yaml")]) == 2
+
+    assert "absent.yaml" in capsys.readouterr().err
+
+
+# -- sample-logs -------------------------------------------------------------------------------
+
+
+def test_should_write_sample_lines_and_rotate_by_rename_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "logs"
+
+    code = main(["sample-logs", str(folder), "--lines", "200", "--malformed", "5", "--seed", "1"])
+
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "wrote 200 lines (5 malformed)" in out
+    assert "rotated rename to access.log.1" in out
+    assert line_count(folder / "access.log.1") == 100
+    assert line_count(folder / "access.log") == 100
+
+
+def test_should_alternate_rename_and_copytruncate_rotations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "logs"
+    args = ["sample-logs", str(folder), "--lines", "40", "--malformed", "0"]
+
+    main(args)
+    live_before = os.stat(folder / "access.log").st_ino
+    main(args)
+    live_after_copy = os.stat(folder / "access.log").st_ino
+    main(args)
+
+    out = capsys.readouterr().out
+    assert re.findall(r"rotated (\S+) to (\S+)", out) == [
+        ("rename", "access.log.1"),
+        ("copytruncate", "access.log.2"),
+        ("rename", "access.log.3"),
+    ]
+    assert live_after_copy == live_before  # copytruncate keeps the live file's inode
+    assert os.stat(folder / "access.log.3").st_ino == live_before  # rename moves it
+    total = sum(line_count(p) for p in folder.glob("access.log*"))
+    assert total == 3 * 40
+
+
+# -- collect, status, land ---------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_should_collect_once_and_show_the_checkpoint_and_files_in_status(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    append(log, *(f"line {i}".encode() for i in range(30)))
+
+    assert main(["collect", str(path), "--once"]) == 0
+    collected = capsys.readouterr().out
+    assert main(["status", str(path)]) == 0
+    status = capsys.readouterr().out
+
+    assert "collected 30 lines" in collected
+    assert re.search(r"checkpoint 1 sealed: 30 lines, \d+ bytes, batch 1", collected)
+    assert "pipeline web_access on test-host" in status
+    assert "collector lease: free" in status
+    assert "files (1):" in status
+    assert re.search(rf"[0-9a-f]{{16}} live +sealed to {log.stat().st_size}, 0 bytes", status)
+    assert str(log) in status
+    assert re.search(r"checkpoint 1 sealed: 30 lines", status)
+
+
+@pytest.mark.timeout(60)
+def test_should_say_so_when_there_is_nothing_to_land(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+
+    assert main(["land", str(path)]) == 0
+
+    assert "nothing to land" in capsys.readouterr().out
+
+
+def test_should_show_an_empty_status_for_a_new_pipeline(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+
+    assert main(["status", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "files (0):" in out
+    assert "checkpoints (newest 0):" in out
