@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -28,6 +29,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not (args.verbose or args.info):
+        for noisy in ("alembic", "py4j"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        # Airflow's own logging (read when it is imported, e.g. by `land`) relays spark-submit.
+        os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
     command: Callable[[argparse.Namespace], int] = args.command
     try:
         return command(args)
