@@ -1,10 +1,10 @@
-"""One Airflow DAG per Sluice pipeline: ``sluice_<name>`` for each ``<name>.yaml`` config.
+"""One Airflow DAG per Sluice pipeline: ``sluice_<name>`` for each pipeline config file.
 
 The configs are the ``*.yaml`` files of ``$SLUICE_PIPELINES_DIR`` (default: ``pipelines/`` in
-the repository). Parsing this file only lists that folder: the configs are read by the tasks,
-so a slow or broken config never slows or breaks DAG parsing. A file whose name is not a valid
-pipeline name (lower-case letters, digits, ``_``; starting with a letter) is skipped with a
-warning.
+the repository). Parsing this file reads only each config's ``name`` and ``schedule`` (plain
+YAML); the tasks validate the whole config, so a broken config never breaks DAG parsing. A
+file whose name is not a valid pipeline name (lower-case letters, digits, ``_``; starting with
+a letter) is skipped with a warning.
 
 Each run N: ``request_checkpoint`` >> ``wait_sealed`` >> ``land`` >> ``commit``.
 """
@@ -17,6 +17,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import yaml
 from airflow.sdk import DAG
 from sluice_airflow.operators.sluice import (
     CommitCheckpointOperator,
@@ -72,15 +73,35 @@ def pipeline_configs(folder: Path) -> list[Path]:
     return configs
 
 
+def dag_settings(config: Path) -> tuple[str, str | None]:
+    """The pipeline's ``name`` and ``schedule`` from its config, read as plain YAML.
+
+    Full validation happens in the tasks; a file that cannot be read here falls back to its
+    file name and the default schedule, so one broken config never breaks DAG parsing.
+    """
+    try:
+        document = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        log.warning("Reading %s: %s; using the file name and the default schedule", config, exc)
+        return config.stem, SCHEDULE
+    if not isinstance(document, dict):
+        return config.stem, SCHEDULE
+    name = document.get("name")
+    if not isinstance(name, str) or PIPELINE_NAME.fullmatch(name) is None:
+        name = config.stem
+    schedule = document.get("schedule", SCHEDULE)
+    return name, schedule if isinstance(schedule, str) or schedule is None else SCHEDULE
+
+
 def build_dag(config: Path) -> DAG:
     """The DAG of the pipeline configured by ``config``."""
-    name = config.stem
+    name, schedule = dag_settings(config)
     config_path = str(config.resolve())
     with DAG(
         dag_id=f"sluice_{name}",
         description=f"Sluice pipeline {name}: collect, seal, land and commit one checkpoint",
         doc_md=DOC_MD.format(name=name, config=config_path),
-        schedule=SCHEDULE,
+        schedule=schedule,
         start_date=datetime(2025, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,

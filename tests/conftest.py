@@ -1,16 +1,25 @@
-"""Suite-wide fixtures. Helpers live in tests/support; this file only registers them.
+"""Suite-wide set-up. Helpers live in tests/support; this file only registers them.
 
-Every test that uses the metastore (directly or through a fixture) is marked ``metastore``; the
-PostgreSQL pass of ``make test`` runs exactly those again with ``SLUICE_TEST_POSTGRES_URL`` set.
+* Airflow is pointed at a throw-away home before anything imports it (``pytest_configure``).
+* Every test that uses the metastore (directly or through a fixture) is marked ``metastore``;
+  the PostgreSQL pass of ``make test`` runs exactly those again with
+  ``SLUICE_TEST_POSTGRES_URL`` set.
+* One SparkSession serves the whole session (``tests.support.spark``).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.support.airflow_env import ensure_airflow_env
+
 pytest_plugins = [
     "tests.support.metastore",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    ensure_airflow_env()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

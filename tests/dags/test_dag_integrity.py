@@ -154,7 +154,22 @@ def test_a_missing_pipelines_folder_gives_no_dags_and_no_errors(
     assert bag.import_errors == {}
 
 
-def test_configs_are_not_read_at_parse_time(
+def test_name_and_schedule_come_from_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config(
+        tmp_path / "pipelines",
+        "hourly_file",
+        text="name: audit_logs\nschedule: '@hourly'\nsources: []\n",
+    )
+
+    bag = load_dags(tmp_path / "pipelines", monkeypatch)
+
+    assert bag.dag_ids == ["sluice_audit_logs"]
+    assert str(bag.dags["sluice_audit_logs"].schedule) == "@hourly"
+
+
+def test_a_broken_config_never_breaks_parsing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_config(tmp_path / "pipelines", "broken", text="name: [unclosed\n\t- {")

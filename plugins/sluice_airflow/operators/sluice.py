@@ -142,6 +142,7 @@ class LandCheckpointOperator(SparkSubmitOperator):
         self.py_files = spec.py_files
         if self._spark_binary is None:
             self._spark_binary = _fallback_spark_submit()
+        self._hook = None  # never reuse a hook built for another checkpoint
         self.log.info(
             "Landing checkpoint %d: %s %s", checkpoint_id, spec.application, spec.application_args
         )

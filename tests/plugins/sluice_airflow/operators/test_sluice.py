@@ -240,6 +240,23 @@ def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
     assert submitted[0]["env"] == {"PYSPARK_PYTHON": "/venv/bin/python", "TZ": "UTC"}
 
 
+def test_land_builds_a_new_spark_submit_for_each_execution(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id=1)
+
+    operator.execute(make_context())
+    operator.checkpoint_id = 2
+    operator.execute(make_context())
+
+    assert [job["command"][-3] for job in submitted] == [
+        "/staging/web_access/00000001",
+        "/staging/web_access/00000002",
+    ]
+
+
 def test_land_rejects_a_missing_checkpoint_id_before_asking_the_pipeline(
     fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
 ) -> None:
