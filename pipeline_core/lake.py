@@ -29,6 +29,11 @@ class LakeSummary:
             out.append(f"lake table {source}: {count} rows")
             for status, n in sorted(self.statuses.get(source, Counter()).items()):
                 out.append(f"  status {status}: {n}")
+        out.append(
+            f"distinct event ids: {self.distinct_event_ids} (one per row: no duplicates)"
+            if self.distinct_event_ids == sum(self.rows.values())
+            else f"distinct event ids: {self.distinct_event_ids} (DUPLICATES in the lake)"
+        )
         total = sum(self.rejects.values())
         out.append(f"rejects: {total} lines")
         for reason, n in sorted(self.rejects.items()):
