@@ -123,6 +123,7 @@ def test_should_print_rows_statuses_and_rejects() -> None:
         rows={"access": 5, "app": 2},
         rejects={"no_match": 2, "bad_timestamp": 1},
         statuses={"access": Counter({404: 1, 200: 4})},
+        distinct_event_ids=7,
     )
 
     assert summary.lines() == [
@@ -130,7 +131,14 @@ def test_should_print_rows_statuses_and_rejects() -> None:
         "  status 200: 4",
         "  status 404: 1",
         "lake table app: 2 rows",
+        "distinct event ids: 7 (one per row: no duplicates)",
         "rejects: 3 lines",
         "  bad_timestamp: 1",
         "  no_match: 2",
     ]
+
+
+def test_should_flag_duplicate_event_ids() -> None:
+    summary = LakeSummary(rows={"access": 3}, rejects={}, distinct_event_ids=2)
+
+    assert "distinct event ids: 2 (DUPLICATES in the lake)" in summary.lines()
