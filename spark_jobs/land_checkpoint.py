@@ -57,9 +57,9 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
     except ImportError:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.sql.types import (  # noqa: E402
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
     BinaryType,
     LongType,
     StringType,
@@ -67,7 +67,7 @@ from pyspark.sql.types import (  # noqa: E402
     StructType,
 )
 
-from spark_jobs.formats import RejectReason, SourceFormat, parse  # noqa: E402
+from spark_jobs.formats import RejectReason, SourceFormat, parse
 
 MANIFEST_NAME = "_manifest.json"
 MANIFEST_FORMAT_VERSION = 1
@@ -466,7 +466,7 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
     context = spark.sparkContext
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    elif context.master.startswith("local") and not context.getConf().contains(
+    elif (context.master or "").startswith("local") and not context.getConf().contains(
         "spark.sql.shuffle.partitions"
     ):
         spark.conf.set("spark.sql.shuffle.partitions", str(context.defaultParallelism))

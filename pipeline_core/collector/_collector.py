@@ -233,7 +233,12 @@ class Collector:
         if now - self._last_scan >= self._config.collector.discovery_interval_s:
             self._watcher.scan()
             self._last_scan = now
-        result = self._reader.read_slice(self._publish_chunk)
+        grace = (
+            0.0
+            if self._mode is CollectorMode.ONCE or self._stopping
+            else (self._config.collector.rotated_grace_s)
+        )
+        result = self._reader.read_slice(self._publish_chunk, rotated_grace=grace)
         self._lines += result.lines
         self._bytes += result.bytes
         if not result.caught_up:

@@ -77,6 +77,9 @@ class CollectorConfig(_Strict):
     ring_size: Annotated[int, Field(ge=2)] = 256
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0
+    rotated_grace_s: Annotated[float, Field(ge=0)] = 5.0
+    """While tailing, how long a file renamed away or deleted is still watched for appends
+    after its end is reached (``--once`` runs finish it at its end)."""
 
     @field_validator("ring_size")
     @classmethod

@@ -55,7 +55,10 @@ class TimeSlicedReader:
         self._clock = clock
         self._cursor = 0
 
-    def read_slice(self, publish: Publish, *, finish_rotated: bool = True) -> SliceResult:
+    def read_slice(self, publish: Publish, *, rotated_grace: float = 0.0) -> SliceResult:
+        """Read one slice. A ROTATED file is finished at its end once it has been rotated for
+        ``rotated_grace`` seconds (a writer may still append to a renamed file until it
+        reopens its log)."""
         deadline = self._clock() + self._slice_seconds
         chunks = nbytes = lines = 0
         idle_in_a_row = 0
@@ -65,7 +68,7 @@ class TimeSlicedReader:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=True)
             self._cursor %= len(files)
             tracked = files[self._cursor]
-            chunk = self._read(tracked, finish_rotated)
+            chunk = self._read(tracked, rotated_grace)
             if chunk is None:
                 idle_in_a_row += 1
             else:
@@ -83,12 +86,15 @@ class TimeSlicedReader:
             if self._clock() >= deadline:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=False)
 
-    def _read(self, tracked: TrackedFile, finish_rotated: bool) -> Chunk | None:
-        rotated = tracked.state is FileState.ROTATED
-        chunk = tracked.read_chunk(
-            self._chunk_bytes, self._max_line_bytes, final=rotated and finish_rotated
-        )
-        if chunk is None and rotated and finish_rotated and tracked.read_offset >= tracked.size():
+    def _read(self, tracked: TrackedFile, rotated_grace: float) -> Chunk | None:
+        settled = False
+        if tracked.state is FileState.ROTATED:
+            now = self._clock()
+            if tracked.rotated_at is None:
+                tracked.rotated_at = now
+            settled = now - tracked.rotated_at >= rotated_grace
+        chunk = tracked.read_chunk(self._chunk_bytes, self._max_line_bytes, final=settled)
+        if chunk is None and settled and tracked.read_offset >= tracked.size():
             tracked.state = FileState.DONE
             tracked.close()
         return chunk

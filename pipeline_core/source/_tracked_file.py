@@ -38,6 +38,8 @@ class TrackedFile:
     read_offset: int = 0
     barrier_offset: int = 0
     lines_since_barrier: int = 0
+    rotated_at: float | None = None
+    """When the reader first found the file ROTATED (by the reader's clock)."""
     fd: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +85,10 @@ class TrackedFile:
             return False
         self.path = path
         return True
+
+    def mark_rotated(self) -> None:
+        self.state = FileState.ROTATED
+        self.rotated_at = None
 
     def close(self) -> None:
         if self.fd is not None:

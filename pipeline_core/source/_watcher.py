@@ -110,10 +110,10 @@ class FileWatcher:
                 log.info(
                     "%s was renamed to %s; reading it to its end", tracked.fingerprint, tracked.path
                 )
-                tracked.state = FileState.ROTATED
+                tracked.mark_rotated()
             elif tracked.state is FileState.LIVE and tracked.fd is not None:
                 log.info("%s was rotated away; reading it to its end", tracked.path)
-                tracked.state = FileState.ROTATED
+                tracked.mark_rotated()
             elif tracked.fd is None:
                 log.warning(
                     "%s is gone; bytes after offset %d could not be read",
@@ -181,7 +181,7 @@ class FileWatcher:
                 tracked.fd, candidate.fd = candidate.fd, None
                 tracked.path, tracked.dev, tracked.ino = path, inode[0], inode[1]
                 tracked.signature = candidate.signature
-                tracked.state = FileState.ROTATED
+                tracked.mark_rotated()
                 return
             candidate.close()
 

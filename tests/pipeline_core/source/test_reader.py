@@ -209,11 +209,38 @@ def test_should_hold_back_the_end_of_a_rotated_file_when_not_finishing(
     watcher.scan()
     downstream = Downstream()
 
-    reader(watcher).read_slice(downstream, finish_rotated=False)
+    reader(watcher).read_slice(downstream, rotated_grace=3600)
 
     assert [c.data for c in downstream.chunks] == [b"whole\n"]
     assert tracked.state is FileState.ROTATED
     assert tracked in watcher.readable()
+
+
+def test_should_keep_tailing_a_rotated_file_until_its_grace_runs_out(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    append(logs / "a.log", b"first")
+    watcher.scan()
+    (tracked,) = watcher.files
+    os.rename(logs / "a.log", logs / "a.log.1")
+    watcher.scan()
+    clock = SteppingClock()
+    tailer = reader(watcher, clock)
+    downstream = Downstream()
+    tailer.read_slice(downstream, rotated_grace=5.0)
+    append(logs / "a.log.1", b"late append from the old writer")
+    clock.now += 4.0
+
+    tailer.read_slice(downstream, rotated_grace=5.0)
+    assert tracked.state is FileState.ROTATED
+    clock.now += 2.0
+    tailer.read_slice(downstream, rotated_grace=5.0)
+
+    assert [c.data for c in downstream.chunks] == [
+        b"first\n",
+        b"late append from the old writer\n",
+    ]
+    assert tracked.state is FileState.DONE
 
 
 def test_should_read_a_deleted_file_to_its_end(logs: Path, watcher: FileWatcher) -> None:
