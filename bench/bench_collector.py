@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline_core.collector import Collector  # noqa: E402
 from pipeline_core.config import load_pipeline_config  # noqa: E402
 from pipeline_core.metastore import Metastore  # noqa: E402
-from pipeline_core.collector import Collector  # noqa: E402
 from pipeline_core.testing import access_lines  # noqa: E402
 
 

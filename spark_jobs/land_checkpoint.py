@@ -81,6 +81,7 @@ PART_SCHEMA = StructType(
     ]
 )
 ROW_ORDER = ("file_fingerprint", "byte_offset")
+SPLITS_PER_CORE = 4
 LAKE_SQL_CONF: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -457,16 +458,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def build_session(app_name: str, shuffle_partitions: int | None = None) -> SparkSession:
-    """A session set up for the landing job: the lake settings, no console progress bar, and
-    few shuffle partitions on a local master (the job's only shuffles are small counts)."""
+    """A session set up for the landing job.
+
+    Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary);
+    input split into at least ``SPLITS_PER_CORE`` tasks per core, since staging parts are
+    small and compress well and a few large tasks would leave cores idle; and, on a local
+    master, as many shuffle partitions as cores (the job's only shuffles are small counts).
+    Settings given with ``--conf`` are kept, except ``LAKE_SQL_CONF``.
+    """
     builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
     for key, value in LAKE_SQL_CONF.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     context = spark.sparkContext
+    given = context.getConf()
+    if not given.contains("spark.sql.files.minPartitionNum"):
+        splits = SPLITS_PER_CORE * context.defaultParallelism
+        spark.conf.set("spark.sql.files.minPartitionNum", str(splits))
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    elif (context.master or "").startswith("local") and not context.getConf().contains(
+    elif (context.master or "").startswith("local") and not given.contains(
         "spark.sql.shuffle.partitions"
     ):
         spark.conf.set("spark.sql.shuffle.partitions", str(context.defaultParallelism))

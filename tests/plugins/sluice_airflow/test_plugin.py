@@ -19,7 +19,7 @@ CONFIG = "/etc/sluice/web_access.yaml"
 
 def test_plugin_is_valid_and_named_sluice() -> None:
     assert issubclass(SluicePlugin, AirflowPlugin)
-    SluicePlugin.validate()
+    SluicePlugin.validate()  # type: ignore[no-untyped-call]
     assert SluicePlugin.name == "sluice"
     assert set(SluicePlugin.macros) == {checkpoint_dir, checkpoint_state}
 

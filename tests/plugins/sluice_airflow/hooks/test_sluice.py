@@ -25,7 +25,7 @@ def test_creating_the_hook_with_a_missing_config_does_not_raise() -> None:
 
 def test_config_path_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        SluiceHook("/etc/sluice/web_access.yaml")
+        SluiceHook("/etc/sluice/web_access.yaml")  # type: ignore[call-arg]
 
 
 def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def test_init_does_no_io(fake_pipeline: FakePipeline, build: Any) -> None:
 
 def test_init_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        RequestCheckpointOperator("t", CONFIG)
+        RequestCheckpointOperator("t", CONFIG)  # type: ignore[call-arg, arg-type]
 
 
 def test_template_fields() -> None:
@@ -278,7 +279,7 @@ def test_land_uses_the_spark_submit_beside_python_when_none_is_on_path(
     spark_submit = fake_python.parent / "spark-submit"
     spark_submit.write_text("#!/bin/sh\n")
     spark_submit.chmod(0o755)
-    monkeypatch.setattr(operators_module.sys, "executable", str(fake_python))
+    monkeypatch.setattr(sys, "executable", str(fake_python))
 
     assert operators_module._fallback_spark_submit() == str(spark_submit)
 
