@@ -17,14 +17,15 @@ Python on the executors. Formats:
 
 ``nginx_combined``
     ``$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
-    "$http_referer" "$http_user_agent"``. One anchored regular expression per line rewrites the
-    eight fields into a ``\\x01``-separated string that is split once (nginx escapes control
-    characters and ``"`` inside fields, so neither occurs in a well-formed line). A trailing
-    ``\\r`` is allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null for ``-``
-    (Apache's spelling of zero). ``request`` is split into ``method``, ``path`` and ``protocol``
-    when it is exactly three space-separated words; otherwise those three are null. Rejects:
-    ``invalid_utf8``, ``no_match``, ``bad_timestamp`` (``time_local`` is not
-    ``dd/MMM/yyyy:HH:mm:ss Z``).
+    "$http_referer" "$http_user_agent"``. One anchored regular expression (``NGINX_PATTERN``)
+    rewrites a matching line into its fields joined by ``\\x01``, split once; a line that does
+    not match comes back unchanged, which is how a match is recognised. A raw control character
+    inside a field (nginx writes them escaped) makes the line not match; a trailing ``\\r`` is
+    allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null for ``-`` (Apache's
+    spelling of zero). ``method``, ``path`` and ``protocol`` come from ``request`` when it is
+    exactly three space-separated words, and are null otherwise (``"-"``, a TLS handshake
+    logged as escaped bytes...). Rejects: ``invalid_utf8``, ``no_match``, ``bad_timestamp``
+    (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``).
 ``json_lines``
     One JSON object per line, kept verbatim in ``payload``. ``event_time`` comes from the
     top-level key ``time_field``: epoch seconds (a number or a numeric string, fractions kept to
@@ -88,14 +89,31 @@ REJECT_COLUMNS = (
 DEFAULT_TIME_FIELD = "time"
 
 NGINX_TIME_FORMAT = "dd/MMM/yyyy:HH:mm:ss Z"
+_NGINX_WORD = r'[^"\x00-\x20]++'
 NGINX_PATTERN = (
-    r"^([^\s\x01]++) - ([^\s\x01]++) \[([^\]\x01]++)\] "
-    r'"([^"\x01]*+)" (\d{3}) (\d++|-) "([^"\x01]*+)" "([^"\x01]*+)"\r?\z'
+    r"^([^\x00-\x20]++) - ([^\x00-\x20]++) \[([^\]\x00-\x1f]++)\] "
+    rf'"(({_NGINX_WORD}) ({_NGINX_WORD}) ({_NGINX_WORD})|[^"\x00-\x1f]*+)" '
+    r'(\d{3}) (\d++|-) "([^"\x00-\x1f]*+)" "([^"\x00-\x1f]*+)"\r?\z'
 )
-"""Groups: remote_addr, remote_user, time_local, request, status, body_bytes_sent,
-http_referer, http_user_agent. Possessive quantifiers keep the match linear on long lines."""
+"""One group per ``NGINX_FIELDS`` entry, in order. Fields hold no control characters (nginx
+writes them escaped), which also keeps the ``\\x01`` field separator out of them. The
+request's words are captured only when it is exactly three words; otherwise those groups are
+empty. Possessive quantifiers keep the match linear on long lines."""
+NGINX_FIELDS = (
+    "remote_addr",
+    "remote_user",
+    "time_local",
+    "request",
+    "method",
+    "path",
+    "protocol",
+    "status",
+    "body_bytes_sent",
+    "http_referer",
+    "http_user_agent",
+)
 _NGINX_SEPARATOR = "\x01"
-_NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, 9))
+_NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
 
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
@@ -140,9 +158,15 @@ def parse_nginx_combined(rows: DataFrame) -> ParseResult:
     field = _nginx_field
     classified = (
         _with_text(rows)
-        .withColumn(_REWRITTEN, F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT))
+        # Only valid UTF-8 survives the regex's round trip through a Java string unchanged.
+        .withColumn(
+            _REWRITTEN,
+            F.when(F.col(_VALID), F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT)),
+        )
+        # A rewritten line is always shorter (its brackets and quotes are gone): unchanged
+        # means the line did not match.
         .withColumn(_FIELDS, F.when(rewritten != text, F.split(rewritten, _NGINX_SEPARATOR, -1)))
-        .withColumn("event_time", nginx_time(field(2)))
+        .withColumn("event_time", nginx_time(field("time_local")))
         .withColumn(
             _REASON,
             F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value))
@@ -150,23 +174,20 @@ def parse_nginx_combined(rows: DataFrame) -> ParseResult:
             .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
         )
     )
-    request_words = F.split(field(3), " ", -1)
-    is_request_line = (F.size(request_words) == 3) & ~F.array_contains(request_words, "")
-    words = F.when(is_request_line, request_words)
-    body_bytes = field(5)
+    body_bytes = field("body_bytes_sent")
     return _split(
         classified,
         [
-            field(0).alias("remote_addr"),
-            F.when(field(1) != "-", field(1)).alias("remote_user"),
-            field(3).alias("request"),
-            words[0].alias("method"),
-            words[1].alias("path"),
-            words[2].alias("protocol"),
-            field(4).cast("int").alias("status"),
-            F.when(body_bytes != "-", body_bytes.try_cast("long")).alias("body_bytes_sent"),
-            field(6).alias("http_referer"),
-            field(7).alias("http_user_agent"),
+            field("remote_addr").alias("remote_addr"),
+            _unless_equal(field("remote_user"), "-").alias("remote_user"),
+            field("request").alias("request"),
+            _unless_equal(field("method"), "").alias("method"),
+            _unless_equal(field("path"), "").alias("path"),
+            _unless_equal(field("protocol"), "").alias("protocol"),
+            field("status").cast("int").alias("status"),
+            _unless_equal(body_bytes, "-").try_cast("long").alias("body_bytes_sent"),
+            field("http_referer").alias("http_referer"),
+            field("http_user_agent").alias("http_user_agent"),
         ],
     )
 
@@ -219,7 +240,10 @@ def event_id(fingerprint: Column, byte_offset: Column) -> Column:
 
 
 def utc_date(timestamp: Column) -> Column:
-    """The UTC calendar date of ``timestamp``, whatever the session time zone."""
+    """The UTC calendar date of ``timestamp``, whatever the session time zone.
+
+    Exact while the microseconds since the epoch fit a double's 53 bits (years 1685 to 2255).
+    """
     days = F.floor(F.unix_micros(timestamp) / F.lit(_MICROS_PER_DAY)).cast("int")
     return F.date_from_unix_date(days)
 
@@ -232,8 +256,14 @@ def _with_text(rows: DataFrame) -> DataFrame:
     )
 
 
-def _nginx_field(index: int) -> Column:
-    return F.col(_FIELDS)[index]
+def _nginx_field(name: str) -> Column:
+    """One field of a matched line (null for a line that did not match)."""
+    return F.get(F.col(_FIELDS), NGINX_FIELDS.index(name))
+
+
+def _unless_equal(value: Column, placeholder: str) -> Column:
+    """``value``, or null where it equals ``placeholder``."""
+    return F.when(value != placeholder, value)
 
 
 def _json_time(value: Column) -> Column:

@@ -11,29 +11,35 @@ Steps, for checkpoint N (docs/architecture.md is the contract):
 1. Read every ``<host>/_manifest.json`` of the checkpoint directory. A host folder without a
    manifest is an unsealed batch and fails the run; a checkpoint without any manifest, or whose
    manifests list no parts, is empty and lands zero rows.
-2. Count the rows of every part file (Parquet footers, one small Spark job) and compare them
-   with the manifest; any difference fails the run, naming the file.
+2. Count the rows of every part file, per source file (``file_fingerprint``), in one small
+   Spark job that reads no line bytes; a part whose total differs from its manifest fails the
+   run, naming the file.
 3. Remove what an earlier landing of N left in the lake: the summary, every
    ``<lake>/<source>/event_date=*/checkpoint_id=N`` directory of the checkpoint's sources and
    ``<lake>/_rejects/checkpoint_id=N``.
 4. Read the parts once per source across hosts, parse them with the source's format
-   (``spark_jobs.formats``) and write ``<lake>/<source>/`` partitioned by ``event_date`` and
-   ``checkpoint_id``, then all rejects to ``<lake>/_rejects/`` partitioned by
-   ``checkpoint_id``; rows are ordered by file and offset inside each partition.
-5. Count what the lake now holds for N, check that rows + rejects equal the input lines, and
-   write ``<lake>/_landings/checkpoint_id=N.json`` (atomically, by rename). ``main`` prints the
+   (``spark_jobs.formats``) and write the parsed rows to ``<lake>/<source>/``, partitioned by
+   ``event_date`` and ``checkpoint_id``. No shuffle and no sort: each input split is written
+   by one task, keeping the staging order of its rows.
+5. Reconcile: count the landed rows per (source, host, source file) and compare them with the
+   staged counts of step 2. More landed than staged fails the run; the source files with fewer
+   are the only ones holding rejects, so only their rows are parsed a second time and their
+   rejects written to ``<lake>/_rejects/``, partitioned by ``checkpoint_id``. A checkpoint
+   without rejects is read once.
+6. Check that rows + rejects in the lake equal the input lines and write
+   ``<lake>/_landings/checkpoint_id=N.json`` (atomically, by rename). ``main`` prints the
    summary as its last line of standard output.
 
 Idempotency: the writes use dynamic partition overwrite, so they replace only the partitions
 they produce. On its own that would let stale output survive a re-run whose output differs (a
 parser change that moves a row to another ``event_date``, or rows that now all reject), so step
 3 deletes every partition of N first; the lake then holds exactly the new landing of N. Until
-the re-run finishes N is absent from the lake (never duplicated), and its summary is absent, so
-nothing commits a half-landed checkpoint. The staging and lake paths are filesystem paths seen
-alike by the driver and the executors (local disks, or a shared mount on a cluster).
+the re-run finishes N is absent from the lake (never duplicated), and so is its summary, so
+nothing commits a half-landed checkpoint.
 
-The module imports only pyspark, the standard library and ``spark_jobs``; no Python runs on the
-executors.
+The staging and lake paths are filesystem paths seen alike by the driver and the executors
+(local disks, or a shared mount on a cluster). The module imports only pyspark, the standard
+library and ``spark_jobs``; no Python runs on the executors.
 """
 
 from __future__ import annotations
@@ -44,9 +50,11 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -59,13 +67,7 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    BinaryType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from spark_jobs.formats import RejectReason, SourceFormat, parse
 
@@ -80,19 +82,26 @@ PART_SCHEMA = StructType(
         StructField("line", BinaryType()),
     ]
 )
-ROW_ORDER = ("file_fingerprint", "byte_offset")
-SPLITS_PER_CORE = 4
 LAKE_SQL_CONF: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # A writer held open per partition (up to 16 per task) instead of sorting every row by
+    # its partition before writing: no sort, rows keep their staging order.
+    "spark.sql.maxConcurrentOutputFileWriters": "16",
 }
-"""Settings the lake's content depends on; ``land`` applies them to the session it is given."""
+"""Settings the lake's content and the writes depend on; ``land`` applies them to the session
+it is given."""
+SPLITS_PER_CORE = 4
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+FileKey = tuple[str, str, str]
+"""``(source, host, file_fingerprint)``: one source file's lines in one batch."""
+FILE_KEY_COLUMNS = ("source", "host", "file_fingerprint")
 
 
 class LandingError(RuntimeError):
-    """A checkpoint could not be landed; nothing of it is committed."""
+    """A checkpoint could not be landed; nothing of it may be committed."""
 
 
 class ManifestError(LandingError):
@@ -104,7 +113,7 @@ class PartRowCountError(LandingError):
 
 
 class LandingCountError(LandingError):
-    """Rows plus rejects in the lake differ from the checkpoint's input lines."""
+    """The lake holds a different number of lines for the checkpoint than were staged."""
 
 
 @dataclass(frozen=True)
@@ -117,173 +126,181 @@ class SourceSpec:
 
 @dataclass(frozen=True)
 class PartFile:
+    """A part file named by a manifest."""
+
     path: str  # absolute
     source: str
     rows: int
+    host: str
+    sealed_at: datetime
 
 
 @dataclass(frozen=True)
-class Batch:
-    """One host's sealed share of the checkpoint."""
+class StagedPart:
+    """A verified, non-empty part file: Spark's name for it and its rows per source file."""
 
-    host: str
-    sealed_at: datetime
-    sources: Mapping[str, SourceSpec]
-    parts: tuple[PartFile, ...]
+    part: PartFile
+    uri: str
+    rows_by_fingerprint: Mapping[str, int]
 
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """The sealed batches of one checkpoint, one per host."""
+
     checkpoint_id: int
-    batches: tuple[Batch, ...]
+    batches: int
+    sources: Mapping[str, SourceSpec]
+    parts: tuple[PartFile, ...]
 
     @property
     def input_lines(self) -> int:
-        return sum(part.rows for batch in self.batches for part in batch.parts)
-
-    @property
-    def parts(self) -> tuple[PartFile, ...]:
-        return tuple(part for batch in self.batches for part in batch.parts)
-
-    def sources(self) -> dict[str, SourceSpec]:
-        """Every source of every batch; the batches must agree on how to parse each."""
-        merged: dict[str, SourceSpec] = {}
-        for batch in self.batches:
-            for name, spec in batch.sources.items():
-                if merged.setdefault(name, spec) != spec:
-                    raise ManifestError(
-                        f"source {name!r} is declared as {merged[name]} and as {spec} "
-                        f"(host {batch.host!r})"
-                    )
-        return dict(sorted(merged.items()))
+        return sum(part.rows for part in self.parts)
 
 
 # ---------------------------------------------------------------------------- manifests
 
 
 def read_checkpoint(checkpoint_dir: str | os.PathLike[str]) -> Checkpoint:
-    """Read and validate the manifests of ``<staging>/<pipeline>/<checkpoint:08d>``."""
+    """Read and validate the manifests of ``<staging>/<pipeline>/<checkpoint:08d>``.
+
+    Raises:
+        ManifestError: the directory is missing or misnamed, a batch has no manifest, a
+            manifest is malformed or names a missing part, or batches disagree on a source.
+    """
     root = Path(os.path.abspath(checkpoint_dir))
     if not root.is_dir():
         raise ManifestError(f"checkpoint directory does not exist: {root}")
     if not root.name.isdigit():
         raise ManifestError(f"checkpoint directory is not named <checkpoint:08d>: {root}")
     checkpoint_id = int(root.name)
+    sources: dict[str, SourceSpec] = {}
+    parts: list[PartFile] = []
     batch_dirs = sorted(entry for entry in root.iterdir() if entry.is_dir())
-    batches = tuple(_read_batch(batch_dir, checkpoint_id) for batch_dir in batch_dirs)
-    return Checkpoint(checkpoint_id, batches)
+    for batch_dir in batch_dirs:
+        batch_sources, batch_parts = _read_batch(batch_dir, checkpoint_id)
+        for name, spec in batch_sources.items():
+            if sources.setdefault(name, spec) != spec:
+                raise ManifestError(
+                    f"source {name!r} is declared as {sources[name]} and as {spec} in {batch_dir}"
+                )
+        parts.extend(batch_parts)
+    return Checkpoint(checkpoint_id, len(batch_dirs), dict(sorted(sources.items())), tuple(parts))
 
 
-def _read_batch(batch_dir: Path, checkpoint_id: int) -> Batch:
+def _read_batch(
+    batch_dir: Path, checkpoint_id: int
+) -> tuple[dict[str, SourceSpec], list[PartFile]]:
     manifest_path = batch_dir / MANIFEST_NAME
     if not manifest_path.is_file():
         raise ManifestError(f"batch is not sealed (no {MANIFEST_NAME}): {batch_dir}")
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        return _batch_from_manifest(manifest, batch_dir, checkpoint_id)
+        return _parse_manifest(manifest, batch_dir, checkpoint_id)
     except (ValueError, KeyError, TypeError) as exc:
         raise ManifestError(f"{manifest_path}: {exc}") from exc
 
 
-def _batch_from_manifest(manifest: dict[str, Any], batch_dir: Path, checkpoint_id: int) -> Batch:
+def _parse_manifest(
+    manifest: dict[str, Any], batch_dir: Path, checkpoint_id: int
+) -> tuple[dict[str, SourceSpec], list[PartFile]]:
     if manifest["format_version"] != MANIFEST_FORMAT_VERSION:
         raise ValueError(f"unsupported format_version {manifest['format_version']!r}")
     if int(manifest["checkpoint_id"]) != checkpoint_id:
         raise ValueError(f"checkpoint_id {manifest['checkpoint_id']} != directory {checkpoint_id}")
-    sources = {
-        name: SourceSpec(str(SourceFormat(entry["format"])), entry.get("time_field"))
-        for name, entry in manifest["sources"].items()
-    }
-    for name in sources:
+    sources: dict[str, SourceSpec] = {}
+    for name, entry in manifest["sources"].items():
         if not _SOURCE_NAME.fullmatch(name):
             raise ValueError(f"source name {name!r} cannot name a lake table")
-    parts = tuple(_part(entry, batch_dir, sources) for entry in manifest["parts"])
-    if sum(part.rows for part in parts) != int(manifest["line_count"]):
-        raise ValueError(f"line_count {manifest['line_count']} != the sum of the parts' rows")
+        sources[name] = SourceSpec(SourceFormat(entry["format"]).value, entry.get("time_field"))
     sealed_at = datetime.fromisoformat(manifest["sealed_at"])
     if sealed_at.tzinfo is None:
         raise ValueError(f"sealed_at has no UTC offset: {manifest['sealed_at']!r}")
-    return Batch(str(manifest["host"]), sealed_at.astimezone(UTC), sources, parts)
+    host = str(manifest["host"])
+    parts = []
+    for entry in manifest["parts"]:
+        name, source = str(entry["name"]), str(entry["source"])
+        if Path(name).name != name or name in (".", ".."):
+            raise ValueError(f"part name {name!r} is not a file name")
+        if source not in sources:
+            raise ValueError(f"part {name} belongs to undeclared source {source!r}")
+        if not (batch_dir / name).is_file():
+            raise ValueError(f"part listed in the manifest is missing: {batch_dir / name}")
+        parts.append(
+            PartFile(
+                str(batch_dir / name), source, int(entry["rows"]), host, sealed_at.astimezone(UTC)
+            )
+        )
+    if sum(part.rows for part in parts) != int(manifest["line_count"]):
+        raise ValueError(f"line_count {manifest['line_count']} != the sum of the parts' rows")
+    return sources, parts
 
 
-def _part(entry: dict[str, Any], batch_dir: Path, sources: Mapping[str, SourceSpec]) -> PartFile:
-    name = str(entry["name"])
-    if Path(name).name != name or name in (".", ".."):
-        raise ValueError(f"part name {name!r} is not a file name")
-    if entry["source"] not in sources:
-        raise ValueError(f"part {name} belongs to undeclared source {entry['source']!r}")
-    path = batch_dir / name
-    if not path.is_file():
-        raise ValueError(f"part listed in the manifest is missing: {path}")
-    return PartFile(str(path), str(entry["source"]), int(entry["rows"]))
+# ---------------------------------------------------------------------------- staged rows
 
 
-# ---------------------------------------------------------------------------- verification
-
-
-def verify_part_rows(spark: SparkSession, parts: Sequence[PartFile]) -> dict[str, str]:
-    """Check every part's row count against its manifest.
+def verify_parts(spark: SparkSession, parts: Sequence[PartFile]) -> list[StagedPart]:
+    """Count every part's rows per source file and check the totals against the manifests.
 
     Returns:
-        Spark's name (URI) of each non-empty part, keyed by the part's path.
+        The non-empty parts with their counts.
 
     Raises:
-        PartRowCountError: naming every file whose count differs.
+        PartRowCountError: naming every file whose row count differs from its manifest.
     """
     if not parts:
-        return {}
+        return []
     counted = (
         spark.read.schema(PART_SCHEMA)
         .parquet(*(part.path for part in parts))
-        .select(F.col("_metadata.file_path").alias("uri"))
-        .groupBy("uri")
+        .groupBy(F.col("_metadata.file_path").alias("uri"), "file_fingerprint")
         .count()
         .collect()
     )
-    uri_by_path = {_local_path(row["uri"]): str(row["uri"]) for row in counted}
-    rows_by_path = {_local_path(row["uri"]): int(row["count"]) for row in counted}
+    uris: dict[str, str] = {}
+    rows: dict[str, dict[str, int]] = {}
+    for row in counted:
+        path = _local_path(row["uri"])
+        uris[path] = str(row["uri"])
+        rows.setdefault(path, {})[str(row["file_fingerprint"])] = int(row["count"])
+    found = {part.path: sum(rows.get(part.path, {}).values()) for part in parts}
     wrong = [
-        f"{part.path}: manifest says {part.rows} rows, file has {rows_by_path.get(part.path, 0)}"
+        f"{part.path}: manifest says {part.rows} rows, file has {found[part.path]}"
         for part in parts
-        if rows_by_path.get(part.path, 0) != part.rows
+        if found[part.path] != part.rows
     ]
     if wrong:
         raise PartRowCountError("part files do not match their manifests:\n  " + "\n  ".join(wrong))
-    return uri_by_path
+    return [StagedPart(part, uris[part.path], rows[part.path]) for part in parts if part.rows]
 
 
-def _local_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    return os.path.abspath(unquote(parsed.path)) if parsed.scheme in ("", "file") else uri
-
-
-# ---------------------------------------------------------------------------- reading
+def staged_lines(staged: Iterable[StagedPart]) -> Counter[FileKey]:
+    """Input lines per ``(source, host, file_fingerprint)``."""
+    lines: Counter[FileKey] = Counter()
+    for entry in staged:
+        for fingerprint, rows in entry.rows_by_fingerprint.items():
+            lines[(entry.part.source, entry.part.host, fingerprint)] += rows
+    return lines
 
 
 def read_source(
-    spark: SparkSession, checkpoint: Checkpoint, source: str, uri_by_path: Mapping[str, str]
+    spark: SparkSession, staged: Sequence[StagedPart], source: str, checkpoint_id: int
 ) -> DataFrame:
-    """All parts of ``source`` across hosts, with ``host``, ``checkpoint_id``, ``source`` and
-    ``sealed_at`` added from each part's batch."""
-    located = [
-        (uri_by_path[part.path], batch)
-        for batch in checkpoint.batches
-        for part in batch.parts
-        if part.source == source and part.path in uri_by_path
-    ]
-    paths = [part.path for part in checkpoint.parts if part.source == source]
+    """The staged rows of ``source`` (one read across hosts), with ``host``, ``checkpoint_id``,
+    ``source`` and ``sealed_at`` added from each part's batch."""
+    entries = [entry for entry in staged if entry.part.source == source]
     uri = F.col("_metadata.file_path")
-    host = _lookup(uri, {name: F.lit(batch.host) for name, batch in located})
-    sealed_at = _lookup(uri, {name: F.lit(batch.sealed_at) for name, batch in located})
+    host = _lookup(uri, {entry.uri: F.lit(entry.part.host) for entry in entries})
+    sealed_at = _lookup(uri, {entry.uri: F.lit(entry.part.sealed_at) for entry in entries})
     return (
         spark.read.schema(PART_SCHEMA)
-        .parquet(*paths)
+        .parquet(*(entry.uri for entry in entries))
         .select(
             "file_fingerprint",
             "byte_offset",
             "line",
             host.cast("string").alias("host"),
-            F.lit(checkpoint.checkpoint_id).cast("long").alias("checkpoint_id"),
+            F.lit(checkpoint_id).cast("long").alias("checkpoint_id"),
             F.lit(source).alias("source"),
             sealed_at.cast("timestamp").alias("sealed_at"),
         )
@@ -292,17 +309,20 @@ def read_source(
 
 def _lookup(key: Column, values: Mapping[str, Column]) -> Column:
     """``values[key]`` for a small literal mapping, evaluated per row."""
-    if not values:
-        return F.lit(None)
     pairs = [item for name, value in values.items() for item in (F.lit(name), value)]
     return F.create_map(*pairs)[key]
 
 
-# ---------------------------------------------------------------------------- writing
+def _local_path(uri: str) -> str:
+    parsed = urlparse(uri)
+    return os.path.abspath(unquote(parsed.path)) if parsed.scheme in ("", "file") else uri
 
 
-def clear_checkpoint(lake: Path, sources: Sequence[str], checkpoint_id: int) -> None:
-    """Delete every lake directory and the summary of ``checkpoint_id`` (see the module doc)."""
+# ---------------------------------------------------------------------------- the lake
+
+
+def clear_checkpoint(lake: Path, sources: Iterable[str], checkpoint_id: int) -> None:
+    """Delete the summary and every lake directory of ``checkpoint_id`` (see the module doc)."""
     summary_path(lake, checkpoint_id).unlink(missing_ok=True)
     partition = f"checkpoint_id={checkpoint_id}"
     for source in sources:
@@ -314,17 +334,8 @@ def clear_checkpoint(lake: Path, sources: Sequence[str], checkpoint_id: int) -> 
     shutil.rmtree(lake / REJECTS_TABLE / partition, ignore_errors=True)
 
 
-def write_rows(rows: DataFrame, table: Path) -> None:
-    """Parsed rows into ``table`` partitioned by event date and checkpoint."""
-    partitions = ("event_date", "checkpoint_id")
-    _write(rows.sortWithinPartitions(*partitions, *ROW_ORDER), table, partitions)
-
-
-def write_rejects(rejects: DataFrame, table: Path) -> None:
-    _write(rejects.sortWithinPartitions("checkpoint_id", *ROW_ORDER), table, ("checkpoint_id",))
-
-
-def _write(frame: DataFrame, table: Path, partitions: Sequence[str]) -> None:
+def write_table(frame: DataFrame, table: Path, partitions: Sequence[str]) -> None:
+    """Write ``frame`` into ``table``, replacing only the partitions it produces."""
     (
         frame.write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
@@ -333,21 +344,66 @@ def _write(frame: DataFrame, table: Path, partitions: Sequence[str]) -> None:
     )
 
 
-# ---------------------------------------------------------------------------- counting
+def landed_lines(
+    spark: SparkSession, lake: Path, sources: Iterable[str], checkpoint_id: int
+) -> Counter[FileKey]:
+    """Parsed rows of ``checkpoint_id`` in the lake per ``(source, host, file_fingerprint)``."""
+    frames = []
+    for source in sources:
+        table = lake / source
+        dirs = sorted(str(d) for d in table.glob(f"event_date=*/checkpoint_id={checkpoint_id}"))
+        if dirs:
+            frame = spark.read.option("basePath", str(table)).parquet(*dirs)
+            frames.append(frame.select(F.lit(source).alias("source"), "host", "file_fingerprint"))
+    landed: Counter[FileKey] = Counter()
+    if frames:
+        counts = reduce(DataFrame.unionByName, frames).groupBy(*FILE_KEY_COLUMNS).count()
+        for row in counts.collect():
+            landed[(row["source"], row["host"], row["file_fingerprint"])] = int(row["count"])
+    return landed
 
 
-def count_rows(spark: SparkSession, table: Path, checkpoint_id: int) -> int:
-    """Rows of ``checkpoint_id`` in a source table (footer counts)."""
-    dirs = sorted(str(d) for d in table.glob(f"event_date=*/checkpoint_id={checkpoint_id}"))
-    if not dirs:
-        return 0
-    return spark.read.option("basePath", str(table)).parquet(*dirs).count()
+def files_with_rejects(staged: Counter[FileKey], landed: Counter[FileKey]) -> set[FileKey]:
+    """The source files that landed fewer rows than were staged.
+
+    Raises:
+        LandingCountError: a source file landed more rows than were staged.
+    """
+    surplus = sorted(key for key, rows in landed.items() if rows > staged[key])
+    if surplus:
+        raise LandingCountError(f"more rows landed than staged for (source, host, file): {surplus}")
+    return {key for key, rows in staged.items() if landed[key] < rows}
 
 
-def count_rejects(spark: SparkSession, table: Path, checkpoint_id: int) -> dict[str, int]:
+def rejects_of(
+    spark: SparkSession,
+    checkpoint: Checkpoint,
+    staged: Sequence[StagedPart],
+    short: set[FileKey],
+) -> list[DataFrame]:
+    """The rejects of every source file in ``short``, reading only the parts that hold them."""
+    frames = []
+    for source, spec in checkpoint.sources.items():
+        files = {(host, fingerprint) for s, host, fingerprint in short if s == source}
+        holding = [
+            entry
+            for entry in staged
+            if entry.part.source == source
+            and any((entry.part.host, fp) in files for fp in entry.rows_by_fingerprint)
+        ]
+        if not holding:
+            continue
+        rows = read_source(spark, holding, source, checkpoint.checkpoint_id)
+        key = F.concat(F.col("host"), F.lit("\x00"), F.col("file_fingerprint"))
+        wanted = key.isin(sorted(f"{host}\x00{fingerprint}" for host, fingerprint in files))
+        frames.append(parse(rows.where(wanted), spec.format, time_field=spec.time_field)[1])
+    return frames
+
+
+def count_rejects(spark: SparkSession, lake: Path, checkpoint_id: int) -> dict[str, int]:
     """Rejects of ``checkpoint_id`` by reason, every known reason present."""
     counts = {reason.value: 0 for reason in RejectReason}
-    partition = table / f"checkpoint_id={checkpoint_id}"
+    partition = lake / REJECTS_TABLE / f"checkpoint_id={checkpoint_id}"
     if partition.is_dir():
         for row in spark.read.parquet(str(partition)).groupBy("reason").count().collect():
             counts[str(row["reason"])] = int(row["count"])
@@ -383,60 +439,60 @@ def land(
     Raises:
         ManifestError: a batch is unsealed or its manifest is inconsistent.
         PartRowCountError: a part's row count differs from its manifest.
-        LandingCountError: rows + rejects in the lake differ from the input lines.
+        LandingCountError: the lake holds a different number of lines than were staged.
     """
     for key, value in LAKE_SQL_CONF.items():
         spark.conf.set(key, value)
     lake_root = Path(os.path.abspath(lake))
     checkpoint = read_checkpoint(checkpoint_dir)
-    sources = checkpoint.sources()
-    uri_by_path = verify_part_rows(spark, checkpoint.parts)
-    clear_checkpoint(lake_root, list(sources), checkpoint.checkpoint_id)
+    checkpoint_id = checkpoint.checkpoint_id
+    staged = verify_parts(spark, checkpoint.parts)
+    clear_checkpoint(lake_root, checkpoint.sources, checkpoint_id)
 
-    rejects: list[DataFrame] = []
-    for name, spec in sources.items():
-        if not any(part.source == name for part in checkpoint.parts):
-            continue
-        frame = read_source(spark, checkpoint, name, uri_by_path)
-        parsed, rejected = parse(frame, spec.format, time_field=spec.time_field)
-        write_rows(parsed, lake_root / name)
-        rejects.append(rejected)
+    for source in sorted({entry.part.source for entry in staged}):
+        spec = checkpoint.sources[source]
+        rows = read_source(spark, staged, source, checkpoint_id)
+        parsed, _ = parse(rows, spec.format, time_field=spec.time_field)
+        write_table(parsed, lake_root / source, ("event_date", "checkpoint_id"))
+
+    landed = landed_lines(spark, lake_root, checkpoint.sources, checkpoint_id)
+    short = files_with_rejects(staged_lines(staged), landed)
+    rejects = rejects_of(spark, checkpoint, staged, short)
     if rejects:
-        write_rejects(_union(rejects), lake_root / REJECTS_TABLE)
+        write_table(
+            reduce(DataFrame.unionByName, rejects), lake_root / REJECTS_TABLE, ("checkpoint_id",)
+        )
 
-    summary = summarize(spark, lake_root, checkpoint, list(sources))
+    summary = summarize(checkpoint, landed, count_rejects(spark, lake_root, checkpoint_id))
     write_summary(lake_root, summary)
     return summary
 
 
 def summarize(
-    spark: SparkSession, lake: Path, checkpoint: Checkpoint, sources: Sequence[str]
+    checkpoint: Checkpoint, landed: Counter[FileKey], rejects: Mapping[str, int]
 ) -> dict[str, Any]:
-    """Count what the lake holds for the checkpoint and check it against the input."""
-    checkpoint_id = checkpoint.checkpoint_id
-    rows = {source: count_rows(spark, lake / source, checkpoint_id) for source in sources}
-    rejects = count_rejects(spark, lake / REJECTS_TABLE, checkpoint_id)
-    landed = sum(rows.values()) + sum(rejects.values())
-    if landed != checkpoint.input_lines:
+    """The landing summary; rows + rejects must add up to the input lines.
+
+    Raises:
+        LandingCountError: they do not.
+    """
+    rows = dict.fromkeys(checkpoint.sources, 0)
+    for (source, _, _), count in landed.items():
+        rows[source] += count
+    total = sum(rows.values()) + sum(rejects.values())
+    if total != checkpoint.input_lines:
         raise LandingCountError(
-            f"checkpoint {checkpoint_id}: {sum(rows.values())} rows + {sum(rejects.values())} "
-            f"rejects in {lake} != {checkpoint.input_lines} input lines"
+            f"checkpoint {checkpoint.checkpoint_id}: {sum(rows.values())} rows + "
+            f"{sum(rejects.values())} rejects landed != {checkpoint.input_lines} input lines"
         )
     return {
-        "checkpoint_id": checkpoint_id,
+        "checkpoint_id": checkpoint.checkpoint_id,
         "rows": rows,
-        "rejects": rejects,
+        "rejects": dict(rejects),
         "input_lines": checkpoint.input_lines,
-        "batches": len(checkpoint.batches),
+        "batches": checkpoint.batches,
         "landed_at": datetime.now(UTC).isoformat(),
     }
-
-
-def _union(frames: Sequence[DataFrame]) -> DataFrame:
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -452,7 +508,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--shuffle-partitions",
         type=int,
         default=None,
-        help="spark.sql.shuffle.partitions (default: the parallelism on local masters)",
+        help="spark.sql.shuffle.partitions (default: the number of cores on a local master)",
     )
     return parser.parse_args(argv)
 
@@ -472,15 +528,15 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
     spark = builder.getOrCreate()
     context = spark.sparkContext
     given = context.getConf()
-    if not given.contains("spark.sql.files.minPartitionNum"):
-        splits = SPLITS_PER_CORE * context.defaultParallelism
-        spark.conf.set("spark.sql.files.minPartitionNum", str(splits))
+    defaults = {"spark.sql.files.minPartitionNum": SPLITS_PER_CORE * context.defaultParallelism}
+    if (context.master or "").startswith("local"):
+        defaults["spark.sql.shuffle.partitions"] = context.defaultParallelism
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    elif (context.master or "").startswith("local") and not given.contains(
-        "spark.sql.shuffle.partitions"
-    ):
-        spark.conf.set("spark.sql.shuffle.partitions", str(context.defaultParallelism))
+        defaults.pop("spark.sql.shuffle.partitions", None)
+    for key, number in defaults.items():
+        if not given.contains(key):
+            spark.conf.set(key, str(number))
     return spark
 
 
@@ -492,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         summary = land(spark, args.checkpoint_dir, args.lake)
     finally:
         spark.stop()
-    print(json.dumps(summary, sort_keys=False), flush=True)
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
