@@ -11,6 +11,9 @@ Topology (docs/architecture.md is the contract for both ends)::
     <lake>/_rejects/checkpoint_id=N/                 lines that did not parse
     <lake>/_landings/checkpoint_id=N.json            counts of the last landing
 
+Rejects are found by reconciling the landed rows with the staged rows per source file, so only
+the files that hold rejects are parsed a second time.
+
 The modules import only pyspark and the standard library, so the package can be shipped to a
 cluster with ``--py-files``.
 """

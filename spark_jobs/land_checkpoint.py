@@ -294,7 +294,7 @@ def read_source(
     sealed_at = _lookup(uri, {entry.uri: F.lit(entry.part.sealed_at) for entry in entries})
     return (
         spark.read.schema(PART_SCHEMA)
-        .parquet(*(entry.uri for entry in entries))
+        .parquet(*(entry.part.path for entry in entries))
         .select(
             "file_fingerprint",
             "byte_offset",
@@ -359,7 +359,8 @@ def landed_lines(
     if frames:
         counts = reduce(DataFrame.unionByName, frames).groupBy(*FILE_KEY_COLUMNS).count()
         for row in counts.collect():
-            landed[(row["source"], row["host"], row["file_fingerprint"])] = int(row["count"])
+            key = (str(row["source"]), str(row["host"]), str(row["file_fingerprint"]))
+            landed[key] = int(row["count"])
     return landed
 
 
@@ -441,11 +442,11 @@ def land(
         PartRowCountError: a part's row count differs from its manifest.
         LandingCountError: the lake holds a different number of lines than were staged.
     """
-    for key, value in LAKE_SQL_CONF.items():
-        spark.conf.set(key, value)
-    lake_root = Path(os.path.abspath(lake))
     checkpoint = read_checkpoint(checkpoint_dir)
     checkpoint_id = checkpoint.checkpoint_id
+    lake_root = Path(os.path.abspath(lake))
+    for key, value in LAKE_SQL_CONF.items():
+        spark.conf.set(key, value)
     staged = verify_parts(spark, checkpoint.parts)
     clear_checkpoint(lake_root, checkpoint.sources, checkpoint_id)
 

@@ -60,7 +60,7 @@ def copytruncate(path: Path, copy: Path) -> None:
         log.truncate(0)
 
 
-def write_config(root: Path) -> Path:
+def write_config(root: Path, metastore_url: str) -> Path:
     pipelines = root / "pipelines"
     pipelines.mkdir()
     config = pipelines / "web_access.yaml"
@@ -72,7 +72,7 @@ def write_config(root: Path) -> Path:
         "    format: nginx_combined\n"
         f'handoff: {{staging_dir: "{root}/staging"}}\n'
         f'lake: {{path: "{root}/lake"}}\n'
-        f'metastore: {{url: "sqlite:///{root}/sluice.db"}}\n'
+        f'metastore: {{url: "{metastore_url}"}}\n'
         'schedule: "*/5 * * * *"\n'
     )
     return config
@@ -100,9 +100,9 @@ def markers(table_rows: list[dict[str, object]]) -> list[int]:
 
 
 def test_two_runs_land_every_line_once_across_rotations(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: Path, metastore_url: str
 ) -> None:
-    write_config(tmp_path)
+    write_config(tmp_path, metastore_url)
     logs = tmp_path / "logs"
     logs.mkdir()
     log = logs / "access.log"

@@ -1,0 +1,380 @@
+"""The source-format parsers, on staging rows read from pyarrow-written part files."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
+from tests.support.staging import DEFAULT_SEALED_AT, line_offsets, write_part
+
+pytestmark = pytest.mark.spark
+
+StagingRows = Callable[..., DataFrame]
+
+FINGERPRINT = "9f1c00000000abcd"
+HOST = "web-1"
+CHECKPOINT_ID = 7
+SEALED_AT_TEXT = "2026-11-22 10:00:00.123456"
+UA = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0"
+
+NGINX_GOOD = [
+    b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET /index.html?q=1 HTTP/1.1" 200 612 '
+    b'"-" "' + UA + b'"',
+    b'198.51.100.23 - alice [22/Nov/2026:11:30:00 +0100] "POST /api/v1/items HTTP/2.0" 201 48 '
+    b'"https://example.com/form" "curl/8.5.0"',
+    b'2001:db8::1 - - [21/Nov/2026:23:59:59 -0500] "-" 400 0 "-" "-"',
+    b'192.0.2.1 - - [22/Nov/2026:10:00:02 +0000] "\\x16\\x03\\x01\\x00\\xFC\\x01" 400 157 "-" "-"',
+    b'192.0.2.9 - - [22/Nov/2026:10:00:03 +0000] "GET /a b HTTP/1.1" 400 0 "-" "-"',
+    b'192.0.2.10 - - [22/Nov/2026:10:00:04 +0000] "GET / HTTP/1.1" 304 0 "-" "'
+    + b"A" * 100 * 1024
+    + b'"',
+    b'192.0.2.11 - - [22/Nov/2026:10:00:05 +0000] "GET /crlf HTTP/1.1" 200 5 "-" "-"\r',
+    b'192.0.2.12 - - [22/Nov/2026:10:00:06 +0000] "GET /caf\xc3\xa9 HTTP/1.1" 200 - "" ""',
+]
+NGINX_BAD = [
+    (b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET /\xff\xfe HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.INVALID_UTF8),
+    (NGINX_GOOD[7][: NGINX_GOOD[7].index(b"\xc3") + 1], RejectReason.INVALID_UTF8),
+    (b"garbage \xff line", RejectReason.INVALID_UTF8),
+    (b"\x00" * 64, RejectReason.NO_MATCH),
+    (b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET /\x00 HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.NO_MATCH),
+    (b"x" * 100 * 1024, RejectReason.NO_MATCH),
+    (NGINX_GOOD[0][:70], RejectReason.NO_MATCH),
+    (b"hello world", RejectReason.NO_MATCH),
+    (b"", RejectReason.NO_MATCH),
+    (b'203.0.113.7 - - [32/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.BAD_TIMESTAMP),
+    (b'203.0.113.7 - - [yesterday] "GET / HTTP/1.1" 200 1 "-" "-"', RejectReason.BAD_TIMESTAMP),
+    (b'203.0.113.7 - - [22/Nov/2026:10:00:01 +9999] "GET / HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.BAD_TIMESTAMP),
+]  # fmt: skip
+
+NGINX_SCHEMA = {
+    "event_id": "string",
+    "file_fingerprint": "string",
+    "byte_offset": "bigint",
+    "host": "string",
+    "event_time": "timestamp",
+    "remote_addr": "string",
+    "remote_user": "string",
+    "request": "string",
+    "method": "string",
+    "path": "string",
+    "protocol": "string",
+    "status": "int",
+    "body_bytes_sent": "bigint",
+    "http_referer": "string",
+    "http_user_agent": "string",
+    "event_date": "date",
+    "checkpoint_id": "bigint",
+}
+COMMON = ["event_id", "file_fingerprint", "byte_offset", "host", "event_time"]
+REJECT_SCHEMA = {
+    "event_id": "string",
+    "file_fingerprint": "string",
+    "byte_offset": "bigint",
+    "host": "string",
+    "source": "string",
+    "raw_line": "string",
+    "reason": "string",
+    "checkpoint_id": "bigint",
+}
+
+
+@pytest.fixture
+def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
+    """Build staging rows (as the landing job reads them) from raw lines."""
+
+    def build(lines: list[bytes], source: str = "access") -> DataFrame:
+        path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.parquet"
+        write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
+        return spark.read.parquet(str(path)).select(
+            "file_fingerprint",
+            "byte_offset",
+            "line",
+            F.lit(HOST).alias("host"),
+            F.lit(CHECKPOINT_ID).cast("long").alias("checkpoint_id"),
+            F.lit(source).alias("source"),
+            F.lit(DEFAULT_SEALED_AT).alias("sealed_at"),
+        )
+
+    return build
+
+
+def schema_of(frame: DataFrame) -> dict[str, str]:
+    return {field.name: field.dataType.simpleString() for field in frame.schema.fields}
+
+
+def by_offset(frame: DataFrame, *columns: str) -> dict[int, dict[str, Any]]:
+    """Rows keyed by byte offset; timestamps and dates as UTC text."""
+    texts = [
+        F.col(name).cast("string").alias(name)
+        if name in ("event_time", "event_date")
+        else F.col(name)
+        for name in columns
+    ]
+    rows = frame.select("byte_offset", *texts).collect()
+    return {row["byte_offset"]: row.asDict() for row in rows}
+
+
+def reasons(rejects: DataFrame) -> dict[int, str]:
+    return {row["byte_offset"]: row["reason"] for row in rejects.collect()}
+
+
+def planted(
+    good: list[bytes], bad: list[tuple[bytes, RejectReason]]
+) -> tuple[list[bytes], dict[int, str], list[int]]:
+    """Interleave good and bad lines; return the lines, the expected reason by offset and the
+    offsets of the good lines."""
+    lines: list[bytes] = []
+    kinds: list[RejectReason | None] = []
+    for index in range(max(len(good), len(bad))):
+        if index < len(good):
+            lines.append(good[index])
+            kinds.append(None)
+        if index < len(bad):
+            lines.append(bad[index][0])
+            kinds.append(bad[index][1])
+    offsets = line_offsets(lines, 0)
+    expected = {off: kind.value for off, kind in zip(offsets, kinds, strict=True) if kind}
+    good_offsets = [off for off, kind in zip(offsets, kinds, strict=True) if kind is None]
+    return lines, expected, good_offsets
+
+
+# ---------------------------------------------------------------------------- nginx_combined
+
+
+def test_nginx_combined_columns_and_types(staging_rows: StagingRows) -> None:
+    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+
+    assert schema_of(parsed) == NGINX_SCHEMA
+    assert schema_of(rejects) == REJECT_SCHEMA
+    assert rejects.count() == 0
+    offsets = line_offsets(NGINX_GOOD, 0)
+    rows = by_offset(parsed, *NGINX_SCHEMA)
+    assert sorted(rows) == offsets
+
+    first = rows[offsets[0]]
+    assert first == {
+        "byte_offset": 0,
+        "event_id": f"{FINGERPRINT}:0",
+        "file_fingerprint": FINGERPRINT,
+        "host": HOST,
+        "event_time": "2026-11-22 10:00:01",
+        "remote_addr": "203.0.113.7",
+        "remote_user": None,
+        "request": "GET /index.html?q=1 HTTP/1.1",
+        "method": "GET",
+        "path": "/index.html?q=1",
+        "protocol": "HTTP/1.1",
+        "status": 200,
+        "body_bytes_sent": 612,
+        "http_referer": "-",
+        "http_user_agent": UA.decode(),
+        "event_date": "2026-11-22",
+        "checkpoint_id": CHECKPOINT_ID,
+    }
+    second = rows[offsets[1]]
+    assert second["remote_user"] == "alice"
+    assert second["event_time"] == "2026-11-22 10:30:00"  # +0100
+    assert (second["method"], second["status"], second["body_bytes_sent"]) == ("POST", 201, 48)
+    assert second["http_referer"] == "https://example.com/form"
+
+
+def test_nginx_combined_event_date_is_the_utc_date(staging_rows: StagingRows) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+    row = by_offset(parsed, "event_time", "event_date")[line_offsets(NGINX_GOOD, 0)[2]]
+
+    assert row["event_time"] == "2026-11-22 04:59:59"  # 23:59:59 -0500
+    assert row["event_date"] == "2026-11-22"
+
+
+def test_nginx_combined_request_that_is_not_three_words(staging_rows: StagingRows) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+    rows = by_offset(parsed, "request", "method", "path", "protocol", "status")
+    offsets = line_offsets(NGINX_GOOD, 0)
+
+    for index, request in [
+        (2, "-"),
+        (3, "\\x16\\x03\\x01\\x00\\xFC\\x01"),
+        (4, "GET /a b HTTP/1.1"),
+    ]:
+        row = rows[offsets[index]]
+        assert row["request"] == request
+        assert (row["method"], row["path"], row["protocol"]) == (None, None, None)
+        assert row["status"] == 400
+
+
+def test_nginx_combined_long_crlf_and_utf8_lines(staging_rows: StagingRows) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+    rows = by_offset(parsed, "path", "http_user_agent", "http_referer", "body_bytes_sent")
+    offsets = line_offsets(NGINX_GOOD, 0)
+
+    assert len(rows[offsets[5]]["http_user_agent"]) == 100 * 1024
+    assert rows[offsets[6]]["path"] == "/crlf"
+    assert rows[offsets[6]]["http_user_agent"] == "-"
+    assert rows[offsets[7]]["path"] == "/café"
+    assert rows[offsets[7]]["body_bytes_sent"] is None
+    assert (rows[offsets[7]]["http_referer"], rows[offsets[7]]["http_user_agent"]) == ("", "")
+
+
+def test_nginx_combined_reject_reasons(staging_rows: StagingRows) -> None:
+    lines, expected, good = planted(NGINX_GOOD, NGINX_BAD)
+    parsed, rejects = parse(staging_rows(lines), "nginx_combined")
+
+    assert reasons(rejects) == expected
+    assert sorted(row["byte_offset"] for row in parsed.select("byte_offset").collect()) == good
+    assert parsed.count() + rejects.count() == len(lines)
+
+
+def test_rejects_carry_the_line_with_invalid_utf8_replaced(staging_rows: StagingRows) -> None:
+    line = b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET /\xff HTTP/1.1" 200 1 "-" "-"'
+    _, rejects = parse(staging_rows([b"ok", line], source="edge"), "nginx_combined")
+    rows = {row["byte_offset"]: row.asDict() for row in rejects.collect()}
+
+    assert rows[3] == {
+        "event_id": f"{FINGERPRINT}:3",
+        "file_fingerprint": FINGERPRINT,
+        "byte_offset": 3,
+        "host": HOST,
+        "source": "edge",
+        "raw_line": line.decode("utf-8", errors="replace"),
+        "reason": "invalid_utf8",
+        "checkpoint_id": CHECKPOINT_ID,
+    }
+    assert rows[0]["reason"] == "no_match"
+    assert list(rejects.columns) == list(REJECT_COLUMNS)
+
+
+def test_nginx_combined_parses_each_line_once(staging_rows: StagingRows) -> None:
+    """The reason filters must not copy the regex into a pushed-down filter."""
+    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+
+    for frame in (parsed, rejects):
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert plan.count("regexp_replace(") == 1, plan
+        assert plan.count("gettimestamp(") == 1, plan
+
+
+# ---------------------------------------------------------------------------- json_lines
+
+JSON_GOOD = [
+    b'{"time": "2026-11-22T09:15:00.5+01:00", "level": "info", "msg": "started"}',
+    b'{"time": 1700000000.25, "level": "debug", "nested": {"a": [1, 2]}}',
+    b'{"time": "1700000000", "msg": "numeric string"}',
+    b'{"level": "warn", "msg": "no time"}',
+    b'{"time": "not a time"}',
+    b'{"time": 1e30}',
+    b'  {"time": "2026-11-21 23:00:00", "msg": "naive, padded"}  ',
+    b'{"msg": "caf\xc3\xa9", "time": null}',
+    b"{}",
+]
+JSON_BAD = [
+    (b"[1, 2, 3]", RejectReason.INVALID_JSON),
+    (b"not json at all", RejectReason.INVALID_JSON),
+    (b'{"time": "2026-11-22T10:00:00Z", "msg": "trunc', RejectReason.INVALID_JSON),
+    (b'{"msg": "\xff\xfe"}', RejectReason.INVALID_UTF8),
+    (b'{"msg": "a\x00b"}', RejectReason.INVALID_JSON),
+    (b"\x00" * 16, RejectReason.INVALID_JSON),
+    (b"", RejectReason.INVALID_JSON),
+    (b'{"a": 1} trailing', RejectReason.INVALID_JSON),
+    (b'"just a string"', RejectReason.INVALID_JSON),
+    (b"null", RejectReason.INVALID_JSON),
+    (b"x" * 100 * 1024, RejectReason.INVALID_JSON),
+]
+
+
+def test_json_lines_columns_types_and_times(staging_rows: StagingRows) -> None:
+    parsed, rejects = parse(staging_rows(JSON_GOOD, source="app"), "json_lines")
+
+    assert schema_of(parsed) == {
+        **{name: NGINX_SCHEMA[name] for name in COMMON},
+        "payload": "string",
+        "event_date": "date",
+        "checkpoint_id": "bigint",
+    }
+    assert rejects.count() == 0
+    offsets = line_offsets(JSON_GOOD, 0)
+    rows = by_offset(parsed, "event_time", "event_date", "payload")
+    times = [rows[offset]["event_time"] for offset in offsets]
+    assert times == [
+        "2026-11-22 08:15:00.5",
+        "2023-11-14 22:13:20.25",
+        "2023-11-14 22:13:20",
+        SEALED_AT_TEXT,  # missing
+        SEALED_AT_TEXT,  # unparseable
+        SEALED_AT_TEXT,  # out of range
+        "2026-11-21 23:00:00",  # no offset: the session time zone, UTC
+        SEALED_AT_TEXT,  # null
+        SEALED_AT_TEXT,  # empty object
+    ]
+    assert rows[offsets[1]]["payload"] == JSON_GOOD[1].decode()
+    assert rows[offsets[1]]["event_date"] == "2023-11-14"
+    assert rows[offsets[7]]["payload"] == '{"msg": "café", "time": null}'
+
+
+def test_json_lines_custom_time_field(staging_rows: StagingRows) -> None:
+    lines = [
+        b'{"@timestamp": "2026-01-02T03:04:05Z", "time": "1999-01-01T00:00:00Z"}',
+        b'{"time": 5}',
+    ]
+    parsed, _ = parse(staging_rows(lines, source="app"), "json_lines", time_field="@timestamp")
+    rows = by_offset(parsed, "event_time")
+
+    assert [rows[offset]["event_time"] for offset in line_offsets(lines, 0)] == [
+        "2026-01-02 03:04:05",
+        SEALED_AT_TEXT,
+    ]
+
+
+def test_json_lines_reject_reasons(staging_rows: StagingRows) -> None:
+    lines, expected, good = planted(JSON_GOOD, JSON_BAD)
+    parsed, rejects = parse(staging_rows(lines, source="app"), "json_lines")
+
+    assert reasons(rejects) == expected
+    assert sorted(row["byte_offset"] for row in parsed.select("byte_offset").collect()) == good
+    assert schema_of(rejects) == REJECT_SCHEMA
+
+
+def test_json_lines_parses_each_line_once(staging_rows: StagingRows) -> None:
+    parsed, rejects = parse(staging_rows(JSON_GOOD, source="app"), "json_lines")
+
+    for frame in (parsed, rejects):
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert plan.count("from_json(") == 1, plan
+
+
+# ---------------------------------------------------------------------------- raw
+
+
+def test_raw_keeps_every_line(staging_rows: StagingRows) -> None:
+    lines = [b"plain text", b"bad \xff bytes", b"\x00\x01", b"", b"y" * 100 * 1024]
+    parsed, rejects = parse(staging_rows(lines, source="misc"), "raw")
+
+    assert schema_of(parsed) == {
+        **{name: NGINX_SCHEMA[name] for name in COMMON},
+        "message": "string",
+        "event_date": "date",
+        "checkpoint_id": "bigint",
+    }
+    assert rejects.count() == 0
+    rows = by_offset(parsed, "message", "event_time", "event_date")
+    offsets = line_offsets(lines, 0)
+    assert [rows[offset]["message"] for offset in offsets] == [
+        line.decode("utf-8", errors="replace") for line in lines
+    ]
+    assert {row["event_time"] for row in rows.values()} == {SEALED_AT_TEXT}
+    assert {row["event_date"] for row in rows.values()} == {"2026-11-22"}
+
+
+def test_unknown_format_is_refused(staging_rows: StagingRows) -> None:
+    with pytest.raises(ValueError, match="syslog"):
+        parse(staging_rows([b"x"]), "syslog")

@@ -1,0 +1,263 @@
+"""Landing sealed checkpoints into the lake: counts, idempotency, empty and broken batches."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.land_checkpoint import (
+    LandingCountError,
+    ManifestError,
+    PartRowCountError,
+    files_with_rejects,
+    land,
+    read_checkpoint,
+)
+from tests.support.staging import (
+    checkpoint_dir,
+    line_offsets,
+    write_batch,
+    write_empty_batch,
+    write_part,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PIPELINE = "web_access"
+ACCESS = [
+    b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"',
+    b'198.51.100.2 - bob [22/Nov/2026:23:59:59 -0100] "GET /late HTTP/1.1" 200 1 "-" "-"',
+    b'203.0.113.7 - - [22/Nov/2026:10:00:02 +0000] "GET /\xff HTTP/1.1" 200 1 "-" "-"',
+    b"\x00\x00\x00\x00",
+    b'203.0.113.7 - - [22/Nov/2026:10:00:03 +0000] "GET /trunc',
+    b'203.0.113.7 - - [99/Nov/2026:10:00:04 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
+    b"z" * 100 * 1024,
+    b'203.0.113.8 - - [21/Nov/2026:08:00:00 +0000] "HEAD /ping HTTP/1.0" 204 0 "-" "probe"',
+    b"garbage \xff line",
+]
+APP = [
+    b'{"ts": "2026-11-22T10:00:00Z", "msg": "a"}',
+    b'{"msg": "no time"}',
+    b"not json",
+]
+MISC = [b"free text", b"\xfe\xff"]
+LINES_PER_HOST = len(ACCESS) + len(APP) + len(MISC)
+
+
+def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", "web-2")) -> Path:
+    """A checkpoint with three sources (nginx, JSON, raw) on every host."""
+    for number, host in enumerate(hosts):
+        fingerprint = f"{number:04x}00000000aaaa"
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "access", "nginx_combined", ACCESS,
+            fingerprint, 1000 * checkpoint_id, rows_per_part=3,
+        )  # fmt: skip
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "app", "json_lines", APP,
+            f"{number:04x}00000000bbbb", 0, time_field="ts",
+        )  # fmt: skip
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "misc", "raw", MISC,
+            f"{number:04x}00000000cccc", 0,
+        )  # fmt: skip
+    return checkpoint_dir(staging, PIPELINE, checkpoint_id)
+
+
+def lake_rows(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> list[Any]:
+    frame = spark.read.parquet(str(lake / table)).where(F.col("checkpoint_id") == checkpoint_id)
+    return frame.collect()
+
+
+def assert_exactly_once(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> int:
+    rows = lake_rows(spark, lake, table, checkpoint_id)
+    ids = Counter(row["event_id"] for row in rows)
+    assert not [event_id for event_id, count in ids.items() if count > 1]
+    return len(rows)
+
+
+@pytest.mark.spark
+def test_land_writes_rows_rejects_and_summary(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    summary = land(spark, stage(tmp_path / "staging", 3), lake)
+
+    assert summary["checkpoint_id"] == 3
+    assert summary["rows"] == {"access": 6, "app": 4, "misc": 4}
+    assert summary["rejects"] == {  # per host: 5 from access, 1 from app
+        "invalid_utf8": 4,
+        "no_match": 6,
+        "bad_timestamp": 2,
+        "invalid_json": 2,
+    }
+    assert summary["input_lines"] == 2 * LINES_PER_HOST
+    assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
+    assert summary["batches"] == 2
+    assert json.loads((lake / "_landings" / "checkpoint_id=3.json").read_text()) == summary
+
+    dates = sorted(path.name for path in (lake / "access").glob("event_date=*"))
+    assert dates == ["event_date=2026-11-21", "event_date=2026-11-22", "event_date=2026-11-23"]
+    assert (lake / "access" / "event_date=2026-11-23" / "checkpoint_id=3").is_dir()
+    assert (lake / "_rejects" / "checkpoint_id=3").is_dir()
+    access = lake_rows(spark, lake, "access", 3)
+    assert {row["host"] for row in access} == {"web-1", "web-2"}
+    offsets = line_offsets(ACCESS, 3000)
+    assert sorted(row["event_id"] for row in access if row["host"] == "web-1") == sorted(
+        f"000000000000aaaa:{offsets[index]}" for index in (0, 1, 7)
+    )
+    rejects = lake_rows(spark, lake, "_rejects", 3)
+    assert Counter(row["source"] for row in rejects) == {"access": 12, "app": 2}
+
+
+@pytest.mark.spark
+def test_landing_twice_leaves_one_copy(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    staged = stage(tmp_path / "staging", 4)
+    first = land(spark, staged, lake)
+    stale = lake / "access" / "event_date=1999-01-01" / "checkpoint_id=4"
+    stale.mkdir(parents=True)
+    shutil.copy(
+        next((lake / "access").glob("event_date=2026-11-22/checkpoint_id=4/*.parquet")), stale
+    )
+
+    second = land(spark, staged, lake)
+
+    assert {k: v for k, v in second.items() if k != "landed_at"} == {
+        k: v for k, v in first.items() if k != "landed_at"
+    }
+    assert not stale.parent.exists()
+    for table, rows in second["rows"].items():
+        assert assert_exactly_once(spark, lake, table, 4) == rows
+    assert assert_exactly_once(spark, lake, "_rejects", 4) == sum(second["rejects"].values())
+
+
+@pytest.mark.spark
+def test_two_checkpoints_coexist(spark: SparkSession, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    staging = tmp_path / "staging"
+    one = land(spark, stage(staging, 1, hosts=("web-1",)), lake)
+    two = land(spark, stage(staging, 2), lake)
+    land(spark, checkpoint_dir(staging, PIPELINE, 1), lake)  # again: must not touch 2
+
+    for checkpoint_id, summary in [(1, one), (2, two)]:
+        assert (
+            assert_exactly_once(spark, lake, "access", checkpoint_id) == summary["rows"]["access"]
+        )
+        rejects = assert_exactly_once(spark, lake, "_rejects", checkpoint_id)
+        assert rejects == sum(summary["rejects"].values())
+    everything = spark.read.parquet(str(lake / "access")).groupBy("checkpoint_id").count()
+    assert {row["checkpoint_id"]: row["count"] for row in everything.collect()} == {1: 3, 2: 6}
+    assert sorted(p.name for p in (lake / "_landings").iterdir()) == [
+        "checkpoint_id=1.json",
+        "checkpoint_id=2.json",
+    ]
+
+
+@pytest.mark.spark
+def test_checkpoint_without_rejects_writes_no_rejects(spark: SparkSession, tmp_path: Path) -> None:
+    staging = tmp_path / "staging dir %41"  # Spark names files by URI: %-escapes on the way
+    write_batch(staging, PIPELINE, 5, "web-1", "access", "nginx_combined", [ACCESS[0]], "f" * 16)
+    summary = land(spark, checkpoint_dir(staging, PIPELINE, 5), tmp_path / "lake")
+
+    assert summary["rows"] == {"access": 1}
+    assert set(summary["rejects"].values()) == {0}
+    assert not (tmp_path / "lake" / "_rejects" / "checkpoint_id=5").exists()
+
+
+@pytest.mark.spark
+def test_empty_checkpoints_land_zero_rows(spark: SparkSession, tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    write_empty_batch(staging, PIPELINE, 8, "web-1")
+    write_batch(staging, PIPELINE, 8, "web-2", "access", "nginx_combined", [], "e" * 16)
+    checkpoint_dir(staging, PIPELINE, 9).mkdir(parents=True)
+    lake = tmp_path / "lake"
+
+    with_manifests = land(spark, checkpoint_dir(staging, PIPELINE, 8), lake)
+    without = land(spark, checkpoint_dir(staging, PIPELINE, 9), lake)
+
+    assert with_manifests["rows"] == {"access": 0}
+    assert (with_manifests["input_lines"], with_manifests["batches"]) == (0, 2)
+    assert (without["rows"], without["input_lines"], without["batches"]) == ({}, 0, 0)
+    for summary in (with_manifests, without):
+        assert set(summary["rejects"].values()) == {0}
+    assert (lake / "_landings" / "checkpoint_id=9.json").is_file()
+
+
+@pytest.mark.spark
+def test_part_with_other_row_count_than_manifest_fails(spark: SparkSession, tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    batch = write_batch(staging, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
+    write_part(batch / "part-access-00000.parquet", "a" * 16, [0], [ACCESS[0]])
+
+    message = rf"part-access-00000\.parquet: manifest says {len(ACCESS)} rows, file has 1"
+    with pytest.raises(PartRowCountError, match=message):
+        land(spark, checkpoint_dir(staging, PIPELINE, 6), tmp_path / "lake")
+    assert not (tmp_path / "lake" / "_landings").exists()
+
+
+@pytest.mark.spark
+def test_unsealed_batch_fails(spark: SparkSession, tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
+    (checkpoint_dir(staging, PIPELINE, 7) / "web-2").mkdir()
+
+    with pytest.raises(ManifestError, match="web-2"):
+        land(spark, checkpoint_dir(staging, PIPELINE, 7), tmp_path / "lake")
+
+
+def test_manifest_naming_a_missing_part_fails(tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    batch = write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
+    (batch / "part-access-00000.parquet").unlink()
+
+    with pytest.raises(ManifestError, match=r"missing: .*part-access-00000\.parquet"):
+        read_checkpoint(checkpoint_dir(staging, PIPELINE, 7))
+
+
+def test_files_with_rejects_are_the_short_ones() -> None:
+    staged = Counter(
+        {("access", "web-1", "a"): 3, ("access", "web-2", "b"): 2, ("app", "web-1", "c"): 1}
+    )
+    landed = Counter({("access", "web-1", "a"): 3, ("access", "web-2", "b"): 1})
+
+    assert files_with_rejects(staged, landed) == {("access", "web-2", "b"), ("app", "web-1", "c")}
+    with pytest.raises(LandingCountError, match="web-1"):
+        files_with_rejects(staged, landed + Counter({("access", "web-1", "a"): 1}))
+
+
+@pytest.mark.slow
+def test_spark_submit_lands_a_checkpoint(tmp_path: Path) -> None:
+    staged = stage(tmp_path / "staging", 11)
+    lake = tmp_path / "lake"
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = [
+        str(spark_submit), "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "spark_jobs/land_checkpoint.py",
+        "--checkpoint-dir", str(staged), "--lake", str(lake),
+    ]  # fmt: skip
+
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240, check=False
+    )
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary == json.loads((lake / "_landings" / "checkpoint_id=11.json").read_text())
+    assert summary["input_lines"] == 2 * LINES_PER_HOST
+    assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
+    files = list((lake / "access").glob("event_date=*/checkpoint_id=11/*.parquet"))
+    assert sum(pq.read_metadata(path).num_rows for path in files) == summary["rows"]["access"]
+    assert pq.read_schema(files[0]).field("event_time").type == pa.timestamp("us", tz="UTC")
