@@ -15,6 +15,7 @@ from tests.support.airflow_env import ensure_airflow_env
 
 pytest_plugins = [
     "tests.support.metastore",
+    "tests.support.spark",
 ]
 
 
