@@ -27,9 +27,23 @@ class _ConditionWaitStrategy(WaitStrategy):
     Waiting on upstream consumers (a pipeline) is done by polling: consumers do not signal.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float | None = None) -> None:
         self._condition = threading.Condition(threading.Lock())
         self._signal_needed = False  # raised under _condition, lowered by producers without it
+        self._timeout = timeout
+
+    def wait_for(
+        self,
+        sequence: int,
+        cursor: Sequence,
+        dependent_sequence: Sequence,
+        barrier: SequenceBarrier,
+    ) -> int:
+        if cursor.get() < sequence:
+            self._block(sequence, cursor, barrier, self._timeout)
+        if dependent_sequence is cursor:
+            return cursor.get()
+        return wait_for_dependents(sequence, dependent_sequence, barrier)
 
     def _block(
         self, sequence: int, cursor: Sequence, barrier: SequenceBarrier, timeout: float | None
@@ -62,19 +76,6 @@ class BlockingWaitStrategy(_ConditionWaitStrategy):
     Publishing costs one flag test unless a consumer is blocked (see ``_ConditionWaitStrategy``).
     """
 
-    def wait_for(
-        self,
-        sequence: int,
-        cursor: Sequence,
-        dependent_sequence: Sequence,
-        barrier: SequenceBarrier,
-    ) -> int:
-        if cursor.get() < sequence:
-            self._block(sequence, cursor, barrier, None)
-        if dependent_sequence is cursor:
-            return cursor.get()
-        return wait_for_dependents(sequence, dependent_sequence, barrier)
-
 
 class TimeoutBlockingWaitStrategy(_ConditionWaitStrategy):
     """Like :class:`BlockingWaitStrategy`, but gives up after ``timeout_seconds``.
@@ -90,18 +91,5 @@ class TimeoutBlockingWaitStrategy(_ConditionWaitStrategy):
     def __init__(self, timeout_seconds: float) -> None:
         if timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be > 0")
-        super().__init__()
+        super().__init__(timeout_seconds)
         self.timeout_seconds = timeout_seconds
-
-    def wait_for(
-        self,
-        sequence: int,
-        cursor: Sequence,
-        dependent_sequence: Sequence,
-        barrier: SequenceBarrier,
-    ) -> int:
-        if cursor.get() < sequence:
-            self._block(sequence, cursor, barrier, self.timeout_seconds)
-        if dependent_sequence is cursor:
-            return cursor.get()
-        return wait_for_dependents(sequence, dependent_sequence, barrier)
