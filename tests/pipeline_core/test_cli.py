@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pipeline_core.cli import main
-from pipeline_core.config import METASTORE_URL_ENV
+from pipeline_core.config import METASTORE_URL_ENV, load_pipeline_config
+from pipeline_core.testing import staged_payloads
 from tests.support.pipelines import append, write_config
 
 
@@ -171,3 +176,35 @@ def test_should_show_an_empty_status_for_a_new_pipeline(
     out = capsys.readouterr().out
     assert "files (0):" in out
     assert "checkpoints (newest 0):" in out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_should_seal_what_it_has_and_exit_cleanly_on_a_stop_signal(
+    tmp_path: Path, metastore_url: str, signal_number: int
+) -> None:
+    config_path = write_config(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    append(log, *[f"before {i}".encode() for i in range(200)])
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "pipeline_core", "collect", str(config_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert collector.stdout is not None
+        assert "collecting pipeline web_access" in collector.stdout.readline()
+        append(log, *[f"while tailing {i}".encode() for i in range(50)])
+        time.sleep(1.0)
+        collector.send_signal(signal_number)
+        out, err = collector.communicate(timeout=60)
+    finally:
+        collector.kill()
+    assert collector.returncode == 0, err
+    assert "sealed checkpoint" in out
+    config = load_pipeline_config(config_path)
+    assert sorted(staged_payloads(config)) == sorted(
+        [f"before {i}".encode() for i in range(200)]
+        + [f"while tailing {i}".encode() for i in range(50)]
+    )
