@@ -12,8 +12,10 @@ import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
-from pipeline_core.errors import CollectorBusyError
+from pipeline_core.errors import CollectorBusyError, SealError
+from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.testing import staged_lines, staged_payloads
 from tests.support.pipelines import append, load
 
@@ -226,3 +228,27 @@ def test_should_seal_requested_checkpoints_while_tailing_and_seal_on_stop(
     first = [s.line for s in staged_lines(config) if s.checkpoint_id == requested]
     assert first == lines("a", 100)
     assert metastore.lease_holder(config.name, config.collector.host) is None
+
+
+@pytest.mark.timeout(60)
+def test_should_read_again_what_a_failed_seal_left_unrecorded(
+    config: PipelineConfig, metastore: Metastore, logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(logs / "access.log", *lines("a", 120))
+    collect_once(config, metastore)
+    append(logs / "access.log", *lines("b", 80))
+
+    def disk_full(self: HandoffWriter, barrier: Barrier) -> None:
+        raise SealError("No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(HandoffWriter, "seal", disk_full)
+        with pytest.raises(ReportedThrowableError) as failure:
+            Collector(config, metastore).run_once()
+    assert isinstance(failure.value.__cause__, SealError)
+    assert metastore.lease_holder(config.name, config.collector.host) is None
+
+    (retried,) = collect_once(config, metastore)
+
+    assert sorted(staged_payloads(config)) == sorted(lines("a", 120) + lines("b", 80))
+    assert [s.line for s in staged_lines(config) if s.checkpoint_id == retried] == lines("b", 80)
