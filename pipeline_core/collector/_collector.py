@@ -205,9 +205,14 @@ class Collector:
         while not self._control_stop.wait(1.0):
             try:
                 if time.monotonic() >= next_renewal:
-                    self._metastore.acquire_lease(
+                    if not self._metastore.acquire_lease(
                         self._config.name, self._host, self._holder, lease
-                    )
+                    ):
+                        # Another collector took over an expired lease: stop reading at once.
+                        self._loop().report_throwable(
+                            CollectorBusyError(f"lost the collector lease of {self._config.name}")
+                        )
+                        return
                     next_renewal = time.monotonic() + renew_every
                 if self._mode is CollectorMode.CONTINUOUS:
                     for checkpoint_id in self._metastore.unsealed_for_host(

@@ -6,6 +6,7 @@ import os
 import shutil
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CollectorBusyError, SealError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.metastore._schema import leases
 from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.testing import staged_lines, staged_payloads
 from tests.support.pipelines import append, load
@@ -252,3 +254,34 @@ def test_should_read_again_what_a_failed_seal_left_unrecorded(
 
     assert sorted(staged_payloads(config)) == sorted(lines("a", 120) + lines("b", 80))
     assert [s.line for s in staged_lines(config) if s.checkpoint_id == retried] == lines("b", 80)
+
+
+@pytest.mark.timeout(60)
+def test_should_stop_reading_when_another_collector_takes_over_its_lease(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Path
+) -> None:
+    config = load(tmp_path, metastore_url, collector={"lease_seconds": 1.5})
+    append(logs / "access.log", *lines("a", 10))
+    collector = Collector(config, metastore)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            collector.run()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_until(lambda: metastore.lease_holder(config.name, config.collector.host) is not None)
+    with metastore.transaction() as connection:
+        connection.execute(
+            leases.update().values(
+                holder="another-host-process", expires_at=datetime.now(UTC) + timedelta(hours=1)
+            )
+        )
+    thread.join(timeout=30)
+
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], ReportedThrowableError)
+    assert isinstance(outcome[0].__cause__, CollectorBusyError)
