@@ -217,8 +217,9 @@ def assert_waits_for_dependent(strategy: WaitStrategy) -> None:
     assert result == [2]
 
 
-def assert_alert_ends_wait(strategy: WaitStrategy) -> None:
-    """``alert()`` ends a wait on ``strategy`` with ``AlertException``."""
+def assert_alert_ends_wait(strategy: WaitStrategy) -> float:
+    """``alert()`` ends a wait on ``strategy`` with ``AlertException``; returns the seconds
+    from the alert to the end of the wait."""
     ring = RingBuffer.create_single_producer(StubEvent, 8, strategy)
     barrier = ring.new_barrier()
     raised: list[BaseException] = []
@@ -233,10 +234,12 @@ def assert_alert_ends_wait(strategy: WaitStrategy) -> None:
     waiter.start()
     waiter.join(0.05)
     assert waiter.is_alive()
+    started = time.monotonic()
     barrier.alert()
     waiter.join(JOIN_TIMEOUT)
     assert not waiter.is_alive()
     assert len(raised) == 1
+    return time.monotonic() - started
 
 
 @dataclass

@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
-from pipeline_core.ring import AlertException, BackoffWaitStrategy, RingBuffer
+from pipeline_core.ring import BackoffWaitStrategy, RingBuffer
 from tests.pipeline_core.ring.support import (
-    JOIN_TIMEOUT,
     StubEvent,
     assert_alert_ends_wait,
     assert_waits_for_dependent,
@@ -86,28 +82,9 @@ def test_should_stop_waiting_when_barrier_is_alerted() -> None:
 
 @pytest.mark.timeout(30)
 def test_should_end_a_long_backoff_promptly_on_alert() -> None:
-    ring = RingBuffer.create_single_producer(
-        StubEvent, 8, BackoffWaitStrategy(30.0, 60.0, alert_poll_seconds=0.01)
-    )
-    barrier = ring.new_barrier()
-    raised: list[AlertException] = []
+    strategy = BackoffWaitStrategy(30.0, 60.0, alert_poll_seconds=0.01)
 
-    def wait() -> None:
-        try:
-            barrier.wait_for(0)
-        except AlertException as exc:
-            raised.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
-    waiter.join(0.05)
-    assert waiter.is_alive()
-    started = time.monotonic()
-    barrier.alert()
-    waiter.join(JOIN_TIMEOUT)
-    assert not waiter.is_alive()
-    assert time.monotonic() - started < 1.0, "alert waited for the 30 s backoff"
-    assert len(raised) == 1
+    assert assert_alert_ends_wait(strategy) < 1.0, "alert waited for the 30 s backoff"
 
 
 def test_should_reject_negative_durations() -> None:
