@@ -43,3 +43,18 @@ class SealError(SluiceError):
 
 class LandingError(SluiceError):
     """The Spark landing job failed or reported counts that do not add up."""
+
+
+class EventDeliveryException(SluiceError):
+    """A sink, or every sink of a sink group, failed to deliver a batch (Flume's name).
+
+    Retryable failures inside a sink are retried there first; this is what is left after the
+    retries. The cause is chained.
+    """
+
+
+class SinkRejectedError(SluiceError):
+    """A destination refused a batch for good (for example HTTP 400): retrying cannot help.
+
+    Sinks that have a dead-letter file write the refused lines there with this error's message.
+    """

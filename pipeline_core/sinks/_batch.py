@@ -1,0 +1,73 @@
+"""What a sink delivers: the chunks of one ring batch, and the events (lines) inside them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pipeline_core.source import Chunk
+
+
+def event_id(fingerprint: str, byte_offset: int) -> str:
+    """The stable id of a line: ``"<file fingerprint>:<byte offset>"`` (the lake's ``event_id``).
+
+    Sinks that deliver at least once give it to the destination so duplicates can be dropped.
+    """
+    return f"{fingerprint}:{byte_offset}"
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """One line: where it came from and its bytes without the newline."""
+
+    event_id: str
+    source: str
+    fingerprint: str
+    byte_offset: int
+    line: bytes
+
+    def text(self) -> str:
+        """The line as text; invalid UTF-8 is replaced, never an error."""
+        return self.line.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class DeliveryBatch:
+    """The chunks a sink group received in one ring batch, in ring order.
+
+    ``sequence`` is the ring sequence of the batch's last event: it identifies the batch in logs
+    and lets a sink recognise a batch replayed after a rewind.
+    """
+
+    chunks: tuple[Chunk, ...]
+    sequence: int
+
+    @property
+    def lines(self) -> int:
+        return sum(chunk.lines for chunk in self.chunks)
+
+    @property
+    def bytes(self) -> int:
+        return sum(len(chunk.data) for chunk in self.chunks)
+
+    def __len__(self) -> int:
+        return self.lines
+
+    def events(self) -> Iterator[LogEvent]:
+        """Every line as a :class:`LogEvent`, in order (a Python object per line: for sinks
+        whose destination wants one record per line; byte-oriented sinks use ``chunks``)."""
+        for chunk in self.chunks:
+            data = chunk.data
+            position = 0
+            size = len(data)
+            while position < size:
+                newline = data.find(b"\n", position)
+                end = size if newline < 0 else newline
+                yield LogEvent(
+                    event_id(chunk.fingerprint, chunk.start + position),
+                    chunk.source,
+                    chunk.fingerprint,
+                    chunk.start + position,
+                    data[position:end],
+                )
+                position = end + 1
