@@ -47,7 +47,7 @@ class Transaction:
             raise RuntimeError("the transaction is over")
         self._done = True
         if self._taken is not None:
-            self._channel._remove(self._taken)  # noqa: SLF001 - the channel's own transaction
+            self._channel._remove(self._taken)
 
     def rollback(self) -> None:
         """The taken batch was not delivered: it stays for the next attempt."""

@@ -40,10 +40,10 @@ class Sink(ABC):
     def set_channel(self, channel: BatchChannel) -> None:
         self._channel = channel
 
-    def start(self) -> None:
+    def start(self) -> None:  # noqa: B027 - optional hook
         """Open connections and files."""
 
-    def stop(self) -> None:
+    def stop(self) -> None:  # noqa: B027 - optional hook
         """Flush and release everything ``start`` opened."""
 
     @abstractmethod
