@@ -1,4 +1,4 @@
-"""The SQL metastore: file offsets, checkpoints, batches, leases (SQLAlchemy 2 + Alembic).
+"""The SQL metastore: offsets, checkpoints, batches, leases, sink state (SQLAlchemy + Alembic).
 
 SQLite (a file under the data directory) is the embedded default; PostgreSQL serves
 deployments. Opening a :class:`Metastore` migrates its schema to the newest revision.
@@ -12,6 +12,7 @@ from pipeline_core.metastore._records import (
     CheckpointState,
     FileRecord,
     FileState,
+    SinkStateRecord,
 )
 from pipeline_core.metastore._store import Metastore, utcnow
 
@@ -23,6 +24,7 @@ __all__ = [
     "FileRecord",
     "FileState",
     "Metastore",
+    "SinkStateRecord",
     "alembic_config",
     "upgrade_to_head",
     "utcnow",

@@ -82,3 +82,15 @@ class BatchRecord:
     manifest: dict[str, Any]
     ranges: tuple[ByteRange, ...]
     batch_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SinkStateRecord:
+    """The stored penalty/backoff state of one sink of a sink group (times in epoch seconds)."""
+
+    sink_group: str
+    sink: str
+    consecutive_failures: int
+    excluded_until: float
+    last_failure_at: float
+    last_error: str | None

@@ -6,6 +6,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -98,4 +99,20 @@ leases = Table(
     Column("holder", String(255), nullable=False),
     Column("acquired_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
+# Penalty/backoff state of each sink of a sink group, so a restarted collector does not hammer
+# a sink it knew to be down. Times are epoch seconds (they are compared with the wall clock).
+sink_states = Table(
+    "sluice_sink_states",
+    metadata,
+    Column("pipeline", String(64), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("sink_group", String(64), primary_key=True),
+    Column("sink", String(64), primary_key=True),
+    Column("consecutive_failures", Integer, nullable=False),
+    Column("excluded_until", Float, nullable=False),
+    Column("last_failure_at", Float, nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
 )

@@ -23,6 +23,7 @@ from pipeline_core.metastore._records import (
     CheckpointState,
     FileRecord,
     FileState,
+    SinkStateRecord,
 )
 
 _migrate_lock = threading.Lock()
@@ -338,6 +339,55 @@ class Metastore:
             connection.execute(
                 t.files.update().where(t.files.c.id == sa.bindparam("row_id")), updates
             )
+
+    # -- sink penalty/backoff state ------------------------------------------------------------
+
+    def sink_states(self, pipeline: str, host: str) -> list[SinkStateRecord]:
+        """The stored state of every sink of the pipeline's sink groups on ``host``."""
+        c = t.sink_states.c
+        with self.transaction() as connection:
+            rows = connection.execute(
+                sa.select(
+                    c.sink_group,
+                    c.sink,
+                    c.consecutive_failures,
+                    c.excluded_until,
+                    c.last_failure_at,
+                    c.last_error,
+                ).where(c.pipeline == pipeline, c.host == host)
+            ).all()
+        return [SinkStateRecord(*row) for row in rows]
+
+    def save_sink_states(self, pipeline: str, host: str, states: Iterable[SinkStateRecord]) -> None:
+        """Upsert the given sink states in one transaction."""
+        c = t.sink_states.c
+        now = utcnow()
+        with self.transaction() as connection:
+            for state in states:
+                key = (
+                    (c.pipeline == pipeline)
+                    & (c.host == host)
+                    & (c.sink_group == state.sink_group)
+                    & (c.sink == state.sink)
+                )
+                values = {
+                    "consecutive_failures": state.consecutive_failures,
+                    "excluded_until": state.excluded_until,
+                    "last_failure_at": state.last_failure_at,
+                    "last_error": state.last_error,
+                    "updated_at": now,
+                }
+                updated = connection.execute(t.sink_states.update().where(key).values(**values))
+                if not updated.rowcount:
+                    connection.execute(
+                        t.sink_states.insert().values(
+                            pipeline=pipeline,
+                            host=host,
+                            sink_group=state.sink_group,
+                            sink=state.sink,
+                            **values,
+                        )
+                    )
 
     # -- leases ------------------------------------------------------------------------------
 

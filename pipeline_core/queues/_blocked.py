@@ -49,8 +49,12 @@ class BlockedQueue(Generic[T]):
     def target(self) -> QueueLevel[T]:
         return self._target
 
-    def submit(self, key: str, item: T) -> Placement:
+    def submit(self, key: str, item: T, *, urgent: bool = False) -> Placement:
         """Push ``item`` into the target, or park it when that would break order or is refused.
+
+        An ``urgent`` item (a checkpoint barrier, a rotated file's last data) is pushed past the
+        high watermark, unless items of its key are parked: it then parks behind them, since
+        order within a key is never broken.
 
         Returns:
             ``Placement.DELIVERED`` or ``Placement.PARKED``.
@@ -61,7 +65,7 @@ class BlockedQueue(Generic[T]):
         """
         with self._lock:
             waiting = self._parked.get(key)
-            if not waiting and self._target.push(key, item) is PushResult.ACCEPTED:
+            if not waiting and self._target.push(key, item, urgent=urgent) is PushResult.ACCEPTED:
                 return Placement.DELIVERED
             self._park_locked(key, item)
             return Placement.PARKED

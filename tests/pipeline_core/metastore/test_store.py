@@ -21,10 +21,12 @@ from pipeline_core.metastore import (
     FileRecord,
     FileState,
     Metastore,
+    SinkStateRecord,
     alembic_config,
     upgrade_to_head,
 )
 from pipeline_core.metastore import _schema as schema
+from pipeline_core.metastore._migrations import head_revision
 
 PIPELINE = "web_access"
 HOST = "web-1"
@@ -33,6 +35,7 @@ SLUICE_TABLES = {
     "sluice_checkpoints",
     "sluice_batches",
     "sluice_batch_ranges",
+    "sluice_sink_states",
     "sluice_leases",
 }
 
@@ -106,7 +109,7 @@ def test_should_leave_a_migrated_database_alone_when_opened_again(
         again.close()
     with metastore.engine.connect() as connection:
         versions = connection.execute(sa.text("SELECT version_num FROM alembic_version")).all()
-    assert [row[0] for row in versions] == ["0001"]
+    assert [row[0] for row in versions] == [head_revision()]
 
 
 @pytest.fixture
@@ -423,3 +426,31 @@ def test_should_ignore_a_release_by_someone_else(metastore: Metastore) -> None:
     metastore.release_lease(PIPELINE, HOST, "collector-b")
 
     assert metastore.lease_holder(PIPELINE, HOST) == "collector-a"
+
+
+# -- sink penalty/backoff state ----------------------------------------------------------------
+
+
+def sink_state(group: str, sink: str, failures: int, error: str | None) -> SinkStateRecord:
+    return SinkStateRecord(group, sink, failures, 1000.0 + failures, 990.0, error)
+
+
+def test_should_have_no_sink_state_for_a_new_pipeline(metastore: Metastore) -> None:
+    assert metastore.sink_states(PIPELINE, "host-a") == []
+
+
+def test_should_upsert_sink_states_and_read_them_back(metastore: Metastore) -> None:
+    metastore.save_sink_states(
+        PIPELINE,
+        "host-a",
+        [sink_state("web", "primary", 1, "boom"), sink_state("web", "b", 0, None)],
+    )
+    metastore.save_sink_states(PIPELINE, "host-a", [sink_state("web", "primary", 3, "again")])
+
+    states = sorted(metastore.sink_states(PIPELINE, "host-a"), key=lambda s: s.sink)
+    assert states == [sink_state("web", "b", 0, None), sink_state("web", "primary", 3, "again")]
+
+
+def test_should_keep_sink_states_apart_per_host(metastore: Metastore) -> None:
+    metastore.save_sink_states(PIPELINE, "host-a", [sink_state("web", "primary", 2, "x")])
+    assert metastore.sink_states(PIPELINE, "host-b") == []

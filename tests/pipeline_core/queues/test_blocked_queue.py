@@ -62,3 +62,22 @@ def test_feedback_for_another_key_moves_nothing() -> None:
     blocked.submit("b", "b1")
     assert blocked.on_writable("b") == 0
     assert blocked.parked("a") == 1
+
+
+def test_urgent_submit_passes_the_high_watermark() -> None:
+    target = target_with("a")
+    blocked = BlockedQueue(target)
+    for i in range(3):
+        blocked.submit("a", f"a{i}")
+    assert blocked.submit("a", "barrier", urgent=True) is Placement.DELIVERED
+    assert (target.size("a"), blocked.parked("a")) == (4, 0)
+
+
+def test_urgent_submit_parks_behind_parked_items_of_its_key() -> None:
+    target = target_with("a")
+    blocked = BlockedQueue(target)
+    for i in range(4):
+        blocked.submit("a", f"a{i}")
+    assert blocked.submit("a", "barrier", urgent=True) is Placement.PARKED
+    received = [item for _, item in iter(target.find_job, None)]
+    assert received == ["a0", "a1", "a2", "a3", "barrier"]
