@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from pipeline_core.collector._sink_group import BarrierPassed
 from pipeline_core.metastore import BatchRecord, ByteRange, FileRecord, Metastore, utcnow
 from pipeline_core.sinks import Barrier, ManifestRange, SealedBatch
 from pipeline_core.source import FileWatcher
@@ -23,25 +25,31 @@ class SealedCheckpoint:
     staging_path: str
 
 
-@dataclass(frozen=True)
+@dataclass
 class _PendingSeal:
     barrier: Barrier
     files: tuple[FileRecord, ...]
+    groups_passed: set[str] = field(default_factory=set)
+    sealed: SealedBatch | None = None
 
 
 class CheckpointCoordinator:
     """Turns checkpoint requests into barriers and sealed batches into metastore records.
 
-    A barrier for checkpoint N goes into the ring behind the last chunk read. It carries the
-    byte ranges read since the previous barrier; the files' offsets at that moment are kept
-    here until the sink reports the batch sealed, then batch, ranges, offsets and the
-    checkpoint's new state are recorded in one metastore transaction.
+    A barrier for checkpoint N goes into the stage queues behind the last chunk read. It carries
+    the byte ranges read since the previous barrier; the files' offsets at that moment are kept
+    here until every sink group has passed the barrier (the handoff group sealing the batch),
+    then batch, ranges, offsets and the checkpoint's new state are recorded in one metastore
+    transaction.
 
     Threading model: owned by the collector's mailbox thread.
     """
 
-    def __init__(self, metastore: Metastore, pipeline: str, host: str) -> None:
+    def __init__(
+        self, metastore: Metastore, pipeline: str, host: str, groups: Iterable[str]
+    ) -> None:
         self._metastore = metastore
+        self._groups = frozenset(groups)
         self._pipeline = pipeline
         self._host = host
         self._pending: dict[int, _PendingSeal] = {}
@@ -79,7 +87,19 @@ class CheckpointCoordinator:
         self._injected.add(checkpoint_id)
         return barrier
 
-    def record(self, sealed: SealedBatch, watcher: FileWatcher) -> SealedCheckpoint:
+    def passed(self, passed: BarrierPassed, watcher: FileWatcher) -> SealedCheckpoint | None:
+        """A sink group passed a barrier; once every group has, record the sealed batch."""
+        pending = self._pending[passed.checkpoint_id]
+        pending.groups_passed.add(passed.group)
+        if passed.sealed is not None:
+            pending.sealed = passed.sealed
+        if pending.groups_passed < self._groups:
+            return None
+        if pending.sealed is None:
+            raise AssertionError(f"no sink group sealed checkpoint {passed.checkpoint_id}")
+        return self._record(pending.sealed, watcher)
+
+    def _record(self, sealed: SealedBatch, watcher: FileWatcher) -> SealedCheckpoint:
         """Record a sealed batch (one transaction); advance the files' sealed offsets."""
         pending = self._pending.pop(sealed.checkpoint_id)
         batch = BatchRecord(

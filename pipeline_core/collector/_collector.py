@@ -1,15 +1,24 @@
-"""The collector: one mailbox thread reading files into a ring, one sink thread sealing batches.
+"""The collector: a mailbox thread reading files, stage queues, sink groups on a ring.
 
 ::
 
-    files --(TimeSlicedReader, the mailbox's default action)--> RingBuffer
-          --> BatchEventProcessor[HandoffEventHandler] --> staging/<pipeline>/<N>/<host>/
-    mails to the mailbox thread: checkpoint requests (MAX_PRIORITY), sealed batches, stop
+    files --(TimeSlicedReader, the mailbox's default action)--> process level (watermarks)
+          --(process stage thread)--> BlockedQueue --> send level (watermarks)
+          --(send stage thread)--> RingBuffer --> one BatchEventProcessor per sink group
+          --> SinkRunner --> SinkProcessor (default | failover | load_balance) --> sinks
+              (the handoff sink seals staging/<pipeline>/<N>/<host>/ at each barrier)
+    mails to the mailbox thread: checkpoint requests (MAX_PRIORITY), barriers passed, stop
+
+Back-pressure: a slow sink group holds the ring; the send stage waits for a slot; the send
+queue fills to its high watermark; the process level stops serving the pipeline; the process
+queue fills; the reader stops reading the pipeline and suspends until the process queue's
+low-watermark feedback resumes it. The mailbox thread never blocks on a full stage, so
+checkpoint mails are served while the sinks are slow.
 
 Threading model: every piece of pipeline state (tracked files, offsets, barriers, the
 coordinator) is touched only on the mailbox thread, the thread that calls :meth:`run_once` or
-:meth:`run`. The sink thread and the control thread (lease renewal, request polling) talk to it
-only by mail.
+:meth:`run`. Stage threads, sink-group threads and the control thread (lease renewal, request
+polling) talk to it only by mail.
 """
 
 from __future__ import annotations
@@ -21,15 +30,23 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
-from pipeline_core.collector._events import EventKind, PipelineEvent
-from pipeline_core.collector._sink_handler import HandoffEventHandler
+from pipeline_core.collector._events import PipelineEvent
+from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
+from pipeline_core.collector._sink_groups import build_sink_groups
+from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
+from pipeline_core.collector._stages import (
+    ProcessStage,
+    RingPublisher,
+    StageItem,
+    StageThread,
+)
 from pipeline_core.config import PipelineConfig
-from pipeline_core.errors import CollectorBusyError, SealError
+from pipeline_core.errors import CollectorBusyError
 from pipeline_core.mailbox import (
     MAX_PRIORITY,
     MailboxDefaultAction,
@@ -37,8 +54,15 @@ from pipeline_core.mailbox import (
     RejectedExecutionError,
 )
 from pipeline_core.metastore import Metastore
-from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
-from pipeline_core.sinks import HandoffWriter, SealedBatch
+from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel
+from pipeline_core.ring import (
+    AlertException,
+    BatchEventProcessor,
+    ExceptionHandler,
+    RewindableException,
+    RingBuffer,
+)
+from pipeline_core.sinks import HandoffWriter, Sink
 from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
 
 log = logging.getLogger(__name__)
@@ -64,7 +88,7 @@ class CollectorResult:
 
 
 class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
-    """Sends a sink failure to the mailbox thread, then stops the sink thread."""
+    """Sends a sink group's failure to the mailbox thread, then stops the group's thread."""
 
     def __init__(self, report: Callable[[BaseException], None]) -> None:
         self._report = report
@@ -72,7 +96,8 @@ class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
     def handle_event_exception(
         self, exc: BaseException, sequence: int, event: PipelineEvent | None
     ) -> None:
-        self._report(exc)
+        given_up = isinstance(exc, RewindableException) and exc.__cause__ is not None
+        self._report(exc.__cause__ if given_up and exc.__cause__ is not None else exc)
         raise exc
 
     def handle_on_start_exception(self, exc: BaseException) -> None:
@@ -82,6 +107,13 @@ class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
         log.error("sink shutdown failed: %s", exc)
 
 
+def _run_consumer(consumer: BatchEventProcessor[PipelineEvent]) -> None:
+    """A sink group's thread. A failure has been mailed to the mailbox thread by the
+    ``_ReportingExceptionHandler`` before it ends the loop: nothing is left to report here."""
+    with contextlib.suppress(Exception):
+        consumer.run()
+
+
 class Collector:
     """Collects one pipeline's files on this host into sealed handoff batches.
 
@@ -89,7 +121,15 @@ class Collector:
     the mailbox thread), done. :meth:`stop` may be called from any thread or a signal handler.
     """
 
-    def __init__(self, config: PipelineConfig, metastore: Metastore) -> None:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        metastore: Metastore,
+        *,
+        sinks: Mapping[str, Sink] | None = None,
+    ) -> None:
+        """``sinks``: sinks made in code, each used instead of the config's sink of its name
+        (custom destinations; test doubles)."""
         self._config = config
         self._metastore = metastore
         tuning = config.collector
@@ -107,8 +147,7 @@ class Collector:
             max_line_bytes=tuning.max_line_bytes,
             slice_seconds=tuning.read_slice_ms / 1000,
         )
-        self._coordinator = CheckpointCoordinator(metastore, config.name, self._host)
-        self._writer = HandoffWriter(
+        writer = HandoffWriter(
             config.staging_dir,
             config.name,
             self._host,
@@ -116,7 +155,22 @@ class Collector:
             max_part_bytes=config.handoff.max_part_bytes,
             row_group_bytes=config.handoff.row_group_bytes,
         )
+        self._sink_states = MetastoreSinkStateStore(metastore, config.name, self._host)
+        self._groups = build_sink_groups(config, writer, self._sink_states, sinks)
+        self._coordinator = CheckpointCoordinator(
+            metastore, config.name, self._host, [group.name for group in self._groups]
+        )
         self._ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
+        self._key = config.name
+        self._send_level: QueueLevel[StageItem] = QueueLevel("send")
+        self._process_level: QueueLevel[StageItem] = QueueLevel(
+            "process", downstream=self._send_level
+        )
+        self._process_level.add_queue(self._key, tuning.process_queue_size)
+        self._send_level.add_queue(self._key, tuning.send_queue_size)
+        self._to_send = BlockedQueue(self._send_level)
+        self._publisher = RingPublisher({self._key: self._ring})
+        self._blocked_reading: MailboxDefaultAction.Suspension | None = None
         # Made on the thread that runs the loop (the mailbox records its owner thread).
         self._processor: MailboxProcessor | None = None
         self._stop_requested = threading.Event()
@@ -163,30 +217,57 @@ class Collector:
         self._processor = MailboxProcessor(self._default_action)
         self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
         self._mail = self._processor.get_main_mailbox_executor()
-        handler = HandoffEventHandler(self._writer, self._sealed_from_sink, self._failed_from_sink)
-        self._sink = BatchEventProcessor(
-            self._ring,
-            self._ring.new_barrier(),
-            handler,
-            exception_handler=_ReportingExceptionHandler(self._processor.report_throwable),
-        )
-        self._ring.add_gating_sequences(self._sink.sequence)
+        report = self._processor.report_throwable
+        self._process_level.add_feedback_listener(self._on_process_queue_writable)
+        stages = [
+            StageThread("sluice-process", self._process_level, ProcessStage(self._to_send), report),
+            StageThread("sluice-send", self._send_level, self._publisher, report),
+        ]
+        consumers: list[tuple[BatchEventProcessor[PipelineEvent], threading.Thread]] = []
+        for group in self._groups:
+            handler = SinkGroupEventHandler(
+                group.processor, group.runner, group.channel, self._barrier_passed_from_sink
+            )
+            consumer = BatchEventProcessor(
+                self._ring,
+                self._ring.new_barrier(),
+                handler,
+                exception_handler=_ReportingExceptionHandler(report),
+                rewind_strategy=group.rewind_strategy,
+            )
+            self._ring.add_gating_sequences(consumer.sequence)
+            thread = threading.Thread(
+                target=_run_consumer,
+                args=(consumer,),
+                name=f"sluice-sink-{group.name}",
+                daemon=True,
+            )
+            consumers.append((consumer, thread))
         if self._stop_requested.is_set():
             self._mail.execute(self._begin_stop, "stop requested before the start")
-        sink_thread = threading.Thread(target=self._sink.run, name="sluice-sink", daemon=True)
         control = threading.Thread(target=self._control_loop, name="sluice-control", daemon=True)
-        sink_thread.start()
+        for stage in stages:
+            stage.start()
+        for _, thread in consumers:
+            thread.start()
         control.start()
         try:
             self._processor.run_mailbox_loop()
         finally:
             self._control_stop.set()
-            self._sink.halt()
-            sink_thread.join(timeout=30)
+            self._publisher.stopping.set()
+            for stage in stages:
+                stage.stop()
+            for group in self._groups:
+                group.runner.stop()
+            for consumer, thread in consumers:
+                consumer.halt()
+                thread.join(timeout=30)
+                self._ring.remove_gating_sequence(consumer.sequence)
             control.join(timeout=30)
+            self._sink_states.flush()
             self._watcher.close()
             self._processor.close()
-            self._ring.remove_gating_sequence(self._sink.sequence)
             self._metastore.release_lease(self._config.name, self._host, self._holder)
         return CollectorResult(
             sealed=tuple(self._coordinator.sealed),
@@ -243,9 +324,16 @@ class Collector:
             if self._mode is CollectorMode.ONCE or self._stopping
             else (self._config.collector.rotated_grace_s)
         )
+        if not self._process_level.is_writable(self._key):
+            self._wait_for_process_queue(controller)
+            return
         result = self._reader.read_slice(self._publish_chunk, rotated_grace=grace)
         self._lines += result.lines
         self._bytes += result.bytes
+        if result.blocked:
+            self._idle_confirmed = False
+            self._wait_for_process_queue(controller)
+            return
         if not result.caught_up:
             self._idle_confirmed = False
             return
@@ -264,12 +352,24 @@ class Collector:
         timer.start()
 
     def _publish_chunk(self, chunk: Chunk) -> bool:
-        sequence = self._ring.next()
-        event = self._ring.get(sequence)
-        event.kind = EventKind.CHUNK
-        event.chunk = chunk
-        self._ring.publish(sequence)
-        return True
+        return self._process_level.push(self._key, chunk) is PushResult.ACCEPTED
+
+    def _wait_for_process_queue(self, controller: MailboxDefaultAction.Controller) -> None:
+        """Stop reading until the process queue drains to its low watermark (its feedback
+        resumes reading; checked again after suspending, so a feedback in between is not
+        missed). Mail, checkpoints included, is still served meanwhile."""
+        suspension = controller.suspend_default_action()
+        self._blocked_reading = suspension
+        if self._process_level.is_writable(self._key):
+            self._blocked_reading = None
+            suspension.resume()
+
+    def _on_process_queue_writable(self, key: str) -> None:
+        """The process level's feedback (on the process stage thread)."""
+        suspension = self._blocked_reading
+        if suspension is not None and key == self._key:
+            self._blocked_reading = None
+            suspension.resume()
 
     # -- mails (mailbox thread) --------------------------------------------------------------
 
@@ -277,11 +377,7 @@ class Collector:
         if self._coordinator.knows(checkpoint_id):
             return
         barrier = self._coordinator.barrier(checkpoint_id, self._watcher)
-        sequence = self._ring.next()
-        event = self._ring.get(sequence)
-        event.kind = EventKind.BARRIER
-        event.barrier = barrier
-        self._ring.publish(sequence)
+        self._process_level.push(self._key, barrier, urgent=True)
 
     def _begin_stop(self) -> None:
         self._stopping = True
@@ -301,20 +397,24 @@ class Collector:
         if self._finishing and self._coordinator.in_flight == 0:
             self._loop().all_actions_completed()
 
-    def _on_sealed(self, sealed: SealedBatch) -> None:
-        self._coordinator.record(sealed, self._watcher)
-        self._end_when_sealed()
+    def _on_barrier_passed(self, passed: BarrierPassed) -> None:
+        if self._coordinator.passed(passed, self._watcher) is not None:
+            self._sink_states.flush()
+            self._end_when_sealed()
 
     def _loop(self) -> MailboxProcessor:
         assert self._processor is not None, "the collector is not running"
         return self._processor
 
-    # -- called on the sink thread: forward as mail ------------------------------------------
+    # -- called on a sink group's thread: forward as mail ------------------------------------
 
-    def _sealed_from_sink(self, sealed: SealedBatch) -> None:
-        self._mail.execute(
-            lambda: self._on_sealed(sealed), "batch sealed for checkpoint %d", sealed.checkpoint_id
-        )
-
-    def _failed_from_sink(self, checkpoint_id: int, error: SealError) -> None:
-        self._loop().report_throwable(error)
+    def _barrier_passed_from_sink(self, passed: BarrierPassed) -> None:
+        try:
+            self._mail.execute(
+                functools.partial(self._on_barrier_passed, passed),
+                "sink group %s passed checkpoint %d",
+                passed.group,
+                passed.checkpoint_id,
+            )
+        except RejectedExecutionError:
+            raise AlertException() from None  # the loop has ended: stop this group

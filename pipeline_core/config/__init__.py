@@ -6,25 +6,55 @@ the file, the key and what was expected.
 
 from pipeline_core.config._loader import METASTORE_URL_ENV, load_pipeline_config
 from pipeline_core.config._model import (
+    DEFAULT_SINK,
     CollectorConfig,
     HandoffConfig,
     LakeConfig,
     MetastoreConfig,
     PipelineConfig,
+    SinkConfig,
     SourceConfig,
     SourceFormat,
     StartPosition,
 )
+from pipeline_core.config._sink_groups import (
+    HandoffSinkConfig,
+    ProcessorKind,
+    RewindKind,
+    SelectorKind,
+    SinkGroupConfig,
+)
+from pipeline_core.config._sinks import (
+    FileSinkConfig,
+    HttpFormat,
+    HttpSinkConfig,
+    NullSinkConfig,
+    SqlSinkConfig,
+    StdoutSinkConfig,
+)
 
 __all__ = [
+    "DEFAULT_SINK",
     "METASTORE_URL_ENV",
     "CollectorConfig",
+    "FileSinkConfig",
     "HandoffConfig",
+    "HandoffSinkConfig",
+    "HttpFormat",
+    "HttpSinkConfig",
     "LakeConfig",
     "MetastoreConfig",
+    "NullSinkConfig",
     "PipelineConfig",
+    "ProcessorKind",
+    "RewindKind",
+    "SelectorKind",
+    "SinkConfig",
+    "SinkGroupConfig",
     "SourceConfig",
     "SourceFormat",
+    "SqlSinkConfig",
     "StartPosition",
+    "StdoutSinkConfig",
     "load_pipeline_config",
 ]

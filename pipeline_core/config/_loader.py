@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from pipeline_core.config._model import PipelineConfig
+from pipeline_core.config._model import PipelineConfig, SinkConfig
 from pipeline_core.errors import ConfigError
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
@@ -80,8 +81,19 @@ def _resolve(config: PipelineConfig, file: Path) -> PipelineConfig:
         update["handoff"] = config.handoff.model_copy(update={"staging_dir": staging})
     if config.lake.path is not None:
         update["lake"] = config.lake.model_copy(update={"path": absolute(config.lake.path)})
+    update["sinks"] = {name: _resolve_sink(sink, absolute) for name, sink in config.sinks.items()}
     url = os.environ.get(METASTORE_URL_ENV) or config.metastore.url
     if url and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
         url = f"sqlite:///{absolute(url.removeprefix('sqlite:///'))}"
     update["metastore"] = config.metastore.model_copy(update={"url": url})
     return config.model_copy(update=update)
+
+
+def _resolve_sink(sink: SinkConfig, absolute: Callable[[Path | str], Path]) -> SinkConfig:
+    """A sink config with its file paths made absolute."""
+    changes: dict[str, Path] = {}
+    for key in ("path", "dead_letter"):
+        value = getattr(sink, key, None)
+        if isinstance(value, Path):
+            changes[key] = absolute(value)
+    return sink.model_copy(update=changes) if changes else sink

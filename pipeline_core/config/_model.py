@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+from pipeline_core.config._base import NAME_PATTERN, _Strict
+from pipeline_core.config._sink_groups import HandoffSinkConfig, ProcessorKind, SinkGroupConfig
+from pipeline_core.config._sinks import (
+    FileSinkConfig,
+    HttpSinkConfig,
+    NullSinkConfig,
+    SqlSinkConfig,
+    StdoutSinkConfig,
+)
 
+SinkConfig = Annotated[
+    HandoffSinkConfig
+    | HttpSinkConfig
+    | SqlSinkConfig
+    | FileSinkConfig
+    | NullSinkConfig
+    | StdoutSinkConfig,
+    Field(discriminator="type"),
+]
+"""One sink's config; its ``type`` key chooses the model."""
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+DEFAULT_SINK = "lake"
 
 
 class SourceFormat(StrEnum):
@@ -74,7 +92,12 @@ class CollectorConfig(_Strict):
     read_chunk_bytes: Annotated[int, Field(ge=4096)] = 1024 * 1024
     max_line_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
     signature_bytes: Annotated[int, Field(ge=16, le=65536)] = 1024
-    ring_size: Annotated[int, Field(ge=2)] = 256
+    ring_size: Annotated[int, Field(ge=2)] = 64
+    """Slots of the ring between the send stage and the sink groups (a power of two)."""
+    process_queue_size: Annotated[int, Field(ge=1)] = 16
+    """High watermark of the pipeline's process queue, in chunks (low: 2/3 of it)."""
+    send_queue_size: Annotated[int, Field(ge=1)] = 16
+    """High watermark of the pipeline's send queue, in chunks (low: 2/3 of it)."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0
     rotated_grace_s: Annotated[float, Field(ge=0)] = 5.0
@@ -103,6 +126,10 @@ class PipelineConfig(_Strict):
     lake: LakeConfig = LakeConfig()
     metastore: MetastoreConfig = MetastoreConfig()
     collector: CollectorConfig = CollectorConfig()
+    sinks: dict[str, SinkConfig] = {DEFAULT_SINK: HandoffSinkConfig()}
+    """Named sinks; exactly one of type ``handoff`` (the batches the Spark job lands)."""
+    sink_groups: list[SinkGroupConfig] | None = None
+    """How the sinks are grouped. Omitted: each sink alone in a ``default`` group of its name."""
     schedule: str | None = "*/5 * * * *"
     """Cron expression or Airflow preset of the pipeline's DAG; null for manual runs only."""
     config_path: Path | None = Field(default=None, exclude=True)
@@ -115,6 +142,51 @@ class PipelineConfig(_Strict):
         if duplicated:
             raise ValueError(f"source names must be unique, repeated: {', '.join(duplicated)}")
         return sources
+
+    @model_validator(mode="after")
+    def _sinks_and_groups_agree(self) -> PipelineConfig:
+        handoffs = [n for n, c in self.sinks.items() if isinstance(c, HandoffSinkConfig)]
+        if len(handoffs) != 1:
+            raise ValueError(
+                "sinks: a pipeline needs exactly one sink of type 'handoff' (the batches the "
+                f"Spark job lands), found {len(handoffs)}"
+                + (f": {', '.join(handoffs)}" if handoffs else "")
+            )
+        bad_names = [name for name in self.sinks if not re.match(NAME_PATTERN, name)]
+        if bad_names:
+            raise ValueError(f"sinks: invalid sink names {bad_names} (pattern {NAME_PATTERN})")
+        groups = self.sink_groups_in_force
+        group_names = [group.name for group in groups]
+        if len(set(group_names)) != len(group_names):
+            raise ValueError("sink_groups: group names must be unique")
+        seen: dict[str, str] = {}
+        for group in groups:
+            for sink in group.sinks:
+                if sink not in self.sinks:
+                    raise ValueError(f"sink group {group.name!r} names an unknown sink {sink!r}")
+                if sink in seen:
+                    raise ValueError(
+                        f"sink {sink!r} is in two sink groups: {seen[sink]!r} and {group.name!r}"
+                    )
+                seen[sink] = group.name
+        unused = sorted(set(self.sinks) - set(seen))
+        if unused:
+            raise ValueError(f"sinks not in any sink group: {', '.join(unused)}")
+        handoff_group = next(g for g in groups if handoffs[0] in g.sinks)
+        if handoff_group.processor is not ProcessorKind.DEFAULT:
+            raise ValueError(
+                f"the handoff sink {handoffs[0]!r} must be alone in a 'default' group (every "
+                f"line must reach the lake), not in {handoff_group.processor.value!r} group "
+                f"{handoff_group.name!r}"
+            )
+        return self
+
+    @property
+    def sink_groups_in_force(self) -> list[SinkGroupConfig]:
+        """``sink_groups``, or one ``default`` group per sink when it is omitted."""
+        if self.sink_groups is not None:
+            return self.sink_groups
+        return [SinkGroupConfig(name=name, sinks=[name]) for name in self.sinks]
 
     @property
     def staging_dir(self) -> Path:

@@ -17,10 +17,15 @@ The handoff sink stages lines as Parquet part files and seals them, at each chec
 into an immutable batch folder that the Spark landing job reads.
 """
 
+from pipeline_core.config._sinks import HttpFormat
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
 from pipeline_core.sinks._batch import DeliveryBatch, LogEvent, event_id
 from pipeline_core.sinks._channel import BatchChannel, ChannelFullError, Transaction
 from pipeline_core.sinks._clock import SYSTEM_CLOCK, Clock, SystemClock
+from pipeline_core.sinks._default_processor import DefaultSinkProcessor
+from pipeline_core.sinks._factory import build_sink
+from pipeline_core.sinks._failover import FailoverSinkProcessor
+from pipeline_core.sinks._file import RollingFileSink
 from pipeline_core.sinks._handoff import (
     MANIFEST_NAME,
     Barrier,
@@ -30,8 +35,13 @@ from pipeline_core.sinks._handoff import (
     SealedBatch,
     checkpoint_dir,
 )
+from pipeline_core.sinks._handoff_sink import HandoffSink
+from pipeline_core.sinks._http import HttpSink
 from pipeline_core.sinks._lines import HANDOFF_SCHEMA, lines_table
+from pipeline_core.sinks._load_balancing import LoadBalancingSinkProcessor, SinkSelector
 from pipeline_core.sinks._processor import SinkProcessor
+from pipeline_core.sinks._retry import RetryPolicy
+from pipeline_core.sinks._runner import RunnerCounters, RunnerOutcome, SinkRunner
 from pipeline_core.sinks._sink import BatchSink, Sink
 from pipeline_core.sinks._sink_state import (
     HEALTHY,
@@ -39,7 +49,9 @@ from pipeline_core.sinks._sink_state import (
     SinkHealth,
     SinkStateStore,
 )
+from pipeline_core.sinks._sql import SqlSink
 from pipeline_core.sinks._status import Status
+from pipeline_core.sinks._trial import NullSink, StdoutSink
 
 __all__ = [
     "HANDOFF_SCHEMA",
@@ -51,22 +63,38 @@ __all__ = [
     "BatchSink",
     "ChannelFullError",
     "Clock",
+    "DefaultSinkProcessor",
     "DeliveryBatch",
     "EventDeliveryException",
+    "FailoverSinkProcessor",
+    "HandoffSink",
     "HandoffWriter",
+    "HttpFormat",
+    "HttpSink",
     "InMemorySinkStateStore",
+    "LoadBalancingSinkProcessor",
     "LogEvent",
     "ManifestRange",
+    "NullSink",
     "PartFile",
+    "RetryPolicy",
+    "RollingFileSink",
+    "RunnerCounters",
+    "RunnerOutcome",
     "SealedBatch",
     "Sink",
     "SinkHealth",
     "SinkProcessor",
     "SinkRejectedError",
+    "SinkRunner",
+    "SinkSelector",
     "SinkStateStore",
+    "SqlSink",
     "Status",
+    "StdoutSink",
     "SystemClock",
     "Transaction",
+    "build_sink",
     "checkpoint_dir",
     "event_id",
     "lines_table",

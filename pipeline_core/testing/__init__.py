@@ -1,5 +1,5 @@
-"""Helpers for testing pipelines: sample access logs with malformed lines and rotations, and
-reading back what a pipeline staged.
+"""Helpers for testing pipelines: sample access logs with malformed lines and rotations,
+reading back what a pipeline staged, and a fake clock and stub sinks for sink groups.
 
 Shipped with Sluice so users can test their own pipelines the way its suite does.
 """
@@ -11,12 +11,30 @@ from pipeline_core.testing._access_logs import (
     access_lines,
     append_sample_access_logs,
 )
+from pipeline_core.testing._sinks import (
+    BackoffSink,
+    FailingSink,
+    FakeClock,
+    FlakySink,
+    RecordingSink,
+    SlowSink,
+    StubSink,
+    SwitchableSink,
+)
 from pipeline_core.testing._staging import StagedLine, staged_lines, staged_payloads, staging_folder
 
 __all__ = [
     "MALFORMED_SAMPLES",
+    "BackoffSink",
+    "FailingSink",
+    "FakeClock",
+    "FlakySink",
+    "RecordingSink",
     "SampleWrite",
+    "SlowSink",
     "StagedLine",
+    "StubSink",
+    "SwitchableSink",
     "access_line",
     "access_lines",
     "append_sample_access_logs",

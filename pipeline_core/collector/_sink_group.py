@@ -1,0 +1,140 @@
+"""A sink group on the collector's ring: one ``BatchEventProcessor`` thread delivering every
+ring batch through the group's ``SinkRunner`` and ``SinkProcessor``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.errors import SealError
+from pipeline_core.ring import AlertException, RewindableEventHandler, RewindableException
+from pipeline_core.sinks import (
+    Barrier,
+    BatchChannel,
+    DeliveryBatch,
+    RunnerOutcome,
+    SealedBatch,
+    SinkProcessor,
+    SinkRunner,
+)
+from pipeline_core.source import Chunk
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BarrierPassed:
+    """A sink group delivered everything before checkpoint ``checkpoint_id``'s barrier and made
+    it durable; ``sealed`` is the handoff batch when the group holds the handoff sink."""
+
+    group: str
+    checkpoint_id: int
+    sealed: SealedBatch | None
+
+
+class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
+    """Delivers the ring's events to one sink group, on the group's processor thread.
+
+    * Chunks are gathered per ring batch; at ``end_of_batch`` (and before a barrier) they go
+      into the group's channel as one :class:`DeliveryBatch`, and the runner polls the
+      processor until a sink took it (``BACKOFF`` waits as the runner's backoff says).
+    * When every sink failed (``EventDeliveryException``), the runner has already waited its
+      ``max_backoff_sleep``; the handler raises ``RewindableException`` and the processor's
+      ``BatchRewindStrategy`` replays the ring batch or gives up.
+    * A ``SealError`` (the handoff sink cannot stage or seal) is not retried in place: it goes
+      to the exception handler, which stops the collector; the next run re-reads what was not
+      sealed.
+    * A barrier is passed once everything before it was delivered: every sink's
+      ``on_barrier`` makes it durable (the handoff sink seals the batch), then
+      ``on_barrier_passed`` reports it (the collector turns that into a mail).
+
+    A replayed batch starts again from its first event; events up to ``_done_through`` were
+    delivered (or their barrier passed) by an earlier attempt and are skipped, so a rewind never
+    delivers a chunk twice or seals a checkpoint twice.
+
+    It never touches pipeline state: everything it learns leaves through ``on_barrier_passed``.
+    """
+
+    def __init__(
+        self,
+        processor: SinkProcessor,
+        runner: SinkRunner,
+        channel: BatchChannel,
+        on_barrier_passed: Callable[[BarrierPassed], None],
+    ) -> None:
+        self._processor = processor
+        self._runner = runner
+        self._channel = channel
+        self._on_barrier_passed = on_barrier_passed
+        self._chunks: list[Chunk] = []
+        self._done_through = -1
+        self.delivered_lines = 0
+
+    @property
+    def group(self) -> str:
+        return self._processor.group
+
+    def on_start(self) -> None:
+        for sink in self._processor.sinks:
+            sink.set_channel(self._channel)
+        self._processor.start()
+
+    def on_shutdown(self) -> None:
+        self._processor.stop()
+
+    def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
+        self._chunks.clear()  # a replayed batch gathers its chunks again
+
+    def on_event(self, event: PipelineEvent, sequence: int, end_of_batch: bool) -> None:
+        if sequence > self._done_through:
+            if event.kind is EventKind.CHUNK:
+                assert event.chunk is not None
+                self._chunks.append(event.chunk)
+            else:
+                assert event.barrier is not None
+                self._deliver(sequence - 1)
+                self._pass(event.barrier, sequence)
+        if end_of_batch:
+            self._deliver(sequence)
+
+    def _deliver(self, through: int) -> None:
+        if not self._chunks:
+            return
+        batch = DeliveryBatch(tuple(self._chunks), through)
+        self._channel.put(batch)
+        while len(self._channel):
+            outcome = self._runner.run_once()
+            if self._runner.stopped:
+                self._channel.clear()
+                raise AlertException()  # halting: the batch stays unacknowledged in the ring
+            if outcome is RunnerOutcome.FAILED:
+                self._channel.clear()
+                error = self._runner.last_error
+                if isinstance(error, SealError):
+                    raise error
+                raise RewindableException(error)
+        self._chunks.clear()
+        self._done_through = through
+        self.delivered_lines += batch.lines
+
+    def _pass(self, barrier: Barrier, sequence: int) -> None:
+        sealed: SealedBatch | None = None
+        for sink in self._processor.sinks:
+            try:
+                result = sink.on_barrier(barrier)
+            except SealError:
+                raise
+            except Exception as exc:
+                log.warning(
+                    "sink %s could not flush at checkpoint %d: %s",
+                    sink.name,
+                    barrier.checkpoint_id,
+                    exc,
+                )
+                continue
+            if result is not None:
+                sealed = result
+        self._done_through = sequence
+        self._on_barrier_passed(BarrierPassed(self.group, barrier.checkpoint_id, sealed))

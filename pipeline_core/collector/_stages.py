@@ -1,0 +1,129 @@
+"""The collector's stage threads between the reader and the ring (Logtail's queue levels).
+
+::
+
+    reader (mailbox thread) --push--> process level --ProcessStage--> BlockedQueue
+        --> send level --SendStage--> RingBuffer --> sink groups
+
+Each level holds one watermark queue per pipeline. The reader pushes a chunk only while its
+pipeline's process queue is writable (otherwise it stops reading that pipeline and waits for
+the queue's low-watermark feedback); the process level's ``find_job`` skips a pipeline whose send
+queue is at its high watermark; an item the process stage holds when its send queue fills waits
+in the ``BlockedQueue`` until that queue's feedback. Barriers travel the same queues (urgent
+pushes), so a checkpoint barrier stays behind every chunk read before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.queues import BlockedQueue, QueueLevel
+from pipeline_core.ring import InsufficientCapacityException, RingBuffer
+from pipeline_core.sinks import Barrier
+from pipeline_core.source import Chunk
+
+log = logging.getLogger(__name__)
+
+StageItem = Chunk | Barrier
+"""What the stage queues carry: a chunk of lines, or a checkpoint barrier behind them."""
+
+T = TypeVar("T")
+
+POLL_SECONDS = 0.2
+"""How long a stage thread waits for a job before looking at its stop flag again."""
+
+
+class StageThread(Generic[T]):
+    """A daemon thread serving one queue level: ``find_job`` round robin, one job at a time.
+
+    ``handle(key, item)`` runs on this thread. A handler error is reported through
+    ``on_error`` and stops the stage (the collector then stops); ``stop()`` ends the loop after
+    the job in hand.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        level: QueueLevel[T],
+        handle: Callable[[str, T], None],
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        self._level = level
+        self._handle = handle
+        self._on_error = on_error
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopped
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            job = self._level.wait_for_job(POLL_SECONDS)
+            if job is None:
+                continue
+            try:
+                self._handle(*job)
+            except Exception as exc:
+                log.error("%s stopped: %s", self._thread.name, exc)
+                self._on_error(exc)
+                return
+
+
+class ProcessStage:
+    """Per-pipeline processing between reading and sending; hands items on in order.
+
+    Chunks are shipped as read (parsing belongs to the Spark job); the stage is where
+    per-pipeline processing goes, and the point where a pipeline whose sinks are slow stops
+    taking work, so the reader stops reading it.
+    """
+
+    def __init__(self, to_send: BlockedQueue[StageItem]) -> None:
+        self._to_send = to_send
+
+    def __call__(self, key: str, item: StageItem) -> None:
+        self._to_send.submit(key, item, urgent=isinstance(item, Barrier))
+
+
+class RingPublisher:
+    """Publishes send-level items into a pipeline's ring, waiting (not spinning) while the
+    slowest sink group holds every slot, and giving up when ``stopping`` is set."""
+
+    def __init__(self, rings: dict[str, RingBuffer[PipelineEvent]]) -> None:
+        self._rings = rings
+        self.stopping = threading.Event()
+
+    def __call__(self, key: str, item: StageItem) -> None:
+        ring = self._rings[key]
+        pause = 0.0005
+        while True:
+            try:
+                sequence = ring.try_next()
+                break
+            except InsufficientCapacityException:
+                if self.stopping.wait(pause):
+                    return
+                pause = min(pause * 2, 0.01)
+        event = ring.get(sequence)
+        if isinstance(item, Barrier):
+            event.kind = EventKind.BARRIER
+            event.barrier = item
+            event.chunk = None
+        else:
+            event.kind = EventKind.CHUNK
+            event.chunk = item
+            event.barrier = None
+        ring.publish(sequence)
