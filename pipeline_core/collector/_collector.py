@@ -54,7 +54,7 @@ from pipeline_core.mailbox import (
     RejectedExecutionError,
 )
 from pipeline_core.metastore import Metastore
-from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel
+from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel, QueueStats
 from pipeline_core.ring import (
     AlertException,
     BatchEventProcessor,
@@ -202,6 +202,13 @@ class Collector:
         if processor is not None:
             with contextlib.suppress(RejectedExecutionError):  # the loop has ended already
                 processor.get_main_mailbox_executor().execute(self._begin_stop, "stop requested")
+
+    def stage_stats(self) -> dict[str, QueueStats]:
+        """This pipeline's stage queues (``process``, ``send``) now: sizes against watermarks
+        and counters since the start (any thread)."""
+        return {
+            level.name: level.stats(self._key) for level in (self._process_level, self._send_level)
+        }
 
     # -- lifecycle ---------------------------------------------------------------------------
 
