@@ -101,7 +101,7 @@ def time_group(sink: Sink, chunks: list[Chunk]) -> float:
 
 
 def time_queue(
-    chunks: list[Chunk], consume: Callable[[Chunk], None], finish: Callable[[], None]
+    chunks: list[Chunk], consume: Callable[[Chunk], object], finish: Callable[[], None]
 ) -> float:
     channel: queue.Queue[Chunk | None] = queue.Queue(64)
 

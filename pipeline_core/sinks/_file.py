@@ -147,7 +147,10 @@ class RollingFileSink(BatchSink):
             self._size = size
         except OSError as exc:
             log.warning(
-                "file sink %r: cannot truncate %s after a failed write: %s", self.name, self.path, exc
+                "file sink %r: cannot truncate %s after a failed write: %s",
+                self.name,
+                self.path,
+                exc,
             )
 
 

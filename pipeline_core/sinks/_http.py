@@ -22,7 +22,10 @@ log = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 """Besides every 5xx: answers that say "not now" rather than "never"."""
-_CONTENT_TYPES = {HttpFormat.NDJSON: "application/x-ndjson", HttpFormat.JSON_ARRAY: "application/json"}
+_CONTENT_TYPES = {
+    HttpFormat.NDJSON: "application/x-ndjson",
+    HttpFormat.JSON_ARRAY: "application/json",
+}
 _DETAIL_CHARS = 1000
 
 
@@ -114,6 +117,7 @@ class HttpSink(BatchSink):
 
     def stop(self) -> None:
         self._disconnect()
+        self._resume = None
 
     def deliver(self, batch: DeliveryBatch) -> None:
         requests = self._split(batch)

@@ -18,6 +18,7 @@ sent with ``Content-Encoding: gzip`` are recorded both raw and decompressed.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -94,7 +95,9 @@ class RecordingHttpServer:
         with self._lock:
             self._script.extend(replies)
 
-    def fail_next(self, count: int, status: int = 503, headers: dict[str, str] | None = None) -> None:
+    def fail_next(
+        self, count: int, status: int = 503, headers: dict[str, str] | None = None
+    ) -> None:
         self.script(*[Reply(status, headers or {}, b"try again later")] * count)
 
     def drop_next(self, count: int = 1) -> None:
@@ -139,10 +142,8 @@ class RecordingHttpServer:
         with self._lock:
             connections = list(self._connections)
         for connection in connections:
-            try:
+            with contextlib.suppress(OSError):  # already closed by its handler
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by its handler
         self._server = self._thread = None
 
     def __enter__(self) -> RecordingHttpServer:

@@ -3,6 +3,7 @@ HTTP servers, rewinds, penalty state in the metastore, and back-pressure from a 
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,14 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import EventDeliveryException
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore, SinkStateRecord
-from pipeline_core.testing import FailingSink, FlakySink, RecordingSink, SlowSink, staged_payloads
+from pipeline_core.testing import (
+    FailingSink,
+    FlakySink,
+    RecordingSink,
+    SlowSink,
+    StubSink,
+    staged_payloads,
+)
 from tests.support.http_server import RecordingHttpServer
 from tests.support.pipelines import append, load
 
@@ -47,6 +55,10 @@ def event_ids(*servers: RecordingHttpServer) -> set[str]:
         for request in server.accepted()
         for record in request.ndjson()
     }
+
+
+def received_at_least(count: int, *servers: RecordingHttpServer) -> bool:
+    return len(messages(*servers)) >= count
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
@@ -188,7 +200,7 @@ def test_should_balance_over_both_servers_and_route_around_a_dead_one(
     tailing = Tailing(Collector(config, metastore))
     for burst in range(10):  # one delivery batch per burst at least
         append(log, *lines("first", 2000)[burst * 200 : (burst + 1) * 200])
-        wait_until(lambda n=burst: len(messages(first, second)) >= (n + 1) * 200)
+        wait_until(functools.partial(received_at_least, (burst + 1) * 200, first, second))
     assert messages(first) and messages(second), "both servers take a share"
 
     second.stop()
@@ -283,7 +295,7 @@ def stub_config(folder: Path, metastore_url: str, **group: Any) -> PipelineConfi
     )
 
 
-def delivered_lines(sink: RecordingSink) -> list[bytes]:
+def delivered_lines(sink: StubSink) -> list[bytes]:
     return [b"".join(chunk.data for chunk in batch.chunks) for batch in sink.delivered]
 
 

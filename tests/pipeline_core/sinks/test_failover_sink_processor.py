@@ -64,7 +64,9 @@ def test_should_leave_out_a_sink_whose_priority_is_taken_and_warn(
     first, second, third = RecordingSink("first"), RecordingSink("second"), RecordingSink("third")
 
     with caplog.at_level(logging.WARNING):
-        processor = failover([first, second, third], {"first": 5, "second": 5, "third": 1}, FakeClock())
+        processor = failover(
+            [first, second, third], {"first": 5, "second": 5, "third": 1}, FakeClock()
+        )
 
     assert processor.live_sinks() == ["first", "third"]
     assert "second" not in processor.priorities

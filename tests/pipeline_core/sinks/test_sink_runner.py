@@ -16,7 +16,7 @@ from pipeline_core.sinks import (
     SinkRunner,
     Status,
 )
-from pipeline_core.testing import BackoffSink, FakeClock, RecordingSink
+from pipeline_core.testing import BackoffSink, FakeClock, RecordingSink, SlowSink
 from tests.pipeline_core.sinks.support import (
     JOIN_TIMEOUT,
     ScriptedProcessor,
@@ -192,6 +192,19 @@ def test_should_deliver_through_a_default_processor() -> None:
 
     assert outcomes == [RunnerOutcome.DELIVERED, RunnerOutcome.DELIVERED, RunnerOutcome.BACKOFF]
     assert sequences(sink) == [1, 2]
+
+
+def test_should_not_add_a_wait_after_a_slow_delivery() -> None:
+    clock = FakeClock()
+    sink = SlowSink("slow", delay_s=3, clock=clock)
+    wire([sink], make_batch(1))
+    runner = SinkRunner(DefaultSinkProcessor("group", sink), clock=clock)
+
+    assert runner.run_once() is RunnerOutcome.DELIVERED
+
+    assert clock.now == 1_000_000.0 + 3
+    assert clock.waits == []
+    assert sequences(sink) == [1]
 
 
 # -- the runner's thread -----------------------------------------------------------------------
