@@ -11,15 +11,18 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import sqlalchemy as sa
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
 from pipeline_core.landing import SparkJobSpec, landing_job_spec, read_landing_summary
 from pipeline_core.metastore import CheckpointRecord, CheckpointState, FileRecord, Metastore
+from pipeline_core.metastore import _schema as tables
 from pipeline_core.sinks import checkpoint_dir
 
 __all__ = [
@@ -32,6 +35,8 @@ __all__ = [
 
 SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
 LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
+LANDABLE = (CheckpointState.SEALED, CheckpointState.COMMITTED)
+"""States whose batches the Spark job can land (again)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class CheckpointInfo:
     committed_at: datetime | None
     landing: dict[str, Any] = field(default_factory=dict)
     """The counts the Spark landing job reported (empty until committed)."""
+    error: str | None = None
+    """Why the checkpoint FAILED (``None`` otherwise, or when nobody said)."""
 
 
 @dataclass(frozen=True)
@@ -77,18 +84,41 @@ class PipelineStatus:
 
 
 class PipelineOperations:
-    """Operations on one pipeline, named by its config file."""
+    """Operations on one pipeline, named by its config file.
 
-    def __init__(self, config_path: str | Path) -> None:
+    ``metastore_url`` and ``lake_dir`` are fallbacks for a config that names neither (Airflow
+    passes what its ``sluice_metastore`` and ``sluice_lake`` connections say): the config's own
+    ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and ``lake.path`` always win.
+    """
+
+    def __init__(
+        self,
+        config_path: str | Path,
+        *,
+        metastore_url: str | None = None,
+        lake_dir: str | Path | None = None,
+    ) -> None:
         self._config_path = Path(config_path)
         self._config: PipelineConfig | None = None
+        self._default_metastore_url = metastore_url
+        self._default_lake_dir = Path(lake_dir) if lake_dir is not None else None
 
     @property
     def config(self) -> PipelineConfig:
         """The validated config (read on first use). Raises ConfigError."""
         if self._config is None:
-            self._config = load_pipeline_config(self._config_path)
+            self._config = self._with_defaults(load_pipeline_config(self._config_path))
         return self._config
+
+    def _with_defaults(self, config: PipelineConfig) -> PipelineConfig:
+        update: dict[str, Any] = {}
+        if self._default_metastore_url and config.metastore.url is None:
+            update["metastore"] = config.metastore.model_copy(
+                update={"url": self._default_metastore_url}
+            )
+        if self._default_lake_dir is not None and config.lake.path is None:
+            update["lake"] = config.lake.model_copy(update={"path": self._default_lake_dir})
+        return config.model_copy(update=update) if update else config
 
     @contextmanager
     def _metastore(self) -> Iterator[Metastore]:
@@ -110,16 +140,89 @@ class PipelineOperations:
             record = metastore.request_checkpoint(self.config.name, run_id, data_interval)
             return self._info(metastore, record)
 
-    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
-        """Raises CheckpointError for an unknown id or one of another pipeline."""
+    def checkpoint(
+        self, checkpoint_id: int, *, metastore: Metastore | None = None
+    ) -> CheckpointInfo:
+        """Raises CheckpointError for an unknown id or one of another pipeline.
+
+        ``metastore``: an open metastore to read from (a poller keeps one open instead of
+        opening and migrating one per call); by default one is opened and closed.
+        """
+        if metastore is not None:
+            return self._checkpoint(metastore, checkpoint_id)
+        with self._metastore() as opened:
+            return self._checkpoint(opened, checkpoint_id)
+
+    def _checkpoint(self, metastore: Metastore, checkpoint_id: int) -> CheckpointInfo:
+        record = metastore.checkpoint(checkpoint_id)
+        if record.pipeline != self.config.name:
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id} belongs to pipeline {record.pipeline!r}, "
+                f"not {self.config.name!r}"
+            )
+        return self._info(metastore, record)
+
+    def landable(self, checkpoint_id: int) -> CheckpointInfo:
+        """A checkpoint the Spark job can land (again): SEALED, or COMMITTED already.
+
+        Raises:
+            CheckpointError: unknown, of another pipeline, or not sealed (requested, failed).
+        """
+        info = self.checkpoint(checkpoint_id)
+        if info.state not in LANDABLE:
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id} is {info.state.value}; only sealed or committed "
+                "checkpoints can be landed"
+            )
+        return info
+
+    def data_interval(self, checkpoint_id: int) -> tuple[datetime, datetime] | None:
+        """The data interval of the DAG run that requested the checkpoint, if one was recorded."""
+        c = tables.checkpoints.c
+        query = sa.select(c.data_interval_start, c.data_interval_end).where(
+            c.id == checkpoint_id, c.pipeline == self.config.name
+        )
+        with self._metastore() as metastore, metastore.transaction() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise CheckpointError(
+                f"there is no checkpoint {checkpoint_id} of pipeline {self.config.name!r}"
+            )
+        start, end = _utc(row.data_interval_start), _utc(row.data_interval_end)
+        return (start, end) if start is not None and end is not None else None
+
+    def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
+        """The sealed or committed checkpoints that belong to ``[start, end)``, oldest first.
+
+        A checkpoint belongs to the interval holding the start of the data interval recorded
+        when it was requested (the DAG run's); one requested without an interval (``sluice
+        collect``, a worker sealing on stop) belongs to the interval holding its ``sealed_at``.
+        Adjacent intervals therefore share no checkpoint. A zero-width interval
+        (``start == end``, a trigger timetable's run) holds the checkpoints recorded for
+        exactly that instant. Read-only.
+        """
+        start, end = _as_utc(start), _as_utc(end)
+        if end < start:
+            raise ValueError(f"the interval ends ({end}) before it starts ({start})")
+        c = tables.checkpoints.c
+        if start == end:
+            recorded = c.data_interval_start == start
+        else:
+            recorded = (c.data_interval_start >= start) & (c.data_interval_start < end)
+        unrecorded = c.data_interval_start.is_(None) & (c.sealed_at >= start) & (c.sealed_at < end)
+        query = (
+            sa.select(c.id)
+            .where(
+                c.pipeline == self.config.name,
+                c.state.in_([state.value for state in LANDABLE]),
+                recorded | unrecorded,
+            )
+            .order_by(c.id)
+        )
         with self._metastore() as metastore:
-            record = metastore.checkpoint(checkpoint_id)
-            if record.pipeline != self.config.name:
-                raise CheckpointError(
-                    f"checkpoint {checkpoint_id} belongs to pipeline {record.pipeline!r}, "
-                    f"not {self.config.name!r}"
-                )
-            return self._info(metastore, record)
+            with metastore.transaction() as connection:
+                ids = [int(row[0]) for row in connection.execute(query)]
+            return [self._checkpoint(metastore, checkpoint_id) for checkpoint_id in ids]
 
     def pending_landings(self) -> list[CheckpointInfo]:
         """Sealed checkpoints not yet committed, oldest first."""
@@ -238,4 +341,17 @@ class PipelineOperations:
             sealed_at=record.sealed_at,
             committed_at=record.committed_at,
             landing=record.landing,
+            error=record.error,
         )
+
+
+def _as_utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive value is taken to be UTC), as the metastore stores times."""
+    utc = value.astimezone(UTC) if value.tzinfo is not None else value
+    return datetime(
+        utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, UTC
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else _as_utc(value)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pipeline_core.collector._sink_group import BarrierPassed
-from pipeline_core.metastore import BatchRecord, ByteRange, FileRecord, Metastore, utcnow
+from pipeline_core.metastore import (
+    AckerTreeRecord,
+    BatchRecord,
+    ByteRange,
+    FileRecord,
+    Metastore,
+    utcnow,
+)
 from pipeline_core.sinks import Barrier, ManifestRange, SealedBatch
 from pipeline_core.source import FileWatcher
 
@@ -87,8 +94,14 @@ class CheckpointCoordinator:
         self._injected.add(checkpoint_id)
         return barrier
 
-    def passed(self, passed: BarrierPassed, watcher: FileWatcher) -> SealedCheckpoint | None:
-        """A sink group passed a barrier; once every group has, record the sealed batch."""
+    def passed(
+        self,
+        passed: BarrierPassed,
+        watcher: FileWatcher,
+        acker_trees: Callable[[], list[AckerTreeRecord]] | None = None,
+    ) -> SealedCheckpoint | None:
+        """A sink group passed a barrier; once every group has, record the sealed batch (with
+        the acker's in-flight trees, when given, in the same transaction)."""
         pending = self._pending[passed.checkpoint_id]
         pending.groups_passed.add(passed.group)
         if passed.sealed is not None:
@@ -97,9 +110,14 @@ class CheckpointCoordinator:
             return None
         if pending.sealed is None:
             raise AssertionError(f"no sink group sealed checkpoint {passed.checkpoint_id}")
-        return self._record(pending.sealed, watcher)
+        return self._record(pending.sealed, watcher, acker_trees() if acker_trees else None)
 
-    def _record(self, sealed: SealedBatch, watcher: FileWatcher) -> SealedCheckpoint:
+    def _record(
+        self,
+        sealed: SealedBatch,
+        watcher: FileWatcher,
+        acker_trees: list[AckerTreeRecord] | None,
+    ) -> SealedCheckpoint:
         """Record a sealed batch (one transaction); advance the files' sealed offsets."""
         pending = self._pending.pop(sealed.checkpoint_id)
         batch = BatchRecord(
@@ -115,7 +133,9 @@ class CheckpointCoordinator:
                 ByteRange(r.fingerprint, r.start, r.end, r.lines) for r in pending.barrier.ranges
             ),
         )
-        batch_id = self._metastore.seal(self._pipeline, batch, pending.files, self._host)
+        batch_id = self._metastore.seal(
+            self._pipeline, batch, pending.files, self._host, acker_trees
+        )
         offsets = {f.fingerprint: f.sealed_offset for f in pending.files}
         for tracked in watcher.files:
             if tracked.fingerprint in offsets:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
+from pipeline_core.collector._delivery_tracking import DeliveryTracker
 from pipeline_core.collector._events import PipelineEvent
 from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
 from pipeline_core.collector._sink_groups import build_sink_groups
@@ -70,6 +71,9 @@ log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 0.2
 """How long a caught-up collector waits before reading again."""
 
+CONTROL_POLL_SECONDS = 1.0
+"""How often the control thread looks at the metastore (lease, checkpoint requests)."""
+
 
 class CollectorMode(Enum):
     ONCE = "once"
@@ -79,12 +83,25 @@ class CollectorMode(Enum):
 
 
 @dataclass(frozen=True)
+class AckerStats:
+    """The acker's counters at the end of a run."""
+
+    acked: int
+    replayed: int
+    timed_out: int
+    pending: int
+    lost: int
+    committed_offsets: dict[str, int]
+
+
+@dataclass(frozen=True)
 class CollectorResult:
     sealed: tuple[SealedCheckpoint, ...]
     files: int
     lines: int
     bytes: int
     seconds: float
+    acker: AckerStats | None = None
 
 
 class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
@@ -169,8 +186,18 @@ class Collector:
         self._process_level.add_queue(self._key, tuning.process_queue_size)
         self._send_level.add_queue(self._key, tuning.send_queue_size)
         self._to_send = BlockedQueue(self._send_level)
-        self._publisher = RingPublisher({self._key: self._ring})
+        self._tracking = DeliveryTracker(
+            self._watcher,
+            timeout=tuning.acker_timeout_s,
+            max_pending=tuning.max_pending_trees,
+            replays_wanted=any(not group.holds_handoff for group in self._groups),
+        )
+        self._last_snapshot = time.monotonic()
+        self._publisher = RingPublisher(
+            {self._key: self._ring}, len(self._groups), self._anchored_from_stage
+        )
         self._blocked_reading: MailboxDefaultAction.Suspension | None = None
+        self._waiting_for_acks: MailboxDefaultAction.Suspension | None = None
         # Made on the thread that runs the loop (the mailbox records its owner thread).
         self._processor: MailboxProcessor | None = None
         self._stop_requested = threading.Event()
@@ -231,9 +258,15 @@ class Collector:
             StageThread("sluice-send", self._send_level, self._publisher, report),
         ]
         consumers: list[tuple[BatchEventProcessor[PipelineEvent], threading.Thread]] = []
-        for group in self._groups:
+        for index, group in enumerate(self._groups):
             handler = SinkGroupEventHandler(
-                group.processor, group.runner, group.channel, self._barrier_passed_from_sink
+                group.processor,
+                group.runner,
+                group.channel,
+                self._barrier_passed_from_sink,
+                index=index,
+                skip_replays=group.holds_handoff,
+                on_delivered=self._delivered_from_sink,
             )
             consumer = BatchEventProcessor(
                 self._ring,
@@ -252,6 +285,7 @@ class Collector:
             consumers.append((consumer, thread))
         if self._stop_requested.is_set():
             self._mail.execute(self._begin_stop, "stop requested before the start")
+        self._tracking.restore(self._metastore.acker_trees(self._config.name, self._host))
         control = threading.Thread(target=self._control_loop, name="sluice-control", daemon=True)
         for stage in stages:
             stage.start()
@@ -273,6 +307,7 @@ class Collector:
                 self._ring.remove_gating_sequence(consumer.sequence)
             control.join(timeout=30)
             self._sink_states.flush()
+            self._save_in_flight()
             self._watcher.close()
             self._processor.close()
             self._metastore.release_lease(self._config.name, self._host, self._holder)
@@ -282,15 +317,31 @@ class Collector:
             lines=self._lines,
             bytes=self._bytes,
             seconds=time.monotonic() - started,
+            acker=AckerStats(
+                acked=self._tracking.acker.acked,
+                replayed=self._tracking.replayed,
+                timed_out=self._tracking.acker.timed_out,
+                pending=self._tracking.acker.pending,
+                lost=self._tracking.lost,
+                committed_offsets=self._tracking.offsets.snapshot(),
+            ),
         )
 
     def _control_loop(self) -> None:
-        """Renews the lease; in continuous mode, forwards new checkpoint requests as mail."""
+        """Renews the lease; in continuous mode, forwards new checkpoint requests as mail;
+        sends the acker's timeout sweep as mail (reading may be suspended meanwhile)."""
         lease = self._config.collector.lease_seconds
         renew_every = max(0.5, lease / 3)
         next_renewal = time.monotonic() + renew_every
+        tick = min(CONTROL_POLL_SECONDS, self._config.collector.acker_timeout_s / 3)
+        next_poll = time.monotonic() + CONTROL_POLL_SECONDS
         forwarded: set[int] = set()
-        while not self._control_stop.wait(1.0):
+        while not self._control_stop.wait(tick):
+            with contextlib.suppress(RejectedExecutionError):
+                self._mail.execute(self._sweep, "acker timeout sweep")
+            if time.monotonic() < next_poll:
+                continue
+            next_poll = time.monotonic() + CONTROL_POLL_SECONDS
             try:
                 if time.monotonic() >= next_renewal:
                     if not self._metastore.acquire_lease(
@@ -331,15 +382,27 @@ class Collector:
             if self._mode is CollectorMode.ONCE or self._stopping
             else (self._config.collector.rotated_grace_s)
         )
+        self._tracking.sweep_if_due()
+        if now - self._last_snapshot >= self._config.collector.acker_snapshot_s:
+            self._save_in_flight()
+        if not self._push_replays():
+            self._wait_for_process_queue(controller)
+            return
         if not self._process_level.is_writable(self._key):
             self._wait_for_process_queue(controller)
+            return
+        if not self._tracking.can_admit():
+            self._wait_for_acks(controller)
             return
         result = self._reader.read_slice(self._publish_chunk, rotated_grace=grace)
         self._lines += result.lines
         self._bytes += result.bytes
         if result.blocked:
             self._idle_confirmed = False
-            self._wait_for_process_queue(controller)
+            if self._tracking.can_admit():
+                self._wait_for_process_queue(controller)
+            else:
+                self._wait_for_acks(controller)
             return
         if not result.caught_up:
             self._idle_confirmed = False
@@ -359,7 +422,39 @@ class Collector:
         timer.start()
 
     def _publish_chunk(self, chunk: Chunk) -> bool:
-        return self._process_level.push(self._key, chunk) is PushResult.ACCEPTED
+        if not self._tracking.can_admit():
+            return False
+        chunk = self._tracking.stamp(chunk)
+        if self._process_level.push(self._key, chunk) is not PushResult.ACCEPTED:
+            return False
+        self._tracking.started(chunk)
+        return True
+
+    def _push_replays(self) -> bool:
+        """Queue the ranges to re-deliver, before any new reading; False while the process
+        queue is full."""
+        replays = self._tracking.replays
+        while replays:
+            chunk = self._tracking.stamp(replays[0])
+            if self._process_level.push(self._key, chunk) is not PushResult.ACCEPTED:
+                return False
+            replays.popleft()
+            self._tracking.started(chunk)
+        return True
+
+    def _wait_for_acks(self, controller: MailboxDefaultAction.Controller) -> None:
+        """Stop reading until acks bring the trees in flight under the limit (an ack mail
+        resumes reading)."""
+        self._waiting_for_acks = controller.suspend_default_action()
+
+    def _save_in_flight(self) -> None:
+        self._last_snapshot = time.monotonic()
+        try:
+            self._metastore.save_acker_trees(
+                self._config.name, self._host, self._tracking.records()
+            )
+        except Exception as exc:  # retried at the next snapshot
+            log.warning("cannot save the acker's in-flight trees: %s", exc)
 
     def _wait_for_process_queue(self, controller: MailboxDefaultAction.Controller) -> None:
         """Stop reading until the process queue drains to its low watermark (its feedback
@@ -405,7 +500,9 @@ class Collector:
             self._loop().all_actions_completed()
 
     def _on_barrier_passed(self, passed: BarrierPassed) -> None:
-        if self._coordinator.passed(passed, self._watcher) is not None:
+        recorded = self._coordinator.passed(passed, self._watcher, self._tracking.records)
+        if recorded is not None:
+            self._last_snapshot = time.monotonic()
             self._sink_states.flush()
             self._end_when_sealed()
 
@@ -413,7 +510,31 @@ class Collector:
         assert self._processor is not None, "the collector is not running"
         return self._processor
 
-    # -- called on a sink group's thread: forward as mail ------------------------------------
+    def _sweep(self) -> None:
+        self._tracking.acker.sweep()
+        self._resume_if_admitting()
+
+    def _on_acks(self, acks: list[tuple[int, int]]) -> None:
+        self._tracking.acker.ack_all(acks)
+        self._resume_if_admitting()
+
+    def _resume_if_admitting(self) -> None:
+        suspension = self._waiting_for_acks
+        if suspension is not None and (self._tracking.replays or self._tracking.can_admit()):
+            self._waiting_for_acks = None
+            suspension.resume()
+
+    # -- called on stage and sink group threads: forward as mail -----------------------------
+
+    def _anchored_from_stage(self, tree: int, ack_value: int) -> None:
+        with contextlib.suppress(RejectedExecutionError):  # the loop has ended
+            self._mail.execute(
+                functools.partial(self._on_acks, [(tree, ack_value)]), "chunk anchored"
+            )
+
+    def _delivered_from_sink(self, acks: list[tuple[int, int]]) -> None:
+        with contextlib.suppress(RejectedExecutionError):
+            self._mail.execute(functools.partial(self._on_acks, acks), "chunks delivered")
 
     def _barrier_passed_from_sink(self, passed: BarrierPassed) -> None:
         try:

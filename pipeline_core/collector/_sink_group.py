@@ -54,7 +54,12 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
     delivered (or their barrier passed) by an earlier attempt and are skipped, so a rewind never
     delivers a chunk twice or seals a checkpoint twice.
 
-    It never touches pipeline state: everything it learns leaves through ``on_barrier_passed``.
+    Acker: once a batch is delivered, the group acks its edge of each chunk's tree
+    (``children[index]``) through ``on_delivered``. A group with ``skip_replays`` (the handoff
+    group) acks replayed chunks without delivering them.
+
+    It never touches pipeline state: everything it learns leaves through ``on_barrier_passed``
+    and ``on_delivered``.
     """
 
     def __init__(
@@ -63,12 +68,20 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         runner: SinkRunner,
         channel: BatchChannel,
         on_barrier_passed: Callable[[BarrierPassed], None],
+        *,
+        index: int = 0,
+        skip_replays: bool = False,
+        on_delivered: Callable[[list[tuple[int, int]]], None] | None = None,
     ) -> None:
         self._processor = processor
         self._runner = runner
         self._channel = channel
         self._on_barrier_passed = on_barrier_passed
+        self._index = index
+        self._skip_replays = skip_replays
+        self._on_delivered = on_delivered
         self._chunks: list[Chunk] = []
+        self._acks: list[tuple[int, int]] = []
         self._done_through = -1
         self.delivered_lines = 0
 
@@ -86,12 +99,17 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
 
     def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
         self._chunks.clear()  # a replayed batch gathers its chunks again
+        self._acks.clear()
 
     def on_event(self, event: PipelineEvent, sequence: int, end_of_batch: bool) -> None:
         if sequence > self._done_through:
             if event.kind is EventKind.CHUNK:
-                assert event.chunk is not None
-                self._chunks.append(event.chunk)
+                chunk = event.chunk
+                assert chunk is not None
+                if chunk.tree:
+                    self._acks.append((chunk.tree, event.children[self._index]))
+                if not (chunk.replay and self._skip_replays):
+                    self._chunks.append(chunk)
             else:
                 assert event.barrier is not None
                 self._deliver(sequence - 1)
@@ -101,6 +119,8 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
 
     def _deliver(self, through: int) -> None:
         if not self._chunks:
+            self._acknowledge()
+            self._done_through = max(self._done_through, through)
             return
         batch = DeliveryBatch(tuple(self._chunks), through)
         self._channel.put(batch)
@@ -118,6 +138,12 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         self._chunks.clear()
         self._done_through = through
         self.delivered_lines += batch.lines
+        self._acknowledge()
+
+    def _acknowledge(self) -> None:
+        if self._acks and self._on_delivered is not None:
+            self._on_delivered(list(self._acks))
+        self._acks.clear()
 
     def _pass(self, barrier: Barrier, sequence: int) -> None:
         sealed: SealedBatch | None = None

@@ -44,6 +44,11 @@ class SinkGroup:
     channel: BatchChannel
     rewind_strategy: BatchRewindStrategy
 
+    @property
+    def holds_handoff(self) -> bool:
+        """Whether this is the group of the handoff sink (the lake's batches)."""
+        return any(isinstance(sink, HandoffSink) for sink in self.processor.sinks)
+
 
 def build_sink_groups(
     config: PipelineConfig,

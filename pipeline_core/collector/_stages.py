@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from pipeline_core.acker import new_id
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.queues import BlockedQueue, QueueLevel
 from pipeline_core.ring import InsufficientCapacityException, RingBuffer
@@ -100,10 +101,22 @@ class ProcessStage:
 
 class RingPublisher:
     """Publishes send-level items into a pipeline's ring, waiting (not spinning) while the
-    slowest sink group holds every slot, and giving up when ``stopping`` is set."""
+    slowest sink group holds every slot, and giving up when ``stopping`` is set.
 
-    def __init__(self, rings: dict[str, RingBuffer[PipelineEvent]]) -> None:
+    Each chunk fans out to every sink group: the publisher anchors one new acker edge per
+    group on the chunk's tree and acks the edge it received, in one XOR reported through
+    ``on_anchored(tree, ack_value)``; group ``i`` acks ``children[i]`` once it delivered.
+    """
+
+    def __init__(
+        self,
+        rings: dict[str, RingBuffer[PipelineEvent]],
+        groups: int,
+        on_anchored: Callable[[int, int], None],
+    ) -> None:
         self._rings = rings
+        self._groups = groups
+        self._on_anchored = on_anchored
         self.stopping = threading.Event()
 
     def __call__(self, key: str, item: StageItem) -> None:
@@ -122,8 +135,15 @@ class RingPublisher:
             event.kind = EventKind.BARRIER
             event.barrier = item
             event.chunk = None
+            event.children = ()
         else:
+            children = tuple(new_id() for _ in range(self._groups))
+            ack_value = item.edge
+            for child in children:
+                ack_value ^= child
+            self._on_anchored(item.tree, ack_value)
             event.kind = EventKind.CHUNK
             event.chunk = item
             event.barrier = None
+            event.children = children
         ring.publish(sequence)

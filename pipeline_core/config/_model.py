@@ -98,6 +98,14 @@ class CollectorConfig(_Strict):
     """High watermark of the pipeline's process queue, in chunks (low: 2/3 of it)."""
     send_queue_size: Annotated[int, Field(ge=1)] = 16
     """High watermark of the pipeline's send queue, in chunks (low: 2/3 of it)."""
+    acker_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    """A chunk not acked by every sink group within this time is replayed to the sinks other
+    than the handoff (Storm's ``topology.message.timeout.secs``)."""
+    max_pending_trees: Annotated[int, Field(ge=1)] = 128
+    """Chunks in flight (read, not yet acked everywhere) before reading waits (Storm's max
+    spout pending)."""
+    acker_snapshot_s: Annotated[float, Field(gt=0)] = 5.0
+    """How often the in-flight chunks are saved to the metastore besides every checkpoint."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0
     rotated_grace_s: Annotated[float, Field(ge=0)] = 5.0

@@ -6,6 +6,7 @@ deployments. Opening a :class:`Metastore` migrates its schema to the newest revi
 
 from pipeline_core.metastore._migrations import alembic_config, upgrade_to_head
 from pipeline_core.metastore._records import (
+    AckerTreeRecord,
     BatchRecord,
     ByteRange,
     CheckpointRecord,
@@ -17,6 +18,7 @@ from pipeline_core.metastore._records import (
 from pipeline_core.metastore._store import Metastore, utcnow
 
 __all__ = [
+    "AckerTreeRecord",
     "BatchRecord",
     "ByteRange",
     "CheckpointRecord",

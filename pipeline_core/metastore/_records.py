@@ -94,3 +94,17 @@ class SinkStateRecord:
     excluded_until: float
     last_failure_at: float
     last_error: str | None
+
+
+@dataclass(frozen=True)
+class AckerTreeRecord:
+    """An acker tree in flight: bytes ``[start, end)`` of a file not yet acked by every sink
+    group. Ids are unsigned 64-bit integers."""
+
+    tree_id: int
+    value: int
+    source: str
+    fingerprint: str
+    start: int
+    end: int
+    lines: int

@@ -116,3 +116,20 @@ sink_states = Table(
     Column("last_error", Text, nullable=True),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
+
+# The acker's in-flight trees of a pipeline on a host, replaced as a whole at each checkpoint
+# and time slice: what a restarted collector must still deliver to its other sinks.
+acker_trees = Table(
+    "sluice_acker_trees",
+    metadata,
+    Column("pipeline", String(64), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("tree_id", String(16), primary_key=True),
+    Column("value", String(16), nullable=False),
+    Column("source", String(64), nullable=False),
+    Column("fingerprint", String(32), nullable=False),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("end_offset", BigInteger, nullable=False),
+    Column("line_count", BigInteger, nullable=False),
+    Column("saved_at", DateTime(timezone=True), nullable=False),
+)

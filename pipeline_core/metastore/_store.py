@@ -18,6 +18,7 @@ from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore import _schema as t
 from pipeline_core.metastore._migrations import upgrade_to_head
 from pipeline_core.metastore._records import (
+    AckerTreeRecord,
     BatchRecord,
     CheckpointRecord,
     CheckpointState,
@@ -188,10 +189,16 @@ class Metastore:
         ]
 
     def seal(
-        self, pipeline: str, batch: BatchRecord, files: Iterable[FileRecord], host: str
+        self,
+        pipeline: str,
+        batch: BatchRecord,
+        files: Iterable[FileRecord],
+        host: str,
+        acker_trees: Iterable[AckerTreeRecord] | None = None,
     ) -> int:
         """Record a sealed batch in ONE transaction: the batch and its byte ranges, the files'
-        offsets at the barrier, and the checkpoint's move to SEALED. Returns the batch id.
+        offsets at the barrier, the acker's in-flight trees (when given) and the checkpoint's
+        move to SEALED. Returns the batch id.
 
         Raises:
             CheckpointError: the checkpoint is not REQUESTED any more (sealed elsewhere).
@@ -235,6 +242,8 @@ class Metastore:
                     ],
                 )
             self._save_files(connection, pipeline, host, files, now)
+            if acker_trees is not None:
+                self._replace_acker_trees(connection, pipeline, host, acker_trees, now)
             connection.execute(
                 t.checkpoints.update()
                 .where(t.checkpoints.c.id == batch.checkpoint_id)
@@ -388,6 +397,64 @@ class Metastore:
                             **values,
                         )
                     )
+
+    # -- acker trees ---------------------------------------------------------------------------
+
+    def acker_trees(self, pipeline: str, host: str) -> list[AckerTreeRecord]:
+        """The in-flight trees saved last for (pipeline, host)."""
+        c = t.acker_trees.c
+        with self.transaction() as connection:
+            rows = connection.execute(
+                sa.select(
+                    c.tree_id,
+                    c.value,
+                    c.source,
+                    c.fingerprint,
+                    c.start_offset,
+                    c.end_offset,
+                    c.line_count,
+                )
+                .where(c.pipeline == pipeline, c.host == host)
+                .order_by(c.fingerprint, c.start_offset)
+            ).all()
+        return [
+            AckerTreeRecord(int(r[0], 16), int(r[1], 16), r[2], r[3], r[4], r[5], r[6])
+            for r in rows
+        ]
+
+    def save_acker_trees(self, pipeline: str, host: str, trees: Iterable[AckerTreeRecord]) -> None:
+        """Replace the saved in-flight trees of (pipeline, host) by ``trees``, in one
+        transaction."""
+        with self.transaction() as connection:
+            self._replace_acker_trees(connection, pipeline, host, trees, utcnow())
+
+    @staticmethod
+    def _replace_acker_trees(
+        connection: Connection,
+        pipeline: str,
+        host: str,
+        trees: Iterable[AckerTreeRecord],
+        now: datetime,
+    ) -> None:
+        c = t.acker_trees.c
+        connection.execute(t.acker_trees.delete().where(c.pipeline == pipeline, c.host == host))
+        rows = [
+            {
+                "pipeline": pipeline,
+                "host": host,
+                "tree_id": f"{tree.tree_id:016x}",
+                "value": f"{tree.value:016x}",
+                "source": tree.source,
+                "fingerprint": tree.fingerprint,
+                "start_offset": tree.start,
+                "end_offset": tree.end,
+                "line_count": tree.lines,
+                "saved_at": now,
+            }
+            for tree in trees
+        ]
+        if rows:
+            connection.execute(t.acker_trees.insert(), rows)
 
     # -- leases ------------------------------------------------------------------------------
 

@@ -11,6 +11,9 @@ class Chunk:
 
     ``data`` holds whole lines, each ending with ``\\n``; only the last may lack it (a line cut at
     ``max_line_bytes``, or the unterminated end of a rotated file). ``lines`` counts them.
+
+    ``tree`` and ``edge`` are the acker's tree id and the id of the edge that carries the chunk
+    (0: not tracked); ``replay`` marks a range read again for sinks that did not ack it.
     """
 
     source: str
@@ -18,6 +21,9 @@ class Chunk:
     start: int
     data: bytes
     lines: int
+    tree: int = 0
+    edge: int = 0
+    replay: bool = False
 
     @property
     def end(self) -> int:

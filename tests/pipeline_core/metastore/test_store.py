@@ -15,6 +15,7 @@ from alembic.runtime.migration import MigrationContext
 
 from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore import (
+    AckerTreeRecord,
     BatchRecord,
     ByteRange,
     CheckpointState,
@@ -36,6 +37,7 @@ SLUICE_TABLES = {
     "sluice_batches",
     "sluice_batch_ranges",
     "sluice_sink_states",
+    "sluice_acker_trees",
     "sluice_leases",
 }
 
@@ -454,3 +456,23 @@ def test_should_upsert_sink_states_and_read_them_back(metastore: Metastore) -> N
 def test_should_keep_sink_states_apart_per_host(metastore: Metastore) -> None:
     metastore.save_sink_states(PIPELINE, "host-a", [sink_state("web", "primary", 2, "x")])
     assert metastore.sink_states(PIPELINE, "host-b") == []
+
+
+# -- acker trees ---------------------------------------------------------------------------------
+
+
+def tree(tree_id: int, start: int) -> AckerTreeRecord:
+    return AckerTreeRecord(tree_id, 2**64 - 1 - tree_id, "access", "fp", start, start + 10, 2)
+
+
+def test_should_round_trip_64_bit_acker_trees(metastore: Metastore) -> None:
+    trees = [tree(2**63 + 5, 0), tree(1, 10)]
+    metastore.save_acker_trees(PIPELINE, "host-a", trees)
+    assert metastore.acker_trees(PIPELINE, "host-a") == trees
+
+
+def test_should_replace_the_saved_acker_trees_as_a_whole(metastore: Metastore) -> None:
+    metastore.save_acker_trees(PIPELINE, "host-a", [tree(1, 0), tree(2, 10)])
+    metastore.save_acker_trees(PIPELINE, "host-a", [tree(3, 20)])
+    assert metastore.acker_trees(PIPELINE, "host-a") == [tree(3, 20)]
+    assert metastore.acker_trees(PIPELINE, "host-b") == []

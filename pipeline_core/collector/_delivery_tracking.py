@@ -1,0 +1,174 @@
+"""The collector's side of the acker: stamping chunks, committed offsets, replays, persistence."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from pipeline_core.acker import Acker, OffsetTracker, TreeOutcome, TreeSource, new_id
+from pipeline_core.metastore import AckerTreeRecord
+from pipeline_core.source import Chunk, FileWatcher
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_SECONDS = 1.0
+
+
+class DeliveryTracker:
+    """Tracks every chunk read as an acker tree until every sink group has it.
+
+    * ``stamp`` gives a chunk its tree and root edge ids; ``started`` begins the tree once the
+      chunk is in the process queue. The reader holds back while ``can_admit`` is false (at
+      most ``max_pending`` trees in flight: Storm's max spout pending).
+    * An acked tree advances its file's committed offset (``offsets``).
+    * A failed or timed-out tree is read again from its file and queued in ``replays``, marked
+      ``replay``: the handoff group skips replays (its lines are already in a batch, or will be
+      re-read from the sealed offset after a crash), the other groups deliver them again (at
+      least once; the event id lets them de-duplicate). A pipeline with no other group drops
+      the replay.
+    * ``records``/``restore`` carry the in-flight trees through the metastore, so a restarted
+      collector re-delivers to its other sinks what they had not acked.
+
+    Threading model: owned by the collector's mailbox thread; acks arrive there as mail.
+    """
+
+    def __init__(
+        self,
+        watcher: FileWatcher,
+        *,
+        timeout: float,
+        max_pending: int,
+        replays_wanted: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._watcher = watcher
+        self._max_pending = max_pending
+        self._replays_wanted = replays_wanted
+        self._clock = clock
+        self.acker = Acker(self, timeout=timeout, clock=clock)
+        self.offsets = OffsetTracker()
+        self.replays: deque[Chunk] = deque()
+        self.replayed = 0
+        self.lost = 0
+        """Replays that could not be read back (the file's bytes are gone)."""
+        self._last_sweep = clock()
+
+    # -- admission ---------------------------------------------------------------------------
+
+    def can_admit(self) -> bool:
+        return self.acker.pending < self._max_pending and not self.replays
+
+    def stamp(self, chunk: Chunk) -> Chunk:
+        return dataclasses.replace(chunk, tree=new_id(), edge=new_id())
+
+    def started(self, chunk: Chunk) -> None:
+        self.acker.init(
+            chunk.tree,
+            chunk.edge,
+            TreeSource(chunk.source, chunk.fingerprint, chunk.start, chunk.end, chunk.lines),
+        )
+        if not chunk.replay:
+            self.offsets.track(chunk.fingerprint, chunk.start, chunk.end)
+
+    def sweep_if_due(self) -> None:
+        now = self._clock()
+        if now - self._last_sweep >= SWEEP_INTERVAL_SECONDS:
+            self._last_sweep = now
+            self.acker.sweep()
+
+    # -- AckerListener -----------------------------------------------------------------------
+
+    def on_tree_acked(self, tree_id: int, source: TreeSource) -> None:
+        self.offsets.acked(source.fingerprint, source.start, source.end)
+
+    def on_tree_failed(self, tree_id: int, source: TreeSource, outcome: TreeOutcome) -> None:
+        if not self._replays_wanted:
+            # Only the handoff group: its lines are sealed or re-read after a restart.
+            self.offsets.acked(source.fingerprint, source.start, source.end)
+            return
+        chunk = self._read_again(source)
+        if chunk is None:
+            self.lost += 1
+            self.offsets.acked(source.fingerprint, source.start, source.end)
+            return
+        self.replays.append(chunk)
+        self.replayed += 1
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def records(self) -> list[AckerTreeRecord]:
+        return [
+            AckerTreeRecord(
+                tree.tree_id,
+                tree.value,
+                tree.source.source,
+                tree.source.fingerprint,
+                tree.source.start,
+                tree.source.end,
+                tree.source.lines,
+            )
+            for tree in self.acker.in_flight()
+        ]
+
+    def restore(self, records: Iterable[AckerTreeRecord]) -> int:
+        """Queue replays for the saved trees whose bytes are sealed already (those past the
+        sealed offset are read again by the reader anyway). Returns how many were queued."""
+        if not self._replays_wanted:
+            return 0
+        sealed = {tracked.fingerprint: tracked.sealed_offset for tracked in self._watcher.files}
+        queued = 0
+        for record in records:
+            if record.end > sealed.get(record.fingerprint, 0):
+                continue
+            source = TreeSource(
+                record.source, record.fingerprint, record.start, record.end, record.lines
+            )
+            chunk = self._read_again(source)
+            if chunk is None:
+                self.lost += 1
+                continue
+            self.replays.append(chunk)
+            queued += 1
+        if queued:
+            log.info("re-delivering %d ranges the other sinks had not acked", queued)
+        return queued
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _read_again(self, source: TreeSource) -> Chunk | None:
+        tracked = next(
+            (f for f in self._watcher.files if f.fingerprint == source.fingerprint), None
+        )
+        size = source.end - source.start
+        data = b""
+        if tracked is not None:
+            fd = tracked.fd
+            try:
+                if fd is None:
+                    fd = os.open(tracked.path, os.O_RDONLY)
+                    try:
+                        info = os.fstat(fd)
+                        if (info.st_dev, info.st_ino) == (tracked.dev, tracked.ino):
+                            data = os.pread(fd, size, source.start)
+                    finally:
+                        os.close(fd)
+                else:
+                    data = os.pread(fd, size, source.start)
+            except OSError as exc:
+                log.warning("cannot read %s again: %s", tracked.path, exc)
+        if len(data) != size:
+            log.error(
+                "bytes %d-%d of file %s are gone; the other sinks miss %d lines",
+                source.start,
+                source.end,
+                source.fingerprint,
+                source.lines,
+            )
+            return None
+        return Chunk(
+            source.source, source.fingerprint, source.start, data, source.lines, replay=True
+        )

@@ -1,0 +1,143 @@
+"""A pipeline's files and the bytes behind each one that no sealed batch covers yet.
+
+A tracked file is measured where it was at its last seal, or where the sources' globs find the
+same device and inode now; its stored signature (CRC-32 of the first bytes) must still match,
+so a reused inode or a truncated file is never measured as the file that was sealed. Files on
+another collector host are not measured here. Files the globs match that the metastore does not
+know yet are listed as ``untracked``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import stat
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
+from pipeline_core.state._models import FileSnapshot, FileStatus
+
+
+def file_snapshots(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
+    """The tracked files (``sluice_files`` rows of every host), then the untracked ones."""
+    return _tracked(config, rows) + _untracked(config, rows)
+
+
+_Inode = tuple[int, int]
+
+
+def _tracked(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
+    local = config.collector.host
+    found = _found_files(config.sources)
+    snapshots = []
+    for row in rows:
+        snapshot = FileSnapshot(
+            source=row.source,
+            host=row.host,
+            path=row.path,
+            fingerprint=row.fingerprint,
+            state=FileStatus(row.state),
+            sealed_offset=row.sealed_offset,
+        )
+        if row.host != local:
+            update: dict[str, Any] = {"note": f"on host {row.host}: not measured here"}
+        elif row.state == FileStatus.DONE:
+            update = {"unread_bytes": 0, "note": "read to its end"}
+        else:
+            update = _measure(row, found.get((row.dev, row.ino)))
+        snapshots.append(snapshot.model_copy(update=update))
+    return snapshots
+
+
+def _measure(row: Any, found_at: tuple[str, str] | None) -> dict[str, Any]:
+    """Size and unread bytes of a tracked file, where it was sealed or where it is now."""
+    candidates = [row.path] + ([found_at[1]] if found_at and found_at[1] != row.path else [])
+    for path in candidates:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) != (row.dev, row.ino):
+            continue
+        if not _signature_matches(path, row.sig_size, row.sig_crc):
+            return {"note": f"{path} now holds other content (truncated or replaced)"}
+        update: dict[str, Any] = {
+            "current_path": path,
+            "size": info.st_size,
+            "unread_bytes": max(info.st_size - row.sealed_offset, 0),
+        }
+        if info.st_size < row.sealed_offset:
+            update["note"] = "smaller than its sealed offset (truncated)"
+        return update
+    return {"note": "not found: moved away from the source's paths or deleted"}
+
+
+def _untracked(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
+    """Files the sources' paths match that the metastore does not know yet (never sealed)."""
+    local = config.collector.host
+    known: dict[_Inode, list[Any]] = {}
+    for row in rows:
+        if row.host == local:
+            known.setdefault((row.dev, row.ino), []).append(row)
+    snapshots = []
+    for inode, (source_name, path) in sorted(
+        _found_files(config.sources).items(), key=lambda i: i[1][1]
+    ):
+        if any(_same_file(row, path) for row in known.get(inode, [])):
+            continue
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        from_start = config.source(source_name).start_at is StartPosition.BEGINNING
+        snapshots.append(
+            FileSnapshot(
+                source=source_name,
+                host=local,
+                path=path,
+                fingerprint=None,
+                state=FileStatus.UNTRACKED,
+                sealed_offset=0,
+                current_path=path,
+                size=size,
+                unread_bytes=size if from_start else None,
+                note=None if from_start else "start_at: end (read from where it ends when seen)",
+            )
+        )
+    return snapshots
+
+
+def _same_file(row: Any, path: str) -> bool:
+    return row.state != FileStatus.DONE or _signature_matches(path, row.sig_size, row.sig_crc)
+
+
+def _found_files(sources: Iterable[SourceConfig]) -> dict[_Inode, tuple[str, str]]:
+    """``(dev, ino) -> (source, path)`` of the regular files the sources' globs match now."""
+    found: dict[_Inode, tuple[str, str]] = {}
+    for source in sources:
+        for pattern in source.paths:
+            for path in sorted(glob.glob(pattern, recursive=True)):
+                if any(fnmatch.fnmatch(path, ex) for ex in source.exclude):
+                    continue
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    found.setdefault((info.st_dev, info.st_ino), (source.name, path))
+    return found
+
+
+def _signature_matches(path: str, size: int, crc: int) -> bool:
+    """True when the file still starts with the bytes its stored signature was taken from."""
+    if size == 0:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(size)
+    except OSError:
+        return False
+    return len(head) == size and zlib.crc32(head) == crc

@@ -1,0 +1,121 @@
+"""The acker in the collector: every chunk's tree completes, committed offsets, replays after
+a sink outage longer than the acker timeout, and in-flight trees carried over a restart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline_core.collector import Collector
+from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import AckerTreeRecord, Metastore
+from pipeline_core.testing import RecordingSink, StubSink, SwitchableSink, staged_payloads
+from tests.support.pipelines import append, load
+
+FAST_RUNNER = {"backoff_sleep_increment_s": 0.01, "max_backoff_sleep_s": 0.05}
+
+
+def lines(prefix: str, count: int) -> list[bytes]:
+    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
+
+
+def delivered(sink: StubSink) -> list[bytes]:
+    return b"".join(c.data for batch in sink.delivered for c in batch.chunks).splitlines()
+
+
+def with_stub(folder: Path, metastore_url: str, **collector: Any) -> PipelineConfig:
+    return load(
+        folder,
+        metastore_url,
+        sinks={"lake": {"type": "handoff"}, "stub": {"type": "null"}},
+        sink_groups=[
+            {"name": "lake", "sinks": ["lake"]},
+            {"name": "stub", "sinks": ["stub"], **FAST_RUNNER},
+        ],
+        collector={"read_chunk_bytes": 4096, **collector},
+    )
+
+
+@pytest.mark.timeout(60)
+def test_should_complete_every_tree_and_commit_every_byte_of_a_clean_run(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    append(log, *lines("a", 3000))
+
+    result = Collector(config, metastore, sinks={"stub": RecordingSink("stub")}).run_once()
+
+    assert result.acker is not None
+    assert result.acker.pending == 0
+    assert result.acker.acked > 1
+    assert (result.acker.replayed, result.acker.lost) == (0, 0)
+    assert list(result.acker.committed_offsets.values()) == [log.stat().st_size]
+    assert metastore.acker_trees(config.name, config.collector.host) == []
+
+
+@pytest.mark.timeout(60)
+def test_should_hold_reading_at_the_limit_of_trees_in_flight_and_lose_nothing(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub(tmp_path, metastore_url, max_pending_trees=2)
+    append(tmp_path / "logs" / "access.log", *lines("a", 5000))
+    sink = RecordingSink("stub")
+
+    result = Collector(config, metastore, sinks={"stub": sink}).run_once()
+
+    assert result.acker is not None and result.acker.pending == 0
+    assert delivered(sink) == lines("a", 5000)
+    assert sorted(staged_payloads(config)) == lines("a", 5000)
+
+
+@pytest.mark.timeout(90)
+def test_should_replay_to_a_sink_down_longer_than_the_acker_timeout(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub(tmp_path, metastore_url, acker_timeout_s=0.3)
+    append(tmp_path / "logs" / "access.log", *lines("a", 3000))
+    sink = SwitchableSink("stub", up=False)
+    collector = Collector(config, metastore, sinks={"stub": sink})
+
+    def bring_back_up() -> None:
+        time.sleep(1.5)  # five acker timeouts
+        sink.up = True
+
+    threading.Thread(target=bring_back_up, daemon=True).start()
+    result = collector.run_once()
+
+    assert result.acker is not None
+    assert result.acker.timed_out > 0 and result.acker.replayed > 0
+    assert set(delivered(sink)) == set(lines("a", 3000))  # at least once
+    assert sorted(staged_payloads(config)) == lines("a", 3000)  # the lake: exactly once
+
+
+@pytest.mark.timeout(60)
+def test_should_redeliver_sealed_ranges_saved_in_flight_to_the_other_sinks_after_a_restart(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    append(log, *lines("a", 100))
+    Collector(config, metastore, sinks={"stub": RecordingSink("stub")}).run_once()
+    (tracked,) = metastore.files(config.name, config.collector.host)
+    first_ten = b"".join(line + b"\n" for line in lines("a", 10))
+    metastore.save_acker_trees(
+        config.name,
+        config.collector.host,
+        [AckerTreeRecord(7, 99, "access", tracked.fingerprint, 0, len(first_ten), 10)],
+    )
+    append(log, *lines("b", 50))
+    sink = RecordingSink("stub")
+
+    Collector(config, metastore, sinks={"stub": sink}).run_once()
+
+    assert sorted(delivered(sink)) == sorted(lines("a", 10) + lines("b", 50))
+    replays = [c for batch in sink.delivered for c in batch.chunks if c.replay]
+    assert [(c.start, c.end) for c in replays] == [(0, len(first_ten))]
+    assert sorted(staged_payloads(config)) == sorted(lines("a", 100) + lines("b", 50))
