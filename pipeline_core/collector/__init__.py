@@ -1,20 +1,41 @@
-"""The collector: files -> ring buffer -> handoff sink, driven by one mailbox thread.
+"""The collector: one mailbox thread reading every pipeline's files, Logtail's stage queues, and
+a ring per pipeline consumed by its sink groups.
 
-Checkpoint requests arrive as max-priority mails; each becomes a barrier in the ring behind the
-last chunk read, and the batch sealed at that barrier is recorded, with the files' offsets, in
-one metastore transaction.
+Checkpoint requests arrive as max-priority mails; each becomes a barrier behind the last chunk
+read, and once every sink group has passed it the batch sealed by the handoff sink is recorded,
+with the files' offsets and the acker's in-flight trees, in one metastore transaction.
 """
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
-from pipeline_core.collector._collector import Collector, CollectorMode, CollectorResult
+from pipeline_core.collector._collector import (
+    AckerStats,
+    Collector,
+    CollectorMode,
+    CollectorResult,
+    PipelineResult,
+)
 from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.collector._metrics import (
+    FileMetrics,
+    PipelineMetrics,
+    QueueMetrics,
+    SinkGroupMetrics,
+    prometheus_text,
+)
 
 __all__ = [
+    "AckerStats",
     "CheckpointCoordinator",
     "Collector",
     "CollectorMode",
     "CollectorResult",
     "EventKind",
+    "FileMetrics",
     "PipelineEvent",
+    "PipelineMetrics",
+    "PipelineResult",
+    "QueueMetrics",
     "SealedCheckpoint",
+    "SinkGroupMetrics",
+    "prometheus_text",
 ]

@@ -1,24 +1,30 @@
-"""The collector: a mailbox thread reading files, stage queues, sink groups on a ring.
+"""The collector: one mailbox thread reading every pipeline's files, shared stage queues, and
+sink groups on one ring per pipeline.
 
 ::
 
-    files --(TimeSlicedReader, the mailbox's default action)--> process level (watermarks)
-          --(process stage thread)--> BlockedQueue --> send level (watermarks)
-          --(send stage thread)--> RingBuffer --> one BatchEventProcessor per sink group
-          --> SinkRunner --> SinkProcessor (default | failover | load_balance) --> sinks
-              (the handoff sink seals staging/<pipeline>/<N>/<host>/ at each barrier)
-    mails to the mailbox thread: checkpoint requests (MAX_PRIORITY), barriers passed, stop
+    files of every pipeline --(one reader: the mailbox's default action, round robin)-->
+        process level (one watermark queue per pipeline)
+        --(process stage thread)--> BlockedQueue --> send level (one queue per pipeline)
+        --(send stage thread; skips pipelines whose ring is full or that are over their rate)-->
+        the pipeline's RingBuffer --> one BatchEventProcessor per sink group
+        --> SinkRunner --> SinkProcessor (default | failover | load_balance) --> sinks
+            (the handoff sink seals staging/<pipeline>/<N>/<host>/ at each barrier)
+    mails to the mailbox thread: checkpoint requests (MAX_PRIORITY), barriers passed, acks,
+    timeout sweeps, pipelines added or removed, stop
 
-Back-pressure: a slow sink group holds the ring; the send stage waits for a slot; the send
-queue fills to its high watermark; the process level stops serving the pipeline; the process
-queue fills; the reader stops reading the pipeline and suspends until the process queue's
-low-watermark feedback resumes it. The mailbox thread never blocks on a full stage, so
-checkpoint mails are served while the sinks are slow.
+Fairness and isolation (Logtail): each round of the reader gives every pipeline one turn (one
+chunk of one of its files), higher priorities first; a round interrupted by the end of the
+25 ms slice resumes where it stopped. A pipeline whose process queue is full, or whose acker
+has ``max_pending_trees`` in flight, is skipped without blocking the others; the process level
+skips a pipeline whose send queue is full; the send level skips a pipeline whose ring is full
+(its sinks are slow) or that is over its send rate. Discovery and rotation handling run for
+every pipeline whatever its state, so a rotation during a stall loses nothing.
 
-Threading model: every piece of pipeline state (tracked files, offsets, barriers, the
-coordinator) is touched only on the mailbox thread, the thread that calls :meth:`run_once` or
-:meth:`run`. Stage threads, sink-group threads and the control thread (lease renewal, request
-polling) talk to it only by mail.
+Threading model: every piece of pipeline state (tracked files, offsets, barriers, acker trees,
+the coordinators) is touched only on the mailbox thread, the thread that calls
+:meth:`Collector.run_once` or :meth:`Collector.run`. Stage threads, sink-group threads and the
+control thread (leases, checkpoint requests, sweeps) talk to it only by mail.
 """
 
 from __future__ import annotations
@@ -34,37 +40,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
-from pipeline_core.collector._delivery_tracking import DeliveryTracker
+from pipeline_core.collector._checkpoints import SealedCheckpoint
 from pipeline_core.collector._events import PipelineEvent
-from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
-from pipeline_core.collector._sink_groups import build_sink_groups
-from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
-from pipeline_core.collector._stages import (
-    ProcessStage,
-    RingPublisher,
-    StageItem,
-    StageThread,
-)
+from pipeline_core.collector._metrics import PipelineMetrics, pipeline_metrics
+from pipeline_core.collector._pipeline import PipelineRuntime, PipelineState
+from pipeline_core.collector._sink_group import BarrierPassed
+from pipeline_core.collector._stages import ProcessStage, RingPublisher, StageItem, StageThread
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CollectorBusyError
 from pipeline_core.mailbox import (
     MAX_PRIORITY,
     MailboxDefaultAction,
+    MailboxExecutor,
     MailboxProcessor,
     RejectedExecutionError,
 )
 from pipeline_core.metastore import Metastore
 from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel, QueueStats
-from pipeline_core.ring import (
-    AlertException,
-    BatchEventProcessor,
-    ExceptionHandler,
-    RewindableException,
-    RingBuffer,
-)
-from pipeline_core.sinks import HandoffWriter, Sink
-from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
+from pipeline_core.ring import AlertException, ExceptionHandler, RewindableException
+from pipeline_core.sinks import Sink
+from pipeline_core.source import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +67,7 @@ IDLE_POLL_SECONDS = 0.2
 """How long a caught-up collector waits before reading again."""
 
 CONTROL_POLL_SECONDS = 1.0
-"""How often the control thread looks at the metastore (lease, checkpoint requests)."""
+"""How often the control thread looks at the metastore (leases, checkpoint requests)."""
 
 
 class CollectorMode(Enum):
@@ -80,6 +75,17 @@ class CollectorMode(Enum):
     """Read every file to its current end, seal the requested checkpoints, stop."""
     CONTINUOUS = "continuous"
     """Tail until stopped, sealing each checkpoint requested meanwhile; seal on stop."""
+
+
+class _Turn(Enum):
+    READ = "read"
+    """A chunk was read and queued."""
+    EMPTY = "empty"
+    """The file in turn had nothing new; others may."""
+    CAUGHT_UP = "caught_up"
+    """A whole round of the pipeline's files had nothing new."""
+    BLOCKED = "blocked"
+    """The pipeline's process queue is full or its acker is at its limit."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +101,25 @@ class AckerStats:
 
 
 @dataclass(frozen=True)
+class PipelineResult:
+    sealed: tuple[SealedCheckpoint, ...]
+    files: int
+    lines: int
+    bytes: int
+    acker: AckerStats
+
+
+@dataclass(frozen=True)
 class CollectorResult:
+    """What a run did, summed over its pipelines (``pipelines`` has each one)."""
+
     sealed: tuple[SealedCheckpoint, ...]
     files: int
     lines: int
     bytes: int
     seconds: float
     acker: AckerStats | None = None
+    pipelines: Mapping[str, PipelineResult] | None = None
 
 
 class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
@@ -124,93 +142,94 @@ class _ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
         log.error("sink shutdown failed: %s", exc)
 
 
-def _run_consumer(consumer: BatchEventProcessor[PipelineEvent]) -> None:
-    """A sink group's thread. A failure has been mailed to the mailbox thread by the
-    ``_ReportingExceptionHandler`` before it ends the loop: nothing is left to report here."""
-    with contextlib.suppress(Exception):
-        consumer.run()
-
-
 class Collector:
-    """Collects one pipeline's files on this host into sealed handoff batches.
+    """Collects the files of one or more pipelines on this host into sealed handoff batches.
+
+    ``Collector(config, metastore)`` serves one pipeline; :meth:`add_pipeline` adds more,
+    before the run or (in continuous mode) while it runs; :meth:`remove_pipeline` seals a
+    pipeline and stops it. Process-wide tuning (read slice, stage queue sizes are per
+    pipeline) comes from the first pipeline's ``collector`` section.
 
     Lifecycle: create, call :meth:`run_once` or :meth:`run` once (on the thread that will be
-    the mailbox thread), done. :meth:`stop` may be called from any thread or a signal handler.
+    the mailbox thread), done. :meth:`stop` may be called from any thread.
     """
 
     def __init__(
+        self,
+        config: PipelineConfig | None = None,
+        metastore: Metastore | None = None,
+        *,
+        sinks: Mapping[str, Sink] | None = None,
+    ) -> None:
+        """``sinks``: sinks made in code, each used instead of the config's sink of its name
+        (custom destinations; test doubles)."""
+        self._pipelines: dict[str, PipelineRuntime] = {}
+        self._order: list[str] = []  # by priority, highest first; the reader's round order
+        self._cursor = 0
+        self._holder_prefix = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._send_level: QueueLevel[StageItem] = QueueLevel("send", ready=self._ready_to_send)
+        self._process_level: QueueLevel[StageItem] = QueueLevel(
+            "process", downstream=self._send_level
+        )
+        self._to_send = BlockedQueue(self._send_level)
+        self._publisher = RingPublisher(self._pipelines.__getitem__, self._anchored_from_stage)
+        self._slice_seconds = 0.025
+        self._discovery_interval = 1.0
+        self._acker_tick = CONTROL_POLL_SECONDS
+        # Made on the thread that runs the loop (the mailbox records its owner thread).
+        self._processor: MailboxProcessor | None = None
+        self._mail: MailboxExecutor | None = None
+        self._checkpoints: MailboxExecutor | None = None
+        self._suspension: MailboxDefaultAction.Suspension | None = None
+        self._stop_requested = threading.Event()
+        self._control_stop = threading.Event()
+        self._mode = CollectorMode.ONCE
+        self._stopping = False
+        self._running = False
+        self._sealed: list[SealedCheckpoint] = []
+        self._finished: dict[str, PipelineResult] = {}
+        if config is not None:
+            if metastore is None:
+                raise ValueError("a pipeline config needs its metastore")
+            self.add_pipeline(config, metastore, sinks=sinks)
+
+    # -- public ------------------------------------------------------------------------------
+
+    def add_pipeline(
         self,
         config: PipelineConfig,
         metastore: Metastore,
         *,
         sinks: Mapping[str, Sink] | None = None,
     ) -> None:
-        """``sinks``: sinks made in code, each used instead of the config's sink of its name
-        (custom destinations; test doubles)."""
-        self._config = config
-        self._metastore = metastore
-        tuning = config.collector
-        self._host = tuning.host
-        self._holder = f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._watcher = FileWatcher(
-            config.sources,
-            self._host,
-            tuning.signature_bytes,
-            metastore.files(config.name, self._host),
-        )
-        self._reader = TimeSlicedReader(
-            self._watcher,
-            chunk_bytes=tuning.read_chunk_bytes,
-            max_line_bytes=tuning.max_line_bytes,
-            slice_seconds=tuning.read_slice_ms / 1000,
-        )
-        writer = HandoffWriter(
-            config.staging_dir,
-            config.name,
-            self._host,
-            config.sources,
-            max_part_bytes=config.handoff.max_part_bytes,
-            row_group_bytes=config.handoff.row_group_bytes,
-        )
-        self._sink_states = MetastoreSinkStateStore(metastore, config.name, self._host)
-        self._groups = build_sink_groups(config, writer, self._sink_states, sinks)
-        self._coordinator = CheckpointCoordinator(
-            metastore, config.name, self._host, [group.name for group in self._groups]
-        )
-        self._ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
-        self._key = config.name
-        self._send_level: QueueLevel[StageItem] = QueueLevel("send")
-        self._process_level: QueueLevel[StageItem] = QueueLevel(
-            "process", downstream=self._send_level
-        )
-        self._process_level.add_queue(self._key, tuning.process_queue_size)
-        self._send_level.add_queue(self._key, tuning.send_queue_size)
-        self._to_send = BlockedQueue(self._send_level)
-        self._tracking = DeliveryTracker(
-            self._watcher,
-            timeout=tuning.acker_timeout_s,
-            max_pending=tuning.max_pending_trees,
-            replays_wanted=any(not group.holds_handoff for group in self._groups),
-        )
-        self._last_snapshot = time.monotonic()
-        self._publisher = RingPublisher(
-            {self._key: self._ring}, len(self._groups), self._anchored_from_stage
-        )
-        self._blocked_reading: MailboxDefaultAction.Suspension | None = None
-        self._waiting_for_acks: MailboxDefaultAction.Suspension | None = None
-        # Made on the thread that runs the loop (the mailbox records its owner thread).
-        self._processor: MailboxProcessor | None = None
-        self._stop_requested = threading.Event()
-        self._mode = CollectorMode.ONCE
-        self._last_scan = float("-inf")
-        self._idle_confirmed = False
-        self._stopping = False
-        self._finishing = False
-        self._lines = 0
-        self._bytes = 0
-        self._control_stop = threading.Event()
+        """Serve one more pipeline. Before the run: at once; during a run: by mail (any
+        thread), and a pipeline whose lease another collector holds is skipped with an error
+        in the log."""
+        if self._running:
+            self._main_mail().execute(
+                functools.partial(self._start_pipeline, config, metastore, sinks),
+                "pipeline %s added",
+                config.name,
+            )
+            return
+        if config.name in self._pipelines:
+            raise ValueError(f"pipeline {config.name!r} is served already")
+        if not self._pipelines:
+            tuning = config.collector
+            self._slice_seconds = tuning.read_slice_ms / 1000
+            self._discovery_interval = tuning.discovery_interval_s
+        holder = f"{config.collector.host}:{self._holder_prefix}"
+        self._register(PipelineRuntime(config, metastore, holder, sinks))
 
-    # -- public ------------------------------------------------------------------------------
+    def remove_pipeline(self, name: str) -> None:
+        """Seal what the pipeline read and stop serving it (by mail; any thread)."""
+        self._main_mail().execute(
+            functools.partial(self._begin_removal, name), "pipeline %s removed", name
+        )
+
+    @property
+    def pipelines(self) -> list[str]:
+        return list(self._order)
 
     def run_once(self) -> CollectorResult:
         """Read every file to its current end, seal every requested checkpoint (requesting one
@@ -230,319 +249,438 @@ class Collector:
             with contextlib.suppress(RejectedExecutionError):  # the loop has ended already
                 processor.get_main_mailbox_executor().execute(self._begin_stop, "stop requested")
 
-    def stage_stats(self) -> dict[str, QueueStats]:
-        """This pipeline's stage queues (``process``, ``send``) now: sizes against watermarks
-        and counters since the start (any thread)."""
-        return {
-            level.name: level.stats(self._key) for level in (self._process_level, self._send_level)
-        }
+    def stage_stats(self, pipeline: str | None = None) -> dict[str, QueueStats]:
+        """A pipeline's stage queues (``process``, ``send``) now: sizes against watermarks and
+        counters since the start (any thread). ``pipeline`` may be omitted with one pipeline."""
+        key = pipeline if pipeline is not None else self._order[0]
+        return {level.name: level.stats(key) for level in (self._process_level, self._send_level)}
+
+    def metrics(self) -> list[PipelineMetrics]:
+        """Per-pipeline metrics now (read from other threads without locks: counters may be a
+        moment apart from each other, never torn)."""
+        return [
+            pipeline_metrics(runtime, self.stage_stats(name))
+            for name, runtime in list(self._pipelines.items())
+        ]
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _run(self, mode: CollectorMode) -> CollectorResult:
+        if not self._pipelines:
+            raise ValueError("the collector has no pipeline")
         self._mode = mode
         started = time.monotonic()
-        lease = self._config.collector.lease_seconds
-        if not self._metastore.acquire_lease(self._config.name, self._host, self._holder, lease):
-            holder = self._metastore.lease_holder(self._config.name, self._host)
-            raise CollectorBusyError(
-                f"pipeline {self._config.name!r} on {self._host} is being collected by {holder}"
-            )
+        acquired: list[PipelineRuntime] = []
+        for runtime in self._pipelines.values():
+            if not runtime.acquire_lease():
+                for taken in acquired:
+                    taken.metastore.release_lease(taken.name, taken.host, taken.holder)
+                holder = runtime.metastore.lease_holder(runtime.name, runtime.host)
+                raise CollectorBusyError(
+                    f"pipeline {runtime.name!r} on {runtime.host} is being collected by {holder}"
+                )
+            acquired.append(runtime)
         self._processor = MailboxProcessor(self._default_action)
         self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
         self._mail = self._processor.get_main_mailbox_executor()
+        self._running = True
         report = self._processor.report_throwable
         self._process_level.add_feedback_listener(self._on_process_queue_writable)
         stages = [
             StageThread("sluice-process", self._process_level, ProcessStage(self._to_send), report),
             StageThread("sluice-send", self._send_level, self._publisher, report),
         ]
-        consumers: list[tuple[BatchEventProcessor[PipelineEvent], threading.Thread]] = []
-        for index, group in enumerate(self._groups):
-            handler = SinkGroupEventHandler(
-                group.processor,
-                group.runner,
-                group.channel,
-                self._barrier_passed_from_sink,
-                index=index,
-                skip_replays=group.holds_handoff,
-                on_delivered=self._delivered_from_sink,
-            )
-            consumer = BatchEventProcessor(
-                self._ring,
-                self._ring.new_barrier(),
-                handler,
-                exception_handler=_ReportingExceptionHandler(report),
-                rewind_strategy=group.rewind_strategy,
-            )
-            self._ring.add_gating_sequences(consumer.sequence)
-            thread = threading.Thread(
-                target=_run_consumer,
-                args=(consumer,),
-                name=f"sluice-sink-{group.name}",
-                daemon=True,
-            )
-            consumers.append((consumer, thread))
+        for runtime in self._pipelines.values():
+            self._start_runtime(runtime)
         if self._stop_requested.is_set():
             self._mail.execute(self._begin_stop, "stop requested before the start")
-        self._tracking.restore(self._metastore.acker_trees(self._config.name, self._host))
         control = threading.Thread(target=self._control_loop, name="sluice-control", daemon=True)
         for stage in stages:
             stage.start()
-        for _, thread in consumers:
-            thread.start()
         control.start()
         try:
             self._processor.run_mailbox_loop()
         finally:
+            self._running = False
             self._control_stop.set()
             self._publisher.stopping.set()
             for stage in stages:
                 stage.stop()
-            for group in self._groups:
-                group.runner.stop()
-            for consumer, thread in consumers:
-                consumer.halt()
-                thread.join(timeout=30)
-                self._ring.remove_gating_sequence(consumer.sequence)
+            for runtime in list(self._pipelines.values()):
+                self._finished[runtime.name] = self._result_of(runtime)
+                runtime.close()
             control.join(timeout=30)
-            self._sink_states.flush()
-            self._save_in_flight()
-            self._watcher.close()
             self._processor.close()
-            self._metastore.release_lease(self._config.name, self._host, self._holder)
+        results = dict(self._finished)
         return CollectorResult(
-            sealed=tuple(self._coordinator.sealed),
-            files=len(self._watcher.files),
-            lines=self._lines,
-            bytes=self._bytes,
+            sealed=tuple(self._sealed),
+            files=sum(r.files for r in results.values()),
+            lines=sum(r.lines for r in results.values()),
+            bytes=sum(r.bytes for r in results.values()),
             seconds=time.monotonic() - started,
-            acker=AckerStats(
-                acked=self._tracking.acker.acked,
-                replayed=self._tracking.replayed,
-                timed_out=self._tracking.acker.timed_out,
-                pending=self._tracking.acker.pending,
-                lost=self._tracking.lost,
-                committed_offsets=self._tracking.offsets.snapshot(),
-            ),
+            acker=next(iter(results.values())).acker if len(results) == 1 else None,
+            pipelines=results,
         )
 
+    def _register(self, runtime: PipelineRuntime) -> None:
+        tuning = runtime.config.collector
+        self._process_level.add_queue(runtime.name, tuning.process_queue_size)
+        self._send_level.add_queue(runtime.name, tuning.send_queue_size)
+        self._pipelines[runtime.name] = runtime
+        self._order = sorted(
+            self._pipelines, key=lambda name: (-self._pipelines[name].priority, name)
+        )
+        self._acker_tick = min(
+            CONTROL_POLL_SECONDS, *(p.config.collector.acker_timeout_s / 3 for p in self._all())
+        )
+
+    def _start_runtime(self, runtime: PipelineRuntime) -> None:
+        """Start a registered pipeline's sink groups and queue its pending re-deliveries."""
+        report = self._loop().report_throwable
+        runtime.start_consumers(
+            lambda: _ReportingExceptionHandler(report),
+            functools.partial(self._barrier_passed_from_sink, runtime.name),
+            functools.partial(self._delivered_from_sink, runtime.name),
+        )
+        runtime.tracking.restore(runtime.metastore.acker_trees(runtime.name, runtime.host))
+
+    def _start_pipeline(
+        self, config: PipelineConfig, metastore: Metastore, sinks: Mapping[str, Sink] | None
+    ) -> None:
+        """Mail: a pipeline added while running."""
+        if config.name in self._pipelines:
+            log.error("pipeline %s is served already; not added again", config.name)
+            return
+        holder = f"{config.collector.host}:{self._holder_prefix}"
+        runtime = PipelineRuntime(config, metastore, holder, sinks)
+        if not runtime.acquire_lease():
+            holder_now = metastore.lease_holder(config.name, runtime.host)
+            log.error("pipeline %s is being collected by %s: not added", config.name, holder_now)
+            runtime.watcher.close()
+            return
+        self._register(runtime)
+        self._start_runtime(runtime)
+        log.info("serving pipeline %s", config.name)
+        self._wake()
+
+    def _unregister(self, runtime: PipelineRuntime) -> None:
+        """Mail: a pipeline removed or finished while others go on."""
+        self._finished[runtime.name] = self._result_of(runtime)
+        runtime.close()
+        del self._pipelines[runtime.name]
+        self._order.remove(runtime.name)
+        self._process_level.remove_queue(runtime.name)
+        self._send_level.remove_queue(runtime.name)
+        log.info("stopped serving pipeline %s", runtime.name)
+
     def _control_loop(self) -> None:
-        """Renews the lease; in continuous mode, forwards new checkpoint requests as mail;
+        """Renews the leases; in continuous mode, forwards new checkpoint requests as mail;
         sends the acker's timeout sweep as mail (reading may be suspended meanwhile)."""
-        lease = self._config.collector.lease_seconds
-        renew_every = max(0.5, lease / 3)
-        next_renewal = time.monotonic() + renew_every
-        tick = min(CONTROL_POLL_SECONDS, self._config.collector.acker_timeout_s / 3)
         next_poll = time.monotonic() + CONTROL_POLL_SECONDS
-        forwarded: set[int] = set()
-        while not self._control_stop.wait(tick):
+        renewals: dict[str, float] = {}
+        forwarded: set[tuple[str, int]] = set()
+        while not self._control_stop.wait(self._acker_tick):
             with contextlib.suppress(RejectedExecutionError):
-                self._mail.execute(self._sweep, "acker timeout sweep")
+                self._main_mail().execute(self._sweep, "acker timeout sweep")
             if time.monotonic() < next_poll:
                 continue
             next_poll = time.monotonic() + CONTROL_POLL_SECONDS
-            try:
-                if time.monotonic() >= next_renewal:
-                    if not self._metastore.acquire_lease(
-                        self._config.name, self._host, self._holder, lease
-                    ):
-                        # Another collector took over an expired lease: stop reading at once.
-                        self._loop().report_throwable(
-                            CollectorBusyError(f"lost the collector lease of {self._config.name}")
-                        )
-                        return
-                    next_renewal = time.monotonic() + renew_every
-                if self._mode is CollectorMode.CONTINUOUS:
-                    for checkpoint_id in self._metastore.unsealed_for_host(
-                        self._config.name, self._host
-                    ):
-                        if checkpoint_id not in forwarded:
-                            forwarded.add(checkpoint_id)
-                            self._checkpoints.execute(
-                                functools.partial(self._inject, checkpoint_id),
-                                "checkpoint %d requested",
-                                checkpoint_id,
-                            )
-            except Exception as exc:  # the metastore may be briefly unreachable
-                log.warning("control loop: %s", exc)
+            for runtime in list(self._pipelines.values()):
+                if runtime.state is PipelineState.DONE:
+                    continue
+                try:
+                    self._control_pipeline(runtime, renewals, forwarded)
+                except Exception as exc:  # the metastore may be briefly unreachable
+                    log.warning("control loop, pipeline %s: %s", runtime.name, exc)
+
+    def _control_pipeline(
+        self, runtime: PipelineRuntime, renewals: dict[str, float], forwarded: set[tuple[str, int]]
+    ) -> None:
+        lease = runtime.config.collector.lease_seconds
+        renew_every = max(0.5, lease / 3)
+        now = time.monotonic()
+        if now >= renewals.setdefault(runtime.name, now + renew_every):
+            if not runtime.acquire_lease():
+                # Another collector took over an expired lease: stop reading at once.
+                self._loop().report_throwable(
+                    CollectorBusyError(f"lost the collector lease of {runtime.name}")
+                )
+                return
+            renewals[runtime.name] = time.monotonic() + renew_every
+        if self._mode is not CollectorMode.CONTINUOUS:
+            return
+        assert self._checkpoints is not None
+        for checkpoint_id in runtime.metastore.unsealed_for_host(runtime.name, runtime.host):
+            if (runtime.name, checkpoint_id) not in forwarded:
+                forwarded.add((runtime.name, checkpoint_id))
+                self._checkpoints.execute(
+                    functools.partial(self._inject, runtime.name, checkpoint_id),
+                    "checkpoint %d of %s requested",
+                    checkpoint_id,
+                    runtime.name,
+                )
 
     # -- the default action: reading ---------------------------------------------------------
 
     def _default_action(self, controller: MailboxDefaultAction.Controller) -> None:
-        if self._finishing:
-            controller.suspend_default_action()
-            return
         now = time.monotonic()
-        if now - self._last_scan >= self._config.collector.discovery_interval_s:
-            self._watcher.scan()
-            self._last_scan = now
+        reading = [self._pipelines[name] for name in self._order]
+        reading = [p for p in reading if p.state is PipelineState.READING]
+        if not reading:
+            self._suspend(controller, None)  # the last barriers are in flight
+            return
+        for runtime in reading:
+            self._housekeeping(runtime, now)
+        deadline = now + self._slice_seconds
+        caught_up: set[str] = set()
+        blocked: set[str] = set()
+        while True:
+            read_any = False
+            for _ in range(len(reading)):
+                runtime = reading[self._cursor % len(reading)]
+                self._cursor = (self._cursor + 1) % len(reading)
+                turn = self._serve(runtime)
+                runtime.mark_blocked(turn is _Turn.BLOCKED, now)
+                if turn is _Turn.READ:
+                    read_any = True
+                    runtime.idle_confirmed = False
+                    caught_up.discard(runtime.name)
+                elif turn is _Turn.CAUGHT_UP:
+                    caught_up.add(runtime.name)
+                elif turn is _Turn.BLOCKED:
+                    blocked.add(runtime.name)
+                if time.monotonic() >= deadline:
+                    return
+            if not read_any:
+                break
+        finishing_now = self._mode is CollectorMode.ONCE or self._stopping
+        confirming = False
+        for runtime in reading:
+            if runtime.name not in caught_up:
+                continue
+            if finishing_now or runtime.removing:
+                if not runtime.idle_confirmed:
+                    # Look once more for files that appeared while reading, then finish.
+                    runtime.watcher.scan()
+                    runtime.last_scan = time.monotonic()
+                    runtime.idle_confirmed = True
+                    confirming = True
+                else:
+                    self._finish(runtime)
+        if confirming:
+            return
+        if blocked and len(blocked) + len(caught_up) >= len(reading) and not caught_up:
+            self._suspend(controller, IDLE_POLL_SECONDS)  # woken by feedback or acks
+            return
+        if any(p.state is PipelineState.READING for p in self._all()):
+            self._suspend(controller, IDLE_POLL_SECONDS)
+
+    def _housekeeping(self, runtime: PipelineRuntime, now: float) -> None:
+        """Discovery, acker sweeps and snapshots: for every pipeline, blocked or not."""
+        if now - runtime.last_scan >= runtime.config.collector.discovery_interval_s:
+            runtime.watcher.scan()
+            runtime.last_scan = now
+        runtime.tracking.sweep_if_due()
+        if now - runtime.last_snapshot >= runtime.config.collector.acker_snapshot_s:
+            runtime.save_in_flight()
+
+    def _serve(self, runtime: PipelineRuntime) -> _Turn:
+        if not self._push_replays(runtime):
+            return _Turn.BLOCKED
+        if not self._process_level.is_writable(runtime.name):
+            return _Turn.BLOCKED
+        if not runtime.tracking.can_admit():
+            return _Turn.BLOCKED
         grace = (
             0.0
-            if self._mode is CollectorMode.ONCE or self._stopping
-            else (self._config.collector.rotated_grace_s)
+            if self._mode is CollectorMode.ONCE or self._stopping or runtime.removing
+            else runtime.config.collector.rotated_grace_s
         )
-        self._tracking.sweep_if_due()
-        if now - self._last_snapshot >= self._config.collector.acker_snapshot_s:
-            self._save_in_flight()
-        if not self._push_replays():
-            self._wait_for_process_queue(controller)
-            return
-        if not self._process_level.is_writable(self._key):
-            self._wait_for_process_queue(controller)
-            return
-        if not self._tracking.can_admit():
-            self._wait_for_acks(controller)
-            return
-        result = self._reader.read_slice(self._publish_chunk, rotated_grace=grace)
-        self._lines += result.lines
-        self._bytes += result.bytes
+        result = runtime.reader.read_turn(
+            functools.partial(self._publish_chunk, runtime), rotated_grace=grace
+        )
+        if result.chunk is not None:
+            runtime.lines += result.chunk.lines
+            runtime.bytes += len(result.chunk.data)
+            return _Turn.READ
         if result.blocked:
-            self._idle_confirmed = False
-            if self._tracking.can_admit():
-                self._wait_for_process_queue(controller)
-            else:
-                self._wait_for_acks(controller)
-            return
-        if not result.caught_up:
-            self._idle_confirmed = False
-            return
-        if self._mode is CollectorMode.ONCE or self._stopping:
-            if not self._idle_confirmed:
-                # Look once more for files that appeared while reading, then finish.
-                self._watcher.scan()
-                self._last_scan = time.monotonic()
-                self._idle_confirmed = True
-                return
-            self._finish()
-            return
-        suspension = controller.suspend_default_action()
-        timer = threading.Timer(IDLE_POLL_SECONDS, suspension.resume)
-        timer.daemon = True
-        timer.start()
+            return _Turn.BLOCKED
+        return _Turn.CAUGHT_UP if result.caught_up else _Turn.EMPTY
 
-    def _publish_chunk(self, chunk: Chunk) -> bool:
-        if not self._tracking.can_admit():
+    def _publish_chunk(self, runtime: PipelineRuntime, chunk: Chunk) -> bool:
+        if not runtime.tracking.can_admit():
             return False
-        chunk = self._tracking.stamp(chunk)
-        if self._process_level.push(self._key, chunk) is not PushResult.ACCEPTED:
+        chunk = runtime.tracking.stamp(chunk)
+        if self._process_level.push(runtime.name, chunk) is not PushResult.ACCEPTED:
             return False
-        self._tracking.started(chunk)
+        runtime.tracking.started(chunk)
         return True
 
-    def _push_replays(self) -> bool:
+    def _push_replays(self, runtime: PipelineRuntime) -> bool:
         """Queue the ranges to re-deliver, before any new reading; False while the process
         queue is full."""
-        replays = self._tracking.replays
+        replays = runtime.tracking.replays
         while replays:
-            chunk = self._tracking.stamp(replays[0])
-            if self._process_level.push(self._key, chunk) is not PushResult.ACCEPTED:
+            chunk = runtime.tracking.stamp(replays[0])
+            if self._process_level.push(runtime.name, chunk) is not PushResult.ACCEPTED:
                 return False
             replays.popleft()
-            self._tracking.started(chunk)
+            runtime.tracking.started(chunk)
         return True
 
-    def _wait_for_acks(self, controller: MailboxDefaultAction.Controller) -> None:
-        """Stop reading until acks bring the trees in flight under the limit (an ack mail
-        resumes reading)."""
-        self._waiting_for_acks = controller.suspend_default_action()
-
-    def _save_in_flight(self) -> None:
-        self._last_snapshot = time.monotonic()
-        try:
-            self._metastore.save_acker_trees(
-                self._config.name, self._host, self._tracking.records()
-            )
-        except Exception as exc:  # retried at the next snapshot
-            log.warning("cannot save the acker's in-flight trees: %s", exc)
-
-    def _wait_for_process_queue(self, controller: MailboxDefaultAction.Controller) -> None:
-        """Stop reading until the process queue drains to its low watermark (its feedback
-        resumes reading; checked again after suspending, so a feedback in between is not
-        missed). Mail, checkpoints included, is still served meanwhile."""
+    def _suspend(self, controller: MailboxDefaultAction.Controller, poll: float | None) -> None:
+        """Stop reading until woken: by a queue's feedback, acks, a sweep, a new pipeline,
+        or (``poll``) a timer."""
         suspension = controller.suspend_default_action()
-        self._blocked_reading = suspension
-        if self._process_level.is_writable(self._key):
-            self._blocked_reading = None
+        self._suspension = suspension
+        if poll is not None:
+            timer = threading.Timer(poll, self._wake)
+            timer.daemon = True
+            timer.start()
+
+    def _wake(self) -> None:
+        """Resume reading if it is suspended (any thread)."""
+        suspension = self._suspension
+        if suspension is not None:
+            self._suspension = None
             suspension.resume()
 
     def _on_process_queue_writable(self, key: str) -> None:
         """The process level's feedback (on the process stage thread)."""
-        suspension = self._blocked_reading
-        if suspension is not None and key == self._key:
-            self._blocked_reading = None
-            suspension.resume()
+        self._wake()
 
     # -- mails (mailbox thread) --------------------------------------------------------------
 
-    def _inject(self, checkpoint_id: int) -> None:
-        if self._coordinator.knows(checkpoint_id):
+    def _inject(self, name: str, checkpoint_id: int) -> None:
+        runtime = self._pipelines.get(name)
+        if runtime is None or runtime.coordinator.knows(checkpoint_id):
             return
-        barrier = self._coordinator.barrier(checkpoint_id, self._watcher)
-        self._process_level.push(self._key, barrier, urgent=True)
+        barrier = runtime.coordinator.barrier(checkpoint_id, runtime.watcher)
+        self._process_level.push(name, barrier, urgent=True)
 
     def _begin_stop(self) -> None:
         self._stopping = True
-        self._idle_confirmed = False
+        for runtime in self._all():
+            runtime.idle_confirmed = False
+        self._wake()
 
-    def _finish(self) -> None:
-        """Caught up for good: put barriers for every pending request, then end the loop."""
-        self._finishing = True
-        pending = self._metastore.unsealed_for_host(self._config.name, self._host)
+    def _begin_removal(self, name: str) -> None:
+        runtime = self._pipelines.get(name)
+        if runtime is None:
+            log.warning("pipeline %s is not served; nothing to remove", name)
+            return
+        runtime.removing = True
+        runtime.idle_confirmed = False
+        self._wake()
+
+    def _finish(self, runtime: PipelineRuntime) -> None:
+        """A pipeline caught up for good: barriers for every pending request (or a new one)."""
+        runtime.state = PipelineState.FINISHING
+        pending = runtime.metastore.unsealed_for_host(runtime.name, runtime.host)
         if not pending:
-            pending = [self._metastore.request_checkpoint(self._config.name).checkpoint_id]
+            pending = [runtime.metastore.request_checkpoint(runtime.name).checkpoint_id]
         for checkpoint_id in pending:
-            self._inject(checkpoint_id)
-        self._end_when_sealed()
+            self._inject(runtime.name, checkpoint_id)
+        self._end_when_sealed(runtime)
 
-    def _end_when_sealed(self) -> None:
-        if self._finishing and self._coordinator.in_flight == 0:
+    def _end_when_sealed(self, runtime: PipelineRuntime) -> None:
+        if runtime.state is not PipelineState.FINISHING or runtime.coordinator.in_flight:
+            return
+        if runtime.removing and not (self._mode is CollectorMode.ONCE or self._stopping):
+            self._unregister(runtime)
+            return
+        runtime.state = PipelineState.DONE
+        if all(p.state is PipelineState.DONE for p in self._all()):
             self._loop().all_actions_completed()
 
-    def _on_barrier_passed(self, passed: BarrierPassed) -> None:
-        recorded = self._coordinator.passed(passed, self._watcher, self._tracking.records)
+    def _on_barrier_passed(self, name: str, passed: BarrierPassed) -> None:
+        runtime = self._pipelines.get(name)
+        if runtime is None:
+            return
+        recorded = runtime.coordinator.passed(passed, runtime.watcher, runtime.tracking.records)
         if recorded is not None:
-            self._last_snapshot = time.monotonic()
-            self._sink_states.flush()
-            self._end_when_sealed()
+            self._sealed.append(recorded)
+            runtime.last_snapshot = time.monotonic()
+            runtime.sink_states.flush()
+            self._end_when_sealed(runtime)
+
+    def _sweep(self) -> None:
+        for runtime in self._all():
+            runtime.tracking.acker.sweep()
+        self._wake_for_acks()
+
+    def _on_acks(self, name: str, acks: list[tuple[int, int]]) -> None:
+        runtime = self._pipelines.get(name)
+        if runtime is not None:
+            runtime.tracking.acker.ack_all(acks)
+            self._wake_for_acks()
+
+    def _wake_for_acks(self) -> None:
+        if any(p.tracking.replays or p.tracking.can_admit() for p in self._all()):
+            self._wake()
+
+    # -- called on stage and sink group threads: forward as mail -----------------------------
+
+    def _anchored_from_stage(self, name: str, tree: int, ack_value: int) -> None:
+        with contextlib.suppress(RejectedExecutionError):  # the loop has ended
+            self._main_mail().execute(
+                functools.partial(self._on_acks, name, [(tree, ack_value)]), "chunk anchored"
+            )
+
+    def _delivered_from_sink(self, name: str, acks: list[tuple[int, int]]) -> None:
+        with contextlib.suppress(RejectedExecutionError):
+            self._main_mail().execute(
+                functools.partial(self._on_acks, name, acks), "chunks delivered"
+            )
+
+    def _barrier_passed_from_sink(self, name: str, passed: BarrierPassed) -> None:
+        try:
+            self._main_mail().execute(
+                functools.partial(self._on_barrier_passed, name, passed),
+                "sink group %s of %s passed checkpoint %d",
+                passed.group,
+                name,
+                passed.checkpoint_id,
+            )
+        except RejectedExecutionError:
+            raise AlertException() from None  # the loop has ended: stop this group
+
+    # -- send stage (its thread) -------------------------------------------------------------
+
+    def _ready_to_send(self, name: str) -> bool:
+        """Sender readiness: the pipeline's ring has a free slot and it is under its rate."""
+        runtime = self._pipelines.get(name)
+        if runtime is None:
+            return True
+        return runtime.ring.remaining_capacity() > 0 and runtime.rate_limit.ready()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _all(self) -> list[PipelineRuntime]:
+        return list(self._pipelines.values())
 
     def _loop(self) -> MailboxProcessor:
         assert self._processor is not None, "the collector is not running"
         return self._processor
 
-    def _sweep(self) -> None:
-        self._tracking.acker.sweep()
-        self._resume_if_admitting()
+    def _main_mail(self) -> MailboxExecutor:
+        assert self._mail is not None, "the collector is not running"
+        return self._mail
 
-    def _on_acks(self, acks: list[tuple[int, int]]) -> None:
-        self._tracking.acker.ack_all(acks)
-        self._resume_if_admitting()
-
-    def _resume_if_admitting(self) -> None:
-        suspension = self._waiting_for_acks
-        if suspension is not None and (self._tracking.replays or self._tracking.can_admit()):
-            self._waiting_for_acks = None
-            suspension.resume()
-
-    # -- called on stage and sink group threads: forward as mail -----------------------------
-
-    def _anchored_from_stage(self, tree: int, ack_value: int) -> None:
-        with contextlib.suppress(RejectedExecutionError):  # the loop has ended
-            self._mail.execute(
-                functools.partial(self._on_acks, [(tree, ack_value)]), "chunk anchored"
-            )
-
-    def _delivered_from_sink(self, acks: list[tuple[int, int]]) -> None:
-        with contextlib.suppress(RejectedExecutionError):
-            self._mail.execute(functools.partial(self._on_acks, acks), "chunks delivered")
-
-    def _barrier_passed_from_sink(self, passed: BarrierPassed) -> None:
-        try:
-            self._mail.execute(
-                functools.partial(self._on_barrier_passed, passed),
-                "sink group %s passed checkpoint %d",
-                passed.group,
-                passed.checkpoint_id,
-            )
-        except RejectedExecutionError:
-            raise AlertException() from None  # the loop has ended: stop this group
+    @staticmethod
+    def _result_of(runtime: PipelineRuntime) -> PipelineResult:
+        tracking = runtime.tracking
+        return PipelineResult(
+            sealed=tuple(runtime.coordinator.sealed),
+            files=len(runtime.watcher.files),
+            lines=runtime.lines,
+            bytes=runtime.bytes,
+            acker=AckerStats(
+                acked=tracking.acker.acked,
+                replayed=tracking.replayed,
+                timed_out=tracking.acker.timed_out,
+                pending=tracking.acker.pending,
+                lost=tracking.lost,
+                committed_offsets=tracking.offsets.snapshot(),
+            ),
+        )

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from pipeline_core.acker import new_id
 from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.collector._flow_control import SendRateLimit
 from pipeline_core.queues import BlockedQueue, QueueLevel
 from pipeline_core.ring import InsufficientCapacityException, RingBuffer
 from pipeline_core.sinks import Barrier
@@ -36,6 +37,9 @@ T = TypeVar("T")
 
 POLL_SECONDS = 0.2
 """How long a stage thread waits for a job before looking at its stop flag again."""
+
+BUSY_POLL_SECONDS = 0.001
+"""How long it waits while jobs are queued but none is servable."""
 
 
 class StageThread(Generic[T]):
@@ -73,7 +77,10 @@ class StageThread(Generic[T]):
 
     def _loop(self) -> None:
         while not self._stopped.is_set():
-            job = self._level.wait_for_job(POLL_SECONDS)
+            # Jobs waiting but not servable (their next stage or sink is full) come free
+            # without a push to wake us: look again soon.
+            poll = BUSY_POLL_SECONDS if self._level.total_size() else POLL_SECONDS
+            job = self._level.wait_for_job(poll)
             if job is None:
                 continue
             try:
@@ -99,28 +106,44 @@ class ProcessStage:
         self._to_send.submit(key, item, urgent=isinstance(item, Barrier))
 
 
+class PublishTarget(Protocol):
+    """What the publisher needs of a pipeline."""
+
+    bytes_sent: int
+
+    @property
+    def ring(self) -> RingBuffer[PipelineEvent]: ...
+
+    @property
+    def groups(self) -> Sequence[object]: ...
+
+    @property
+    def rate_limit(self) -> SendRateLimit: ...
+
+
 class RingPublisher:
-    """Publishes send-level items into a pipeline's ring, waiting (not spinning) while the
-    slowest sink group holds every slot, and giving up when ``stopping`` is set.
+    """Publishes send-level items into their pipeline's ring, waiting (not spinning) while the
+    slowest sink group holds every slot, and giving up when ``stopping`` is set. (The send
+    level skips pipelines whose ring is full, so the wait is short.)
 
     Each chunk fans out to every sink group: the publisher anchors one new acker edge per
     group on the chunk's tree and acks the edge it received, in one XOR reported through
-    ``on_anchored(tree, ack_value)``; group ``i`` acks ``children[i]`` once it delivered.
+    ``on_anchored(pipeline, tree, ack_value)``; group ``i`` acks ``children[i]`` once it
+    delivered.
     """
 
     def __init__(
         self,
-        rings: dict[str, RingBuffer[PipelineEvent]],
-        groups: int,
-        on_anchored: Callable[[int, int], None],
+        pipeline_of: Callable[[str], PublishTarget],
+        on_anchored: Callable[[str, int, int], None],
     ) -> None:
-        self._rings = rings
-        self._groups = groups
+        self._pipeline_of = pipeline_of
         self._on_anchored = on_anchored
         self.stopping = threading.Event()
 
     def __call__(self, key: str, item: StageItem) -> None:
-        ring = self._rings[key]
+        target = self._pipeline_of(key)
+        ring = target.ring
         pause = 0.0005
         while True:
             try:
@@ -137,11 +160,13 @@ class RingPublisher:
             event.chunk = None
             event.children = ()
         else:
-            children = tuple(new_id() for _ in range(self._groups))
+            children = tuple(new_id() for _ in range(len(target.groups)))
             ack_value = item.edge
             for child in children:
                 ack_value ^= child
-            self._on_anchored(item.tree, ack_value)
+            self._on_anchored(key, item.tree, ack_value)
+            target.rate_limit.spend(len(item.data))
+            target.bytes_sent += len(item.data)
             event.kind = EventKind.CHUNK
             event.chunk = item
             event.barrier = None

@@ -104,6 +104,9 @@ class CollectorConfig(_Strict):
     max_pending_trees: Annotated[int, Field(ge=1)] = 128
     """Chunks in flight (read, not yet acked everywhere) before reading waits (Storm's max
     spout pending)."""
+    max_send_bytes_per_s: Annotated[int, Field(gt=0)] | None = None
+    """Most bytes per second the pipeline sends to its sinks; over it, the pipeline waits
+    without holding up the others (null: no limit)."""
     acker_snapshot_s: Annotated[float, Field(gt=0)] = 5.0
     """How often the in-flight chunks are saved to the metastore besides every checkpoint."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
@@ -138,6 +141,9 @@ class PipelineConfig(_Strict):
     """Named sinks; exactly one of type ``handoff`` (the batches the Spark job lands)."""
     sink_groups: list[SinkGroupConfig] | None = None
     """How the sinks are grouped. Omitted: each sink alone in a ``default`` group of its name."""
+    priority: int = 0
+    """Within each round of a collector serving several pipelines, higher priorities are read
+    first; every pipeline is still read every round."""
     schedule: str | None = "*/5 * * * *"
     """Cron expression or Airflow preset of the pipeline's DAG; null for manual runs only."""
     config_path: Path | None = Field(default=None, exclude=True)

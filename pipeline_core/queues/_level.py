@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ._exceptions import DuplicateQueueError, QueueClosedError, UnknownQueueError
@@ -45,13 +46,27 @@ class QueueLevel(Generic[T]):
     Lifecycle: OPEN until ``close()``; then pushes raise ``QueueClosedError`` and
     ``wait_for_job`` returns the remaining jobs, then ``None`` at once.
 
+    Readiness (Logtail's sender info): a level built with ``ready=`` also skips, in
+    ``find_job``, every key for which ``ready(key)`` is false now (its sink cannot take more, it
+    is over its send rate). Readiness changes with time, not pushes: waiters see it on their
+    next wake-up or time-out, or at once after ``wake()``. ``ready`` is called under the
+    level's lock: it must be cheap and must not call back into the level.
+
     Args:
         name: a label for messages and ``repr``.
         downstream: the next stage's level, consulted by ``find_job``.
+        ready: the per-key readiness check, consulted by ``find_job``.
     """
 
-    def __init__(self, name: str = "", *, downstream: QueueLevel[Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        downstream: QueueLevel[Any] | None = None,
+        ready: Callable[[str], bool] | None = None,
+    ) -> None:
         self._name = name
+        self._ready = ready
         self._lock = threading.Lock()
         self._job_ready = threading.Condition(self._lock)
         self._queues: dict[str, Watermarks[T]] = {}  # guarded by _lock
@@ -181,6 +196,11 @@ class QueueLevel(Generic[T]):
             fire_feedback(listeners, crossed_key)
         return job
 
+    def wake(self) -> None:
+        """Wake every ``wait_for_job`` caller to look again (readiness changed)."""
+        with self._lock:
+            self._job_ready.notify_all()
+
     def close(self) -> None:
         """Refuse further pushes and wake every waiter; idempotent."""
         with self._lock:
@@ -242,6 +262,8 @@ class QueueLevel(Generic[T]):
             if not len(marks):
                 continue
             if downstream is not None and not downstream._writable_for_upstream(key):
+                continue
+            if self._ready is not None and not self._ready(key):
                 continue
             item, crossed = marks.take()
             self._last = index

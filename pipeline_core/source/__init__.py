@@ -7,7 +7,7 @@ rotation; a :class:`TimeSlicedReader` reads them round robin, a time slice per c
 
 from pipeline_core.source._chunk import Chunk, count_lines
 from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
-from pipeline_core.source._reader import Publish, SliceResult, TimeSlicedReader
+from pipeline_core.source._reader import Publish, SliceResult, TimeSlicedReader, TurnResult
 from pipeline_core.source._tracked_file import TrackedFile
 from pipeline_core.source._watcher import FileWatcher
 
@@ -19,6 +19,7 @@ __all__ = [
     "SliceResult",
     "TimeSlicedReader",
     "TrackedFile",
+    "TurnResult",
     "count_lines",
     "new_fingerprint",
     "read_signature",

@@ -28,6 +28,18 @@ class SliceResult:
     """Every file was read to its end (nothing whole is left to read right now)."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What one turn (at most one chunk of one file) read."""
+
+    chunk: Chunk | None
+    """The chunk published, or None."""
+    blocked: bool
+    """Downstream refused the chunk; it will be read again."""
+    caught_up: bool
+    """A whole round of the files found nothing to read."""
+
+
 class TimeSlicedReader:
     """Reads the watcher's files round robin within a time budget per call.
 
@@ -54,6 +66,7 @@ class TimeSlicedReader:
         self._slice_seconds = slice_seconds
         self._clock = clock
         self._cursor = 0
+        self._idle_turns = 0
 
     def read_slice(self, publish: Publish, *, rotated_grace: float = 0.0) -> SliceResult:
         """Read one slice. A ROTATED file is finished at its end once it has been rotated for
@@ -85,6 +98,27 @@ class TimeSlicedReader:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=True)
             if self._clock() >= deadline:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=False)
+
+    def read_turn(self, publish: Publish, *, rotated_grace: float = 0.0) -> TurnResult:
+        """Read at most one chunk from the next file in turn (the unit a collector serving
+        many pipelines interleaves, so each pipeline gets one chunk per round)."""
+        files = self._watcher.readable()
+        if not files:
+            return TurnResult(None, blocked=False, caught_up=True)
+        self._cursor %= len(files)
+        tracked = files[self._cursor]
+        chunk = self._read(tracked, rotated_grace)
+        if chunk is None:
+            self._idle_turns += 1
+            self._cursor += 1
+            return TurnResult(None, blocked=False, caught_up=self._idle_turns >= len(files))
+        if not publish(chunk):
+            tracked.read_offset = chunk.start
+            tracked.lines_since_barrier -= chunk.lines
+            return TurnResult(None, blocked=True, caught_up=False)
+        self._idle_turns = 0
+        self._cursor += 1
+        return TurnResult(chunk, blocked=False, caught_up=False)
 
     def _read(self, tracked: TrackedFile, rotated_grace: float) -> Chunk | None:
         settled = False

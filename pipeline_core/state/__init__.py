@@ -14,12 +14,13 @@ Read-only means read-only: the snapshot is built with plain SELECTs over the met
 metastore that does not exist yet (a pipeline that never ran shows no state and says so).
 What is not persisted is reported as not available, never guessed: stage queue depths are only
 known inside a running collector (pass its ``Collector.stage_stats()`` to report them), and
-acker trees in flight are not tracked yet.
+in-flight acker trees are shown as the collector last saved them.
 
 Every model is a frozen pydantic model; ``to_dict()`` gives its JSON form.
 """
 
 from pipeline_core.state._models import (
+    AckerTreesSnapshot,
     BatchSnapshot,
     CheckpointSnapshot,
     DagRunLookup,
@@ -42,17 +43,19 @@ from pipeline_core.state._pipelines import (
     pipelines_dir,
 )
 from pipeline_core.state._snapshot import (
-    ACKER_NOT_AVAILABLE,
+    ACKER_TREES_NOT_STORED,
     QUEUE_DEPTHS_NOT_REPORTED,
+    checkpoint_of_run,
     take_snapshot,
     take_snapshots,
 )
 
 __all__ = [
-    "ACKER_NOT_AVAILABLE",
+    "ACKER_TREES_NOT_STORED",
     "DAG_ID_PREFIX",
     "PIPELINES_DIR_ENV",
     "QUEUE_DEPTHS_NOT_REPORTED",
+    "AckerTreesSnapshot",
     "BatchSnapshot",
     "CheckpointSnapshot",
     "DagRunLookup",
@@ -65,6 +68,7 @@ __all__ = [
     "SinkGroupSnapshot",
     "SinkSnapshot",
     "StageQueueSnapshot",
+    "checkpoint_of_run",
     "find_pipeline",
     "pipeline_configs",
     "pipeline_name",

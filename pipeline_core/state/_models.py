@@ -139,6 +139,18 @@ class StageQueueSnapshot(_Snapshot):
     """Chunks queued; None: not reported (only a running collector knows)."""
 
 
+class AckerTreesSnapshot(_Snapshot):
+    """The acker's in-flight trees of one collector host as last saved (at every checkpoint
+    and every ``collector.acker_snapshot_s``): chunks read but not yet acked by every sink
+    group, which a restarted collector delivers again."""
+
+    host: str
+    trees: int
+    lines: int
+    bytes: int
+    saved_at: datetime
+
+
 class PipelineSnapshot(_Snapshot):
     name: str
     dag_id: str
@@ -160,8 +172,8 @@ class PipelineSnapshot(_Snapshot):
     sink_groups: list[SinkGroupSnapshot] = []
     leases: list[LeaseSnapshot] = []
     stage_queues: list[StageQueueSnapshot] = []
-    acker_trees_in_flight: int | None = None
-    """Always None: the acker is not built yet (see ``notes``)."""
+    acker_trees: list[AckerTreesSnapshot] = []
+    """In-flight acker trees per host, as last saved (no entry: none in flight then)."""
     notes: list[str] = []
     """What the snapshot cannot show, and why."""
 

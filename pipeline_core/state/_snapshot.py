@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from pipeline_core.metastore import _schema as t
 from pipeline_core.queues import QueueStats
 from pipeline_core.state._files import file_snapshots
 from pipeline_core.state._models import (
+    AckerTreesSnapshot,
     BatchSnapshot,
     CheckpointSnapshot,
     DagRunLookup,
@@ -36,7 +38,10 @@ log = logging.getLogger(__name__)
 QUEUE_DEPTHS_NOT_REPORTED = (
     "stage queue depths: not reported (only a running collector knows them; they are not persisted)"
 )
-ACKER_NOT_AVAILABLE = "acker trees in flight: n/a (the acker is not built yet)"
+ACKER_TREES_NOT_STORED = (
+    "acker trees in flight: not stored in this metastore yet (its schema is migrated when a "
+    "collector opens it)"
+)
 
 
 def take_snapshots(
@@ -84,7 +89,6 @@ def take_snapshot(
             error=str(exc),
         )
     notes = [] if stage_stats is not None else [QUEUE_DEPTHS_NOT_REPORTED]
-    notes.append(ACKER_NOT_AVAILABLE)
     snapshot = PipelineSnapshot(
         name=config.name,
         dag_id=DAG_ID_PREFIX + config.name,
@@ -104,6 +108,18 @@ def take_snapshot(
         notes.insert(0, "metastore: not created yet (the pipeline has not run)")
         rows = _Rows()
     files = file_snapshots(config, rows.files)
+    if rows.acker is None:
+        notes.append(ACKER_TREES_NOT_STORED)
+    acker = [
+        AckerTreesSnapshot(
+            host=r.host,
+            trees=int(r.trees),
+            lines=int(r.lines or 0),
+            bytes=int(r.bytes or 0),
+            saved_at=_aware(r.saved_at),
+        )
+        for r in rows.acker or []
+    ]
     leases = [
         LeaseSnapshot(
             host=r.host,
@@ -122,6 +138,7 @@ def take_snapshot(
             "checkpoints": _checkpoints(rows, config.name, dag_runs, notes),
             "sink_groups": _sink_groups(config, rows.sink_states, now),
             "leases": leases,
+            "acker_trees": acker,
             "notes": notes,
         }
     )
@@ -136,46 +153,111 @@ class _Rows:
         self.batches: list[Any] = []
         self.sink_states: list[Any] = []
         self.leases: list[Any] = []
+        self.acker: list[Any] | None = []
+        """Per host: trees, lines, bytes, saved_at; None when the table does not exist."""
 
 
-def _read_metastore(url: str, pipeline: str, limit: int) -> _Rows | None:
-    """The pipeline's rows, in one read transaction; None when there is no metastore yet."""
+@contextmanager
+def _connect(url: str) -> Iterator[sa.Connection | None]:
+    """A connection to the metastore at ``url``, or None when it does not exist yet.
+
+    Nothing is ever created: a missing SQLite file or a database without Sluice's tables is
+    "no metastore yet". On PostgreSQL the connection reads one consistent snapshot.
+    """
     engine_url = sa.make_url(url)
     sqlite = engine_url.get_backend_name() == "sqlite"
     database = engine_url.database
     if sqlite and database and database != ":memory:" and not Path(database).exists():
-        return None
+        yield None
+        return
     connect_args = {"timeout": 5} if sqlite else {"connect_timeout": 5}
     engine = sa.create_engine(engine_url, poolclass=NullPool, connect_args=connect_args)
     try:
         with engine.connect() as connection:
+            if not sqlite:
+                connection.execution_options(isolation_level="REPEATABLE READ")
             if not sa.inspect(connection).has_table(t.checkpoints.name):
-                return None
-            rows = _Rows()
-            rows.files = _all(connection, t.files, t.files.c.host, t.files.c.id, pipeline=pipeline)
-            newest = (
-                sa.select(t.checkpoints)
-                .where(t.checkpoints.c.pipeline == pipeline)
-                .order_by(t.checkpoints.c.id.desc())
-                .limit(limit)
-            )
-            rows.checkpoints = list(connection.execute(newest))
-            ids = [row.id for row in rows.checkpoints]
-            rows.batches = list(
-                connection.execute(
-                    sa.select(t.batches)
-                    .where(t.batches.c.checkpoint_id.in_(ids))
-                    .order_by(t.batches.c.checkpoint_id, t.batches.c.host)
-                )
-            )
-            c = t.sink_states.c
-            rows.sink_states = _all(
-                connection, t.sink_states, c.host, c.sink_group, c.sink, pipeline=pipeline
-            )
-            rows.leases = _all(connection, t.leases, t.leases.c.host, pipeline=pipeline)
-            return rows
+                yield None
+            else:
+                yield connection
     finally:
         engine.dispose()
+
+
+def _read_metastore(url: str, pipeline: str, limit: int) -> _Rows | None:
+    """The pipeline's rows; None when there is no metastore yet."""
+    with _connect(url) as connection:
+        if connection is None:
+            return None
+        rows = _Rows()
+        rows.files = _all(connection, t.files, t.files.c.host, t.files.c.id, pipeline=pipeline)
+        newest = (
+            sa.select(t.checkpoints)
+            .where(t.checkpoints.c.pipeline == pipeline)
+            .order_by(t.checkpoints.c.id.desc())
+            .limit(limit)
+        )
+        rows.checkpoints = list(connection.execute(newest))
+        rows.batches = _batches(connection, [row.id for row in rows.checkpoints])
+        c = t.sink_states.c
+        rows.sink_states = _all(
+            connection, t.sink_states, c.host, c.sink_group, c.sink, pipeline=pipeline
+        )
+        rows.leases = _all(connection, t.leases, t.leases.c.host, pipeline=pipeline)
+        rows.acker = _acker_trees(connection, pipeline)
+        return rows
+
+
+def _acker_trees(connection: sa.Connection, pipeline: str) -> list[Any] | None:
+    """The saved in-flight trees, summed per host; None on a schema without the table."""
+    if not sa.inspect(connection).has_table(t.acker_trees.name):
+        return None
+    c = t.acker_trees.c
+    query = (
+        sa.select(
+            c.host,
+            sa.func.count().label("trees"),
+            sa.func.sum(c.line_count).label("lines"),
+            sa.func.sum(c.end_offset - c.start_offset).label("bytes"),
+            sa.func.max(c.saved_at).label("saved_at"),
+        )
+        .where(c.pipeline == pipeline)
+        .group_by(c.host)
+        .order_by(c.host)
+    )
+    return list(connection.execute(query))
+
+
+def checkpoint_of_run(config: PipelineConfig, run_id: str) -> CheckpointSnapshot | None:
+    """The checkpoint that DAG run ``run_id`` requested, with its batches; None when it
+    requested none (or there is no metastore yet). Read-only.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the metastore cannot be read.
+    """
+    with _connect(config.metastore_url) as connection:
+        if connection is None:
+            return None
+        rows = _Rows()
+        rows.checkpoints = list(
+            connection.execute(
+                sa.select(t.checkpoints).where(
+                    t.checkpoints.c.pipeline == config.name, t.checkpoints.c.run_id == run_id
+                )
+            )
+        )
+        rows.batches = _batches(connection, [row.id for row in rows.checkpoints])
+    found = _checkpoints(rows, config.name, None, [])
+    return found[0] if found else None
+
+
+def _batches(connection: sa.Connection, checkpoint_ids: list[int]) -> list[Any]:
+    query = (
+        sa.select(t.batches)
+        .where(t.batches.c.checkpoint_id.in_(checkpoint_ids))
+        .order_by(t.batches.c.checkpoint_id, t.batches.c.host)
+    )
+    return list(connection.execute(query))
 
 
 def _all(connection: sa.Connection, table: sa.Table, *order: Any, pipeline: str) -> list[Any]:

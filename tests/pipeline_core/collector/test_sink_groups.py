@@ -359,7 +359,9 @@ def test_should_hold_the_reader_back_while_a_sink_is_slow_and_lose_nothing(
     collector.run_once()
 
     stats = collector.stage_stats()
-    assert stats["process"].refusals > 0, "the reader was never held back"
+    assert stats["process"].feedbacks > 0, "the process queue never reached its high watermark"
+    (metrics,) = collector.metrics()
+    assert metrics.blocked_seconds > 0, "the reader was never held back"
     assert stats["process"].size == stats["send"].size == 0
     assert b"".join(delivered_lines(slow)).splitlines() == lines("a", 20000)
     assert sorted(staged_payloads(config)) == lines("a", 20000)

@@ -183,3 +183,16 @@ def test_closed_level_still_hands_out_remaining_jobs() -> None:
     level.close()
     assert level.wait_for_job() == ("a", "a1")
     assert level.wait_for_job() is None
+
+
+def test_find_job_skips_keys_that_are_not_ready() -> None:
+    ready = {"a": False, "b": True}
+    level: QueueLevel[str] = QueueLevel("send", ready=lambda key: ready[key])
+    level.add_queue("a", 4)
+    level.add_queue("b", 4)
+    level.push("a", "a1")
+    level.push("b", "b1")
+    assert level.find_job() == ("b", "b1")
+    assert level.find_job() is None
+    ready["a"] = True
+    assert level.find_job() == ("a", "a1")

@@ -1,0 +1,191 @@
+"""One pipeline inside a collector: its files, reader, acker, checkpoints, ring and sink groups."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from enum import Enum
+
+from pipeline_core.collector._checkpoints import CheckpointCoordinator
+from pipeline_core.collector._delivery_tracking import DeliveryTracker
+from pipeline_core.collector._events import PipelineEvent
+from pipeline_core.collector._flow_control import SendRateLimit
+from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
+from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
+from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
+from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import Metastore
+from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
+from pipeline_core.sinks import HandoffWriter, Sink
+from pipeline_core.source import FileWatcher, TimeSlicedReader
+
+log = logging.getLogger(__name__)
+
+
+class PipelineState(Enum):
+    READING = "reading"
+    """Tailing its files."""
+    FINISHING = "finishing"
+    """Barriers for its last checkpoints are in flight; no more reading."""
+    DONE = "done"
+    """Everything it read is sealed; its threads are stopped."""
+
+
+def _run_consumer(consumer: BatchEventProcessor[PipelineEvent]) -> None:
+    """A sink group's thread. A failure has been mailed to the mailbox thread by the exception
+    handler before it ends the loop: nothing is left to report here."""
+    with contextlib.suppress(Exception):
+        consumer.run()
+
+
+class PipelineRuntime:
+    """Everything a collector keeps for one pipeline.
+
+    Threading model: the fields are owned by the collector's mailbox thread, except the ring
+    (written by the send stage, read by the sink groups' threads), ``rate_limit`` and
+    ``bytes_sent`` (send stage thread), and the sink groups (their own threads).
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        metastore: Metastore,
+        holder: str,
+        sinks: Mapping[str, Sink] | None = None,
+    ) -> None:
+        tuning = config.collector
+        self.config = config
+        self.metastore = metastore
+        self.name = config.name
+        self.host = tuning.host
+        self.holder = holder
+        self.watcher = FileWatcher(
+            config.sources,
+            self.host,
+            tuning.signature_bytes,
+            metastore.files(config.name, self.host),
+        )
+        self.reader = TimeSlicedReader(
+            self.watcher,
+            chunk_bytes=tuning.read_chunk_bytes,
+            max_line_bytes=tuning.max_line_bytes,
+            slice_seconds=tuning.read_slice_ms / 1000,
+        )
+        writer = HandoffWriter(
+            config.staging_dir,
+            config.name,
+            self.host,
+            config.sources,
+            max_part_bytes=config.handoff.max_part_bytes,
+            row_group_bytes=config.handoff.row_group_bytes,
+        )
+        self.sink_states = MetastoreSinkStateStore(metastore, config.name, self.host)
+        self.groups: list[SinkGroup] = build_sink_groups(config, writer, self.sink_states, sinks)
+        self.coordinator = CheckpointCoordinator(
+            metastore, config.name, self.host, [group.name for group in self.groups]
+        )
+        self.tracking = DeliveryTracker(
+            self.watcher,
+            timeout=tuning.acker_timeout_s,
+            max_pending=tuning.max_pending_trees,
+            replays_wanted=any(not group.holds_handoff for group in self.groups),
+        )
+        self.ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
+        self.rate_limit = SendRateLimit(tuning.max_send_bytes_per_s)
+        self.priority = config.priority
+        self.state = PipelineState.READING
+        self.idle_confirmed = False
+        self.removing = False
+        self.last_scan = float("-inf")
+        self.last_snapshot = time.monotonic()
+        self.lines = 0
+        self.bytes = 0
+        self.bytes_sent = 0
+        self.blocked_since: float | None = None
+        self.blocked_seconds = 0.0
+        self._consumers: list[tuple[BatchEventProcessor[PipelineEvent], threading.Thread]] = []
+
+    def __repr__(self) -> str:
+        return f"PipelineRuntime({self.name!r}, {self.state.value})"
+
+    # -- lease ---------------------------------------------------------------------------------
+
+    def acquire_lease(self) -> bool:
+        lease = self.config.collector.lease_seconds
+        return self.metastore.acquire_lease(self.name, self.host, self.holder, lease)
+
+    # -- sink groups ---------------------------------------------------------------------------
+
+    def start_consumers(
+        self,
+        exception_handler: Callable[[], ExceptionHandler[PipelineEvent]],
+        on_barrier_passed: Callable[[BarrierPassed], None],
+        on_delivered: Callable[[list[tuple[int, int]]], None],
+    ) -> None:
+        """Put one ``BatchEventProcessor`` per sink group on the ring and start their threads."""
+        for index, group in enumerate(self.groups):
+            handler = SinkGroupEventHandler(
+                group.processor,
+                group.runner,
+                group.channel,
+                on_barrier_passed,
+                index=index,
+                skip_replays=group.holds_handoff,
+                on_delivered=on_delivered,
+            )
+            consumer = BatchEventProcessor(
+                self.ring,
+                self.ring.new_barrier(),
+                handler,
+                exception_handler=exception_handler(),
+                rewind_strategy=group.rewind_strategy,
+            )
+            self.ring.add_gating_sequences(consumer.sequence)
+            thread = threading.Thread(
+                target=_run_consumer,
+                args=(consumer,),
+                name=f"sluice-sink-{self.name}-{group.name}",
+                daemon=True,
+            )
+            self._consumers.append((consumer, thread))
+            thread.start()
+
+    def stop_consumers(self) -> None:
+        for group in self.groups:
+            group.runner.stop()
+        for consumer, thread in self._consumers:
+            consumer.halt()
+            thread.join(timeout=30)
+            self.ring.remove_gating_sequence(consumer.sequence)
+        self._consumers.clear()
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def save_in_flight(self) -> None:
+        self.last_snapshot = time.monotonic()
+        try:
+            self.metastore.save_acker_trees(self.name, self.host, self.tracking.records())
+        except Exception as exc:  # retried at the next snapshot
+            log.warning("%s: cannot save the acker's in-flight trees: %s", self.name, exc)
+
+    def mark_blocked(self, blocked: bool, now: float) -> None:
+        if blocked and self.blocked_since is None:
+            self.blocked_since = now
+        elif not blocked and self.blocked_since is not None:
+            self.blocked_seconds += now - self.blocked_since
+            self.blocked_since = None
+
+    def close(self) -> None:
+        """Stop the sink groups, save what is in flight, release the files and the lease."""
+        self.stop_consumers()
+        self.sink_states.flush()
+        self.save_in_flight()
+        self.watcher.close()
+        try:
+            self.metastore.release_lease(self.name, self.host, self.holder)
+        except Exception as exc:
+            log.warning("%s: cannot release the lease (it expires): %s", self.name, exc)
+        self.state = PipelineState.DONE
