@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pipeline_core.errors import SluiceError
 from pipeline_core.operations import CheckpointInfo, PipelineOperations
@@ -55,7 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text, description=text)
         sub.set_defaults(command=handler)
-        if name != "sample-logs":
+        if name == "collect":
+            sub.add_argument(
+                "config", type=Path, help="pipeline config file (YAML), or a folder of them"
+            )
+        elif name != "sample-logs":
             sub.add_argument("config", type=Path, help="pipeline config file (YAML)")
         return sub
 
@@ -65,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
         "--once",
         action="store_true",
         help="read every file to its current end, seal a checkpoint and exit",
+    )
+    collect.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics while collecting",
     )
     land = command("land", _land, "land sealed checkpoints into the lake with Spark and commit")
     land.add_argument("--checkpoint", type=int, help="land only this checkpoint")
@@ -91,8 +101,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _collect(args: argparse.Namespace) -> int:
-    operations = PipelineOperations(args.config)
-    if args.once:
+    from pipeline_core.collector import CollectorService
+
+    if args.once and args.config.is_file():
+        operations = PipelineOperations(args.config)
         report = operations.collect_once()
         print(
             f"collected {report.lines} lines ({report.bytes} bytes) from {report.files} files "
@@ -101,20 +113,28 @@ def _collect(args: argparse.Namespace) -> int:
         for info in report.sealed:
             _print_checkpoint(info)
         return 0
-    metastore = operations.open_metastore()
-    try:
-        collector = operations.collector(metastore)
+    service = CollectorService(args.config, metrics_port=args.metrics_port)
+    if args.once:
+        result = service.run_once()
+    else:
 
         def stop(signum: int, _frame: FrameType | None) -> None:
             log.info("signal %d: sealing and stopping", signum)
-            threading.Thread(target=collector.stop, name="sluice-stop").start()
+            threading.Thread(target=service.stop, name="sluice-stop").start()
+
+        def reload(_signum: int, _frame: FrameType | None) -> None:
+            service.reload()
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        print(f"collecting pipeline {operations.config.name}; SIGTERM or Ctrl-C seals and stops")
-        result = collector.run()
-    finally:
-        metastore.close()
+        signal.signal(signal.SIGHUP, reload)
+        names = service.collector.pipelines
+        what = f"pipeline{'s' if len(names) > 1 else ''} {', '.join(names)}"
+        print(
+            f"collecting {what}; SIGHUP reloads the configs, SIGTERM or Ctrl-C seals and stops",
+            flush=True,
+        )
+        result = service.run()
     print(f"stopped after {result.lines} lines ({result.bytes} bytes) in {result.seconds:.1f} s")
     for sealed in result.sealed:
         print(f"sealed checkpoint {sealed.checkpoint_id}: {sealed.lines} lines")
@@ -136,9 +156,15 @@ def _land(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    status = PipelineOperations(args.config).status()
+    from pipeline_core.collector import read_metrics
+
+    operations = PipelineOperations(args.config)
+    status = operations.status()
     print(f"pipeline {status.pipeline} on {status.host}")
     print(f"  collector lease: {status.lease_holder or 'free'}")
+    live = read_metrics(operations.config.data_dir, status.pipeline)
+    if live is not None:
+        _print_live_metrics(live)
     print(f"  files ({len(status.files)}):")
     for record in status.files:
         size = _size(record.path)
@@ -151,6 +177,28 @@ def _status(args: argparse.Namespace) -> int:
     for info in status.checkpoints:
         _print_checkpoint(info, indent="    ")
     return 0
+
+
+def _print_live_metrics(live: dict[str, Any]) -> None:
+    """What the running collector reported last (its metrics file)."""
+    print(
+        f"  running collector: {live['state']}, read {live['lines_read']} lines "
+        f"({live['bytes_read']} bytes), sent {live['bytes_sent']} bytes, "
+        f"{live['unread_bytes']} bytes unread, blocked {live['blocked_seconds']:.1f} s, "
+        f"{live['trees_in_flight']} chunks in flight"
+    )
+    for name, queue in live["queues"].items():
+        print(
+            f"    {name} queue: {queue['size']} / high {queue['high']} (low {queue['low']})"
+            + ("" if queue["writable"] else ", full")
+        )
+    for group in live["sink_groups"]:
+        print(
+            f"    sink group {group['name']}: {group['deliveries']} deliveries, "
+            f"{group['delivery_errors'] + group['errors']} failures, {group['backoffs']} backoffs"
+        )
+    for file in live["files"]:
+        print(f"    {file['unread_bytes']:>12} bytes unread  {file['path']}")
 
 
 def _report(args: argparse.Namespace) -> int:

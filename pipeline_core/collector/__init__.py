@@ -14,6 +14,7 @@ from pipeline_core.collector._collector import (
     CollectorResult,
     PipelineResult,
 )
+from pipeline_core.collector._config_watch import ConfigChange, ConfigEvent, ConfigSource
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.collector._metrics import (
     FileMetrics,
@@ -22,6 +23,8 @@ from pipeline_core.collector._metrics import (
     SinkGroupMetrics,
     prometheus_text,
 )
+from pipeline_core.collector._metrics_export import MetricsExporter, metrics_file, read_metrics
+from pipeline_core.collector._service import CollectorService
 
 __all__ = [
     "AckerStats",
@@ -29,13 +32,20 @@ __all__ = [
     "Collector",
     "CollectorMode",
     "CollectorResult",
+    "CollectorService",
+    "ConfigChange",
+    "ConfigEvent",
+    "ConfigSource",
     "EventKind",
     "FileMetrics",
+    "MetricsExporter",
     "PipelineEvent",
     "PipelineMetrics",
     "PipelineResult",
     "QueueMetrics",
     "SealedCheckpoint",
     "SinkGroupMetrics",
+    "metrics_file",
     "prometheus_text",
+    "read_metrics",
 ]

@@ -224,7 +224,17 @@ class Collector:
     def remove_pipeline(self, name: str) -> None:
         """Seal what the pipeline read and stop serving it (by mail; any thread)."""
         self._main_mail().execute(
-            functools.partial(self._begin_removal, name), "pipeline %s removed", name
+            functools.partial(self._begin_removal, name, None), "pipeline %s removed", name
+        )
+
+    def replace_pipeline(self, config: PipelineConfig, metastore: Metastore) -> None:
+        """Seal what the pipeline of ``config.name`` read, stop it, and serve it again from
+        ``config`` (a changed config), resuming from its sealed offsets; adds it if it is not
+        served (by mail; any thread)."""
+        self._main_mail().execute(
+            functools.partial(self._begin_removal, config.name, (config, metastore)),
+            "pipeline %s changed",
+            config.name,
         )
 
     @property
@@ -562,14 +572,22 @@ class Collector:
         self._stopping = True
         for runtime in self._all():
             runtime.idle_confirmed = False
+        if all(p.state is PipelineState.DONE for p in self._all()):
+            self._loop().all_actions_completed()  # nothing left to seal (no pipeline served)
         self._wake()
 
-    def _begin_removal(self, name: str) -> None:
+    def _begin_removal(
+        self, name: str, replacement: tuple[PipelineConfig, Metastore] | None
+    ) -> None:
         runtime = self._pipelines.get(name)
         if runtime is None:
-            log.warning("pipeline %s is not served; nothing to remove", name)
+            if replacement is not None:
+                self._start_pipeline(*replacement, None)
+            else:
+                log.warning("pipeline %s is not served; nothing to remove", name)
             return
         runtime.removing = True
+        runtime.replacement = replacement
         runtime.idle_confirmed = False
         self._wake()
 
@@ -588,6 +606,8 @@ class Collector:
             return
         if runtime.removing and not (self._mode is CollectorMode.ONCE or self._stopping):
             self._unregister(runtime)
+            if runtime.replacement is not None:
+                self._start_pipeline(*runtime.replacement, None)
             return
         runtime.state = PipelineState.DONE
         if all(p.state is PipelineState.DONE for p in self._all()):

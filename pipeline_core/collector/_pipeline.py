@@ -99,6 +99,8 @@ class PipelineRuntime:
         self.state = PipelineState.READING
         self.idle_confirmed = False
         self.removing = False
+        self.replacement: tuple[PipelineConfig, Metastore] | None = None
+        """The config to serve the pipeline from once it is removed (a changed config)."""
         self.last_scan = float("-inf")
         self.last_snapshot = time.monotonic()
         self.lines = 0

@@ -1,0 +1,112 @@
+"""``CollectorService``: a collector over a file or folder of pipeline configs, reloading it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from pipeline_core.collector._collector import Collector, CollectorResult
+from pipeline_core.collector._config_watch import ConfigChange, ConfigSource
+from pipeline_core.collector._metrics_export import MetricsExporter
+from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import Metastore
+
+log = logging.getLogger(__name__)
+
+RELOAD_POLL_SECONDS = 2.0
+
+
+class CollectorService:
+    """Serves every pipeline config of ``path`` (a YAML file or a folder of them) with one
+    collector.
+
+    In continuous mode (:meth:`run`) the configs are looked at again every
+    ``RELOAD_POLL_SECONDS`` and at once on :meth:`reload` (``sluice collect`` calls it on
+    SIGHUP): an added pipeline starts, a removed one seals what it read and stops, a changed
+    one seals, stops and starts again on its new config from its sealed offsets. Nothing read
+    is lost across a reload. Metrics are written (and served on ``metrics_port``) while it runs.
+
+    Threading model: :meth:`run`/:meth:`run_once` on the thread that becomes the collector's
+    mailbox thread; :meth:`reload` and :meth:`stop` from any thread.
+    """
+
+    def __init__(self, path: Path, *, metrics_port: int | None = None) -> None:
+        self._source = ConfigSource(path)
+        self._metrics_port = metrics_port
+        self._metastores: dict[str, Metastore] = {}
+        self._data_dirs: dict[str, Path] = {}
+        self._reload = threading.Event()
+        self._stop = threading.Event()
+        self.collector = Collector()
+        for config in self._source.load():
+            self.collector.add_pipeline(config, self._metastore(config))
+            self._data_dirs[config.name] = config.data_dir
+        self.exporter: MetricsExporter | None = None
+
+    def run_once(self) -> CollectorResult:
+        try:
+            return self.collector.run_once()
+        finally:
+            self.close()
+
+    def run(self) -> CollectorResult:
+        self.exporter = MetricsExporter(
+            self.collector.metrics, self._data_dir_of, port=self._metrics_port
+        ).start()
+        watcher = threading.Thread(target=self._watch, name="sluice-config-watch", daemon=True)
+        watcher.start()
+        try:
+            return self.collector.run()
+        finally:
+            self._stop.set()
+            self._reload.set()
+            watcher.join(timeout=10)
+            self.exporter.stop()
+            self.close()
+
+    def reload(self) -> None:
+        """Look at the configs again now (any thread, also a signal handler)."""
+        self._reload.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.collector.stop()
+
+    def close(self) -> None:
+        for metastore in self._metastores.values():
+            metastore.close()
+        self._metastores.clear()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            self._reload.wait(RELOAD_POLL_SECONDS)
+            self._reload.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self._apply_changes()
+            except Exception as exc:  # a bad reload never stops collection
+                log.error("config reload failed: %s", exc)
+
+    def _apply_changes(self) -> None:
+        for event in self._source.changes():
+            log.info("pipeline %s %s", event.name, event.change.value)
+            if event.change is ConfigChange.REMOVED:
+                self.collector.remove_pipeline(event.name)
+                continue
+            assert event.config is not None
+            self._data_dirs[event.name] = event.config.data_dir
+            if event.change is ConfigChange.ADDED:
+                self.collector.add_pipeline(event.config, self._metastore(event.config))
+            else:
+                self.collector.replace_pipeline(event.config, self._metastore(event.config))
+
+    def _metastore(self, config: PipelineConfig) -> Metastore:
+        url = config.metastore_url
+        if url not in self._metastores:
+            self._metastores[url] = Metastore.open(url)
+        return self._metastores[url]
+
+    def _data_dir_of(self, pipeline: str) -> Path:
+        return self._data_dirs.get(pipeline, Path("data"))
