@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline_core.queues import QueueStats
+from pipeline_core.source import TrackedFile
 
 if TYPE_CHECKING:
     from pipeline_core.collector._pipeline import PipelineRuntime
@@ -87,7 +89,7 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
                 path=tracked.path,
                 fingerprint=tracked.fingerprint,
                 state=tracked.state.value,
-                size=tracked.size(),
+                size=_size(tracked),
                 read_offset=tracked.read_offset,
                 sealed_offset=tracked.sealed_offset,
                 committed_offset=committed.get(tracked.fingerprint),
@@ -120,6 +122,20 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
         ),
         files=tuple(files),
     )
+
+
+def _size(tracked: TrackedFile) -> int:
+    """The file's size: through its descriptor, or (closed after a run) its path while it is
+    still the same file."""
+    if tracked.fd is not None:
+        return tracked.size()
+    try:
+        info = os.stat(tracked.path)
+    except OSError:
+        return tracked.read_offset
+    if (info.st_dev, info.st_ino) != (tracked.dev, tracked.ino):
+        return tracked.read_offset
+    return info.st_size
 
 
 def prometheus_text(metrics: Iterable[PipelineMetrics]) -> str:
