@@ -251,8 +251,10 @@ class Collector:
         return self._run(CollectorMode.CONTINUOUS)
 
     def stop(self) -> None:
-        """Seal what has been read and stop (any thread; not from a signal handler, which
-        may interrupt the mailbox thread while it holds the mailbox's lock)."""
+        """Seal what has been read and stop, within seconds whatever the backlog: barriers go
+        in at the current read offsets and what is not read yet waits for the next run (any
+        thread; not from a signal handler, which may interrupt the mailbox thread while it
+        holds the mailbox's lock)."""
         self._stop_requested.set()
         processor = self._processor
         if processor is not None:
@@ -463,12 +465,11 @@ class Collector:
                     return
             if not read_any:
                 break
-        finishing_now = self._mode is CollectorMode.ONCE or self._stopping
         confirming = False
         for runtime in reading:
             if runtime.name not in caught_up:
                 continue
-            if finishing_now or runtime.removing:
+            if self._mode is CollectorMode.ONCE:
                 if not runtime.idle_confirmed:
                     # Look once more for files that appeared while reading, then finish.
                     runtime.watcher.scan()
@@ -502,9 +503,7 @@ class Collector:
         if not runtime.tracking.can_admit():
             return _Turn.BLOCKED
         grace = (
-            0.0
-            if self._mode is CollectorMode.ONCE or self._stopping or runtime.removing
-            else runtime.config.collector.rotated_grace_s
+            0.0 if self._mode is CollectorMode.ONCE else runtime.config.collector.rotated_grace_s
         )
         result = runtime.reader.read_turn(
             functools.partial(self._publish_chunk, runtime), rotated_grace=grace
@@ -569,9 +568,12 @@ class Collector:
         self._process_level.push(name, barrier, urgent=True)
 
     def _begin_stop(self) -> None:
+        """Seal what has been read, now: barriers at the current read offsets (what is not
+        read yet is read by the next run), then end when every pipeline has sealed."""
         self._stopping = True
         for runtime in self._all():
-            runtime.idle_confirmed = False
+            if runtime.state is PipelineState.READING:
+                self._finish(runtime)
         if all(p.state is PipelineState.DONE for p in self._all()):
             self._loop().all_actions_completed()  # nothing left to seal (no pipeline served)
         self._wake()
@@ -588,8 +590,8 @@ class Collector:
             return
         runtime.removing = True
         runtime.replacement = replacement
-        runtime.idle_confirmed = False
-        self._wake()
+        if runtime.state is PipelineState.READING:
+            self._finish(runtime)  # seal what it read; the rest is read when it is back
 
     def _finish(self, runtime: PipelineRuntime) -> None:
         """A pipeline caught up for good: barriers for every pending request (or a new one)."""

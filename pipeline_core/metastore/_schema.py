@@ -133,3 +133,13 @@ acker_trees = Table(
     Column("line_count", BigInteger, nullable=False),
     Column("saved_at", DateTime(timezone=True), nullable=False),
 )
+
+# The hosts a checkpoint waits for: those whose collector held the pipeline's lease when it was
+# requested. None at all: the first host to seal completes it (one host, or one-shot runs).
+checkpoint_hosts = Table(
+    "sluice_checkpoint_hosts",
+    metadata,
+    Column("checkpoint_id", Integer, ForeignKey("sluice_checkpoints.id"), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("sealed", Integer, nullable=False),
+)

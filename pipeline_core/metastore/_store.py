@@ -92,7 +92,12 @@ class Metastore:
         run_id: str | None = None,
         data_interval: tuple[datetime, datetime] | None = None,
     ) -> CheckpointRecord:
-        """Create a REQUESTED checkpoint; the same ``run_id`` always gets the same checkpoint."""
+        """Create a REQUESTED checkpoint; the same ``run_id`` always gets the same checkpoint.
+
+        The checkpoint waits for a batch from every host whose collector holds the pipeline's
+        lease now (several collectors, one per host); when none does (one host collecting
+        once, tests), the first host to seal it completes it.
+        """
         if run_id is not None:
             existing = self._checkpoint_by_run(pipeline, run_id)
             if existing is not None:
@@ -111,6 +116,18 @@ class Metastore:
                 new_id = connection.execute(
                     t.checkpoints.insert().values(values)
                 ).inserted_primary_key
+                assert new_id is not None
+                live_hosts = connection.execute(
+                    sa.select(t.leases.c.host).where(
+                        t.leases.c.pipeline == pipeline,
+                        t.leases.c.expires_at >= values["requested_at"],
+                    )
+                ).scalars()
+                rows = [
+                    {"checkpoint_id": new_id[0], "host": host, "sealed": 0} for host in live_hosts
+                ]
+                if rows:
+                    connection.execute(t.checkpoint_hosts.insert(), rows)
         except MetastoreError as exc:
             if run_id is not None and isinstance(exc.__cause__, IntegrityError):
                 found = self._checkpoint_by_run(pipeline, run_id)
@@ -151,14 +168,22 @@ class Metastore:
         return [_checkpoint(row) for row in reversed(rows)]
 
     def unsealed_for_host(self, pipeline: str, host: str) -> list[int]:
-        """Ids of REQUESTED checkpoints this host has not sealed a batch for, oldest first."""
+        """Ids of REQUESTED checkpoints this host should seal a batch for, oldest first: those
+        waiting for this host, and those waiting for no host in particular."""
         sealed_here = sa.select(t.batches.c.checkpoint_id).where(t.batches.c.host == host)
+        hosts = t.checkpoint_hosts.c
+        expects_someone = sa.select(hosts.checkpoint_id)
+        expects_this_host = sa.select(hosts.checkpoint_id).where(hosts.host == host)
         query = (
             sa.select(t.checkpoints.c.id)
             .where(
                 t.checkpoints.c.pipeline == pipeline,
                 t.checkpoints.c.state == CheckpointState.REQUESTED.value,
                 t.checkpoints.c.id.not_in(sealed_here),
+                sa.or_(
+                    t.checkpoints.c.id.not_in(expects_someone),
+                    t.checkpoints.c.id.in_(expects_this_host),
+                ),
             )
             .order_by(t.checkpoints.c.id)
         )
@@ -197,8 +222,9 @@ class Metastore:
         acker_trees: Iterable[AckerTreeRecord] | None = None,
     ) -> int:
         """Record a sealed batch in ONE transaction: the batch and its byte ranges, the files'
-        offsets at the barrier, the acker's in-flight trees (when given) and the checkpoint's
-        move to SEALED. Returns the batch id.
+        offsets at the barrier, the acker's in-flight trees (when given) and, once every host
+        the checkpoint waits for has sealed its batch, the checkpoint's move to SEALED.
+        Returns the batch id.
 
         Raises:
             CheckpointError: the checkpoint is not REQUESTED any more (sealed elsewhere).
@@ -244,12 +270,71 @@ class Metastore:
             self._save_files(connection, pipeline, host, files, now)
             if acker_trees is not None:
                 self._replace_acker_trees(connection, pipeline, host, acker_trees, now)
+            hosts = t.checkpoint_hosts.c
+            mine = (hosts.checkpoint_id == batch.checkpoint_id) & (hosts.host == host)
+            connection.execute(t.checkpoint_hosts.update().where(mine).values(sealed=1))
+            self._seal_when_complete(connection, batch.checkpoint_id, now)
+        return int(batch_id[0])
+
+    def excuse_lapsed_hosts(self, checkpoint_id: int) -> list[str]:
+        """Stop waiting, for checkpoint ``checkpoint_id``, for hosts whose collector lease has
+        lapsed (the host is down: its lines go into a later checkpoint when it is back), and
+        seal the checkpoint if every remaining host has. Returns the hosts excused."""
+        now = utcnow()
+        hosts = t.checkpoint_hosts.c
+        with self.transaction() as connection:
+            pipeline = connection.execute(
+                sa.select(t.checkpoints.c.pipeline).where(t.checkpoints.c.id == checkpoint_id)
+            ).scalar_one_or_none()
+            if pipeline is None:
+                raise CheckpointError(f"checkpoint {checkpoint_id} does not exist")
+            live = sa.select(t.leases.c.host).where(
+                t.leases.c.pipeline == pipeline, t.leases.c.expires_at >= now
+            )
+            lapsed = (
+                connection.execute(
+                    sa.select(hosts.host).where(
+                        hosts.checkpoint_id == checkpoint_id,
+                        hosts.sealed == 0,
+                        hosts.host.not_in(live),
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            if lapsed:
+                connection.execute(
+                    t.checkpoint_hosts.delete().where(
+                        hosts.checkpoint_id == checkpoint_id, hosts.host.in_(lapsed)
+                    )
+                )
+                self._seal_when_complete(connection, checkpoint_id, now)
+        return list(lapsed)
+
+    @staticmethod
+    def _seal_when_complete(connection: Connection, checkpoint_id: int, now: datetime) -> None:
+        """Move a REQUESTED checkpoint with at least one batch and no host still owing one to
+        SEALED."""
+        hosts = t.checkpoint_hosts.c
+        owing = connection.execute(
+            sa.select(sa.func.count())
+            .select_from(t.checkpoint_hosts)
+            .where(hosts.checkpoint_id == checkpoint_id, hosts.sealed == 0)
+        ).scalar_one()
+        batches = connection.execute(
+            sa.select(sa.func.count())
+            .select_from(t.batches)
+            .where(t.batches.c.checkpoint_id == checkpoint_id)
+        ).scalar_one()
+        if owing == 0 and batches > 0:
             connection.execute(
                 t.checkpoints.update()
-                .where(t.checkpoints.c.id == batch.checkpoint_id)
+                .where(
+                    t.checkpoints.c.id == checkpoint_id,
+                    t.checkpoints.c.state == CheckpointState.REQUESTED.value,
+                )
                 .values(state=CheckpointState.SEALED.value, sealed_at=now)
             )
-        return int(batch_id[0])
 
     def commit_checkpoint(self, checkpoint_id: int, landing: dict[str, Any]) -> CheckpointRecord:
         """Mark a SEALED checkpoint COMMITTED with the landing job's counts (idempotent)."""

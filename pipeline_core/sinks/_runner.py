@@ -95,6 +95,7 @@ class SinkRunner:
         self._counters = RunnerCounters()  # replaced (never mutated) by the delivery thread
         self._thread: threading.Thread | None = None
         self._lifecycle_lock = threading.Lock()  # guards _thread
+        self._logged_failures = 0  # failures counted when the last delivery succeeded
         self.last_error: BaseException | None = None
         """The last exception ``process()`` raised, or ``None``."""
 
@@ -126,9 +127,13 @@ class SinkRunner:
         try:
             status = self.processor.process()
         except Exception as exc:
-            log.error(
-                "sink group %r: unable to deliver a batch", self.processor.group, exc_info=True
-            )
+            if self._counters.delivery_errors + self._counters.errors == self._logged_failures:
+                # The first failure of a streak with its traceback, then one line each.
+                log.error(
+                    "sink group %r: unable to deliver a batch", self.processor.group, exc_info=True
+                )
+            else:
+                log.warning("sink group %r: still unable to deliver: %s", self.processor.group, exc)
             self.last_error = exc
             if isinstance(exc, EventDeliveryException):
                 self._update(delivery_errors=self._counters.delivery_errors + 1)
@@ -143,6 +148,7 @@ class SinkRunner:
             self._clock.wait(self._stop_event, seconds)
             return RunnerOutcome.BACKOFF
         self._update(deliveries=self._counters.deliveries + 1, consecutive_backoffs=0)
+        self._logged_failures = self._counters.delivery_errors + self._counters.errors
         return RunnerOutcome.DELIVERED
 
     def start(self) -> None:

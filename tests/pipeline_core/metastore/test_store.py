@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,7 @@ SLUICE_TABLES = {
     "sluice_batch_ranges",
     "sluice_sink_states",
     "sluice_acker_trees",
+    "sluice_checkpoint_hosts",
     "sluice_leases",
 }
 
@@ -476,3 +478,45 @@ def test_should_replace_the_saved_acker_trees_as_a_whole(metastore: Metastore) -
     metastore.save_acker_trees(PIPELINE, "host-a", [tree(3, 20)])
     assert metastore.acker_trees(PIPELINE, "host-a") == [tree(3, 20)]
     assert metastore.acker_trees(PIPELINE, "host-b") == []
+
+
+# -- several hosts ------------------------------------------------------------------------------
+
+
+def host_batch(checkpoint_id: int, host: str) -> BatchRecord:
+    return dataclasses.replace(
+        batch_record(checkpoint_id, ByteRange("00000000000000aa", 0, 10, 1)), host=host
+    )
+
+
+def test_should_wait_for_every_host_whose_collector_was_live_at_the_request(
+    metastore: Metastore,
+) -> None:
+    for host in ("host-a", "host-b"):
+        assert metastore.acquire_lease(PIPELINE, host, f"{host}:1", 60)
+    checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    assert metastore.unsealed_for_host(PIPELINE, "host-a") == [checkpoint_id]
+    assert metastore.unsealed_for_host(PIPELINE, "host-c") == []  # joined later: next one
+
+    metastore.seal(PIPELINE, host_batch(checkpoint_id, "host-a"), [], "host-a")
+    assert metastore.checkpoint(checkpoint_id).state is CheckpointState.REQUESTED
+    assert metastore.unsealed_for_host(PIPELINE, "host-a") == []
+    assert metastore.unsealed_for_host(PIPELINE, "host-b") == [checkpoint_id]
+
+    metastore.seal(PIPELINE, host_batch(checkpoint_id, "host-b"), [], "host-b")
+    assert metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
+    assert {b.host for b in metastore.batches(checkpoint_id)} == {"host-a", "host-b"}
+
+
+def test_should_stop_waiting_for_a_host_whose_lease_lapsed(metastore: Metastore) -> None:
+    assert metastore.acquire_lease(PIPELINE, "host-a", "a:1", 60)
+    assert metastore.acquire_lease(PIPELINE, "host-b", "b:1", 0.2)
+    checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    metastore.seal(PIPELINE, host_batch(checkpoint_id, "host-a"), [], "host-a")
+    assert metastore.excuse_lapsed_hosts(checkpoint_id) == []
+
+    time.sleep(0.3)
+
+    assert metastore.excuse_lapsed_hosts(checkpoint_id) == ["host-b"]
+    assert metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
+    assert metastore.unsealed_for_host(PIPELINE, "host-b") == []
