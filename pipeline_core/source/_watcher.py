@@ -225,7 +225,7 @@ class FileWatcher:
                 original.state = FileState.LIVE
                 original.still_same_file(self._signature_bytes)
                 return
-            if original is not None:
+            if original is not None and _same_bytes_at_end(probe.fd, original, size):
                 return  # a copy of a file still live: wait for the truncation
             signature = read_signature(probe.fd, self._signature_bytes)
             start = size if self._first_scan and source.start_at is StartPosition.END else 0
@@ -249,6 +249,7 @@ class FileWatcher:
 
     @staticmethod
     def _match(fd: int, candidates: list[TrackedFile]) -> TrackedFile | None:
+        """The first candidate whose signature (first bytes) the file at ``fd`` starts with."""
         heads: dict[int, int] = {}
         for tracked in candidates:
             size = tracked.signature.size
@@ -265,3 +266,29 @@ def _after_last_newline(fd: int, size: int) -> int:
     window = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
     cut = window.rfind(b"\n")
     return size - len(window) + cut + 1 if cut >= 0 else 0
+
+
+COPY_PROBE_BYTES = 4096
+"""How many bytes before its end a file is compared with a live file of the same signature."""
+
+
+def _same_bytes_at_end(fd: int, original: TrackedFile, size: int) -> bool:
+    """Whether the file at ``fd`` (``size`` bytes) ends like ``original`` at the same offset:
+    then it is a copy of it (copytruncate, before the truncation). Files that merely share
+    their first bytes (a common header) differ there and are distinct files. A file longer
+    than a live original that was not truncated cannot be its copy. When ``original`` was just
+    truncated (shorter than what was read of it), it counts as a copy: the next scan sees the
+    truncation and adopts the copy properly."""
+    if original.fd is None:
+        return True
+    current = original.size()
+    if current < original.read_offset:
+        return True
+    if current < size:
+        return False
+    probe = min(size, COPY_PROBE_BYTES)
+    offset = size - probe
+    try:
+        return os.pread(fd, probe, offset) == os.pread(original.fd, probe, offset)
+    except OSError:
+        return True

@@ -101,6 +101,35 @@ def test_should_skip_paths_matching_an_exclude_glob(
     assert sorted(by_name(watcher)) == ["access.log", "access.log.1"]
 
 
+def test_should_track_files_that_share_their_first_bytes_as_distinct_files(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    header = b"#Fields: date time client method uri status\n" * 40  # > the 1024-byte signature
+    append(logs / "access.log", header + b"first file's own line\n")
+    append(logs / "access.log.1", header + b"second file, other content\n")
+    watcher = watch(watchers, source(logs))
+
+    watcher.scan()
+
+    files = by_name(watcher)
+    assert sorted(files) == ["access.log", "access.log.1"]
+    assert files["access.log"].fingerprint != files["access.log.1"].fingerprint
+
+
+def test_should_wait_for_the_truncation_of_a_live_files_exact_copy(
+    logs: Path, watchers: list[FileWatcher]
+) -> None:
+    content = b"".join(f"line {i:04d} of the original\n".encode() for i in range(100))
+    append(logs / "access.log", content)
+    watcher = watch(watchers, source(logs))
+    watcher.scan()
+    append(logs / "access.log.1", content)  # copytruncate's copy, before the truncation
+
+    watcher.scan()
+
+    assert sorted(by_name(watcher)) == ["access.log"]
+
+
 def test_should_not_track_an_empty_file_until_it_has_data(
     logs: Path, watchers: list[FileWatcher]
 ) -> None:
