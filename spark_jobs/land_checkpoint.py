@@ -67,21 +67,14 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
 from spark_jobs.formats import RejectReason, SourceFormat, parse
+from spark_jobs.staging import CHUNKS_PER_ARROW_BATCH, LINE_SCHEMA, PART_SCHEMA, split_chunks
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 2
 REJECTS_TABLE = "_rejects"
 LANDINGS_DIR = "_landings"
-PART_SCHEMA = StructType(
-    [
-        StructField("file_fingerprint", StringType()),
-        StructField("byte_offset", LongType()),
-        StructField("line", BinaryType()),
-    ]
-)
 LAKE_SQL_CONF: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -89,6 +82,8 @@ LAKE_SQL_CONF: Mapping[str, str] = {
     # A writer held open per partition (up to 16 per task) instead of sorting every row by
     # its partition before writing: no sort, rows keep their staging order.
     "spark.sql.maxConcurrentOutputFileWriters": "16",
+    # Staging rows are whole chunks (about a MiB each): a few per Arrow batch to the workers.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": str(CHUNKS_PER_ARROW_BATCH),
 }
 """Settings the lake's content and the writes depend on; ``land`` applies them to the session
 it is given."""
@@ -254,7 +249,7 @@ def verify_parts(spark: SparkSession, parts: Sequence[PartFile]) -> list[StagedP
         spark.read.schema(PART_SCHEMA)
         .parquet(*(part.path for part in parts))
         .groupBy(F.col("_metadata.file_path").alias("uri"), "file_fingerprint")
-        .count()
+        .agg(F.sum("line_count").alias("lines"))
         .collect()
     )
     uris: dict[str, str] = {}
@@ -262,7 +257,7 @@ def verify_parts(spark: SparkSession, parts: Sequence[PartFile]) -> list[StagedP
     for row in counted:
         path = _local_path(row["uri"])
         uris[path] = str(row["uri"])
-        rows.setdefault(path, {})[str(row["file_fingerprint"])] = int(row["count"])
+        rows.setdefault(path, {})[str(row["file_fingerprint"])] = int(row["lines"])
     found = {part.path: sum(rows.get(part.path, {}).values()) for part in parts}
     wrong = [
         f"{part.path}: manifest says {part.rows} rows, file has {found[part.path]}"
@@ -286,15 +281,20 @@ def staged_lines(staged: Iterable[StagedPart]) -> Counter[FileKey]:
 def read_source(
     spark: SparkSession, staged: Sequence[StagedPart], source: str, checkpoint_id: int
 ) -> DataFrame:
-    """The staged rows of ``source`` (one read across hosts), with ``host``, ``checkpoint_id``,
-    ``source`` and ``sealed_at`` added from each part's batch."""
+    """The staged lines of ``source`` (one read across hosts; chunk rows split into lines on
+    the executors), with ``host``, ``checkpoint_id``, ``source`` and ``sealed_at`` added from
+    each part's batch."""
     entries = [entry for entry in staged if entry.part.source == source]
-    uri = F.col("_metadata.file_path")
+    uri = F.col("uri")
     host = _lookup(uri, {entry.uri: F.lit(entry.part.host) for entry in entries})
     sealed_at = _lookup(uri, {entry.uri: F.lit(entry.part.sealed_at) for entry in entries})
     return (
         spark.read.schema(PART_SCHEMA)
         .parquet(*(entry.part.path for entry in entries))
+        .select(
+            F.col("_metadata.file_path").alias("uri"), "file_fingerprint", "start_offset", "data"
+        )
+        .mapInArrow(split_chunks, LINE_SCHEMA)
         .select(
             "file_fingerprint",
             "byte_offset",

@@ -37,8 +37,8 @@ from pipeline_core.sinks._handoff import (
 )
 from pipeline_core.sinks._handoff_sink import HandoffSink
 from pipeline_core.sinks._http import HttpSink
-from pipeline_core.sinks._lines import HANDOFF_SCHEMA, lines_table
 from pipeline_core.sinks._load_balancing import LoadBalancingSinkProcessor, SinkSelector
+from pipeline_core.sinks._part_table import HANDOFF_SCHEMA, chunks_table
 from pipeline_core.sinks._processor import SinkProcessor
 from pipeline_core.sinks._retry import RetryPolicy
 from pipeline_core.sinks._runner import RunnerCounters, RunnerOutcome, SinkRunner
@@ -96,6 +96,6 @@ __all__ = [
     "Transaction",
     "build_sink",
     "checkpoint_dir",
+    "chunks_table",
     "event_id",
-    "lines_table",
 ]

@@ -17,13 +17,13 @@ import pyarrow.parquet as pq
 
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
-from pipeline_core.sinks._lines import HANDOFF_SCHEMA, lines_table
+from pipeline_core.sinks._part_table import HANDOFF_SCHEMA, chunks_table
 from pipeline_core.source import Chunk
 
 log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,11 @@ class _OpenPart:
     def __init__(self, path: Path, row_group_bytes: int) -> None:
         self.path = path
         self.writer = pq.ParquetWriter(
-            path, HANDOFF_SCHEMA, compression="snappy", use_dictionary=["file_fingerprint"]
+            path,
+            HANDOFF_SCHEMA,
+            compression="snappy",
+            use_dictionary=["file_fingerprint"],
+            write_statistics=["file_fingerprint", "start_offset", "line_count"],
         )
         self.rows = 0
         self.line_bytes = 0
@@ -86,10 +90,11 @@ class _OpenPart:
 
 
 class HandoffWriter:
-    """Writes lines into part files under ``_inflight`` and seals them at a barrier.
+    """Writes chunks of lines into part files under ``_inflight`` and seals them at a barrier.
 
-    Part files are Parquet (schema in :data:`HANDOFF_SCHEMA`), one series per source, with row
-    groups of about ``row_group_bytes`` and files of about ``max_part_bytes`` of line data.
+    Part files are Parquet (schema in :data:`HANDOFF_SCHEMA`: a row per chunk, as read), one
+    series per source, with row groups of about ``row_group_bytes`` and files of about
+    ``max_part_bytes`` of line data. A part's ``rows`` in the manifest counts its lines.
     Sealing flushes and fsyncs every part, writes ``_manifest.json`` last, renames the folder to
     the checkpoint's and fsyncs the parent: a sealed folder is complete or absent.
 
@@ -160,12 +165,12 @@ class HandoffWriter:
         self._buffered.pop(source, None)
         if not chunks:
             return
-        table = lines_table(chunks)
+        table = chunks_table(chunks)
         part = self._open.get(source)
         if part is None:
             part = self._open[source] = self._new_part(source)
         part.writer.write_table(table, row_group_size=max(1, table.num_rows))
-        part.rows += table.num_rows
+        part.rows += sum(c.lines for c in chunks)
         part.line_bytes += sum(len(c.data) for c in chunks)
         if part.line_bytes >= self._max_part_bytes:
             self._close_part(source)
@@ -191,7 +196,7 @@ class HandoffWriter:
         rows = sum(p.rows for p in parts)
         lines = sum(r.lines for r in barrier.ranges)
         if rows != lines:
-            raise ValueError(f"parts hold {rows} rows but the barrier's ranges hold {lines} lines")
+            raise ValueError(f"parts hold {rows} lines but the barrier's ranges hold {lines}")
         checksum = f"{zlib.crc32(''.join(p.crc32 for p in parts).encode()):08x}"
         manifest = {
             "format_version": MANIFEST_FORMAT_VERSION,

@@ -5,12 +5,19 @@ Each scan globs every source's paths and reconciles what it finds with the track
 * a known inode that still starts with its signature bytes is the same file (a rename keeps it);
 * a known inode whose first bytes changed was truncated or reused: its tracked file is DETACHED
   and the inode is treated as new;
+* a known inode now shorter than what was read of it was truncated below its offset, even if its
+  first bytes are still the same: it is DETACHED too and read again from its start under a new
+  fingerprint (lines written after the truncation are not lost; the bytes it kept are read a
+  second time, as new lines);
 * a new inode whose first bytes match a DETACHED file is that file's copy (copytruncate): it takes
   over the fingerprint and the offset, so the lines written just before the truncation are read;
 * a new inode whose first bytes match a file still live elsewhere is a copy in the making: it is
   left alone until the original is truncated (or forever, if it never is);
 * a tracked file whose inode is no longer at any path was renamed away or deleted: it is ROTATED
   and read to its end through its open descriptor.
+
+Paths that are not regular files (folders, dangling or looping symlinks) are passed over; under
+``**`` each real folder is walked once, so symlink loops cannot make a scan endless.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ import logging
 import os
 import stat
 import zlib
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 
 from pipeline_core.config import SourceConfig, StartPosition
 from pipeline_core.metastore import FileRecord, FileState
@@ -78,7 +86,7 @@ class FileWatcher:
     def _glob(self, source: SourceConfig) -> dict[Inode, tuple[str, int]]:
         found: dict[Inode, tuple[str, int]] = {}
         for pattern in source.paths:
-            for path in sorted(glob.glob(pattern, recursive=True)):
+            for path in sorted(_expand(pattern)):
                 if any(fnmatch.fnmatch(path, ex) for ex in source.exclude):
                     continue
                 try:
@@ -99,13 +107,23 @@ class FileWatcher:
                 path = found[inode][0]
                 if tracked.fd is None or tracked.path != path:
                     tracked.open(path)
-                if tracked.still_same_file(self._signature_bytes):
-                    tracked.state = FileState.LIVE
-                    claimed.add(inode)
-                else:
+                if not tracked.still_same_file(self._signature_bytes):
                     log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
                     tracked.close()
                     tracked.state = FileState.DETACHED
+                elif tracked.size() < tracked.read_offset:
+                    log.warning(
+                        "%s was truncated to %d bytes, below offset %d; reading it again from "
+                        "its start as a new file",
+                        tracked.path,
+                        tracked.size(),
+                        tracked.read_offset,
+                    )
+                    tracked.close()
+                    tracked.state = FileState.DETACHED
+                else:
+                    tracked.state = FileState.LIVE
+                    claimed.add(inode)
             elif tracked.fd is None and self._find_renamed(tracked):
                 log.info(
                     "%s was renamed to %s; reading it to its end", tracked.fingerprint, tracked.path
@@ -207,7 +225,10 @@ class FileWatcher:
                 (
                     f
                     for f in self._files
-                    if f.source == source.name and f.state is not FileState.DONE
+                    if f.source == source.name
+                    and f.state is not FileState.DONE
+                    # a truncated file is not the copy of itself
+                    and not (f.state is FileState.DETACHED and (f.dev, f.ino) == inode)
                 ),
                 key=lambda f: f.state is not FileState.DETACHED,
             )
@@ -292,3 +313,47 @@ def _same_bytes_at_end(fd: int, original: TrackedFile, size: int) -> bool:
         return os.pread(fd, probe, offset) == os.pread(original.fd, probe, offset)
     except OSError:
         return True
+
+
+def _expand(pattern: str) -> list[str]:
+    """The paths matching ``pattern`` (``glob`` syntax, ``**`` for any folders below).
+
+    Unlike ``glob.glob(pattern, recursive=True)``, ``**`` walks each real folder once (by
+    device and inode), however many symlinks lead to it: a folder linking to itself or to a
+    parent would otherwise be walked again down every link until the path is too long, which
+    with two such links is exponential."""
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return glob.glob(pattern)
+    at = parts.index("**")
+    head = os.sep.join(parts[:at]) or (os.sep if pattern.startswith(os.sep) else "")
+    rest = parts[at + 1 :] or ["*"]
+    bases = glob.glob(head) if glob.has_magic(head) else [head]  # "": the current folder
+    found: list[str] = []
+    for base in bases:
+        for folder in _folders_below(base):
+            found.extend(_expand(os.path.join(glob.escape(folder), *rest)))
+    return found
+
+
+def _folders_below(base: str) -> Iterator[str]:
+    """``base`` and every folder below it, each real folder once, breadth first; hidden
+    folders are skipped, as ``glob``'s ``**`` does."""
+    seen: set[Inode] = set()
+    queue = deque([base])
+    while queue:
+        folder = queue.popleft()
+        try:
+            info = os.stat(folder or os.curdir)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        yield folder
+        try:
+            with os.scandir(folder or os.curdir) as entries:
+                names = sorted(e.name for e in entries if not e.name.startswith("."))
+        except OSError:
+            continue
+        queue.extend(os.path.join(folder, name) for name in names)

@@ -5,16 +5,18 @@ tracked files with the bytes not yet covered by a sealed batch, the newest check
 their batches (and, when a lookup is given, the Airflow DAG run that requested each one), the
 sink groups with each sink's stored penalty/backoff state, and the collector leases::
 
-    pipelines dir ──► config ──► metastore rows (SELECT only) ──┐
-                         └─────► files on disk (stat, first bytes) ─┼─► PipelineSnapshot
-    DagRunLookup (optional: Airflow's dag_run rows by run_id) ──────┘
+    pipelines dir ─► config ─┬─► metastore rows (SELECT only) ─────────────┐
+                             ├─► files on disk (stat, first bytes) ─────────┤
+                             └─► running collector's metrics file (fresh) ──┼─► PipelineSnapshot
+    DagRunLookup (optional: Airflow's dag_run rows by run_id) ──────────────┘
 
 Read-only means read-only: the snapshot is built with plain SELECTs over the metastore's tables
 (:mod:`pipeline_core.metastore._schema`); it never migrates a schema and never creates a
 metastore that does not exist yet (a pipeline that never ran shows no state and says so).
-What is not persisted is reported as not available, never guessed: stage queue depths are only
-known inside a running collector (pass its ``Collector.stage_stats()`` to report them), and
-in-flight acker trees are shown as the collector last saved them.
+What only a running collector knows (stage queue depths against their watermarks, read
+offsets, trees in flight now) comes from the metrics file it rewrites every few seconds while
+that report is fresh, and is otherwise reported as not available, never guessed; the acker
+trees it saved at its last checkpoint or time slice come from the metastore.
 
 Every model is a frozen pydantic model; ``to_dict()`` gives its JSON form.
 """
@@ -28,6 +30,7 @@ from pipeline_core.state._models import (
     FileSnapshot,
     FileStatus,
     LeaseSnapshot,
+    LiveCollectorSnapshot,
     PipelineSnapshot,
     PipelineSummary,
     SinkGroupSnapshot,
@@ -63,6 +66,7 @@ __all__ = [
     "FileSnapshot",
     "FileStatus",
     "LeaseSnapshot",
+    "LiveCollectorSnapshot",
     "PipelineSnapshot",
     "PipelineSummary",
     "SinkGroupSnapshot",

@@ -14,24 +14,25 @@ import glob
 import os
 import stat
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
 from pipeline_core.state._models import FileSnapshot, FileStatus
 
-
-def file_snapshots(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
-    """The tracked files (``sluice_files`` rows of every host), then the untracked ones."""
-    return _tracked(config, rows) + _untracked(config, rows)
-
-
 _Inode = tuple[int, int]
 
 
-def _tracked(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
-    local = config.collector.host
+def file_snapshots(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
+    """The tracked files (``sluice_files`` rows of every host), then the untracked ones."""
     found = _found_files(config.sources)
+    return _tracked(config, rows, found) + _untracked(config, rows, found)
+
+
+def _tracked(
+    config: PipelineConfig, rows: Sequence[Any], found: Mapping[_Inode, tuple[str, str]]
+) -> list[FileSnapshot]:
+    local = config.collector.host
     snapshots = []
     for row in rows:
         snapshot = FileSnapshot(
@@ -75,7 +76,9 @@ def _measure(row: Any, found_at: tuple[str, str] | None) -> dict[str, Any]:
     return {"note": "not found: moved away from the source's paths or deleted"}
 
 
-def _untracked(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
+def _untracked(
+    config: PipelineConfig, rows: Sequence[Any], found: Mapping[_Inode, tuple[str, str]]
+) -> list[FileSnapshot]:
     """Files the sources' paths match that the metastore does not know yet (never sealed)."""
     local = config.collector.host
     known: dict[_Inode, list[Any]] = {}
@@ -83,9 +86,7 @@ def _untracked(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot
         if row.host == local:
             known.setdefault((row.dev, row.ino), []).append(row)
     snapshots = []
-    for inode, (source_name, path) in sorted(
-        _found_files(config.sources).items(), key=lambda i: i[1][1]
-    ):
+    for inode, (source_name, path) in sorted(found.items(), key=lambda i: i[1][1]):
         if any(_same_file(row, path) for row in known.get(inode, [])):
             continue
         try:

@@ -45,7 +45,10 @@ class FileSnapshot(_Snapshot):
     size: int | None = None
     """Its size on disk now; None when it could not be measured (see ``note``)."""
     unread_bytes: int | None = None
-    """``size - sealed_offset``; 0 for a file read to its end; None when unknown."""
+    """``size - sealed_offset``: bytes no sealed batch covers yet (a running collector may have
+    read some of them already); 0 for a file read to its end; None when unknown."""
+    read_offset: int | None = None
+    """How far a running collector has read (None: not reported; see ``collector``)."""
     note: str | None = None
 
 
@@ -151,6 +154,23 @@ class AckerTreesSnapshot(_Snapshot):
     saved_at: datetime
 
 
+class LiveCollectorSnapshot(_Snapshot):
+    """What a running collector (``sluice collect``) last reported for the pipeline: the
+    metrics file it rewrites every few seconds under the pipeline's data directory, used only
+    while fresh."""
+
+    host: str
+    state: str
+    reported_at: datetime
+    lines_read: int
+    bytes_read: int
+    bytes_sent: int
+    trees_in_flight: int
+    """Acker trees in flight now (read, not yet acked by every sink group)."""
+    trees_replayed: int
+    blocked_seconds: float
+
+
 class PipelineSnapshot(_Snapshot):
     name: str
     dag_id: str
@@ -171,6 +191,8 @@ class PipelineSnapshot(_Snapshot):
     """The newest checkpoints, newest first."""
     sink_groups: list[SinkGroupSnapshot] = []
     leases: list[LeaseSnapshot] = []
+    collector: LiveCollectorSnapshot | None = None
+    """The running collector's last report on this host; None when none is fresh."""
     stage_queues: list[StageQueueSnapshot] = []
     acker_trees: list[AckerTreesSnapshot] = []
     """In-flight acker trees per host, as last saved (no entry: none in flight then)."""

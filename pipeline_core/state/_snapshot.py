@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from pipeline_core.collector import metrics_file, read_metrics
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import SluiceError
 from pipeline_core.metastore import _schema as t
@@ -25,7 +26,9 @@ from pipeline_core.state._models import (
     CheckpointSnapshot,
     DagRunLookup,
     DagRunSnapshot,
+    FileSnapshot,
     LeaseSnapshot,
+    LiveCollectorSnapshot,
     PipelineSnapshot,
     SinkGroupSnapshot,
     SinkSnapshot,
@@ -36,7 +39,8 @@ from pipeline_core.state._pipelines import DAG_ID_PREFIX, pipeline_configs, pipe
 log = logging.getLogger(__name__)
 
 QUEUE_DEPTHS_NOT_REPORTED = (
-    "stage queue depths: not reported (only a running collector knows them; they are not persisted)"
+    "stage queue depths and read offsets: not reported (only a running collector knows them, "
+    "and none has reported on this host in the last minute)"
 )
 ACKER_TREES_NOT_STORED = (
     "acker trees in flight: not stored in this metastore yet (its schema is migrated when a "
@@ -74,7 +78,8 @@ def take_snapshot(
 
     :param limit: how many of the newest checkpoints to show.
     :param dag_runs: looks up the Airflow DAG runs that requested the checkpoints.
-    :param stage_stats: a running collector's ``stage_stats()``, to report queue depths.
+    :param stage_stats: an in-process collector's ``stage_stats()``, to report queue depths
+        (otherwise they come from a running collector's metrics file, when fresh).
     """
     now = now or datetime.now(UTC)
     name = pipeline_name(config_path)
@@ -88,6 +93,9 @@ def take_snapshot(
             taken_at=now,
             error=str(exc),
         )
+    live, live_document = _live_collector(config)
+    if stage_stats is None and live_document is not None:
+        stage_stats = _reported_queues(live_document)
     notes = [] if stage_stats is not None else [QUEUE_DEPTHS_NOT_REPORTED]
     snapshot = PipelineSnapshot(
         name=config.name,
@@ -107,7 +115,7 @@ def take_snapshot(
     if rows is None:
         notes.insert(0, "metastore: not created yet (the pipeline has not run)")
         rows = _Rows()
-    files = file_snapshots(config, rows.files)
+    files = _with_read_offsets(file_snapshots(config, rows.files), live_document)
     if rows.acker is None:
         notes.append(ACKER_TREES_NOT_STORED)
     acker = [
@@ -139,9 +147,75 @@ def take_snapshot(
             "sink_groups": _sink_groups(config, rows.sink_states, now),
             "leases": leases,
             "acker_trees": acker,
+            "collector": live,
             "notes": notes,
         }
     )
+
+
+def _live_collector(
+    config: PipelineConfig,
+) -> tuple[LiveCollectorSnapshot | None, Mapping[str, Any] | None]:
+    """The running collector's fresh report for the pipeline (its metrics file), if any."""
+    document = read_metrics(config.data_dir, config.name)
+    if document is None:
+        return None, None
+    try:
+        reported_at = metrics_file(config.data_dir, config.name).stat().st_mtime
+        live = LiveCollectorSnapshot(
+            host=document["host"],
+            state=document["state"],
+            reported_at=datetime.fromtimestamp(reported_at, UTC),
+            lines_read=document["lines_read"],
+            bytes_read=document["bytes_read"],
+            bytes_sent=document["bytes_sent"],
+            trees_in_flight=document["trees_in_flight"],
+            trees_replayed=document["trees_replayed"],
+            blocked_seconds=document["blocked_seconds"],
+        )
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning("Ignoring the metrics file of pipeline %s: %s", config.name, exc)
+        return None, None
+    return live, document
+
+
+def _reported_queues(document: Mapping[str, Any]) -> dict[str, QueueStats] | None:
+    """The stage queues of a collector's report, as the ``QueueStats`` fields they carry."""
+    try:
+        return {
+            name: QueueStats(
+                size=int(q["size"]),
+                high=int(q["high"]),
+                low=int(q["low"]),
+                writable=bool(q["writable"]),
+                pushes=0,
+                urgent_pushes=0,
+                refusals=int(q["refusals"]),
+                pops=0,
+                feedbacks=0,
+            )
+            for name, q in dict(document["queues"]).items()
+        }
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _with_read_offsets(
+    files: list[FileSnapshot], document: Mapping[str, Any] | None
+) -> list[FileSnapshot]:
+    """``files`` with the read offsets a running collector reported, matched by fingerprint."""
+    if document is None:
+        return files
+    reported: dict[str, int] = {}
+    for item in document.get("files", []):
+        if isinstance(item, dict) and isinstance(item.get("read_offset"), int):
+            reported[str(item.get("fingerprint"))] = item["read_offset"]
+    return [
+        f.model_copy(update={"read_offset": reported[f.fingerprint]})
+        if f.fingerprint in reported
+        else f
+        for f in files
+    ]
 
 
 class _Rows:

@@ -29,15 +29,25 @@ def staged_lines(config: PipelineConfig) -> list[StagedLine]:
         for part in manifest["parts"]:
             table = pq.read_table(manifest_path.parent / part["name"])
             for row in table.to_pylist():
-                lines.append(
-                    StagedLine(
-                        str(row["file_fingerprint"]),
-                        int(row["byte_offset"]),
-                        bytes(row["line"]),
-                        int(manifest["checkpoint_id"]),
+                fingerprint, offset = str(row["file_fingerprint"]), int(row["start_offset"])
+                for line in _split(bytes(row["data"])):
+                    lines.append(
+                        StagedLine(
+                            fingerprint,
+                            offset,
+                            line.removesuffix(b"\n"),
+                            int(manifest["checkpoint_id"]),
+                        )
                     )
-                )
+                    offset += len(line)
     return sorted(lines)
+
+
+def _split(data: bytes) -> list[bytes]:
+    """The lines of a chunk, each with its newline (the last may lack one)."""
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    return [line for line in lines if line]
 
 
 def staged_payloads(config: PipelineConfig) -> list[bytes]:

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
+from spark_jobs.staging import LINE_SCHEMA, split_chunks
 from tests.support.staging import DEFAULT_SEALED_AT, line_offsets, write_part
 
 pytestmark = pytest.mark.spark
@@ -96,7 +97,16 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     def build(lines: list[bytes], source: str = "access") -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.parquet"
         write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
-        return spark.read.parquet(str(path)).select(
+        return (
+            spark.read.parquet(str(path))
+            .select(
+                F.col("_metadata.file_path").alias("uri"),
+                "file_fingerprint",
+                "start_offset",
+                "data",
+            )
+            .mapInArrow(split_chunks, LINE_SCHEMA)
+        ).select(
             "file_fingerprint",
             "byte_offset",
             "line",

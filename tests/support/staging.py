@@ -24,10 +24,13 @@ import pyarrow.parquet as pq
 PART_SCHEMA = pa.schema(
     [
         pa.field("file_fingerprint", pa.dictionary(pa.int32(), pa.string())),
-        pa.field("byte_offset", pa.int64()),
-        pa.field("line", pa.binary()),
+        pa.field("start_offset", pa.int64()),
+        pa.field("line_count", pa.int32()),
+        pa.field("data", pa.binary()),
     ]
 )
+LINES_PER_CHUNK = 1000
+"""Lines per chunk row in the parts written here (the collector's chunks are byte-sized)."""
 DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
 MANIFEST_NAME = "_manifest.json"
 
@@ -50,14 +53,22 @@ def line_offsets(lines: Sequence[bytes], start_offset: int) -> list[int]:
 def write_part(
     path: Path, fingerprint: str, offsets: Sequence[int], lines: Sequence[bytes]
 ) -> None:
-    """One Parquet part file with the staging schema."""
+    """One Parquet part file with the staging schema: the lines (consecutive in their file
+    from ``offsets[0]``, each ``\n``-terminated) in chunk rows of ``LINES_PER_CHUNK`` lines."""
+    starts, counts, datas = [], [], []
+    for begin in range(0, len(lines), LINES_PER_CHUNK):
+        group = lines[begin : begin + LINES_PER_CHUNK]
+        starts.append(offsets[begin])
+        counts.append(len(group))
+        datas.append(b"".join(line + b"\n" for line in group))
     table = pa.table(
         {
             "file_fingerprint": pa.array(
-                [fingerprint] * len(lines), pa.string()
+                [fingerprint] * len(starts), pa.string()
             ).dictionary_encode(),
-            "byte_offset": pa.array(offsets, pa.int64()),
-            "line": pa.array(lines, pa.binary()),
+            "start_offset": pa.array(starts, pa.int64()),
+            "line_count": pa.array(counts, pa.int32()),
+            "data": pa.array(datas, pa.binary()),
         },
         schema=PART_SCHEMA,
     )
@@ -68,7 +79,7 @@ def empty_manifest(
     pipeline: str, checkpoint_id: int, host: str, sealed_at: datetime = DEFAULT_SEALED_AT
 ) -> dict[str, Any]:
     return {
-        "format_version": 1,
+        "format_version": 2,
         "pipeline": pipeline,
         "checkpoint_id": checkpoint_id,
         "batch_id": checkpoint_id,

@@ -96,10 +96,9 @@ def test_should_seal_appended_lines_into_the_checkpoints_folder(tmp_path: Path) 
     assert sorted(p.name for p in target.iterdir()) == [MANIFEST_NAME, "part-access-00000.parquet"]
     table = pq.read_table(target / "part-access-00000.parquet")
     assert table.schema.remove_metadata() == HANDOFF_SCHEMA
-    assert table.column("byte_offset").to_pylist() == [0, 10, 20, 30, 40]
-    assert b"".join(line + b"\n" for line in table.column("line").to_pylist()) == b"".join(
-        c.data for c in chunks
-    )
+    assert table.column("start_offset").to_pylist() == [0, 30]
+    assert table.column("line_count").to_pylist() == [3, 2]
+    assert b"".join(table.column("data").to_pylist()) == b"".join(c.data for c in chunks)
     assert (sealed.checkpoint_id, sealed.line_count, sealed.byte_count) == (3, 5, 50)
     assert not inflight(tmp_path).exists()
 
@@ -116,7 +115,7 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
 
     manifest = manifest_of(sealed.staging_path)
     assert manifest == sealed.manifest
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == 2
     assert manifest["pipeline"] == PIPELINE
     assert manifest["checkpoint_id"] == 7
     assert manifest["host"] == HOST
@@ -187,10 +186,10 @@ def test_should_roll_parts_at_max_part_bytes(tmp_path: Path) -> None:
         offset
         for part in sealed.parts
         for offset in pq.read_table(sealed.staging_path / part.name)
-        .column("byte_offset")
+        .column("start_offset")
         .to_pylist()
     ]
-    assert offsets == list(range(0, 300, 10))
+    assert offsets == list(range(0, 300, 60))
 
 
 def test_should_buffer_lines_until_row_group_bytes(tmp_path: Path) -> None:
@@ -225,10 +224,11 @@ def test_should_start_each_batch_with_fresh_parts(tmp_path: Path) -> None:
 
     assert [(p.name, p.rows) for p in sealed.parts] == [("part-access-00000.parquet", 3)]
     table = pq.read_table(sealed.staging_path / "part-access-00000.parquet")
-    assert table.column("byte_offset").to_pylist() == [20, 30, 40]
+    assert table.column("start_offset").to_pylist() == [20]
+    assert table.column("line_count").to_pylist() == [3]
 
 
-def test_should_refuse_to_seal_when_rows_do_not_match_the_barriers_lines(tmp_path: Path) -> None:
+def test_should_refuse_to_seal_when_lines_do_not_match_the_barriers_lines(tmp_path: Path) -> None:
     sink = writer(tmp_path)
     appended = chunk(lines("a", 3))
     sink.append(appended)
@@ -237,7 +237,7 @@ def test_should_refuse_to_seal_when_rows_do_not_match_the_barriers_lines(tmp_pat
         claimed.fingerprint, claimed.path, claimed.source, claimed.start, claimed.end, 2
     )
 
-    with pytest.raises(SealError, match=r"3 rows .* 2 lines"):
+    with pytest.raises(SealError, match=r"parts hold 3 lines .* ranges hold 2"):
         sink.seal(Barrier(4, SEALED_AT, (wrong,)))
 
     assert not checkpoint_dir(tmp_path, PIPELINE, 4).exists()

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.collector import Collector
+from pipeline_core.collector import (
+    Collector,
+    FileMetrics,
+    PipelineMetrics,
+    QueueMetrics,
+    metrics_file,
+)
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.metastore import AckerTreeRecord, Metastore, SinkStateRecord
 from pipeline_core.queues import QueueStats
@@ -435,3 +441,62 @@ def test_should_read_the_pipelines_folder_from_the_environment(
     monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(tmp_path))
 
     assert [s.name for s in take_snapshots()] == ["web_access"]
+
+
+@pytest.mark.timeout(60)
+def test_should_show_what_a_running_collector_last_reported_while_it_is_fresh(
+    config_path: Path, config: PipelineConfig, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 10))
+    collect(config)
+    append(logs / "access.log", *lines("b", 5))
+    (tracked,) = take_snapshot(config_path).files
+    assert tracked.fingerprint is not None
+    report = PipelineMetrics(
+        pipeline=config.name,
+        host=HOST,
+        state="running",
+        priority=0,
+        lines_read=13,
+        bytes_read=tracked.sealed_offset + 20,
+        bytes_sent=tracked.sealed_offset,
+        blocked_seconds=0.5,
+        trees_in_flight=2,
+        trees_replayed=1,
+        queues={
+            "process": QueueMetrics(3, 16, 10, True, 0),
+            "send": QueueMetrics(16, 16, 10, False, 4),
+        },
+        sink_groups=(),
+        files=(
+            FileMetrics(
+                path=tracked.path,
+                fingerprint=tracked.fingerprint,
+                state="live",
+                size=tracked.size or 0,
+                read_offset=tracked.sealed_offset + 20,
+                sealed_offset=tracked.sealed_offset,
+                committed_offset=None,
+            ),
+        ),
+    )
+    report_file = metrics_file(config.data_dir, config.name)
+    report_file.parent.mkdir(parents=True)
+    report_file.write_text(json.dumps(report.to_dict()))
+
+    live = take_snapshot(config_path)
+
+    assert live.collector is not None
+    assert (live.collector.state, live.collector.trees_in_flight) == ("running", 2)
+    assert [(q.name, q.depth) for q in live.stage_queues] == [("process", 3), ("send", 16)]
+    assert live.files[0].read_offset == tracked.sealed_offset + 20
+    assert live.files[0].unread_bytes == tracked.unread_bytes  # still what no batch covers
+    assert QUEUE_DEPTHS_NOT_REPORTED not in live.notes
+
+    an_hour_ago = time.time() - 3600
+    os.utime(report_file, (an_hour_ago, an_hour_ago))
+    stale = take_snapshot(config_path)
+
+    assert stale.collector is None and stale.files[0].read_offset is None
+    assert [q.depth for q in stale.stage_queues] == [None, None]
+    assert QUEUE_DEPTHS_NOT_REPORTED in stale.notes
