@@ -1,9 +1,17 @@
-"""SluicePlugin: what Sluice registers with Airflow itself (today: template macros).
+"""SluicePlugin: what Sluice registers with Airflow itself.
+
+* **Macros**, in every template as ``macros.sluice.<name>``, e.g.::
+
+      "{{ macros.sluice.checkpoint_dir('/etc/sluice/web_access.yaml', 3) }}"
+
+* **A web app** mounted by the api-server under ``/sluice`` (:mod:`sluice_airflow.web`): the
+  page ``<airflow>/sluice/`` and the JSON API ``/sluice/api/pipelines[/<name>]``, behind
+  Airflow's authentication, linked from the UI's *Browse* menu as "Sluice".
+* **A listener** (:mod:`sluice_airflow.listeners`): logs the outcome of each ``sluice_*`` DAG
+  run against the checkpoint the run requested.
 
 Operators, sensors and hooks are ordinary imports (Airflow 3 does not register them through
-plugins). The macros are available in every template as ``macros.sluice.<name>``, e.g.::
-
-    "{{ macros.sluice.checkpoint_dir('/etc/sluice/web_access.yaml', 3) }}"
+plugins).
 """
 
 from __future__ import annotations
@@ -12,7 +20,12 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from sluice_airflow import listeners as sluice_listeners
 from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
+from sluice_airflow.web import URL_PREFIX, web_app
+
+PAGE_HREF = URL_PREFIX.lstrip("/") + "/"
+"""The page, relative to Airflow's base URL (external views take no leading slash)."""
 
 
 def checkpoint_dir(config_path: str, checkpoint_id: int | str) -> str:
@@ -28,7 +41,18 @@ def checkpoint_state(config_path: str, checkpoint_id: int | str) -> str:
 
 
 class SluicePlugin(AirflowPlugin):
-    """Registers Sluice's macros under ``macros.sluice``."""
+    """Registers Sluice's macros, web app, UI link and DAG run listener."""
 
     name = "sluice"
     macros: list[Any] = [checkpoint_dir, checkpoint_state]
+    fastapi_apps: list[Any] = [{"app": web_app, "url_prefix": URL_PREFIX, "name": "Sluice"}]
+    external_views: list[Any] = [
+        {
+            "name": "Sluice",
+            "href": PAGE_HREF,
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "sluice",
+        }
+    ]
+    listeners: list[Any] = [sluice_listeners]

@@ -1,4 +1,5 @@
-"""SluicePlugin: a valid Airflow 3 plugin whose macros work in task templates."""
+"""SluicePlugin: a valid Airflow 3 plugin: macros that work in task templates, the web app
+and its UI link, the DAG run listener."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 from airflow import plugins_manager
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import BaseOperator
+from fastapi.testclient import TestClient
+from sluice_airflow import listeners
 from sluice_airflow.plugin import SluicePlugin, checkpoint_dir, checkpoint_state
+from sluice_airflow.web import LazyWebApp, web_app
 
 from pipeline_core.operations import CheckpointState
 from tests.support.airflow_env import REPO_ROOT
@@ -24,6 +28,41 @@ def test_plugin_is_valid_and_named_sluice() -> None:
     assert set(SluicePlugin.macros) == {checkpoint_dir, checkpoint_state}
 
 
+def test_plugin_mounts_the_web_app_links_it_from_browse_and_listens_to_dag_runs() -> None:
+    assert SluicePlugin.fastapi_apps == [
+        {"app": web_app, "url_prefix": "/sluice", "name": "Sluice"}
+    ]
+    assert SluicePlugin.external_views == [
+        {
+            "name": "Sluice",
+            "href": "sluice/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "sluice",
+        }
+    ]
+    assert SluicePlugin.listeners == [listeners]
+
+
+def test_the_mounted_app_refuses_requests_without_an_airflow_user() -> None:
+    client = TestClient(SluicePlugin.fastapi_apps[0]["app"])
+
+    for path in ("/", "/api/pipelines", "/api/pipelines/web_access"):
+        assert client.get(path).status_code == 401, path
+
+
+def test_the_web_app_is_built_on_its_first_request_only() -> None:
+    lazy = LazyWebApp()
+    assert lazy._app is None
+
+    assert lazy.app is lazy.app
+    assert {route.path for route in lazy.app.routes} >= {  # type: ignore[attr-defined]
+        "/",
+        "/api/pipelines",
+        "/api/pipelines/{name}",
+    }
+
+
 def test_macros_answer_from_the_pipeline(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
 
@@ -36,15 +75,22 @@ def test_airflow_loads_only_the_plugin_module_from_the_plugins_folder() -> None:
 
     assert "sluice" in info
     assert str(info["sluice"]["source"]).endswith("sluice_airflow/plugin.py")
+    assert info["sluice"]["fastapi_apps"] == [
+        {"app": "sluice_airflow.web.LazyWebApp", "url_prefix": "/sluice", "name": "Sluice"}
+    ]
+    assert [view["name"] for view in info["sluice"]["external_views"]] == ["Sluice"]
+    assert info["sluice"]["listeners"] == ["sluice_airflow.listeners"]
     assert not {
         path: error
         for path, error in plugins_manager.get_import_errors().items()
         if path.startswith(str(REPO_ROOT))
     }
-    # .airflowignore keeps Airflow from importing hooks/operators/sensors/__init__ a second
-    # time as top-level modules named "sluice" and "__init__".
+    # .airflowignore keeps Airflow from importing hooks/operators/sensors/__init__, the
+    # listener and the web app a second time as top-level modules ("sluice", "__init__",
+    # "listeners", "app", ...).
     assert "sluice" not in sys.modules
     assert "__init__" not in sys.modules
+    assert not {"listeners", "app", "auth", "dag_runs"} & set(sys.modules)
 
 
 def test_macros_render_in_task_templates(fake_pipeline: FakePipeline) -> None:

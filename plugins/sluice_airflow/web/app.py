@@ -1,0 +1,117 @@
+"""The Sluice FastAPI app: one HTML page and a small JSON API over ``pipeline_core.state``.
+
+Routes (relative to the mount point, ``/sluice`` in the api-server):
+
+* ``GET /`` -- the page: per pipeline, files with their unread bytes, checkpoints with their
+  DAG runs and batches, sink groups with penalties, collector leases.
+* ``GET /api/pipelines`` -- a :class:`~pipeline_core.state.PipelineSummary` per pipeline.
+* ``GET /api/pipelines/{name}`` -- the :class:`~pipeline_core.state.PipelineSnapshot` of one.
+
+Every route needs an authenticated Airflow user (see :mod:`sluice_airflow.web.auth`) and
+shows only the pipelines whose DAG runs that user may read. Handlers are plain functions:
+FastAPI runs them in its thread pool, so the database reads never block the event loop.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import FastAPI, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from pipeline_core.state import (
+    DAG_ID_PREFIX,
+    PipelineSnapshot,
+    PipelineSummary,
+    find_pipeline,
+    pipeline_configs,
+    pipeline_name,
+    take_snapshot,
+)
+from sluice_airflow.web.auth import (
+    CurrentUser,
+    login_redirect,
+    may_read_pipeline,
+    require_pipeline_access,
+)
+from sluice_airflow.web.dag_runs import airflow_dag_runs
+
+TEMPLATES = Path(__file__).parent / "templates"
+DEFAULT_CHECKPOINTS = 20
+Limit = Annotated[int, Query(ge=1, le=500, description="How many of the newest checkpoints")]
+
+
+def create_app() -> FastAPI:
+    """A new Sluice app (the plugin mounts one under ``/sluice``)."""
+    app = FastAPI(
+        title="Sluice",
+        description="State of the Sluice pipelines: files, checkpoints, sinks, leases.",
+        version="1",
+    )
+    app.add_exception_handler(StarletteHTTPException, login_redirect)
+    templates = Jinja2Templates(directory=TEMPLATES)
+    templates.env.filters.update(
+        {"bytes": human_bytes, "when": when, "quote": lambda value: quote(str(value), safe="")}
+    )
+
+    @app.get("/api/pipelines", response_model=list[PipelineSummary])
+    def list_pipelines(user: CurrentUser) -> list[PipelineSummary]:
+        """A summary of every pipeline the user may see, by name."""
+        return [PipelineSummary.of(s) for s in _snapshots(user, limit=1, with_runs=False)]
+
+    @app.get("/api/pipelines/{name}", response_model=PipelineSnapshot)
+    def pipeline(
+        name: str, user: CurrentUser, limit: Limit = DEFAULT_CHECKPOINTS
+    ) -> PipelineSnapshot:
+        """The snapshot of pipeline ``name`` (404 when there is none, 403 when not allowed)."""
+        config = find_pipeline(name)
+        if config is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"there is no pipeline {name!r}")
+        require_pipeline_access(user, DAG_ID_PREFIX + name)
+        return take_snapshot(config, limit=limit, dag_runs=airflow_dag_runs)
+
+    @app.get("/", response_class=HTMLResponse)
+    def page(
+        request: Request, user: CurrentUser, limit: Limit = DEFAULT_CHECKPOINTS
+    ) -> HTMLResponse:
+        """The Sluice page."""
+        snapshots = _snapshots(user, limit=limit, with_runs=True)
+        return templates.TemplateResponse(
+            request,
+            "index.html",
+            {"pipelines": snapshots, "user": user.get_name(), "limit": limit},
+            headers={"Cache-Control": "no-store"},
+        )
+
+    return app
+
+
+def _snapshots(user: CurrentUser, *, limit: int, with_runs: bool) -> list[PipelineSnapshot]:
+    """Snapshots of the pipelines ``user`` may see."""
+    return [
+        take_snapshot(path, limit=limit, dag_runs=airflow_dag_runs if with_runs else None)
+        for path in pipeline_configs()
+        if may_read_pipeline(user, DAG_ID_PREFIX + pipeline_name(path))
+    ]
+
+
+def human_bytes(count: int | None) -> str:
+    """``1536`` -> ``"1.5 KiB"``; ``None`` -> ``"unknown"``."""
+    if count is None:
+        return "unknown"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{count} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def when(moment: datetime | None) -> str:
+    """A UTC time to the second, or an em dash."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "\u2014"

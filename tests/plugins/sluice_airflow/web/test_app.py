@@ -1,0 +1,206 @@
+"""The Sluice app: Airflow's authentication, DAG permissions, the JSON API and the page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+from sluice_airflow.web.app import create_app, human_bytes, when
+from sluice_airflow.web.dag_runs import airflow_dag_runs
+
+from pipeline_core.collector import PipelineMetrics, QueueMetrics, metrics_file
+from pipeline_core.operations import PipelineOperations
+from tests.plugins.sluice_airflow.web.conftest import Tokens, bearer
+from tests.support.pipelines import append, write_config
+
+pytestmark = pytest.mark.airflow
+
+LINES = [f"GET /page/{i} 200".encode() for i in range(12)]
+TAIL = b"a line appended after the seal"
+RUN_ID = "manual__2026-11-22T10:00:00+00:00"
+
+
+@pytest.fixture
+def pipeline(pipelines: Path, metastore_url: str) -> Path:
+    """Pipeline ``web_access``: checkpoint 1 sealed for DAG run RUN_ID, then one more line."""
+    config = write_config(pipelines, metastore_url)
+    append(pipelines / "logs" / "access.log", *LINES)
+    operations = PipelineOperations(config)
+    operations.request_checkpoint(run_id=RUN_ID)
+    operations.collect_once()
+    append(pipelines / "logs" / "access.log", TAIL)
+    return config
+
+
+@pytest.fixture
+def failed_run(airflow_home: Path) -> Iterator[str]:
+    """A failed run ``RUN_ID`` of DAG ``sluice_web_access`` in Airflow's database."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+
+    with create_session() as session:
+        session.add(
+            DagRun(
+                dag_id="sluice_web_access",
+                run_id=RUN_ID,
+                run_type="manual",
+                state=DagRunState.FAILED,
+                run_after=datetime(2026, 11, 22, 10, tzinfo=UTC),
+            )
+        )
+    try:
+        yield RUN_ID
+    finally:
+        with create_session() as session:
+            session.query(DagRun).filter(DagRun.dag_id == "sluice_web_access").delete()
+
+
+def test_should_refuse_requests_without_credentials(client: TestClient, pipeline: Path) -> None:
+    for path in ("/api/pipelines", "/api/pipelines/web_access", "/"):
+        response = client.get(path, headers={"Accept": "application/json"})
+        assert response.status_code == 401, path
+        assert response.json() == {"detail": "Not authenticated"}
+
+
+def test_should_send_a_browser_without_a_session_to_airflows_login_page(
+    client: TestClient, tokens: Tokens
+) -> None:
+    response = client.get("/", headers={"Accept": "text/html"}, follow_redirects=False)
+
+    assert response.status_code == 303
+    location = urlsplit(response.headers["location"])
+    assert location.path == "/auth/login"
+    assert parse_qs(location.query)["next"] == ["http://testserver/"]
+
+
+def test_should_refuse_an_invalid_token(client: TestClient, tokens: Tokens) -> None:
+    response = client.get("/api/pipelines", headers=bearer("not-a-jwt"))
+
+    assert response.status_code == 403
+
+
+def test_should_list_the_pipelines_a_viewer_may_read(
+    client: TestClient, tokens: Tokens, pipeline: Path
+) -> None:
+    response = client.get("/api/pipelines", headers=bearer(tokens.viewer))
+
+    assert response.status_code == 200
+    (summary,) = response.json()
+    assert summary["name"] == "web_access" and summary["dag_id"] == "sluice_web_access"
+    assert summary["unread_bytes"] == len(TAIL) + 1
+    assert (summary["latest_checkpoint_id"], summary["latest_checkpoint_state"]) == (1, "sealed")
+
+
+def test_should_answer_a_pipelines_snapshot_with_the_dag_run_of_each_checkpoint(
+    client: TestClient, tokens: Tokens, pipeline: Path, failed_run: str
+) -> None:
+    response = client.get("/api/pipelines/web_access", headers=bearer(tokens.viewer))
+
+    assert response.status_code == 200
+    snapshot = response.json()
+    (file,) = snapshot["files"]
+    assert file["path"].endswith("logs/access.log") and file["unread_bytes"] == len(TAIL) + 1
+    (checkpoint,) = snapshot["checkpoints"]
+    assert (checkpoint["checkpoint_id"], checkpoint["state"], checkpoint["lines"]) == (
+        1,
+        "sealed",
+        len(LINES),
+    )
+    assert checkpoint["dag_run"]["run_id"] == failed_run
+    assert checkpoint["dag_run"]["state"] == "failed"
+    assert checkpoint["batches"][0]["host"] == "test-host"
+
+
+def test_should_read_dag_runs_from_airflows_database(failed_run: str) -> None:
+    runs = airflow_dag_runs("sluice_web_access", [failed_run, "manual__unknown"])
+
+    assert list(runs) == [failed_run]
+    assert (runs[failed_run].state, runs[failed_run].run_type) == ("failed", "manual")
+    assert airflow_dag_runs("sluice_web_access", []) == {}
+
+
+def test_should_hide_pipelines_from_a_user_who_may_not_read_their_dag(
+    client: TestClient, tokens: Tokens, pipeline: Path
+) -> None:
+    assert client.get("/api/pipelines", headers=bearer(tokens.stranger)).json() == []
+    detail = client.get("/api/pipelines/web_access", headers=bearer(tokens.stranger))
+    assert detail.status_code == 403
+    page = client.get("/", headers=bearer(tokens.stranger))
+    assert page.status_code == 200 and "No pipelines to show" in page.text
+
+
+def test_should_answer_404_for_an_unknown_pipeline(
+    client: TestClient, tokens: Tokens, pipelines: Path
+) -> None:
+    response = client.get("/api/pipelines/nothing_here", headers=bearer(tokens.viewer))
+
+    assert response.status_code == 404
+
+
+def test_should_render_the_page_from_the_session_cookie(
+    tokens: Tokens, pipeline: Path, failed_run: str
+) -> None:
+    client = TestClient(create_app(), cookies={"_token": tokens.viewer})
+
+    response = client.get("/", headers={"Accept": "text/html"})
+
+    assert response.status_code == 200
+    page = response.text
+    assert "Signed in as vera" in page
+    assert str(pipeline.parent / "logs" / "access.log") in page
+    assert f'class="num unread" title="{len(TAIL) + 1} B">{len(TAIL) + 1}</td>' in page
+    assert 'data-checkpoint="1"' in page
+    assert "../dags/sluice_web_access/runs/manual__2026-11-22T10%3A00%3A00%2B00%3A00" in page
+    assert '<span class="badge failed">failed</span>' in page
+    assert "not reported" in page
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_should_format_bytes_and_times_for_people() -> None:
+    assert [human_bytes(n) for n in (None, 0, 1023, 1536, 5 * 1024**3)] == [
+        "unknown",
+        "0 B",
+        "1023 B",
+        "1.5 KiB",
+        "5.0 GiB",
+    ]
+    assert when(datetime(2026, 11, 22, 10, 0, 5, tzinfo=UTC)) == "2026-11-22 10:00:05 UTC"
+    assert when(None) == "\u2014"
+
+
+def test_should_show_a_running_collectors_report_on_the_page(
+    tokens: Tokens, pipeline: Path
+) -> None:
+    report = PipelineMetrics(
+        pipeline="web_access",
+        host="test-host",
+        state="running",
+        priority=0,
+        lines_read=12,
+        bytes_read=100,
+        bytes_sent=100,
+        blocked_seconds=0.0,
+        trees_in_flight=7,
+        trees_replayed=0,
+        queues={
+            "process": QueueMetrics(4, 16, 10, True, 0),
+            "send": QueueMetrics(0, 16, 10, True, 0),
+        },
+        sink_groups=(),
+        files=(),
+    )
+    report_file = metrics_file(pipeline.parent / "data", "web_access")
+    report_file.parent.mkdir(parents=True, exist_ok=True)
+    report_file.write_text(json.dumps(report.to_dict()))
+    client = TestClient(create_app(), cookies={"_token": tokens.viewer})
+
+    page = client.get("/").text
+
+    assert "12 lines read" in page and "7 acker trees in flight" in page
+    assert '<td class="num">4</td>' in page  # the process queue's depth
