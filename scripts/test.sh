@@ -10,6 +10,8 @@ ruff check .
 ruff format --check .
 echo "== mypy"
 mypy
+echo "== browser for the system tests"
+bash scripts/browser.sh install
 echo "== pytest (metastore: SQLite)"
 pytest "$@"
 echo "== pytest (metastore: PostgreSQL)"
