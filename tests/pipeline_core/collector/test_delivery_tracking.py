@@ -13,34 +13,16 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import AckerTreeRecord, Metastore
-from pipeline_core.testing import RecordingSink, StubSink, SwitchableSink, staged_payloads
-from tests.support.pipelines import append, load
-
-FAST_RUNNER = {"backoff_sleep_increment_s": 0.01, "max_backoff_sleep_s": 0.05}
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
-
-
-def delivered(sink: StubSink) -> list[bytes]:
-    return b"".join(c.data for batch in sink.delivered for c in batch.chunks).splitlines()
-
-
-def with_stub(folder: Path, metastore_url: str, **collector: Any) -> PipelineConfig:
-    return load(
-        folder,
-        metastore_url,
-        sinks={"lake": {"type": "handoff"}, "stub": {"type": "null"}},
-        sink_groups=[
-            {"name": "lake", "sinks": ["lake"]},
-            {"name": "stub", "sinks": ["stub"], **FAST_RUNNER},
-        ],
-        collector={"read_chunk_bytes": 4096, **collector},
-    )
+from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
+from tests.pipeline_core.collector.support import delivered, lines, with_stub_group
+from tests.support.pipelines import append
 
 
 @pytest.mark.timeout(60)
+def with_stub(folder: Path, metastore_url: str, **collector: Any) -> PipelineConfig:
+    return with_stub_group(folder, metastore_url, collector={"read_chunk_bytes": 4096, **collector})
+
+
 def test_should_complete_every_tree_and_commit_every_byte_of_a_clean_run(
     tmp_path: Path, metastore_url: str, metastore: Metastore
 ) -> None:

@@ -3,10 +3,8 @@ and removing pipelines while running, config reload and metrics."""
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,6 @@ import yaml
 
 from pipeline_core.collector import (
     Collector,
-    CollectorResult,
     CollectorService,
     ConfigChange,
     ConfigSource,
@@ -25,18 +22,15 @@ from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import Chunk
-from pipeline_core.testing import RecordingSink, StubSink, SwitchableSink, staged_payloads
+from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
+from tests.pipeline_core.collector.support import (
+    FAST_RUNNER,
+    Tailing,
+    delivered,
+    lines,
+    wait_until,
+)
 from tests.support.pipelines import append, load, write_config
-
-FAST_RUNNER = {"backoff_sleep_increment_s": 0.01, "max_backoff_sleep_s": 0.05}
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
-
-
-def delivered(sink: StubSink) -> list[bytes]:
-    return b"".join(c.data for batch in sink.delivered for c in batch.chunks).splitlines()
 
 
 def pipeline(
@@ -62,40 +56,6 @@ def pipeline(
         **sinks,
         **extra,
     )
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        time.sleep(0.02)
-
-
-class Tailing:
-    """``collector.run()`` in a background thread until ``stop()``."""
-
-    def __init__(self, run: Callable[[], CollectorResult], stop: Callable[[], None]) -> None:
-        self.result: CollectorResult | None = None
-        self.error: BaseException | None = None
-        self._stop = stop
-        self._thread = threading.Thread(target=self._run, args=(run,), daemon=True)
-        self._thread.start()
-
-    def _run(self, run: Callable[[], CollectorResult]) -> None:
-        try:
-            self.result = run()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self) -> CollectorResult:
-        self._stop()
-        self._thread.join(timeout=30)
-        assert not self._thread.is_alive(), "the collector did not stop"
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result
 
 
 @pytest.mark.timeout(60)

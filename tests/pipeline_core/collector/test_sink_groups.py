@@ -4,15 +4,14 @@ HTTP servers, rewinds, penalty state in the metastore, and back-pressure from a 
 from __future__ import annotations
 
 import functools
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pipeline_core.collector import Collector, CollectorResult
+from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import EventDeliveryException
 from pipeline_core.mailbox import ReportedThrowableError
@@ -22,17 +21,18 @@ from pipeline_core.testing import (
     FlakySink,
     RecordingSink,
     SlowSink,
-    StubSink,
     staged_payloads,
+)
+from tests.pipeline_core.collector.support import (
+    FAST_RUNNER,
+    Tailing,
+    delivered,
+    lines,
+    wait_until,
+    with_stub_group,
 )
 from tests.support.http_server import RecordingHttpServer
 from tests.support.pipelines import append, load
-
-FAST_RUNNER = {"backoff_sleep_increment_s": 0.01, "max_backoff_sleep_s": 0.05}
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
 
 
 def http_sink(server: RecordingHttpServer) -> dict[str, Any]:
@@ -59,40 +59,6 @@ def event_ids(*servers: RecordingHttpServer) -> set[str]:
 
 def received_at_least(count: int, *servers: RecordingHttpServer) -> bool:
     return len(messages(*servers)) >= count
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        time.sleep(0.02)
-
-
-class Tailing:
-    """A collector tailing in a background thread until ``stop()``."""
-
-    def __init__(self, collector: Collector) -> None:
-        self.collector = collector
-        self.result: CollectorResult | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.result = self.collector.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self) -> CollectorResult:
-        self.collector.stop()
-        self._thread.join(timeout=30)
-        assert not self._thread.is_alive(), "the collector did not stop"
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result
 
 
 @pytest.fixture
@@ -150,7 +116,8 @@ def test_should_fail_over_to_the_backup_and_back_without_losing_a_line(
         ],
     )
     log = tmp_path / "logs" / "access.log"
-    tailing = Tailing(Collector(config, metastore))
+    collector = Collector(config, metastore)
+    tailing = Tailing(collector.run, collector.stop)
     append(log, *lines("first", 300))
     wait_until(lambda: len(messages(primary)) >= 300)
 
@@ -197,7 +164,8 @@ def test_should_balance_over_both_servers_and_route_around_a_dead_one(
         collector={"read_chunk_bytes": 4096},
     )
     log = tmp_path / "logs" / "access.log"
-    tailing = Tailing(Collector(config, metastore))
+    collector = Collector(config, metastore)
+    tailing = Tailing(collector.run, collector.stop)
     for burst in range(10):  # one delivery batch per burst at least
         append(log, *lines("first", 2000)[burst * 200 : (burst + 1) * 200])
         wait_until(functools.partial(received_at_least, (burst + 1) * 200, first, second))
@@ -281,37 +249,18 @@ def failover_config(
     )
 
 
-def stub_config(folder: Path, metastore_url: str, **group: Any) -> PipelineConfig:
-    """A pipeline with the lake and one default group ``stub`` whose sink is made in code."""
-    return load(
-        folder,
-        metastore_url,
-        sinks={"lake": {"type": "handoff"}, "stub": {"type": "null"}},
-        sink_groups=[
-            {"name": "lake", "sinks": ["lake"]},
-            {"name": "stub", "sinks": ["stub"], **FAST_RUNNER, **group},
-        ],
-        collector={"read_chunk_bytes": 4096},
-    )
-
-
-def delivered_lines(sink: StubSink) -> list[bytes]:
-    return [b"".join(chunk.data for chunk in batch.chunks) for batch in sink.delivered]
-
-
 @pytest.mark.timeout(60)
 def test_should_rewind_a_refused_batch_and_deliver_it_exactly_once(
     tmp_path: Path, metastore_url: str, metastore: Metastore
 ) -> None:
-    config = stub_config(tmp_path, metastore_url)
+    config = with_stub_group(tmp_path, metastore_url, collector={"read_chunk_bytes": 4096})
     flaky = FlakySink("stub", failures=3)
     append(tmp_path / "logs" / "access.log", *lines("a", 2000))
 
     Collector(config, metastore, sinks={"stub": flaky}).run_once()
 
     assert flaky.calls >= 4
-    delivered = b"".join(delivered_lines(flaky)).splitlines()
-    assert delivered == lines("a", 2000)
+    assert delivered(flaky) == lines("a", 2000)
     assert sorted(staged_payloads(config)) == lines("a", 2000)
 
 
@@ -319,8 +268,11 @@ def test_should_rewind_a_refused_batch_and_deliver_it_exactly_once(
 def test_should_stop_with_the_error_when_the_rewind_strategy_gives_up_and_seal_nothing(
     tmp_path: Path, metastore_url: str, metastore: Metastore
 ) -> None:
-    config = stub_config(
-        tmp_path, metastore_url, rewind="eventually_give_up", rewind_max_attempts=2
+    config = with_stub_group(
+        tmp_path,
+        metastore_url,
+        group={"rewind": "eventually_give_up", "rewind_max_attempts": 2},
+        collector={"read_chunk_bytes": 4096},
     )
     append(tmp_path / "logs" / "access.log", *lines("a", 200))
 
@@ -333,7 +285,7 @@ def test_should_stop_with_the_error_when_the_rewind_strategy_gives_up_and_seal_n
     working = RecordingSink("stub")
     sealed = Collector(config, metastore, sinks={"stub": working}).run_once().sealed
     assert [s.checkpoint_id for s in sealed] == [pending]
-    assert b"".join(delivered_lines(working)).splitlines() == lines("a", 200)
+    assert delivered(working) == lines("a", 200)
     assert sorted(staged_payloads(config)) == lines("a", 200)
 
 
@@ -363,5 +315,5 @@ def test_should_hold_the_reader_back_while_a_sink_is_slow_and_lose_nothing(
     (metrics,) = collector.metrics()
     assert metrics.blocked_seconds > 0, "the reader was never held back"
     assert stats["process"].size == stats["send"].size == 0
-    assert b"".join(delivered_lines(slow)).splitlines() == lines("a", 20000)
+    assert delivered(slow) == lines("a", 20000)
     assert sorted(staged_payloads(config)) == lines("a", 20000)
