@@ -97,6 +97,9 @@ def _validate(args: argparse.Namespace) -> int:
     print(f"  lake     {config.lake_dir}")
     print(f"  metastore {_hide_password(config.metastore_url)}")
     print(f"  schedule {config.schedule}")
+    for group in config.sink_groups_in_force:
+        members = ", ".join(f"{name} ({config.sinks[name].type})" for name in group.sinks)
+        print(f"  sink group {group.name} ({group.processor.value}): {members}")
     return 0
 
 
