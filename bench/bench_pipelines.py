@@ -45,14 +45,27 @@ BLOCK = b"\n".join(access_lines(20_000, seed=11)) + b"\n"
 
 
 def fill(path: Path, size: int) -> None:
+    """``size`` bytes of access-log lines; the first line names the file, so files never look
+    like copies of each other (a copy of a live file is left alone until its truncation)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
-        written = 0
+        written = handle.write(f"# {path} {size}\n".encode())
         while written < size:
             part = BLOCK[: size - written]
-            part = part[: part.rfind(b"\n") + 1] or BLOCK
+            part = part[: part.rfind(b"\n") + 1]
+            if not part:  # less than a line to go
+                break
             handle.write(part)
             written += len(part)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since it started (``VmHWM``: unlike ``ru_maxrss``,
+    not inherited from the parent through fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def config_for(work: Path, name: str, pattern: str, sinks: bool = False, **tuning: Any) -> Path:
@@ -125,56 +138,62 @@ def fairness(work: Path, pipelines: int, seconds: float, mib_each: int) -> dict[
     }
 
 
-def isolation(work: Path, window: float) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for case in ("alone", "beside_a_down_sink"):
-        case_dir = work / case
-        fill(case_dir / "logs" / "b" / "app.log", 2048 * 1024 * 1024)
-        b = load_pipeline_config(
-            config_for(case_dir, "b", str(case_dir / "logs" / "b" / "*.log"), sinks=True)
-        )
-        metastore = Metastore.open(b.metastore_url)
-        collector = Collector()
-        collector.add_pipeline(b, metastore, sinks={"side": RecordingSink("side")})
-        down = SwitchableSink("side", up=False)
-        if case != "alone":
-            fill(case_dir / "logs" / "a" / "app.log", 256 * 1024 * 1024)
-            a = load_pipeline_config(
-                config_for(case_dir, "a", str(case_dir / "logs" / "a" / "*.log"), sinks=True)
+def isolation(work: Path, window: float, runs: int) -> dict[str, Any]:
+    """B alone, then B beside A whose sink is down, alternated ``runs`` times; medians."""
+    logs = work / "logs"
+    fill(logs / "b" / "app.log", int((window + 3) * 250e6))
+    fill(logs / "a" / "app.log", 256 * 1024 * 1024)
+    samples: dict[str, list[dict[str, Any]]] = {"alone": [], "beside_a_down_sink": []}
+    for run in range(runs):
+        for case in samples:
+            run_dir = work / f"{case}-{run}"
+            b = load_pipeline_config(
+                config_for(run_dir, "b", str(logs / "b" / "*.log"), sinks=True)
             )
-            collector.add_pipeline(a, metastore, sinks={"side": down})
-        sampled: dict[str, Any] = {}
+            metastore = Metastore.open(b.metastore_url)
+            collector = Collector()
+            collector.add_pipeline(b, metastore, sinks={"side": RecordingSink("side")})
+            down = SwitchableSink("side", up=False)
+            if case != "alone":
+                a = load_pipeline_config(
+                    config_for(run_dir, "a", str(logs / "a" / "*.log"), sinks=True)
+                )
+                collector.add_pipeline(a, metastore, sinks={"side": down})
+            sampled: dict[str, Any] = {}
 
-        def sample(
-            collector: Collector = collector,
-            sampled: dict[str, Any] = sampled,
-            down: SwitchableSink = down,
-        ) -> None:
-            time.sleep(2.0)  # warm up
-            start = {m.pipeline: m.bytes_sent for m in collector.metrics()}
-            time.sleep(window)
-            for m in collector.metrics():
-                sampled[m.pipeline] = {
-                    "mb_per_s": (m.bytes_sent - start[m.pipeline]) / window / 1e6,
-                    "process_queue": m.queues["process"].size,
-                    "send_queue": m.queues["send"].size,
-                    "high": m.queues["process"].high,
-                    "trees_in_flight": m.trees_in_flight,
-                }
-            down.up = True  # so A can seal what it read, and the run can end
-            collector.stop()
+            def sample(
+                collector: Collector = collector,
+                sampled: dict[str, Any] = sampled,
+                down: SwitchableSink = down,
+            ) -> None:
+                time.sleep(2.0)  # warm up
+                start = {m.pipeline: m.bytes_sent for m in collector.metrics()}
+                time.sleep(window)
+                for m in collector.metrics():
+                    sampled[m.pipeline] = {
+                        "mb_per_s": (m.bytes_sent - start[m.pipeline]) / window / 1e6,
+                        "process_queue": m.queues["process"].size,
+                        "send_queue": m.queues["send"].size,
+                        "high": m.queues["process"].high,
+                        "trees_in_flight": m.trees_in_flight,
+                    }
+                down.up = True  # so A can seal what it read, and the run can end
+                collector.stop()
 
-        threading.Thread(target=sample, daemon=True).start()
-        thread = threading.Thread(target=collector.run, daemon=True)
-        thread.start()
-        thread.join(timeout=900)
-        metastore.close()
-        results[case] = sampled
-        shutil.rmtree(case_dir, ignore_errors=True)
-    alone = results["alone"]["b"]["mb_per_s"]
-    beside = results["beside_a_down_sink"]["b"]["mb_per_s"]
-    results["b_ratio"] = beside / alone
-    return results
+            threading.Thread(target=sample, daemon=True).start()
+            collector.run()
+            metastore.close()
+            samples[case].append(sampled)
+            shutil.rmtree(run_dir, ignore_errors=True)
+    alone = statistics.median(s["b"]["mb_per_s"] for s in samples["alone"])
+    beside = statistics.median(s["b"]["mb_per_s"] for s in samples["beside_a_down_sink"])
+    return {
+        "runs": samples,
+        "b_alone_mb_per_s": alone,
+        "b_beside_mb_per_s": beside,
+        "b_ratio": beside / alone,
+        "a_last": samples["beside_a_down_sink"][-1]["a"],
+    }
 
 
 def scale_case(work: Path, files: int, total_mib: int) -> dict[str, Any]:
@@ -184,7 +203,7 @@ def scale_case(work: Path, files: int, total_mib: int) -> dict[str, Any]:
         fill(work / "logs" / f"f{index:04d}.log", size)
     config = load_pipeline_config(config_for(work, "scale", str(work / "logs" / "*.log")))
     metastore = Metastore.open(config.metastore_url)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = peak_rss_mb()
     started = time.perf_counter()
     result = Collector(config, metastore).run_once()
     elapsed = time.perf_counter() - started
@@ -193,8 +212,8 @@ def scale_case(work: Path, files: int, total_mib: int) -> dict[str, Any]:
         "files": files,
         "mb": result.bytes / 1e6,
         "mb_per_s": result.bytes / elapsed / 1e6,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rss_before_mb": rss_before / 1024,
+        "peak_rss_mb": peak_rss_mb(),
+        "rss_before_mb": rss_before,
     }
 
 
@@ -203,6 +222,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--pipelines", type=int, default=100)
     parser.add_argument("--window", type=float, default=10)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale-mib", type=int, default=512)
     parser.add_argument("--scale-case", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -214,8 +234,8 @@ def main() -> None:
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(dir=ROOT / "bench" / "data") as scratch:
         work = Path(scratch)
-        # Each file holds 2x what an equal share of ~150 MB/s would read in the window.
-        mib_each = max(8, int(150 * args.seconds * 2 / args.pipelines))
+        # Each file holds 1.5x what an equal share of ~150 MB/s would read in the window.
+        mib_each = max(8, int(150 * args.seconds * 1.5 / args.pipelines))
         report["fairness"] = fairness(work / "fair", args.pipelines, args.seconds, mib_each)
         shutil.rmtree(work / "fair", ignore_errors=True)
         f = report["fairness"]
@@ -225,15 +245,15 @@ def main() -> None:
             f"max {f['share_max']:.3f} (max deviation {f['max_deviation'] * 100:.1f}%, "
             f"{f['caught_up']} caught up)"
         )
-        report["isolation"] = isolation(work / "iso", args.window)
+        report["isolation"] = isolation(work / "iso", args.window, args.runs)
+        shutil.rmtree(work / "iso", ignore_errors=True)
         i = report["isolation"]
+        a = i["a_last"]
         print(
-            f"isolation: B alone {i['alone']['b']['mb_per_s']:.0f} MB/s, beside A with its sink "
-            f"down {i['beside_a_down_sink']['b']['mb_per_s']:.0f} MB/s (ratio {i['b_ratio']:.2f}); "
-            f"A queued {i['beside_a_down_sink']['a']['process_queue']} + "
-            f"{i['beside_a_down_sink']['a']['send_queue']} chunks "
-            f"(high {i['beside_a_down_sink']['a']['high']} each), "
-            f"{i['beside_a_down_sink']['a']['trees_in_flight']} trees in flight"
+            f"isolation: B alone {i['b_alone_mb_per_s']:.0f} MB/s, beside A with its sink down "
+            f"{i['b_beside_mb_per_s']:.0f} MB/s (ratio {i['b_ratio']:.2f}, medians of "
+            f"{args.runs}); A queued {a['process_queue']} + {a['send_queue']} chunks "
+            f"(high {a['high']} each), {a['trees_in_flight']} trees in flight"
         )
         report["scale"] = []
         for files in (1, 100, 1000):
