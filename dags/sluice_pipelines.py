@@ -1,112 +1,160 @@
-"""One Airflow DAG per Sluice pipeline: ``sluice_<name>`` for each pipeline config file.
+"""Two Airflow DAGs per Sluice pipeline, for each pipeline config file.
+
+* ``sluice_<name>``: each run lands checkpoints of the pipeline into the lake,
+  ``request_checkpoint`` >> ``wait_sealed`` >> ``land`` >> ``commit``; which checkpoints
+  depends on the run (scheduled, backfill) and its ``mode`` param (manual triggers).
+* ``sluice_<name>_worker``: the long-running collector as a continuous DAG (paused when
+  created; unpause it to collect continuously instead of once per run).
 
 The configs are the ``*.yaml`` files of ``$SLUICE_PIPELINES_DIR`` (default: ``pipelines/`` in
 the repository). Parsing this file reads only each config's ``name`` and ``schedule`` (plain
 YAML); the tasks validate the whole config, so a broken config never breaks DAG parsing. A
 file whose name is not a valid pipeline name (lower-case letters, digits, ``_``; starting with
 a letter) is skipped with a warning.
-
-Each run N: ``request_checkpoint`` >> ``wait_sealed`` >> ``land`` >> ``commit``.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import yaml
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 from sluice_airflow.operators.sluice import (
     CommitCheckpointOperator,
     LandCheckpointOperator,
     RequestCheckpointOperator,
+    RunMode,
 )
+from sluice_airflow.operators.worker import CollectorWorkerOperator
 from sluice_airflow.sensors.sluice import CheckpointSealedSensor
+from sluice_common import (
+    DEFAULT_PIPELINES_DIR,
+    PIPELINE_NAME,
+    PIPELINES_DIR_ENV,
+    SCHEDULE,
+    dag_settings,
+    lake_asset,
+    pipeline_configs,
+    pipelines_dir,
+    timetable,
+)
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "DEFAULT_PIPELINES_DIR",
+    "PIPELINES_DIR_ENV",
+    "PIPELINE_NAME",
+    "SCHEDULE",
+    "build_dag",
+    "build_worker_dag",
+    "dag_settings",
+    "pipeline_configs",
+    "pipelines_dir",
+]
 
-PIPELINES_DIR_ENV = "SLUICE_PIPELINES_DIR"
-DEFAULT_PIPELINES_DIR = Path(__file__).resolve().parents[1] / "pipelines"
-PIPELINE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
-SCHEDULE = "*/5 * * * *"
 CHECKPOINT_ID = "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
+START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
+WORKER_RUN_FOR = timedelta(hours=1)
+"""How long one worker DAG run collects before it seals, stops and hands over to the next."""
+SENSOR_DEFERRABLE_ENV = "SLUICE_SENSOR_DEFERRABLE"
+"""``false`` makes ``wait_sealed`` poke instead of deferring (deployments with no triggerer)."""
+
+MODE_HELP = {
+    RunMode.NORMAL: "request this run's checkpoint, seal it, land it, commit it",
+    RunMode.REPROCESS: "land checkpoint_id again (its lake output is replaced) and commit it",
+    RunMode.SPARK_ONLY: "land every sealed checkpoint not committed yet; collect nothing",
+    RunMode.FORCE_SEAL: "collect and seal now in this run, unless a worker holds the lease",
+}
+
+PARAMS = {
+    "mode": Param(
+        RunMode.NORMAL.value,
+        type="string",
+        enum=[mode.value for mode in RunMode],
+        values_display={mode.value: f"{mode.value}: {text}" for mode, text in MODE_HELP.items()},
+        title="Mode",
+        description="What this run does. Scheduled runs are always normal; backfill runs "
+        "re-land the checkpoints of their interval whatever the mode.",
+    ),
+    "checkpoint_id": Param(
+        None,
+        type=["null", "integer"],
+        minimum=1,
+        title="Checkpoint id",
+        description="The sealed or committed checkpoint to land again. Required by reprocess, "
+        "ignored by the other modes.",
+    ),
+}
 
 DOC_MD = """\
 ### Sluice pipeline `{name}`
 
-Config: `{config}`
+Config: `{config}` · lake asset: `{asset}`
 
-Every run lands one checkpoint of the pipeline's logs into the lake, exactly once:
+Every run lands checkpoints of the pipeline's logs into the lake, each line exactly once:
 
-1. **request_checkpoint** asks for checkpoint N for this run (a retry gets the same N).
-   *Collection mode:* when no long-running collector worker holds the pipeline's lease, the
-   task collects every file to its current end **in-process (one-shot)** and seals N itself;
-   when a worker is live, the worker seals N at its next barrier.
-2. **wait_sealed** waits until N is sealed (fails at once if N failed).
-3. **land** spark-submits `spark_jobs/land_checkpoint.py` for N on the `spark_default`
-   connection (`local[*]` unless the connection says otherwise).
-4. **commit** marks N committed; its XCom holds the lines, rows and rejects that landed.
+1. **request_checkpoint** decides what the run lands (its XCom: one checkpoint id, or a list).
+2. **wait_sealed** waits until they are sealed (fails at once if one failed); it defers to
+   the triggerer while a collector worker seals.
+3. **land** spark-submits `spark_jobs/land_checkpoint.py` for each of them on the
+   `spark_default` connection (`local[*]` unless the connection says otherwise). Landing a
+   checkpoint again replaces its output.
+4. **commit** marks them committed and updates the lake asset; its XCom (and the asset
+   event's extra) holds the checkpoint ids, lines, bytes, rows and rejects that landed.
+
+**Scheduled runs** (and the default **normal** mode) request checkpoint N for the run (a retry
+gets the same N) with the run's data interval. *Collection mode:* when no long-running
+collector worker holds the pipeline's lease, the task collects every file to its current end
+**in-process (one-shot)** and seals N itself; when a worker is live (`sluice_{name}_worker`
+unpaused, or `sluice collect`), the worker seals N at its next barrier.
+
+**Trigger with params** (the trigger form) for the other modes:
+
+| mode | what the run does |
+|---|---|
+{modes}
+
+**Backfill** (`airflow backfill create --dag-id sluice_{name} ...`): each backfill run re-lands
+the sealed or committed checkpoints requested for its data interval (or, for checkpoints no
+run requested, sealed in it) and collects nothing; an interval without any succeeds empty.
 """
 
+WORKER_DOC_MD = """\
+### Sluice collector worker `{name}`
 
-def pipelines_dir() -> Path:
-    """The folder of pipeline configs: ``$SLUICE_PIPELINES_DIR`` or ``<repo>/pipelines``."""
-    configured = os.environ.get(PIPELINES_DIR_ENV)
-    return Path(configured) if configured else DEFAULT_PIPELINES_DIR
+Config: `{config}`
 
+Tails the pipeline's files continuously: each run collects for {hours:g} h, sealing every
+checkpoint a `sluice_{name}` run requests as soon as it is requested, then seals what it has
+read, releases its lease and ends; the next run starts at once (`@continuous`, one at a time).
+While it runs, `sluice_{name}` runs do not collect themselves.
 
-def pipeline_configs(folder: Path) -> list[Path]:
-    """The pipeline config files of ``folder``, by name; none when it does not exist."""
-    if not folder.is_dir():
-        return []
-    configs = []
-    for path in sorted(folder.glob("*.yaml")):
-        if not path.is_file():
-            continue
-        if PIPELINE_NAME.fullmatch(path.stem) is None:
-            log.warning("Skipping %s: %r is not a valid pipeline name", path, path.stem)
-            continue
-        configs.append(path)
-    return configs
-
-
-def dag_settings(config: Path) -> tuple[str, str | None]:
-    """The pipeline's ``name`` and ``schedule`` from its config, read as plain YAML.
-
-    Full validation happens in the tasks; a file that cannot be read here falls back to its
-    file name and the default schedule, so one broken config never breaks DAG parsing.
-    """
-    try:
-        document = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        log.warning("Reading %s: %s; using the file name and the default schedule", config, exc)
-        return config.stem, SCHEDULE
-    if not isinstance(document, dict):
-        return config.stem, SCHEDULE
-    name = document.get("name")
-    if not isinstance(name, str) or PIPELINE_NAME.fullmatch(name) is None:
-        name = config.stem
-    schedule = document.get("schedule", SCHEDULE)
-    return name, schedule if isinstance(schedule, str) or schedule is None else SCHEDULE
+Paused when created: unpause it to switch the pipeline to continuous collection, pause it to
+go back to one-shot collection in each DAG run. A worker killed without warning is replaced
+by the next run, which waits for the dead worker's lease to expire (`collector.lease_seconds`,
+60 s by default) and resumes from the offsets of the last sealed checkpoint. Checkpoints a
+worker seals on stop belong to no DAG run: a `spark_only` run of `sluice_{name}` (or
+`sluice land`) lands them.
+"""
 
 
 def build_dag(config: Path) -> DAG:
     """The DAG of the pipeline configured by ``config``."""
     name, schedule = dag_settings(config)
     config_path = str(config.resolve())
+    asset = lake_asset(name)
+    modes = "\n".join(f"| `{mode.value}` | {text} |" for mode, text in MODE_HELP.items())
     with DAG(
         dag_id=f"sluice_{name}",
-        description=f"Sluice pipeline {name}: collect, seal, land and commit one checkpoint",
-        doc_md=DOC_MD.format(name=name, config=config_path),
-        schedule=schedule,
-        start_date=datetime(2025, 1, 1, tzinfo=UTC),
+        description=f"Sluice pipeline {name}: collect, seal, land and commit checkpoints",
+        doc_md=DOC_MD.format(name=name, config=config_path, asset=asset.uri, modes=modes),
+        schedule=timetable(schedule),
+        start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
         dagrun_timeout=timedelta(hours=1),
         tags=["sluice", "logs", "spark"],
+        params=PARAMS,
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     ) as dag:
         request = RequestCheckpointOperator(task_id="request_checkpoint", config_path=config_path)
@@ -116,6 +164,7 @@ def build_dag(config: Path) -> DAG:
             checkpoint_id=CHECKPOINT_ID,
             poke_interval=5,
             timeout=timedelta(minutes=30),
+            deferrable=_sensor_deferrable(),
         )
         land = LandCheckpointOperator(
             task_id="land",
@@ -124,12 +173,46 @@ def build_dag(config: Path) -> DAG:
             conn_id="spark_default",
         )
         commit = CommitCheckpointOperator(
-            task_id="commit", config_path=config_path, checkpoint_id=CHECKPOINT_ID
+            task_id="commit",
+            config_path=config_path,
+            checkpoint_id=CHECKPOINT_ID,
+            outlets=[asset],
         )
         request >> wait >> land >> commit
     return dag
 
 
+def build_worker_dag(config: Path, run_for: timedelta = WORKER_RUN_FOR) -> DAG:
+    """The continuous collector worker DAG of the pipeline configured by ``config``."""
+    name, _ = dag_settings(config)
+    config_path = str(config.resolve())
+    with DAG(
+        dag_id=f"sluice_{name}_worker",
+        description=f"Sluice collector worker of {name}: tail the logs, seal requested checkpoints",
+        doc_md=WORKER_DOC_MD.format(
+            name=name, config=config_path, hours=run_for.total_seconds() / 3600
+        ),
+        schedule="@continuous",
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=True,
+        tags=["sluice", "logs", "collector"],
+        default_args={"retries": 0},
+    ) as dag:
+        CollectorWorkerOperator(
+            task_id="collect",
+            config_path=config_path,
+            run_for=run_for,
+            execution_timeout=run_for + timedelta(minutes=15),
+        )
+    return dag
+
+
+def _sensor_deferrable() -> bool:
+    return os.environ.get(SENSOR_DEFERRABLE_ENV, "true").strip().lower() not in ("0", "false", "no")
+
+
 for _config in pipeline_configs(pipelines_dir()):
-    _dag = build_dag(_config)
-    globals()[_dag.dag_id] = _dag
+    for _dag in (build_dag(_config), build_worker_dag(_config)):
+        globals()[_dag.dag_id] = _dag

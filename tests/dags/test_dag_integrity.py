@@ -1,4 +1,9 @@
-"""Every DAG file in dags/ imports cleanly; one well-formed DAG per pipeline config."""
+"""Every DAG file in dags/ imports cleanly; well-formed DAGs for each pipeline config.
+
+Per pipeline: ``sluice_<name>`` (request >> wait >> land >> commit, a params form, the lake
+asset as the commit's outlet) and ``sluice_<name>_worker`` (continuous, paused when created);
+plus one example ``sluice_lake_consumers`` scheduled on every pipeline's lake asset.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,24 @@ import itertools
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import sluice_common
 import sluice_pipelines
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Asset, AssetAny, CronDataIntervalTimetable
+from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
 from sluice_airflow.operators.sluice import (
     CommitCheckpointOperator,
     LandCheckpointOperator,
     RequestCheckpointOperator,
+    RunMode,
 )
+from sluice_airflow.operators.worker import CollectorWorkerOperator
 from sluice_airflow.sensors.sluice import CheckpointSealedSensor
 
 from tests.support.airflow_env import REPO_ROOT
@@ -77,8 +87,16 @@ def test_every_dag_file_imports_without_errors(two_pipelines: DagBag) -> None:
     assert two_pipelines.import_errors == {}
 
 
-def test_one_dag_per_pipeline_config(two_pipelines: DagBag) -> None:
-    assert sorted(two_pipelines.dag_ids) == ["sluice_app_events", "sluice_web_access"]
+def test_a_pipeline_and_a_worker_dag_per_config_and_one_consumer_example(
+    two_pipelines: DagBag,
+) -> None:
+    assert sorted(two_pipelines.dag_ids) == [
+        "sluice_app_events",
+        "sluice_app_events_worker",
+        "sluice_lake_consumers",
+        "sluice_web_access",
+        "sluice_web_access_worker",
+    ]
 
 
 @pytest.mark.parametrize("name", ["web_access", "app_events"])
@@ -116,7 +134,10 @@ def test_tasks_point_at_their_pipeline_config(
 def test_dag_settings(two_pipelines: DagBag) -> None:
     dag = two_pipelines.dags["sluice_web_access"]
 
-    assert str(dag.schedule) == "*/5 * * * *"
+    # Data-interval semantics: each run covers the time since the previous tick, so backfill
+    # intervals tile time and each checkpoint belongs to exactly one.
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    assert dag.timetable.expression == "*/5 * * * *"
     assert dag.catchup is False
     assert dag.max_active_runs == 1
     assert {"sluice", "spark"} <= set(dag.tags)
@@ -125,13 +146,118 @@ def test_dag_settings(two_pipelines: DagBag) -> None:
     assert "web_access.yaml" in dag.doc_md
 
 
+def test_the_trigger_form_offers_the_modes_and_a_checkpoint_id(two_pipelines: DagBag) -> None:
+    params = two_pipelines.dags["sluice_web_access"].params
+
+    assert params.dump() == {"mode": "normal", "checkpoint_id": None}
+    mode = params.get_param("mode")
+    assert mode.schema["enum"] == [m.value for m in RunMode]
+    assert mode.schema["enum"] == ["normal", "reprocess", "spark_only", "force_seal"]
+    assert mode.schema["title"] and mode.description
+    assert set(mode.schema["values_display"]) == set(mode.schema["enum"])
+    checkpoint = params.get_param("checkpoint_id")
+    assert checkpoint.schema["type"] == ["null", "integer"]
+    assert checkpoint.schema["title"]
+    assert checkpoint.description is not None and "reprocess" in checkpoint.description
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("mode", "reprocess"), ("mode", "spark_only"), ("checkpoint_id", 3), ("checkpoint_id", None)],
+)
+def test_the_form_accepts_valid_values(two_pipelines: DagBag, key: str, value: object) -> None:
+    param = two_pipelines.dags["sluice_web_access"].params.get_param(key)
+
+    assert param.resolve(value=value) == value
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("mode", "everything"), ("checkpoint_id", 0), ("checkpoint_id", "three")],
+)
+def test_the_form_rejects_invalid_values(two_pipelines: DagBag, key: str, value: object) -> None:
+    param = two_pipelines.dags["sluice_web_access"].params.get_param(key)
+
+    with pytest.raises(ParamValidationError):
+        param.resolve(value=value)
+
+
+def test_commit_updates_the_pipeline_lake_asset(two_pipelines: DagBag) -> None:
+    commit = two_pipelines.dags["sluice_web_access"].get_task("commit")
+
+    assert commit.outlets == [sluice_common.lake_asset("web_access")]
+    [asset] = commit.outlets
+    assert isinstance(asset, Asset)
+    assert asset.uri == "sluice://lake/web_access"
+    assert asset.name == "sluice_web_access_lake"
+    for task_id in ("request_checkpoint", "wait_sealed", "land"):
+        assert two_pipelines.dags["sluice_web_access"].get_task(task_id).outlets == []
+
+
+def test_the_sensor_defers_unless_told_not_to(
+    two_pipelines: DagBag, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wait = two_pipelines.dags["sluice_web_access"].get_task("wait_sealed")
+    assert isinstance(wait, CheckpointSealedSensor)
+    assert wait.deferrable is True
+
+    monkeypatch.setenv(sluice_pipelines.SENSOR_DEFERRABLE_ENV, "false")
+    poking = load_dags(tmp_path / "pipelines", monkeypatch).dags["sluice_web_access"]
+    poking_wait = poking.get_task("wait_sealed")
+    assert isinstance(poking_wait, CheckpointSealedSensor)
+    assert poking_wait.deferrable is False
+
+
+@pytest.mark.parametrize("name", ["web_access", "app_events"])
+def test_the_worker_dag_is_continuous_single_and_paused(
+    two_pipelines: DagBag, tmp_path: Path, name: str
+) -> None:
+    dag = two_pipelines.dags[f"sluice_{name}_worker"]
+
+    assert str(dag.schedule) == "@continuous"
+    assert dag.max_active_runs == 1
+    assert dag.is_paused_upon_creation is True
+    assert dag.catchup is False
+    [task] = dag.tasks
+    assert isinstance(task, CollectorWorkerOperator)
+    assert task.task_id == "collect"
+    assert task.config_path == str((tmp_path / "pipelines" / f"{name}.yaml").resolve())
+    assert task.run_for == timedelta(hours=1).total_seconds()
+    assert task.execution_timeout is not None
+    assert task.execution_timeout.total_seconds() > task.run_for
+    assert task.retries == 0
+    assert dag.doc_md is not None and "lease_seconds" in dag.doc_md
+
+
+def test_the_consumer_example_runs_on_any_pipeline_lake_asset(two_pipelines: DagBag) -> None:
+    dag = two_pipelines.dags["sluice_lake_consumers"]
+
+    assert dag.is_paused_upon_creation is True
+    condition = dag.timetable.asset_condition
+    assert isinstance(condition, AssetAny)
+    assert {asset.uri for asset in condition.objects if isinstance(asset, Asset)} == {
+        "sluice://lake/web_access",
+        "sluice://lake/app_events",
+    }
+
+
 def test_dags_survive_serialization(two_pipelines: DagBag) -> None:
-    for dag in two_pipelines.dags.values():
+    for dag_id in ("sluice_web_access", "sluice_app_events"):
+        dag = two_pipelines.dags[dag_id]
         assert isinstance(dag, DAG)
         restored = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
 
         assert sorted(restored.task_ids) == sorted(TASK_ORDER)
         assert restored.get_task("land").task_type == "LandCheckpointOperator"
+        assert restored.params.dump() == {"mode": "normal", "checkpoint_id": None}
+        assert [asset.uri for asset in restored.get_task("commit").outlets] == [
+            f"sluice://lake/{dag_id.removeprefix('sluice_')}"
+        ]
+    for dag_id in ("sluice_web_access_worker", "sluice_lake_consumers"):
+        restored = DagSerialization.deserialize_dag(
+            DagSerialization.serialize_dag(two_pipelines.dags[dag_id])
+        )
+        assert restored.dag_id == dag_id
 
 
 def test_an_empty_pipelines_folder_gives_no_dags_and_no_errors(
@@ -165,8 +291,39 @@ def test_name_and_schedule_come_from_the_config(
 
     bag = load_dags(tmp_path / "pipelines", monkeypatch)
 
-    assert bag.dag_ids == ["sluice_audit_logs"]
-    assert str(bag.dags["sluice_audit_logs"].schedule) == "@hourly"
+    assert sorted(bag.dag_ids) == [
+        "sluice_audit_logs",
+        "sluice_audit_logs_worker",
+        "sluice_lake_consumers",
+    ]
+    timetable = bag.dags["sluice_audit_logs"].timetable
+    assert isinstance(timetable, CronDataIntervalTimetable)
+    assert timetable.expression == "0 * * * *"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [("null", None), ("'@once'", "@once"), ("'61 * * * *'", "*/5 * * * *")],
+    ids=["manual-only", "once", "invalid-cron-falls-back"],
+)
+def test_schedules_that_are_not_cron(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schedule: str, expected: str | None
+) -> None:
+    write_config(
+        tmp_path / "pipelines", "web_access", text=f"name: web_access\nschedule: {schedule}\n"
+    )
+
+    bag = load_dags(tmp_path / "pipelines", monkeypatch)
+
+    assert bag.import_errors == {}
+    timetable = bag.dags["sluice_web_access"].timetable
+    if expected is None:
+        assert bag.dags["sluice_web_access"].schedule is None
+    elif expected == "@once":
+        assert str(bag.dags["sluice_web_access"].schedule) == "@once"
+    else:
+        assert isinstance(timetable, CronDataIntervalTimetable)
+        assert timetable.expression == expected
 
 
 def test_a_broken_config_never_breaks_parsing(
@@ -176,7 +333,7 @@ def test_a_broken_config_never_breaks_parsing(
 
     bag = load_dags(tmp_path / "pipelines", monkeypatch)
 
-    assert bag.dag_ids == ["sluice_broken"]
+    assert sorted(bag.dag_ids) == ["sluice_broken", "sluice_broken_worker", "sluice_lake_consumers"]
     assert bag.import_errors == {}
 
 
@@ -191,7 +348,11 @@ def test_files_that_are_not_pipeline_names_are_skipped(
 
     bag = load_dags(pipelines, monkeypatch)
 
-    assert bag.dag_ids == ["sluice_web_access"]
+    assert sorted(bag.dag_ids) == [
+        "sluice_lake_consumers",
+        "sluice_web_access",
+        "sluice_web_access_worker",
+    ]
     assert bag.import_errors == {}
 
 
@@ -205,8 +366,10 @@ def test_parsing_does_not_import_pipeline_core(tmp_path: Path) -> None:
     pipelines = tmp_path / "pipelines"
     write_config(pipelines, "web_access")
     code = (
-        "import sys, sluice_pipelines\n"
+        "import sys, sluice_pipelines, sluice_lake_consumers\n"
         "assert 'sluice_web_access' in vars(sluice_pipelines)\n"
+        "assert 'sluice_web_access_worker' in vars(sluice_pipelines)\n"
+        "assert 'sluice_lake_consumers' in vars(sluice_lake_consumers)\n"
         "print(sorted(name for name in sys.modules if name.startswith('pipeline_core')))"
     )
     env = os.environ | {

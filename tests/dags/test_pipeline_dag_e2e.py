@@ -13,6 +13,11 @@ log file is rotated twice, the way logrotate does it:
 The lake must hold every well-formed line exactly once (by ``event_id`` and by the request
 path each line carries) and the rejects table exactly the malformed lines planted along the
 way.
+
+Then two manually triggered runs with params (one Spark job each): ``reprocess`` lands
+checkpoint 1 again and the lake is unchanged (idempotent), and ``spark_only`` lands a
+checkpoint sealed outside any DAG run (``sluice collect --once``) without collecting. Each
+commit records an asset event on ``sluice://lake/web_access`` saying what landed.
 """
 
 from __future__ import annotations
@@ -21,13 +26,19 @@ import re
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
 from airflow.dag_processing.dagbag import DagBag
+from airflow.models.asset import AssetEvent, AssetModel
+from airflow.models.dagrun import DagRun
 from airflow.sdk import DAG
+from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
+from sqlalchemy import select
 
+from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.airflow_env import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
@@ -78,10 +89,45 @@ def write_config(root: Path, metastore_url: str) -> Path:
     return config
 
 
-def run_dag(dag: DAG) -> None:
-    run = dag.test()
+def run_dag(dag: DAG, run_conf: dict[str, Any] | None = None) -> DagRun:
+    run: DagRun = dag.test(run_conf=run_conf)
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert run.state == DagRunState.SUCCESS, f"run {run.run_id} failed: {states}"
+    return run
+
+
+def committed(run: DagRun) -> dict[str, Any]:
+    """The commit task's XCom: what the run landed."""
+    commit = next(ti for ti in run.get_task_instances() if ti.task_id == "commit")
+    landed: dict[str, Any] = commit.xcom_pull(task_ids="commit")
+    return landed
+
+
+def asset_events(run: DagRun) -> list[dict[str, Any]]:
+    """The extras of the lake asset's events that ``run`` recorded."""
+    with create_session() as session:
+        return [
+            dict(extra)
+            for extra in session.scalars(
+                select(AssetEvent.extra)
+                .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+                .where(
+                    AssetModel.uri == "sluice://lake/web_access",
+                    AssetEvent.source_run_id == run.run_id,
+                )
+            )
+        ]
+
+
+def lake_rows(lake: Path) -> Any:
+    return ds.dataset(lake / "access", format="parquet", partitioning="hive").to_table()
+
+
+def rows_per_checkpoint(lake: Path) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for checkpoint_id in lake_rows(lake).column("checkpoint_id").to_pylist():
+        counts[checkpoint_id] = counts.get(checkpoint_id, 0) + 1
+    return counts
 
 
 def markers(table_rows: list[dict[str, object]]) -> list[int]:
@@ -113,7 +159,7 @@ def test_two_runs_land_every_line_once_across_rotations(
     # Run 1 reads lines 0-39 and one malformed line.
     append(log, [nginx_line(i) for i in range(0, 20)] + [MALFORMED[0]])
     append(log, [nginx_line(i) for i in range(20, 40)])
-    run_dag(dag)
+    first = run_dag(dag)
 
     # An unread tail, then copytruncate: access.log.1 is the copy; the truncated inode is
     # written again (lines 60-84) and so is a new file.
@@ -147,3 +193,42 @@ def test_two_runs_land_every_line_once_across_rotations(
     reject_ids = rejects.column("event_id").to_pylist()
     assert len(set(reject_ids)) == len(reject_ids)
     assert not set(reject_ids) & set(event_ids)
+
+    # The first run's commit said what landed, in its XCom and on the lake asset's event.
+    landed = committed(first)
+    assert (landed["checkpoint_id"], landed["lines"], landed["rows"], landed["rejects"]) == (
+        1,
+        41,
+        40,
+        1,
+    )
+    [event] = asset_events(first)
+    assert event["checkpoint_ids"] == [1]
+    assert (event["rows"], event["rejects"]) == (40, 1)
+    assert event["lake"] == str(lake)
+
+    # Reprocess checkpoint 1 from the trigger form: landed again, the lake is unchanged.
+    operations = PipelineOperations(tmp_path / "pipelines" / "web_access.yaml")
+    before = operations.status().checkpoints
+    reprocess = run_dag(dag, {"mode": "reprocess", "checkpoint_id": 1})
+    assert committed(reprocess)["checkpoint_ids"] == [1]
+    assert committed(reprocess)["rows"] == 40
+    assert rows_per_checkpoint(lake) == {1: 40, 2: 60}
+    assert sorted(lake_rows(lake).column("event_id").to_pylist()) == sorted(event_ids)
+    assert [info.checkpoint_id for info in operations.status().checkpoints] == [
+        info.checkpoint_id for info in before
+    ]
+
+    # A checkpoint sealed outside any DAG run waits for a spark_only run, which collects nothing.
+    append(log, [nginx_line(i) for i in range(100, 110)])
+    [orphan] = operations.collect_once().sealed
+    append(log, [nginx_line(i) for i in range(110, 115)])  # not collected by spark_only
+    spark_only = run_dag(dag, {"mode": "spark_only"})
+    assert committed(spark_only)["checkpoint_ids"] == [orphan.checkpoint_id]
+    assert committed(spark_only)["rows"] == 10
+    assert rows_per_checkpoint(lake) == {1: 40, 2: 60, orphan.checkpoint_id: 10}
+    assert markers(lake_rows(lake).to_pylist()) == list(range(110))
+    assert operations.checkpoint(orphan.checkpoint_id).state == CheckpointState.COMMITTED
+    assert [info.checkpoint_id for info in operations.status().checkpoints][-1] == (
+        orphan.checkpoint_id
+    )

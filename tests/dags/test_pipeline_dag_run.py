@@ -1,8 +1,10 @@
 """A pipeline DAG run through Airflow itself (``dag.test()``), against a fake pipeline.
 
 The ``land`` task is marked successful instead of running Spark; everything else (XComs
-between tasks, templates, the sensor, task states) goes through Airflow 3.3's real machinery.
-The run with real collection and Spark is ``test_pipeline_dag_e2e.py``.
+between tasks, templates, params, the sensor, task states) goes through Airflow 3.3's real
+machinery. Runs against a real metastore and real collection are in
+``test_pipeline_dag_modes.py``; the run with real collection and Spark is
+``test_pipeline_dag_e2e.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk import DAG
 from airflow.utils.state import DagRunState, TaskInstanceState
+from sluice_airflow.hooks.sluice import SluiceHook
 
 from pipeline_core.operations import CheckpointState
 from tests.support.airflow_env import REPO_ROOT
@@ -28,6 +31,8 @@ def pipeline_dag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: 
     (pipelines / "web_access.yaml").write_text("name: web_access\n")
     # dag.test() re-parses the DAG folder (its bundle) with this environment.
     monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(pipelines))
+    # The fake pipeline has no config; the commit task asks for the lake path of its asset event.
+    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/lake"))
     dag = DagBag(dag_folder=REPO_ROOT / "dags").dags["sluice_web_access"]
     assert isinstance(dag, DAG)
     return dag
@@ -75,3 +80,25 @@ def test_a_failed_checkpoint_fails_the_run_without_landing(
     assert states["wait_sealed"] == TaskInstanceState.FAILED
     assert states["land"] == TaskInstanceState.UPSTREAM_FAILED
     assert not any(call[0] in ("landing_job", "commit") for call in fake_pipeline.calls)
+
+
+def test_a_spark_only_run_lands_every_pending_checkpoint_without_collecting(
+    pipeline_dag: DAG, fake_pipeline: FakePipeline
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.COMMITTED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+
+    run = pipeline_dag.test(run_conf={"mode": "spark_only"}, mark_success_pattern="land")
+
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == DagRunState.SUCCESS, states
+    names = [call[0] for call in fake_pipeline.calls]
+    assert "request_checkpoint" not in names
+    assert "collect_once" not in names
+    assert [call for call in fake_pipeline.calls if call[0] == "commit"] == [
+        ("commit", 2),
+        ("commit", 3),
+    ]
+    commit = next(ti for ti in run.get_task_instances() if ti.task_id == "commit")
+    assert commit.xcom_pull(task_ids="commit")["checkpoint_ids"] == [2, 3]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
     from pipeline_core.operations import (
         CheckpointInfo,
         CollectReport,
@@ -16,23 +22,57 @@ if TYPE_CHECKING:
         SparkJobSpec,
     )
 
+METASTORE_CONN_ID = "sluice_metastore"
+"""Airflow connection naming the metastore when a pipeline config does not."""
+LAKE_CONN_ID = "sluice_lake"
+"""Airflow connection naming the lake root (extra ``path`` or ``uri``) when a config does not."""
+
+_SQLALCHEMY_DRIVERS = {
+    "postgres": "postgresql+psycopg",
+    "postgresql": "postgresql+psycopg",
+    "mysql": "mysql+pymysql",
+    "sqlite": "sqlite",
+}
+
 
 class SluiceHook(BaseHook):
     """Talk to one Sluice pipeline, named by its config file.
 
-    A pipeline is configured by its YAML file, not by an Airflow connection: the file names the
-    metastore, staging and lake. The hook does no I/O when it is created; the facade
+    A pipeline is configured by its YAML file: the file names the metastore, staging and lake.
+    Two Airflow connections fill in what a file leaves out (the file always wins):
+
+    * ``sluice_metastore``: the metastore. Its ``extra`` may hold ``{"sqlalchemy_url": ...}``;
+      otherwise the URL is built from the connection (``postgres`` ->
+      ``postgresql+psycopg://login:password@host:port/schema``, ``sqlite`` -> the file in
+      ``host``). Used when the config has no ``metastore.url`` and ``$SLUICE_METASTORE_URL``
+      is unset.
+    * ``sluice_lake``: the lake root, from ``extra`` ``{"path": "/data/lake"}`` or
+      ``{"uri": "file:///data/lake"}`` (a filesystem the Spark driver and executors share).
+      Used when the config has no ``lake.path``.
+
+    The hook does no I/O when it is created; connections are looked up and the facade
     (``pipeline_core.operations.PipelineOperations``) is imported and built on the first call,
     so creating a hook at DAG-parse time or in an operator costs nothing.
 
     :param config_path: path of the pipeline's config file (``pipelines/<name>.yaml``).
+    :param metastore_conn_id: connection consulted for the metastore URL; ``None`` to skip.
+    :param lake_conn_id: connection consulted for the lake root; ``None`` to skip.
     """
 
     hook_name = "Sluice pipeline"
 
-    def __init__(self, *, config_path: str | os.PathLike[str], logger_name: str | None = None):
+    def __init__(
+        self,
+        *,
+        config_path: str | os.PathLike[str],
+        metastore_conn_id: str | None = METASTORE_CONN_ID,
+        lake_conn_id: str | None = LAKE_CONN_ID,
+        logger_name: str | None = None,
+    ):
         super().__init__(logger_name=logger_name)
         self.config_path = os.fspath(config_path)
+        self.metastore_conn_id = metastore_conn_id
+        self.lake_conn_id = lake_conn_id
         self._operations: PipelineOperations | None = None
 
     def get_conn(self) -> PipelineOperations:
@@ -41,12 +81,33 @@ class SluiceHook(BaseHook):
             # Imported here so parsing a DAG file never pays for pipeline_core's imports.
             from pipeline_core.operations import PipelineOperations
 
-            self._operations = PipelineOperations(self.config_path)
+            self._operations = PipelineOperations(self.config_path, **self.connection_defaults())
         return self._operations
 
     @property
     def operations(self) -> PipelineOperations:
         return self.get_conn()
+
+    def connection_defaults(self) -> dict[str, Any]:
+        """``metastore_url``/``lake_dir`` from the Airflow connections that exist (else none)."""
+        defaults: dict[str, Any] = {}
+        metastore = self._optional_connection(self.metastore_conn_id)
+        if metastore is not None:
+            defaults["metastore_url"] = sqlalchemy_url(metastore)
+        lake = self._optional_connection(self.lake_conn_id)
+        if lake is not None:
+            defaults["lake_dir"] = lake_path(lake)
+        return defaults
+
+    def _optional_connection(self, conn_id: str | None) -> Connection | None:
+        if conn_id is None:
+            return None
+        try:
+            connection = self.get_connection(conn_id)
+        except AirflowNotFoundException:
+            return None
+        self.log.info("Using Airflow connection %r for what the config leaves out", conn_id)
+        return connection
 
     def request_checkpoint(
         self,
@@ -67,6 +128,14 @@ class SluiceHook(BaseHook):
     def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
         return self.operations.checkpoint(checkpoint_id)
 
+    def landable(self, checkpoint_id: int) -> CheckpointInfo:
+        """A sealed or committed checkpoint (raises ``CheckpointError`` for any other)."""
+        return self.operations.landable(checkpoint_id)
+
+    def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
+        """Sealed or committed checkpoints of the data interval ``[start, end)``."""
+        return self.operations.checkpoints_in_interval(start, end)
+
     def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
         """The spark-submit spec that lands sealed checkpoint ``checkpoint_id``."""
         return self.operations.landing_job(checkpoint_id)
@@ -78,6 +147,77 @@ class SluiceHook(BaseHook):
     def pending_landings(self) -> list[CheckpointInfo]:
         """Sealed checkpoints not yet committed, oldest first."""
         return self.operations.pending_landings()
+
+    def lake_dir(self) -> Path:
+        """The root of the pipeline's lake tables, as the landing job writes them."""
+        return self.operations.config.lake_dir
+
+
+def sqlalchemy_url(connection: Connection) -> str:
+    """The SQLAlchemy URL of an Airflow connection to the metastore database.
+
+    ``extra`` ``{"sqlalchemy_url": ...}`` wins; otherwise the URL is built from the
+    connection's fields, with the driver Sluice installs for its type (``postgres`` ->
+    ``postgresql+psycopg``; ``sqlite`` -> the database file in ``host``).
+    """
+    import sqlalchemy as sa
+
+    explicit = _extra(connection).get("sqlalchemy_url")
+    if explicit:
+        return str(explicit)
+    conn_type = (connection.conn_type or "").lower()
+    driver = _SQLALCHEMY_DRIVERS.get(conn_type, conn_type)
+    if not driver:
+        raise ValueError(f"connection {connection.conn_id!r} has no type: cannot build a URL")
+    if driver == "sqlite":
+        database = connection.host or connection.schema
+        return sa.URL.create("sqlite", database=database or None).render_as_string(
+            hide_password=False
+        )
+    url = sa.URL.create(
+        driver,
+        username=connection.login or None,
+        password=connection.password or None,
+        host=connection.host or None,
+        port=connection.port or None,
+        database=connection.schema or None,
+    )
+    return url.render_as_string(hide_password=False)
+
+
+def lake_path(connection: Connection) -> str:
+    """The lake root an Airflow connection names: extra ``path``, or a ``file:`` extra ``uri``.
+
+    :raises ValueError: neither is set, or the URI is not on a filesystem (``s3://`` and
+        friends: the landing job writes to paths its driver and executors share).
+    """
+    extra = _extra(connection)
+    if extra.get("path"):
+        return str(extra["path"])
+    uri = extra.get("uri") or connection.host
+    if not uri:
+        raise ValueError(
+            f"connection {connection.conn_id!r} names no lake: set extra "
+            '{"path": "/data/lake"} or {"uri": "file:///data/lake"}'
+        )
+    parts = urlsplit(str(uri))
+    if parts.scheme in ("", "file"):
+        return unquote(parts.path) if parts.scheme else str(uri)
+    raise ValueError(
+        f"connection {connection.conn_id!r}: the lake must be a filesystem path or a file:// "
+        f"URI, not {parts.scheme}://"
+    )
+
+
+def _extra(connection: Connection) -> dict[str, Any]:
+    raw = connection.extra
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def parse_checkpoint_id(value: int | str) -> int:
@@ -93,3 +233,27 @@ def parse_checkpoint_id(value: int | str) -> int:
     if checkpoint_id <= 0:
         raise ValueError(f"checkpoint id must be a positive integer, got {value!r}")
     return checkpoint_id
+
+
+def parse_checkpoint_ids(value: int | str | list[int] | tuple[int, ...]) -> list[int]:
+    """Checkpoint ids from an operator argument: one id, or a list of them (maybe empty).
+
+    The request task returns one id for a run that lands one checkpoint and a list for runs
+    that land several (``spark_only``, backfill); rendered into a template they read ``"7"``
+    and ``"[3, 4]"``.
+
+    :raises ValueError: anything else (``"None"`` when the upstream XCom is missing).
+    """
+    if isinstance(value, list | tuple):
+        return [parse_checkpoint_id(item) for item in value]
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            raise ValueError(f"checkpoint ids must be a list of integers, got {value!r}") from None
+        if not isinstance(items, list) or not all(
+            isinstance(item, int) and not isinstance(item, bool) for item in items
+        ):
+            raise ValueError(f"checkpoint ids must be a list of integers, got {value!r}")
+        return [parse_checkpoint_id(item) for item in items]
+    return [parse_checkpoint_id(value)]

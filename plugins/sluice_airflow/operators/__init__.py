@@ -1,1 +1,6 @@
-"""Operators for the steps of a Sluice DAG run: request, land and commit a checkpoint."""
+"""Operators of Sluice's DAGs.
+
+``sluice.py``: the steps of a pipeline DAG run (``RequestCheckpointOperator``,
+``LandCheckpointOperator``, ``CommitCheckpointOperator``) and the run modes (``RunMode``);
+``worker.py``: ``CollectorWorkerOperator``, the long-running collector with a bounded lease.
+"""

@@ -7,9 +7,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
+from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
+from sluice_airflow.triggers.sluice import FAILED, SEALED, CheckpointSealedTrigger
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -26,14 +27,23 @@ class CheckpointFailedError(AirflowFailException):
 class CheckpointSealedSensor(BaseSensorOperator):
     """Succeed once checkpoint N is SEALED (or already COMMITTED); fail if it is FAILED.
 
-    Pokes ``SluiceHook.checkpoint(N).state``. Works in ``mode="poke"`` (the default, holding a
-    worker slot between pokes) and ``mode="reschedule"`` (freeing it). A deferrable variant
-    comes later.
+    ``checkpoint_id`` may also be a list of checkpoints (what the request task returns for a
+    ``spark_only`` or backfill run): the sensor then waits for all of them, and an empty list
+    succeeds at once.
+
+    Deferrable by default: the sensor looks once, and if N is not sealed yet it hands the wait
+    to :class:`~sluice_airflow.triggers.sluice.CheckpointSealedTrigger` in Airflow's triggerer,
+    freeing its worker slot (``dag.test()`` runs the trigger in-process). With
+    ``deferrable=False`` it pokes ``SluiceHook.checkpoint(N).state`` in ``mode="poke"`` (the
+    default, holding a worker slot between pokes) or ``mode="reschedule"`` (freeing it); use
+    that where no triggerer runs.
 
     :param config_path: the pipeline's config file. (templated)
     :param checkpoint_id: the checkpoint, usually
-        ``"{{ ti.xcom_pull(task_ids='request_checkpoint') }}"``. (templated)
-    :param poke_interval: seconds (or a ``timedelta``) between pokes; 5 s by default.
+        ``"{{ ti.xcom_pull(task_ids='request_checkpoint') }}"``; or a list of them. (templated)
+    :param poke_interval: seconds (or a ``timedelta``) between pokes, and between the
+        trigger's looks at the metastore; 5 s by default.
+    :param deferrable: wait in the triggerer instead of a worker slot.
     """
 
     template_fields: Sequence[str] = ("config_path", "checkpoint_id")
@@ -43,23 +53,76 @@ class CheckpointSealedSensor(BaseSensorOperator):
         self,
         *,
         config_path: str,
-        checkpoint_id: int | str,
+        checkpoint_id: int | str | list[int],
         poke_interval: timedelta | float = 5.0,
+        deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
         self.config_path = config_path
         self.checkpoint_id = checkpoint_id
+        self.deferrable = deferrable
 
     def poke(self, context: Context) -> bool:
-        from pipeline_core.operations import CheckpointState
+        return self._first_unsealed() is None
 
-        checkpoint_id = parse_checkpoint_id(self.checkpoint_id)
-        info = SluiceHook(config_path=self.config_path).checkpoint(checkpoint_id)
-        if info.state == CheckpointState.FAILED:
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        self._done_or_defer()
+        return None
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
+        """Resume after the trigger fired: fail on a failed checkpoint, else look again."""
+        event = event or {}
+        checkpoint_id = event.get("checkpoint_id")
+        if event.get("status") == FAILED:
             raise CheckpointFailedError(
-                f"checkpoint {checkpoint_id} of pipeline {info.pipeline} failed; it will not be "
-                "sealed (see the collector's log)"
+                f"checkpoint {checkpoint_id} of pipeline {event.get('pipeline')} failed; it "
+                f"will not be sealed: {event.get('reason')}"
             )
-        self.log.info("Checkpoint %d is %s", checkpoint_id, info.state.value)
-        return info.state in (CheckpointState.SEALED, CheckpointState.COMMITTED)
+        if event.get("status") != SEALED:
+            raise AirflowException(
+                f"cannot wait for checkpoint {checkpoint_id}: {event.get('reason') or event}"
+            )
+        self.log.info("Checkpoint %s is %s", checkpoint_id, event.get("state"))
+        self._done_or_defer()
+
+    def _done_or_defer(self) -> None:
+        try:
+            pending = self._first_unsealed()
+        except AirflowFailException as exc:
+            if self.soft_fail or self.never_fail:
+                raise AirflowSkipException(f"Skipping: {exc}") from exc
+            raise
+        if pending is None:
+            self.log.info("Success criteria met. Exiting.")
+            return
+        self.log.info("Deferring until checkpoint %d is sealed", pending)
+        self.defer(
+            trigger=CheckpointSealedTrigger(
+                config_path=self.config_path,
+                checkpoint_id=pending,
+                poll_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def _first_unsealed(self) -> int | None:
+        """The first checkpoint not sealed yet (``None`` when all are); raises on a failed one."""
+        from pipeline_core.operations import LANDABLE, CheckpointState
+
+        hook = SluiceHook(config_path=self.config_path)
+        for checkpoint_id in parse_checkpoint_ids(self.checkpoint_id):
+            info = hook.checkpoint(checkpoint_id)
+            if info.state == CheckpointState.FAILED:
+                reason = f": {info.error}" if info.error else " (see the collector's log)"
+                raise CheckpointFailedError(
+                    f"checkpoint {checkpoint_id} of pipeline {info.pipeline} failed; it will not "
+                    f"be sealed{reason}"
+                )
+            self.log.info("Checkpoint %d is %s", checkpoint_id, info.state.value)
+            if info.state not in LANDABLE:
+                return checkpoint_id
+        return None

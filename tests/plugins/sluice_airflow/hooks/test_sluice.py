@@ -1,11 +1,25 @@
-"""SluiceHook: lazy facade, delegation, checkpoint id parsing."""
+"""SluiceHook: lazy facade, delegation, Airflow connections, checkpoint id parsing."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
+import sqlalchemy as sa
+import yaml
+from airflow.sdk import Connection
+from sluice_airflow.hooks.sluice import (
+    LAKE_CONN_ID,
+    METASTORE_CONN_ID,
+    SluiceHook,
+    lake_path,
+    parse_checkpoint_id,
+    parse_checkpoint_ids,
+    sqlalchemy_url,
+)
 
 from pipeline_core.operations import CheckpointState
 from tests.support.fake_pipeline import FakePipeline
@@ -70,3 +84,170 @@ def test_parse_checkpoint_id_accepts_rendered_integers(value: int | str, expecte
 def test_parse_checkpoint_id_rejects_anything_else(value: str) -> None:
     with pytest.raises(ValueError, match="checkpoint id must be a positive integer"):
         parse_checkpoint_id(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(7, [7]), ("7", [7]), ("[]", []), ("[3, 4]", [3, 4]), ([3, 4], [3, 4]), ((5,), [5])],
+)
+def test_parse_checkpoint_ids_accepts_one_id_or_a_list(value: Any, expected: list[int]) -> None:
+    assert parse_checkpoint_ids(value) == expected
+
+
+@pytest.mark.parametrize("value", ["None", "[1, 1.5]", "[true]", '["1"]', "[1,", "[0]", '{"a": 1}'])
+def test_parse_checkpoint_ids_rejects_anything_else(value: str) -> None:
+    with pytest.raises(ValueError, match="checkpoint id"):
+        parse_checkpoint_ids(value)
+
+
+# --- connections --------------------------------------------------------------------------------
+
+
+def connection(**fields: Any) -> Connection:
+    return Connection(conn_id="sluice_metastore", **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "url"),
+    [
+        (
+            {
+                "conn_type": "postgres",
+                "host": "db",
+                "login": "sluice",
+                "password": "p@ss",
+                "port": 5432,
+                "schema": "sluice",
+            },
+            "postgresql+psycopg://sluice:p%40ss@db:5432/sluice",
+        ),
+        (
+            {"conn_type": "sqlite", "host": "/var/lib/sluice/sluice.db"},
+            "sqlite:////var/lib/sluice/sluice.db",
+        ),
+        (
+            {"conn_type": "generic", "extra": json.dumps({"sqlalchemy_url": "sqlite:///x.db"})},
+            "sqlite:///x.db",
+        ),
+    ],
+    ids=["postgres", "sqlite", "explicit-extra"],
+)
+def test_sqlalchemy_url_of_a_connection(fields: dict[str, Any], url: str) -> None:
+    assert sqlalchemy_url(connection(**fields)) == url
+
+
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [({"path": "/data/lake"}, "/data/lake"), ({"uri": "file:///data/my%20lake"}, "/data/my lake")],
+)
+def test_lake_path_of_a_connection(extra: dict[str, str], path: str) -> None:
+    lake = Connection(conn_id="sluice_lake", conn_type="fs", extra=json.dumps(extra))
+
+    assert lake_path(lake) == path
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [({}, "names no lake"), ({"uri": "s3://bucket/lake"}, "not s3://")],
+)
+def test_lake_path_refuses_what_is_not_a_shared_filesystem(
+    extra: dict[str, str], message: str
+) -> None:
+    lake = Connection(conn_id="sluice_lake", conn_type="fs", extra=json.dumps(extra))
+
+    with pytest.raises(ValueError, match=message):
+        lake_path(lake)
+
+
+def write_bare_config(folder: Path, **document: Any) -> Path:
+    """A config that may leave out the metastore and the lake (unlike tests.support's)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "web_access.yaml"
+    base = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*.log"], "format": "nginx_combined"}],
+        "data_dir": "data",
+        "collector": {"host": "test-host"},
+    }
+    config.write_text(yaml.safe_dump(base | document))
+    return config
+
+
+def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+
+
+@pytest.fixture(autouse=True)
+def no_metastore_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLUICE_METASTORE_URL", raising=False)
+
+
+def test_without_connections_the_config_defaults_hold(tmp_path: Path) -> None:
+    config = write_bare_config(tmp_path)
+
+    operations = SluiceHook(config_path=config).operations
+
+    assert operations.config.metastore_url == f"sqlite:///{tmp_path / 'data' / 'sluice.db'}"
+    assert operations.config.lake_dir == tmp_path / "data" / "lake"
+
+
+def test_connections_fill_in_what_the_config_leaves_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metastore_url: str
+) -> None:
+    config = write_bare_config(tmp_path)
+    set_connection(
+        monkeypatch, METASTORE_CONN_ID, conn_type="generic", extra={"sqlalchemy_url": metastore_url}
+    )
+    set_connection(
+        monkeypatch, LAKE_CONN_ID, conn_type="fs", extra={"path": str(tmp_path / "shared")}
+    )
+    hook = SluiceHook(config_path=config)
+
+    requested = hook.request_checkpoint(run_id="run-1")
+
+    assert hook.operations.config.metastore_url == metastore_url
+    assert hook.lake_dir() == tmp_path / "shared"
+    engine = sa.create_engine(metastore_url)
+    with engine.connect() as conn:
+        run_ids = conn.execute(sa.text("SELECT run_id FROM sluice_checkpoints")).scalars().all()
+    engine.dispose()
+    assert run_ids == ["run-1"]
+    assert requested.state == CheckpointState.REQUESTED
+    assert not (tmp_path / "data" / "sluice.db").exists()
+
+
+def test_a_sqlite_connection_names_the_database_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_bare_config(tmp_path)
+    database = tmp_path / "from-connection.db"
+    set_connection(monkeypatch, METASTORE_CONN_ID, conn_type="sqlite", host=str(database))
+
+    SluiceHook(config_path=config).request_checkpoint(run_id="run-1")
+
+    assert database.exists()
+    assert not (tmp_path / "data" / "sluice.db").exists()
+
+
+def test_the_config_wins_over_the_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metastore_url: str
+) -> None:
+    config = write_bare_config(
+        tmp_path, metastore={"url": metastore_url}, lake={"path": "configured-lake"}
+    )
+    set_connection(monkeypatch, METASTORE_CONN_ID, conn_type="sqlite", host=str(tmp_path / "no.db"))
+    set_connection(monkeypatch, LAKE_CONN_ID, conn_type="fs", extra={"path": "/elsewhere"})
+
+    operations = SluiceHook(config_path=config).operations
+
+    assert operations.config.metastore_url == metastore_url
+    assert operations.config.lake_dir == tmp_path / "configured-lake"
+
+
+def test_connections_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = write_bare_config(tmp_path)
+    set_connection(monkeypatch, LAKE_CONN_ID, conn_type="fs", extra={"path": "/elsewhere"})
+
+    hook = SluiceHook(config_path=config, lake_conn_id=None, metastore_conn_id=None)
+
+    assert hook.lake_dir() == tmp_path / "data" / "lake"

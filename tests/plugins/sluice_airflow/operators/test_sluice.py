@@ -9,12 +9,19 @@ from typing import Any
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset
+from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.execution_time.context import OutletEventAccessors
+from sluice_airflow.hooks.sluice import SluiceHook
 from sluice_airflow.operators import sluice as operators_module
 from sluice_airflow.operators.sluice import (
     CHECKPOINT_DIR_KEY,
     CommitCheckpointOperator,
     LandCheckpointOperator,
     RequestCheckpointOperator,
+    RunMode,
+    run_mode,
+    run_note,
 )
 
 from pipeline_core.errors import CollectorBusyError
@@ -307,6 +314,7 @@ def test_commit_returns_what_landed(fake_pipeline: FakePipeline) -> None:
 
     assert landed == {
         "checkpoint_id": 1,
+        "checkpoint_ids": [1],
         "lines": 10,
         "bytes": 1000,
         "rows": 9,
@@ -338,3 +346,153 @@ def test_commit_reports_unknown_counts_as_none(fake_pipeline: FakePipeline) -> N
 
     assert landed["rows"] is None
     assert landed["rejects"] is None
+
+
+def test_commit_of_a_list_returns_totals_and_each_summary(fake_pipeline: FakePipeline) -> None:
+    for _ in range(2):
+        info = fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+        fake_pipeline.set_state(
+            info.checkpoint_id, CheckpointState.SEALED, line_count=10, byte_count=1000
+        )
+    operator = CommitCheckpointOperator(
+        task_id="commit", config_path=CONFIG, checkpoint_id="[1, 2]"
+    )
+
+    landed = operator.execute(make_context())
+
+    assert landed["checkpoint_id"] is None
+    assert landed["checkpoint_ids"] == [1, 2]
+    assert (landed["lines"], landed["bytes"], landed["rows"], landed["rejects"]) == (
+        20,
+        2000,
+        18,
+        2,
+    )
+    assert [item["checkpoint_id"] for item in landed["checkpoints"]] == [1, 2]
+    assert call_names(fake_pipeline) == ["commit", "commit"]
+
+
+def test_commit_of_an_empty_list_commits_nothing(fake_pipeline: FakePipeline) -> None:
+    operator = CommitCheckpointOperator(task_id="commit", config_path=CONFIG, checkpoint_id="[]")
+
+    landed = operator.execute(make_context())
+
+    assert landed == {
+        "checkpoint_id": None,
+        "checkpoint_ids": [],
+        "lines": 0,
+        "bytes": 0,
+        "rows": 0,
+        "rejects": 0,
+        "checkpoints": [],
+    }
+    assert fake_pipeline.calls == []
+
+
+def test_commit_describes_what_landed_on_its_asset_events(
+    fake_pipeline: FakePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/data/lake"))
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.set_state(1, CheckpointState.SEALED, line_count=10, byte_count=1000)
+    asset = Asset(name="sluice_web_access_lake", uri="sluice://lake/web_access")
+    operator = CommitCheckpointOperator(
+        task_id="commit", config_path=CONFIG, checkpoint_id=1, outlets=[asset]
+    )
+    events = OutletEventAccessors()
+
+    operator.execute(make_context(outlet_events=events))
+
+    assert events[asset].extra == {
+        "checkpoint_id": 1,
+        "checkpoint_ids": [1],
+        "lines": 10,
+        "bytes": 1000,
+        "rows": 9,
+        "rejects": 1,
+        "landing": {"rows": {"access": 9}, "rejects": {"no_match": 1}},
+        "lake": "/data/lake",
+    }
+
+
+@pytest.mark.parametrize(
+    ("summary", "note"),
+    [
+        (
+            {"checkpoint_ids": [3], "lines": 10, "bytes": 900, "rows": 9, "rejects": 1},
+            "checkpoint 3: 10 lines (900 bytes) -> 9 rows, 1 rejects",
+        ),
+        (
+            {"checkpoint_ids": [3, 4], "lines": 20, "bytes": 1800, "rows": None, "rejects": 0},
+            "checkpoints 3, 4: 20 lines (1800 bytes) -> ? rows, 0 rejects",
+        ),
+        ({"checkpoint_ids": []}, "no checkpoint to land"),
+    ],
+)
+def test_run_note(summary: dict[str, Any], note: str) -> None:
+    assert run_note(summary) == note
+
+
+# --- modes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "mode"),
+    [
+        ({}, RunMode.NORMAL),
+        ({"mode": None}, RunMode.NORMAL),
+        ({"mode": "spark_only"}, RunMode.SPARK_ONLY),
+        ({"mode": "force_seal", "checkpoint_id": None}, RunMode.FORCE_SEAL),
+    ],
+)
+def test_run_mode_comes_from_the_params(params: dict[str, Any], mode: RunMode) -> None:
+    assert run_mode(make_context(params=params)) is mode
+
+
+def test_an_unknown_mode_fails_the_task_without_retries() -> None:
+    with pytest.raises(AirflowFailException, match="unknown mode 'everything'"):
+        run_mode(make_context(params={"mode": "everything"}))
+
+
+def test_spark_only_lands_the_pending_checkpoints_without_collecting(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.COMMITTED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    ti = FakeTaskInstance()
+
+    ids = request_operator().execute(make_context(ti, params={"mode": "spark_only"}))
+
+    assert ids == [2, 3]
+    assert call_names(fake_pipeline) == ["pending_landings"]
+    assert ti.pushed == {}
+
+
+def test_land_submits_one_job_per_checkpoint_of_a_list(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.COMMITTED)
+    operator = LandCheckpointOperator(
+        task_id="land", config_path=CONFIG, checkpoint_id="[1, 2]", conf={"spark.ui.enabled": "x"}
+    )
+
+    operator.execute(make_context())
+
+    assert [job["command"][-3] for job in submitted] == [
+        "/staging/web_access/00000001",
+        "/staging/web_access/00000002",
+    ]
+    assert all("spark.ui.enabled=x" in job["command"] for job in submitted)
+
+
+def test_land_of_an_empty_list_submits_nothing(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="[]").execute(
+        make_context()
+    )
+
+    assert submitted == []
+    assert fake_pipeline.calls == []

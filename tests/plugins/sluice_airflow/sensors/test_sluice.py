@@ -1,4 +1,4 @@
-"""CheckpointSealedSensor: pokes until SEALED/COMMITTED, fails at once on FAILED."""
+"""CheckpointSealedSensor: defers (or pokes) until SEALED/COMMITTED, fails at once on FAILED."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import (
+    AirflowException,
     AirflowFailException,
     AirflowRescheduleException,
     AirflowSkipException,
+    TaskDeferred,
 )
 from sluice_airflow.sensors.sluice import CheckpointFailedError, CheckpointSealedSensor
+from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.operations import CheckpointState
 from tests.support.fake_pipeline import FakePipeline, FakeTaskInstance, make_context
@@ -19,12 +22,18 @@ CONFIG = "/etc/sluice/web_access.yaml"
 
 
 def sensor(**kwargs: Any) -> CheckpointSealedSensor:
+    """A poking sensor (``deferrable=False``) unless told otherwise."""
     arguments: dict[str, Any] = {
         "task_id": "wait_sealed",
         "config_path": CONFIG,
         "checkpoint_id": 1,
+        "deferrable": False,
     }
     return CheckpointSealedSensor(**(arguments | kwargs))
+
+
+def deferring(**kwargs: Any) -> CheckpointSealedSensor:
+    return sensor(deferrable=True, **kwargs)
 
 
 def test_init_does_no_io(fake_pipeline: FakePipeline) -> None:
@@ -33,9 +42,10 @@ def test_init_does_no_io(fake_pipeline: FakePipeline) -> None:
     assert fake_pipeline.opened == []
 
 
-def test_defaults_to_a_short_poke_interval_in_poke_mode() -> None:
-    waiting = sensor()
+def test_defaults_to_deferring_with_a_short_poke_interval() -> None:
+    waiting = CheckpointSealedSensor(task_id="wait_sealed", config_path=CONFIG, checkpoint_id=1)
 
+    assert waiting.deferrable is True
     assert waiting.poke_interval == 5.0
     assert waiting.mode == "poke"
 
@@ -114,3 +124,121 @@ def test_reschedule_mode_reschedules_while_not_sealed(fake_pipeline: FakePipelin
 
     with pytest.raises(AirflowRescheduleException):
         sensor(mode="reschedule").execute(make_context())
+
+
+@pytest.mark.parametrize("value", ["[1, 2]", [1, 2]])
+def test_poke_waits_for_every_checkpoint_of_a_list(
+    fake_pipeline: FakePipeline, value: str | list[int]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.REQUESTED)
+
+    assert sensor(checkpoint_id=value).poke(make_context()) is False
+    fake_pipeline.set_state(2, CheckpointState.COMMITTED)
+    assert sensor(checkpoint_id=value).poke(make_context()) is True
+
+
+def test_an_empty_list_is_sealed_at_once(fake_pipeline: FakePipeline) -> None:
+    assert sensor(checkpoint_id="[]").poke(make_context()) is True
+    assert deferring(checkpoint_id="[]").execute(make_context()) is None
+    assert fake_pipeline.calls == []
+
+
+# --- deferrable -------------------------------------------------------------------------------
+
+
+def test_deferrable_does_not_defer_when_already_sealed(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+
+    deferring().execute(make_context())
+
+    assert fake_pipeline.calls == [("checkpoint", 1)]
+
+
+def test_deferrable_defers_to_the_trigger_while_requested(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint()
+
+    with pytest.raises(TaskDeferred) as deferred:
+        deferring(checkpoint_id="1", poke_interval=2, timeout=600).execute(make_context())
+
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, CheckpointSealedTrigger)
+    assert trigger.serialize()[1] == {
+        "config_path": CONFIG,
+        "checkpoint_id": 1,
+        "poll_interval": 2.0,
+    }
+    assert deferred.value.method_name == "execute_complete"
+    assert deferred.value.timeout is not None
+    assert deferred.value.timeout.total_seconds() == 600
+
+
+def test_deferrable_defers_on_the_first_unsealed_checkpoint_of_a_list(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.REQUESTED)
+
+    with pytest.raises(TaskDeferred) as deferred:
+        deferring(checkpoint_id="[1, 2]").execute(make_context())
+
+    assert deferred.value.trigger.serialize()[1]["checkpoint_id"] == 2
+
+
+def test_deferrable_fails_at_once_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.FAILED)
+
+    with pytest.raises(CheckpointFailedError):
+        deferring().execute(make_context())
+
+
+def test_deferrable_soft_fail_skips_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.FAILED)
+
+    with pytest.raises(AirflowSkipException):
+        deferring(soft_fail=True).execute(make_context())
+
+
+def test_execute_complete_succeeds_on_a_sealed_event(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    event = {"status": "sealed", "checkpoint_id": 1, "state": "sealed", "reason": None}
+
+    deferring().execute_complete(make_context(), event)
+
+    assert fake_pipeline.calls == [("checkpoint", 1)]
+
+
+def test_execute_complete_defers_again_for_the_rest_of_a_list(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.REQUESTED)
+    event = {"status": "sealed", "checkpoint_id": 1, "state": "sealed", "reason": None}
+
+    with pytest.raises(TaskDeferred) as deferred:
+        deferring(checkpoint_id="[1, 2]").execute_complete(make_context(), event)
+
+    assert deferred.value.trigger.serialize()[1]["checkpoint_id"] == 2
+
+
+def test_execute_complete_fails_with_the_reason_on_a_failed_event() -> None:
+    event = {
+        "status": "failed",
+        "checkpoint_id": 1,
+        "pipeline": "web_access",
+        "state": "failed",
+        "reason": "sink lake gave up",
+    }
+
+    with pytest.raises(
+        CheckpointFailedError,
+        match=r"checkpoint 1 of pipeline web_access failed.*sink lake gave up",
+    ):
+        deferring().execute_complete(make_context(), event)
+
+
+def test_execute_complete_fails_on_an_error_event() -> None:
+    event = {"status": "error", "checkpoint_id": 9, "reason": "there is no checkpoint 9"}
+
+    with pytest.raises(AirflowException, match="there is no checkpoint 9"):
+        deferring().execute_complete(make_context(), event)

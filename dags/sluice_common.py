@@ -1,0 +1,108 @@
+"""What Sluice's DAG files share: finding pipeline configs, their schedules, their lake assets.
+
+Not a DAG file (``.airflowignore`` keeps the DAG processor from parsing it on its own); the
+DAG files import it. Importing it reads plain YAML only, never ``pipeline_core``, so parsing
+stays cheap and one broken config never breaks another pipeline's DAGs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+import yaml
+from airflow.sdk import Asset, CronDataIntervalTimetable
+from airflow.sdk.exceptions import AirflowTimetableInvalid
+
+log = logging.getLogger(__name__)
+
+PIPELINES_DIR_ENV = "SLUICE_PIPELINES_DIR"
+DEFAULT_PIPELINES_DIR = Path(__file__).resolve().parents[1] / "pipelines"
+PIPELINE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+SCHEDULE = "*/5 * * * *"
+PASS_THROUGH_SCHEDULES = frozenset({"@once", "@continuous"})
+"""Presets that are not cron expressions: handed to Airflow as they are."""
+
+
+def pipelines_dir() -> Path:
+    """The folder of pipeline configs: ``$SLUICE_PIPELINES_DIR`` or ``<repo>/pipelines``."""
+    configured = os.environ.get(PIPELINES_DIR_ENV)
+    return Path(configured) if configured else DEFAULT_PIPELINES_DIR
+
+
+def pipeline_configs(folder: Path) -> list[Path]:
+    """The pipeline config files of ``folder``, by name; none when it does not exist."""
+    if not folder.is_dir():
+        return []
+    configs = []
+    for path in sorted(folder.glob("*.yaml")):
+        if not path.is_file():
+            continue
+        if PIPELINE_NAME.fullmatch(path.stem) is None:
+            log.warning("Skipping %s: %r is not a valid pipeline name", path, path.stem)
+            continue
+        configs.append(path)
+    return configs
+
+
+def dag_settings(config: Path) -> tuple[str, str | None]:
+    """The pipeline's ``name`` and ``schedule`` from its config, read as plain YAML.
+
+    Full validation happens in the tasks; a file that cannot be read here falls back to its
+    file name and the default schedule, so one broken config never breaks DAG parsing.
+    """
+    try:
+        document = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        log.warning("Reading %s: %s; using the file name and the default schedule", config, exc)
+        return config.stem, SCHEDULE
+    if not isinstance(document, dict):
+        return config.stem, SCHEDULE
+    name = document.get("name")
+    if not isinstance(name, str) or PIPELINE_NAME.fullmatch(name) is None:
+        name = config.stem
+    schedule = document.get("schedule", SCHEDULE)
+    return name, schedule if isinstance(schedule, str) or schedule is None else SCHEDULE
+
+
+def pipeline_names() -> list[str]:
+    """The names of the pipelines configured in :func:`pipelines_dir`, in file order."""
+    return [dag_settings(config)[0] for config in pipeline_configs(pipelines_dir())]
+
+
+def timetable(schedule: str | None) -> CronDataIntervalTimetable | str | None:
+    """The pipeline DAG's timetable for a config's ``schedule``.
+
+    A cron expression (or a cron preset such as ``@hourly``) becomes a
+    ``CronDataIntervalTimetable`` in UTC: every run covers the interval since the previous
+    tick, so a run's data interval says which checkpoints it requested and backfill
+    intervals tile time (each checkpoint belongs to exactly one). ``None``, ``@once`` and
+    ``@continuous`` pass through. An expression that is not valid cron falls back to the
+    default schedule with a warning, so a typo never breaks DAG parsing.
+    """
+    if schedule is None or schedule in PASS_THROUGH_SCHEDULES:
+        return schedule
+    try:
+        table = CronDataIntervalTimetable(schedule, timezone="UTC")
+        table.validate()
+    except AirflowTimetableInvalid as exc:
+        log.warning("schedule %r is not a cron expression (%s); using %r", schedule, exc, SCHEDULE)
+        return CronDataIntervalTimetable(SCHEDULE, timezone="UTC")
+    return table
+
+
+def lake_asset(name: str) -> Asset:
+    """The Airflow asset of pipeline ``name``'s lake tables (updated by each commit).
+
+    The URI names the table logically, ``sluice://lake/<name>``, not by path: the lake's path
+    comes from the config (or the ``sluice_lake`` connection) when a task runs, and each asset
+    event's ``extra`` carries it with the checkpoints and counts that landed.
+    """
+    return Asset(
+        name=f"sluice_{name}_lake",
+        uri=f"sluice://lake/{name}",
+        group="sluice",
+        extra={"pipeline": name},
+    )

@@ -1,0 +1,152 @@
+"""CollectorWorkerOperator: the long-running collector as an Airflow task with a bounded lease."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException
+
+from sluice_airflow.hooks.sluice import SluiceHook
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from pipeline_core.collector import Collector
+
+DEFAULT_RUN_FOR = timedelta(hours=1)
+LEASE_POLL_SECONDS = 1.0
+
+
+class CollectorWorkerOperator(BaseOperator):
+    """Tail a pipeline's files for ``run_for``, sealing each checkpoint a DAG run requests.
+
+    Runs ``Collector.run()`` (the mailbox loop) on the task's thread. The collector's control
+    thread turns each checkpoint request found in the metastore into a max-priority mail, so
+    while this task runs, the pipeline DAG's ``request_checkpoint`` leaves sealing to it and
+    its sensor waits for the barrier. When ``run_for`` is up the task calls
+    ``collector.stop()``: the collector seals what it has read, at its current read offsets (a
+    checkpoint of its own when no run asked for one; the rest is read by the next worker),
+    releases its lease and the task ends. Run it from a DAG with ``schedule="@continuous"``
+    and ``max_active_runs=1`` and the next run takes over at once.
+
+    ``on_kill`` (the task marked failed or cleared, ``execution_timeout``, the worker told
+    to stop) asks the collector to stop the same way, from a helper thread because Airflow
+    calls it from a signal handler; the task ends as soon as the seal is written. A worker
+    killed without warning (``SIGKILL``, a lost machine) seals nothing: its lease in the
+    metastore expires ``collector.lease_seconds`` (60 s by default) after its last renewal,
+    and the next worker, which waits up to ``lease_wait`` for it, resumes from the offsets of
+    the last sealed checkpoint; nothing sealed is lost and nothing is read twice into the lake.
+
+    Returns (XCom ``return_value``) ``{"files", "lines", "bytes", "seconds",
+    "checkpoints_sealed", "stopped_by"}``: files tracked, lines and bytes read, how long it
+    ran, the checkpoints it sealed and why it stopped (``"run_for"`` or ``"on_kill"``).
+
+    :param config_path: the pipeline's config file. (templated)
+    :param run_for: how long to collect before stopping (a ``timedelta`` or seconds).
+    :param lease_wait: how long to wait for another collector's lease to be released or to
+        expire before failing; default ``collector.lease_seconds`` plus 10 s.
+    """
+
+    template_fields: Sequence[str] = ("config_path",)
+    ui_color = "#e0f0e8"
+
+    def __init__(
+        self,
+        *,
+        config_path: str,
+        run_for: timedelta | float = DEFAULT_RUN_FOR,
+        lease_wait: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.config_path = config_path
+        self.run_for = _seconds(run_for)
+        self.lease_wait = None if lease_wait is None else _seconds(lease_wait)
+        self._collector: Collector | None = None
+        self._stop_reason: str | None = None
+        self._killed = False
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        hook = SluiceHook(config_path=self.config_path)
+        operations = hook.operations
+        self._wait_for_lease(hook, operations.config.collector.lease_seconds)
+        metastore = operations.open_metastore()
+        try:
+            collector = operations.collector(metastore)
+            self._collector = collector
+            if self._killed:  # on_kill came while the collector was being built
+                self._stop("on_kill")
+            timer = threading.Timer(self.run_for, self._stop, args=("run_for",))
+            timer.daemon = True
+            timer.start()
+            self.log.info(
+                "Collecting pipeline %s for %.0f s (until stopped)",
+                operations.config.name,
+                self.run_for,
+            )
+            try:
+                result = collector.run()
+            finally:
+                timer.cancel()
+                self._collector = None
+        finally:
+            metastore.close()
+        sealed = [checkpoint.checkpoint_id for checkpoint in result.sealed]
+        summary = {
+            "files": result.files,
+            "lines": result.lines,
+            "bytes": result.bytes,
+            "seconds": round(result.seconds, 3),
+            "checkpoints_sealed": sealed,
+            "stopped_by": self._stop_reason or "run_for",
+        }
+        self.log.info("Collector stopped: %s", summary)
+        return summary
+
+    def on_kill(self) -> None:
+        """Stop the collector (seal and release the lease) without blocking the caller.
+
+        Airflow calls this from its SIGTERM handler on the task's main thread, which is the
+        collector's mailbox thread; ``Collector.stop()`` must not run there (it could wait on
+        a lock that the interrupted thread holds), so a helper thread delivers it.
+        """
+        self._killed = True
+        threading.Thread(
+            target=self._stop, args=("on_kill",), name="sluice-worker-stop", daemon=True
+        ).start()
+
+    def _stop(self, reason: str) -> None:
+        collector = self._collector
+        if collector is None:
+            return
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self.log.info("Stopping the collector (%s)", reason)
+        collector.stop()
+
+    def _wait_for_lease(self, hook: SluiceHook, lease_seconds: float) -> None:
+        """Wait while another collector holds the lease (a killed worker's lease expiring)."""
+        wait = self.lease_wait if self.lease_wait is not None else lease_seconds + 10.0
+        deadline = time.monotonic() + wait
+        while hook.worker_is_live():
+            if self._killed:
+                raise AirflowException("killed while waiting for the collector lease")
+            if time.monotonic() >= deadline:
+                raise AirflowException(
+                    f"another collector still holds the lease of this pipeline after {wait:.0f} s"
+                    " (a `sluice collect` process, or a worker on this host)"
+                )
+            self.log.info("Another collector holds the lease; waiting for it to end or expire")
+            time.sleep(LEASE_POLL_SECONDS)
+
+
+def _seconds(value: timedelta | float) -> float:
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"a duration must be positive, got {value!r}")
+    return seconds

@@ -1,0 +1,1 @@
+"""Triggers waiting in the triggerer on a Sluice checkpoint (``CheckpointSealedTrigger``)."""

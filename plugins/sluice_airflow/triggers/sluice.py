@@ -1,0 +1,106 @@
+"""CheckpointSealedTrigger: wait in the triggerer until a checkpoint is sealed (or failed)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from sluice_airflow.hooks.sluice import SluiceHook
+
+if TYPE_CHECKING:
+    from pipeline_core.metastore import Metastore
+    from pipeline_core.operations import CheckpointInfo, PipelineOperations
+
+SEALED = "sealed"
+"""Event status: the checkpoint is SEALED or COMMITTED; its batches can be landed."""
+FAILED = "failed"
+"""Event status: the checkpoint is FAILED and will never be sealed; ``reason`` says why."""
+ERROR = "error"
+"""Event status: the checkpoint cannot be watched (unknown id, broken config); ``reason``."""
+
+
+class CheckpointSealedTrigger(BaseTrigger):
+    """Fire once checkpoint N of a pipeline is sealed, or once it has failed.
+
+    Polls the metastore every ``poll_interval`` seconds. The metastore's client is
+    synchronous, so every query runs in a worker thread (``asyncio.to_thread``) and the
+    triggerer's event loop never blocks; one metastore connection pool is opened for the
+    trigger's life and closed when it ends or is cancelled. A metastore that cannot be reached
+    for a moment is logged and polled again.
+
+    Yields exactly one :class:`TriggerEvent` whose payload is ``{"status", "checkpoint_id",
+    "pipeline", "state", "reason"}``: ``status`` is ``"sealed"`` (state ``sealed`` or
+    ``committed``), ``"failed"`` (state ``failed``, ``reason`` from the metastore) or
+    ``"error"`` (the checkpoint or the config cannot be read; ``reason`` is the error).
+
+    :param config_path: the pipeline's config file.
+    :param checkpoint_id: the checkpoint to wait for.
+    :param poll_interval: seconds between two looks at the metastore.
+    """
+
+    def __init__(self, *, config_path: str, checkpoint_id: int, poll_interval: float = 5.0):
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.config_path = config_path
+        self.checkpoint_id = int(checkpoint_id)
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "config_path": self.config_path,
+                "checkpoint_id": self.checkpoint_id,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from pipeline_core.errors import CheckpointError, ConfigError, MetastoreError
+        from pipeline_core.operations import CheckpointState
+
+        hook = SluiceHook(config_path=self.config_path)
+        try:
+            operations: PipelineOperations = await asyncio.to_thread(hook.get_conn)
+            metastore: Metastore = await asyncio.to_thread(operations.open_metastore)
+        except (ConfigError, MetastoreError, ValueError) as exc:
+            yield self._event(ERROR, reason=str(exc))
+            return
+        try:
+            while True:
+                try:
+                    info: CheckpointInfo = await asyncio.to_thread(
+                        operations.checkpoint, self.checkpoint_id, metastore=metastore
+                    )
+                except CheckpointError as exc:
+                    yield self._event(ERROR, reason=str(exc))
+                    return
+                except MetastoreError as exc:
+                    self.log.warning("Checkpoint %d: %s; polling again", self.checkpoint_id, exc)
+                else:
+                    if info.state in (CheckpointState.SEALED, CheckpointState.COMMITTED):
+                        yield self._event(SEALED, info)
+                        return
+                    if info.state == CheckpointState.FAILED:
+                        reason = info.error or "the collector marked it failed (see its log)"
+                        yield self._event(FAILED, info, reason=reason)
+                        return
+                    self.log.info("Checkpoint %d is %s", self.checkpoint_id, info.state.value)
+                await asyncio.sleep(self.poll_interval)
+        finally:
+            metastore.close()
+
+    def _event(
+        self, status: str, info: CheckpointInfo | None = None, *, reason: str | None = None
+    ) -> TriggerEvent:
+        return TriggerEvent(  # type: ignore[no-untyped-call]
+            {
+                "status": status,
+                "checkpoint_id": self.checkpoint_id,
+                "pipeline": info.pipeline if info is not None else None,
+                "state": info.state.value if info is not None else None,
+                "reason": reason,
+            }
+        )

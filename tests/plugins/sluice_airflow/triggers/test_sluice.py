@@ -1,0 +1,180 @@
+"""CheckpointSealedTrigger against a real metastore: serialises, fires on sealed and on failed."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
+
+from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.metastore import _schema as tables
+from pipeline_core.operations import PipelineOperations
+from tests.support.pipelines import append, write_config
+
+pytestmark = pytest.mark.timeout(60)
+
+LINE = b'10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /item/1 HTTP/1.1" 200 12 "-" "t/1"'
+
+
+@pytest.fixture
+def config(tmp_path: Path, metastore_url: str) -> Path:
+    path = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", LINE, LINE)
+    return path
+
+
+def trigger(
+    config: Path, checkpoint_id: int, poll_interval: float = 0.05
+) -> CheckpointSealedTrigger:
+    return CheckpointSealedTrigger(
+        config_path=str(config), checkpoint_id=checkpoint_id, poll_interval=poll_interval
+    )
+
+
+async def first_event(watcher: BaseTrigger, timeout: float = 20.0) -> TriggerEvent:
+    async def take() -> TriggerEvent:
+        async for event in watcher.run():
+            return event
+        raise AssertionError("the trigger ended without an event")
+
+    return await asyncio.wait_for(take(), timeout)
+
+
+def mark_failed(metastore_url: str, checkpoint_id: int, error: str) -> None:
+    """What a collector that gave up on a checkpoint records (no Metastore method does it)."""
+    store = Metastore.open(metastore_url)
+    try:
+        with store.transaction() as connection:
+            connection.execute(
+                tables.checkpoints.update()
+                .where(tables.checkpoints.c.id == checkpoint_id)
+                .values(state=CheckpointState.FAILED.value, error=error)
+            )
+    finally:
+        store.close()
+
+
+def test_serialize_round_trips() -> None:
+    original = CheckpointSealedTrigger(
+        config_path="/etc/sluice/web_access.yaml", checkpoint_id=7, poll_interval=2.5
+    )
+
+    classpath, kwargs = original.serialize()
+    module, _, name = classpath.rpartition(".")
+    rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
+
+    assert classpath == "sluice_airflow.triggers.sluice.CheckpointSealedTrigger"
+    assert isinstance(rebuilt, CheckpointSealedTrigger)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert kwargs == {
+        "config_path": "/etc/sluice/web_access.yaml",
+        "checkpoint_id": 7,
+        "poll_interval": 2.5,
+    }
+
+
+def test_creating_the_trigger_does_no_io() -> None:
+    CheckpointSealedTrigger(config_path="/does/not/exist.yaml", checkpoint_id=1)
+
+
+def test_fires_sealed_once_the_checkpoint_is_sealed(config: Path) -> None:
+    operations = PipelineOperations(config)
+    requested = operations.request_checkpoint(run_id="run-1")
+
+    async def scenario() -> TriggerEvent:
+        watcher = trigger(config, requested.checkpoint_id)
+        waiting = asyncio.ensure_future(first_event(watcher))
+        await asyncio.sleep(0.5)
+        assert not waiting.done(), "fired before the checkpoint was sealed"
+        # Sealing runs in a thread: the trigger's queries must not block the event loop.
+        await asyncio.to_thread(operations.collect_once)
+        return await waiting
+
+    event = asyncio.run(scenario())
+
+    assert event.payload == {
+        "status": "sealed",
+        "checkpoint_id": requested.checkpoint_id,
+        "pipeline": "web_access",
+        "state": "sealed",
+        "reason": None,
+    }
+
+
+def test_fires_at_once_for_a_committed_checkpoint(config: Path, metastore_url: str) -> None:
+    operations = PipelineOperations(config)
+    [sealed] = operations.collect_once().sealed
+    store = Metastore.open(metastore_url)
+    try:
+        store.commit_checkpoint(sealed.checkpoint_id, {"rows": {"access": 2}})
+    finally:
+        store.close()
+
+    event = asyncio.run(first_event(trigger(config, sealed.checkpoint_id), timeout=10))
+
+    assert event.payload["status"] == "sealed"
+    assert event.payload["state"] == "committed"
+
+
+def test_fires_failed_with_the_reason(config: Path, metastore_url: str) -> None:
+    requested = PipelineOperations(config).request_checkpoint(run_id="run-1")
+
+    async def scenario() -> TriggerEvent:
+        waiting = asyncio.ensure_future(first_event(trigger(config, requested.checkpoint_id)))
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(
+            mark_failed, metastore_url, requested.checkpoint_id, "sink lake gave up"
+        )
+        return await waiting
+
+    event = asyncio.run(scenario())
+
+    assert event.payload == {
+        "status": "failed",
+        "checkpoint_id": requested.checkpoint_id,
+        "pipeline": "web_access",
+        "state": "failed",
+        "reason": "sink lake gave up",
+    }
+
+
+def test_an_unknown_checkpoint_is_an_error_event(config: Path) -> None:
+    event = asyncio.run(first_event(trigger(config, 999), timeout=10))
+
+    assert event.payload["status"] == "error"
+    assert "no checkpoint 999" in event.payload["reason"]
+
+
+def test_a_broken_config_is_an_error_event(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+
+    event = asyncio.run(first_event(trigger(broken, 1), timeout=10))
+
+    assert event.payload["status"] == "error"
+    assert "broken.yaml" in event.payload["reason"]
+
+
+def test_keeps_polling_while_requested_and_is_cancellable(config: Path, metastore_url: str) -> None:
+    requested = PipelineOperations(config).request_checkpoint(run_id="run-1")
+
+    async def scenario() -> None:
+        with pytest.raises(TimeoutError):
+            await first_event(trigger(config, requested.checkpoint_id), timeout=1.0)
+
+    asyncio.run(scenario())
+
+    engine = sa.create_engine(metastore_url)
+    with engine.connect() as connection:
+        state = connection.execute(
+            sa.select(tables.checkpoints.c.state).where(
+                tables.checkpoints.c.id == requested.checkpoint_id
+            )
+        ).scalar_one()
+    engine.dispose()
+    assert state == CheckpointState.REQUESTED.value
