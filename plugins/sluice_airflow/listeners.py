@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DAG_ID_PREFIX = "sluice_"
+NOT_PIPELINE_DAGS = ("_worker",)
+"""Suffixes of ``sluice_*`` DAGs that are not a pipeline's checkpoint DAG (the collector
+worker); ``sluice_lake_consumers`` is not a pipeline either."""
+OTHER_DAGS = frozenset({"sluice_lake_consumers"})
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,11 @@ def on_dag_run_failed(dag_run: DagRun, msg: str) -> None:
 def record_outcome(dag_id: str, run_id: str, outcome: str, msg: str = "") -> RunOutcome | None:
     """Log the outcome of a pipeline's DAG run against its checkpoint and return it; None for
     a DAG that is not a pipeline's, or when the pipeline's state cannot be read (logged)."""
-    if not dag_id.startswith(DAG_ID_PREFIX):
+    if (
+        not dag_id.startswith(DAG_ID_PREFIX)
+        or dag_id in OTHER_DAGS
+        or dag_id.endswith(NOT_PIPELINE_DAGS)
+    ):
         return None
     try:
         checkpoint = _checkpoint_of_run(dag_id.removeprefix(DAG_ID_PREFIX), run_id)

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 from sluice_airflow import listeners
-from sluice_airflow.listeners import RunOutcome, on_dag_run_failed, on_dag_run_success
+from sluice_airflow.listeners import (
+    RunOutcome,
+    on_dag_run_failed,
+    on_dag_run_success,
+    record_outcome,
+)
 
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import PipelineOperations
@@ -142,3 +147,8 @@ def test_should_be_called_by_airflows_listener_manager(
     assert [r.getMessage().split(". ")[0] for r in logged(caplog)] == [
         f"sluice_web_access run {RUN_ID}: failed; checkpoint {checkpoint} is sealed"
     ]
+
+
+def test_should_ignore_the_worker_and_consumer_dags() -> None:
+    assert record_outcome("sluice_web_access_worker", "run-1", "success") is None
+    assert record_outcome("sluice_lake_consumers", "run-1", "failed") is None
