@@ -75,7 +75,8 @@ class RequestCheckpointOperator(BaseOperator):
     """Decide which checkpoints this DAG run lands; request and seal a new one if it is due.
 
     * **normal** (every scheduled run): the checkpoint is requested for the run's ``run_id``
-      (a retried task gets the same checkpoint) and data interval. If it is still waiting to
+      (a retried task gets the same checkpoint) and data interval; earlier checkpoints sealed
+      but not committed (sealed by a worker as it stopped) are landed along with it. If it is still waiting to
       be sealed, no long-running collector holds the pipeline's lease and ``collect_if_idle``
       is true, the task collects every file to its current end and seals it itself (one-shot
       mode); otherwise the live collector seals it and the downstream sensor waits for that.
@@ -91,8 +92,9 @@ class RequestCheckpointOperator(BaseOperator):
       (``PipelineOperations.checkpoints_in_interval``); nothing is requested or collected, and
       an interval without any is an empty, successful run.
 
-    Returns (XCom ``return_value``) the checkpoint id for **normal**, **force_seal** and
-    **reprocess**, a list of ids (maybe empty) for **spark_only** and backfill runs. When it
+    Returns (XCom ``return_value``) the checkpoint id for **normal** (a list when earlier
+    sealed checkpoints land with it), **force_seal** and **reprocess**, a list of ids (maybe
+    empty) for **spark_only** and backfill runs. When it
     returns one id it also pushes the checkpoint's staging directory under the XCom key
     ``checkpoint_dir``.
 
@@ -138,6 +140,18 @@ class RequestCheckpointOperator(BaseOperator):
             self._collect(hook, info, defer_to_worker=False)
         elif mode is RunMode.NORMAL and self.collect_if_idle:
             self._collect(hook, info, defer_to_worker=True)
+        if mode is RunMode.NORMAL:
+            # Checkpoints sealed outside any DAG run (a collector worker sealing what it read
+            # when it stops) are landed by the next scheduled run, so no line waits for a
+            # manual spark_only run.
+            older = [
+                pending.checkpoint_id
+                for pending in hook.pending_landings()
+                if pending.checkpoint_id < info.checkpoint_id
+            ]
+            if older:
+                self.log.info("Also landing earlier sealed checkpoints %s", older)
+                return [*older, info.checkpoint_id]
         return info.checkpoint_id
 
     def _reprocess_target(self, hook: SluiceHook, context: Context) -> CheckpointInfo:

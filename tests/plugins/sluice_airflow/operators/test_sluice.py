@@ -107,6 +107,7 @@ def test_request_collects_in_process_when_no_worker_is_live(fake_pipeline: FakeP
         ("request_checkpoint", "run-1", (NOW, NOW)),
         ("worker_is_live",),
         ("collect_once",),
+        ("pending_landings",),
     ]
     assert fake_pipeline.checkpoints[1].state == CheckpointState.SEALED
 
@@ -125,7 +126,7 @@ def test_request_does_not_collect_when_collect_if_idle_is_false(
 ) -> None:
     request_operator(collect_if_idle=False).execute(make_context())
 
-    assert call_names(fake_pipeline) == ["request_checkpoint"]
+    assert call_names(fake_pipeline) == ["request_checkpoint", "pending_landings"]
 
 
 def test_request_does_not_collect_for_an_already_sealed_checkpoint(
@@ -136,7 +137,17 @@ def test_request_does_not_collect_for_an_already_sealed_checkpoint(
     checkpoint_id = request_operator().execute(make_context(run_id="run-1"))
 
     assert checkpoint_id == 1
-    assert call_names(fake_pipeline) == ["request_checkpoint"]
+    assert call_names(fake_pipeline) == ["request_checkpoint", "pending_landings"]
+
+
+def test_a_normal_run_also_lands_earlier_checkpoints_sealed_outside_any_run(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)  # sealed by a stopping worker
+
+    landed = request_operator().execute(make_context(run_id="run-2"))
+
+    assert landed == [1, 2]
 
 
 def test_a_retried_request_gets_the_same_checkpoint(fake_pipeline: FakePipeline) -> None:
