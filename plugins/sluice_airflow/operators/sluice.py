@@ -78,8 +78,9 @@ class RequestCheckpointOperator(BaseOperator):
       (a retried task gets the same checkpoint) and data interval; earlier checkpoints sealed
       but not committed (sealed by a worker as it stopped) are landed along with it. If it is
       still waiting to be sealed, no long-running collector holds the pipeline's lease and
-      ``collect_if_idle`` is true, the task collects every file to its current end and seals it itself (one-shot
-      mode); otherwise the live collector seals it and the downstream sensor waits for that.
+      ``collect_if_idle`` is true, the task collects every file to its current end and seals
+      it itself (one-shot mode); otherwise the live collector seals it and the downstream
+      sensor waits for that.
     * **force_seal**: the same, but the task tries to collect and seal at once whatever
       ``collect_if_idle`` says and without asking whether a worker is live. Only one collector
       may read a pipeline's files on a host (the lease): if a worker holds it, the request
