@@ -447,23 +447,29 @@ class Collector:
         caught_up: set[str] = set()
         blocked: set[str] = set()
         while True:
-            read_any = False
+            # A round: one turn per pipeline. Rounds go on while some pipeline may still have
+            # something to read (it read a chunk, or the file in turn was empty but others of
+            # its files may not be); they stop when every pipeline is caught up or blocked.
+            going_on = False
             for _ in range(len(reading)):
                 runtime = reading[self._cursor % len(reading)]
                 self._cursor = (self._cursor + 1) % len(reading)
                 turn = self._serve(runtime)
                 runtime.mark_blocked(turn is _Turn.BLOCKED, now)
                 if turn is _Turn.READ:
-                    read_any = True
+                    going_on = True
                     runtime.idle_confirmed = False
                     caught_up.discard(runtime.name)
+                    blocked.discard(runtime.name)
+                elif turn is _Turn.EMPTY:
+                    going_on = True
                 elif turn is _Turn.CAUGHT_UP:
                     caught_up.add(runtime.name)
-                elif turn is _Turn.BLOCKED:
+                else:
                     blocked.add(runtime.name)
                 if time.monotonic() >= deadline:
                     return
-            if not read_any:
+            if not going_on:
                 break
         confirming = False
         for runtime in reading:
@@ -482,6 +488,8 @@ class Collector:
             return
         if blocked and len(blocked) + len(caught_up) >= len(reading) and not caught_up:
             self._suspend(controller, IDLE_POLL_SECONDS)  # woken by feedback or acks
+            if any(self._servable(self._pipelines[name]) for name in blocked):
+                self._wake()  # the feedback came before the suspension: do not wait for it
             return
         if any(p.state is PipelineState.READING for p in self._all()):
             self._suspend(controller, IDLE_POLL_SECONDS)
@@ -515,6 +523,12 @@ class Collector:
         if result.blocked:
             return _Turn.BLOCKED
         return _Turn.CAUGHT_UP if result.caught_up else _Turn.EMPTY
+
+    def _servable(self, runtime: PipelineRuntime) -> bool:
+        """Whether nothing holds the pipeline's reading back now (queue, acker)."""
+        return self._process_level.is_writable(runtime.name) and (
+            bool(runtime.tracking.replays) or runtime.tracking.can_admit()
+        )
 
     def _publish_chunk(self, runtime: PipelineRuntime, chunk: Chunk) -> bool:
         if not runtime.tracking.can_admit():

@@ -137,11 +137,15 @@ class PipelineRuntime:
                 index=index,
                 skip_replays=group.holds_handoff,
                 on_delivered=on_delivered,
+                sole_consumer=len(self.groups) == 1,
             )
             consumer = BatchEventProcessor(
                 self.ring,
                 self.ring.new_barrier(),
                 handler,
+                # A group's sequence advances once per batch: batches of a quarter of the ring
+                # let the send stage refill the ring while the group delivers.
+                max_batch_size=max(1, self.ring.buffer_size // 4),
                 exception_handler=exception_handler(),
                 rewind_strategy=group.rewind_strategy,
             )

@@ -50,6 +50,9 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
       ``on_barrier`` makes it durable (the handoff sink seals the batch), then
       ``on_barrier_passed`` reports it (the collector turns that into a mail).
 
+    With ``sole_consumer`` (the pipeline has one sink group), a delivered event's slot drops
+    its chunk at once instead of holding it until the ring wraps round.
+
     A replayed batch starts again from its first event; events up to ``_done_through`` were
     delivered (or their barrier passed) by an earlier attempt and are skipped, so a rewind never
     delivers a chunk twice or seals a checkpoint twice.
@@ -72,6 +75,7 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         index: int = 0,
         skip_replays: bool = False,
         on_delivered: Callable[[list[tuple[int, int]]], None] | None = None,
+        sole_consumer: bool = False,
     ) -> None:
         self._processor = processor
         self._runner = runner
@@ -81,6 +85,8 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         self._skip_replays = skip_replays
         self._on_delivered = on_delivered
         self._chunks: list[Chunk] = []
+        self._sole_consumer = sole_consumer
+        self._events: list[PipelineEvent] = []  # of the chunks gathered, to release their slots
         self._acks: list[tuple[int, int]] = []
         self._done_through = -1
         self.delivered_lines = 0
@@ -99,6 +105,7 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
 
     def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
         self._chunks.clear()  # a replayed batch gathers its chunks again
+        self._events.clear()
         self._acks.clear()
 
     def on_event(self, event: PipelineEvent, sequence: int, end_of_batch: bool) -> None:
@@ -108,6 +115,8 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                 assert chunk is not None
                 if chunk.tree:
                     self._acks.append((chunk.tree, event.children[self._index]))
+                if self._sole_consumer:
+                    self._events.append(event)
                 if not (chunk.replay and self._skip_replays):
                     self._chunks.append(chunk)
             else:
@@ -136,6 +145,11 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                     raise error
                 raise RewindableException(error)
         self._chunks.clear()
+        for delivered in self._events:
+            # The only group on the ring: nobody reads the slot again, so it need not keep the
+            # chunk's bytes alive until the ring wraps round (memory: queued chunks only).
+            delivered.clear()
+        self._events.clear()
         self._done_through = through
         self.delivered_lines += batch.lines
         self._acknowledge()

@@ -70,7 +70,7 @@ class HandoffConfig(_Strict):
     """Default: ``<data_dir>/staging``."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
-    row_group_bytes: Annotated[int, Field(gt=0)] = 8 * 1024 * 1024
+    row_group_bytes: Annotated[int, Field(gt=0)] = 4 * 1024 * 1024
 
 
 class LakeConfig(_Strict):
@@ -92,9 +92,10 @@ class CollectorConfig(_Strict):
     read_chunk_bytes: Annotated[int, Field(ge=4096)] = 1024 * 1024
     max_line_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
     signature_bytes: Annotated[int, Field(ge=16, le=65536)] = 1024
-    ring_size: Annotated[int, Field(ge=2)] = 16
-    """Slots of the ring between the send stage and the sink groups (a power of two). A slot
-    keeps its chunk until it is reused: memory is about ``ring_size`` x ``read_chunk_bytes``."""
+    ring_size: Annotated[int, Field(ge=2)] = 64
+    """Slots of the ring between the send stage and the sink groups (a power of two). With
+    several sink groups a slot keeps its chunk until it is reused (memory: up to
+    ``ring_size`` x ``read_chunk_bytes``); with one, it is released once delivered."""
     process_queue_size: Annotated[int, Field(ge=1)] = 8
     """High watermark of the pipeline's process queue, in chunks (low: 2/3 of it)."""
     send_queue_size: Annotated[int, Field(ge=1)] = 8

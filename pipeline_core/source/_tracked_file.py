@@ -138,6 +138,12 @@ class TrackedFile:
                 # One long line: look as far as its newline could be without a cut.
                 wanted = max(chunk_bytes, max_line_bytes + 1)
                 data = os.pread(self.fd, wanted, self.read_offset)
+            # Checked after reading: a file truncated and written again (copytruncate) before
+            # the watcher's next scan would otherwise hand its new lines out under this name
+            # and offset, and the copy that takes this name over would skip them.
+            if data and not signature_matches(self.fd, self.signature):
+                log.info("%s no longer starts as it did; leaving it to the next scan", self.path)
+                return None
         except OSError as exc:
             log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
             return None

@@ -12,7 +12,9 @@ Each scan globs every source's paths and reconciles what it finds with the track
 * a new inode whose first bytes match a DETACHED file is that file's copy (copytruncate): it takes
   over the fingerprint and the offset, so the lines written just before the truncation are read;
 * a new inode whose first bytes match a file still live elsewhere is a copy in the making: it is
-  left alone until the original is truncated (or forever, if it never is);
+  left alone until the original is truncated (or forever, if it never is); so is a new inode
+  shorter than a live file's signature that holds exactly that file's first bytes (a copy
+  caught in its first write);
 * a tracked file whose inode is no longer at any path was renamed away or deleted: it is ROTATED
   and read to its end through its open descriptor.
 
@@ -233,6 +235,8 @@ class FileWatcher:
                 key=lambda f: f.state is not FileState.DETACHED,
             )
             original = self._match(probe.fd, candidates)
+            if original is None and _copy_in_the_making(probe.fd, size, candidates):
+                return  # shorter than a signature yet: look again at the next scan
             if original is not None and original.state is FileState.DETACHED:
                 log.info(
                     "%s is the copy of %s; resuming at %d",
@@ -313,6 +317,23 @@ def _same_bytes_at_end(fd: int, original: TrackedFile, size: int) -> bool:
         return os.pread(fd, probe, offset) == os.pread(original.fd, probe, offset)
     except OSError:
         return True
+
+
+def _copy_in_the_making(fd: int, size: int, candidates: list[TrackedFile]) -> bool:
+    """Whether the file at ``fd`` (``size`` bytes) is shorter than the signature of a file
+    still open and holds exactly that file's first bytes: a copy caught while being written
+    (copytruncate), which would otherwise be tracked as a new file and read again in full."""
+    head: bytes | None = None
+    for tracked in candidates:
+        if tracked.fd is None or size >= tracked.signature.size:
+            continue
+        try:
+            head = os.pread(fd, size, 0) if head is None else head
+            if len(head) == size and os.pread(tracked.fd, size, 0) == head:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _expand(pattern: str) -> list[str]:
