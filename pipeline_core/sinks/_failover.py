@@ -12,7 +12,7 @@ from pipeline_core.errors import EventDeliveryException
 from pipeline_core.sinks._clock import SYSTEM_CLOCK, Clock
 from pipeline_core.sinks._processor import SinkProcessor
 from pipeline_core.sinks._sink import Sink
-from pipeline_core.sinks._sink_state import HEALTHY, SinkHealth, SinkStateStore
+from pipeline_core.sinks._sink_state import SinkHealth, SinkHealthBook, SinkStateStore
 from pipeline_core.sinks._status import Status
 
 log = logging.getLogger(__name__)
@@ -88,8 +88,6 @@ class FailoverSinkProcessor(SinkProcessor):
             raise ValueError("max_penalty must be >= 0")
         self.max_penalty = max_penalty
         self._clock = clock
-        self._state = state
-        self._loaded = False
         self._last_failure: Exception | None = None
         self._by_name: dict[str, Sink] = {}
         self._priorities: dict[str, int] = {}
@@ -109,7 +107,7 @@ class FailoverSinkProcessor(SinkProcessor):
             by_priority[priority] = sink.name
             self._by_name[sink.name] = sink
             self._priorities[sink.name] = priority
-        self._health: dict[str, SinkHealth] = dict.fromkeys(self._by_name, HEALTHY)
+        self._health = SinkHealthBook(group, self._by_name, state)
         self._live: set[str] = set(self._by_name)
         self._failed: dict[str, int] = {}  # name -> the order it failed in, to break ties
         self._failure_order = itertools.count()
@@ -207,23 +205,14 @@ class FailoverSinkProcessor(SinkProcessor):
         )
 
     def _set_health(self, name: str, health: SinkHealth) -> None:
-        self._health[name] = health
-        if self._state is not None:
-            self._state.save(self.group, name, health)
+        self._health.set(name, health)
 
     def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self._state is None:
-            return
         now = self._clock.time()
-        saved = self._state.load(self.group)
+        saved = self._health.saved()
         # Oldest expiry first, so that the tie-break order follows the saved penalties.
         for name, health in sorted(saved.items(), key=lambda item: item[1].excluded_until):
-            if name not in self._health:
-                continue
-            self._health[name] = health
+            self._health.set(name, health, save=False)
             if health.excluded_until > now:
                 self._live.discard(name)
                 self._failed[name] = next(self._failure_order)

@@ -13,7 +13,7 @@ from pipeline_core.errors import EventDeliveryException
 from pipeline_core.sinks._clock import SYSTEM_CLOCK, Clock
 from pipeline_core.sinks._processor import SinkProcessor
 from pipeline_core.sinks._sink import Sink
-from pipeline_core.sinks._sink_state import HEALTHY, SinkHealth, SinkStateStore
+from pipeline_core.sinks._sink_state import SinkHealth, SinkHealthBook, SinkStateStore
 from pipeline_core.sinks._status import Status
 
 log = logging.getLogger(__name__)
@@ -102,15 +102,13 @@ class LoadBalancingSinkProcessor(SinkProcessor):
         self.backoff = backoff
         self.max_timeout = max_timeout
         self._clock = clock
-        self._state = state
         self._rng = rng if rng is not None else random.Random()
-        self._loaded = False
         self._next_head = 0
-        self._health: dict[str, SinkHealth] = dict.fromkeys(names, HEALTHY)
+        self._health = SinkHealthBook(group, names, state if backoff else None)
 
     def health(self) -> dict[str, SinkHealth]:
         """Every sink's health, in configuration order."""
-        return dict(self._health)
+        return self._health.as_dict()
 
     def available_sinks(self) -> list[str]:
         """The names of the sinks ``process()`` may try now, in configuration order."""
@@ -191,19 +189,11 @@ class LoadBalancingSinkProcessor(SinkProcessor):
             self._set_health(name, replace(health, consecutive_failures=0, excluded_until=0.0))
 
     def _set_health(self, name: str, health: SinkHealth) -> None:
-        self._health[name] = health
-        if self._state is not None:
-            self._state.save(self.group, name, health)
+        self._health.set(name, health)
 
     def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self._state is None or not self.backoff:
-            return
-        for name, health in self._state.load(self.group).items():
-            if name in self._health:
-                self._health[name] = health
+        for name, health in self._health.saved().items():
+            self._health.set(name, health, save=False)
 
 
 def _exclusion(max_timeout: float, failures: int) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,3 +50,40 @@ class InMemorySinkStateStore:
 
     def save(self, group: str, sink: str, health: SinkHealth) -> None:
         self.states[(group, sink)] = health
+
+
+class SinkHealthBook:
+    """The health of one group's sinks by name: every change is saved to the group's store;
+    what the store saved before is read once, by :meth:`saved`.
+
+    Threading model: used by the group's delivery thread only.
+    """
+
+    def __init__(self, group: str, names: Iterable[str], store: SinkStateStore | None) -> None:
+        self._group = group
+        self._store = store
+        self._health: dict[str, SinkHealth] = dict.fromkeys(names, HEALTHY)
+        self._read = False
+
+    def __getitem__(self, name: str) -> SinkHealth:
+        return self._health[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._health
+
+    def as_dict(self) -> dict[str, SinkHealth]:
+        return dict(self._health)
+
+    def set(self, name: str, health: SinkHealth, *, save: bool = True) -> None:
+        self._health[name] = health
+        if save and self._store is not None:
+            self._store.save(self._group, name, health)
+
+    def saved(self) -> dict[str, SinkHealth]:
+        """The store's saved health of this group's known sinks, the first time; ``{}`` then
+        (and without a store)."""
+        if self._read or self._store is None:
+            self._read = True
+            return {}
+        self._read = True
+        return {n: h for n, h in self._store.load(self._group).items() if n in self._health}
