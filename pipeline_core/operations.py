@@ -7,6 +7,7 @@ operator's ``__init__``).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,8 @@ __all__ = [
 
 SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
 LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
+log = logging.getLogger(__name__)
+
 LANDABLE = (CheckpointState.SEALED, CheckpointState.COMMITTED)
 """States whose batches the Spark job can land (again)."""
 
@@ -154,12 +157,24 @@ class PipelineOperations:
             return self._checkpoint(opened, checkpoint_id)
 
     def _checkpoint(self, metastore: Metastore, checkpoint_id: int) -> CheckpointInfo:
+        """The checkpoint now. One still waiting for its batches stops waiting for hosts whose
+        collector lease has lapsed (their lines go into a later checkpoint), so a dead host
+        does not hold a DAG run's sensor until its time-out."""
         record = metastore.checkpoint(checkpoint_id)
         if record.pipeline != self.config.name:
             raise CheckpointError(
                 f"checkpoint {checkpoint_id} belongs to pipeline {record.pipeline!r}, "
                 f"not {self.config.name!r}"
             )
+        if record.state is CheckpointState.REQUESTED:
+            excused = metastore.excuse_lapsed_hosts(checkpoint_id)
+            if excused:
+                log.warning(
+                    "checkpoint %d no longer waits for %s: their collectors' leases lapsed",
+                    checkpoint_id,
+                    ", ".join(excused),
+                )
+                record = metastore.checkpoint(checkpoint_id)
         return self._info(metastore, record)
 
     def landable(self, checkpoint_id: int) -> CheckpointInfo:

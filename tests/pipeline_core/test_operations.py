@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,22 @@ def test_should_report_files_checkpoints_and_the_lease(
     assert record.path == str(log)
     assert record.sealed_offset == log.stat().st_size
     assert [c.checkpoint_id for c in status.checkpoints] == [info.checkpoint_id]
+
+
+def test_should_stop_waiting_for_a_host_whose_collector_lease_lapsed(
+    operations: PipelineOperations, metastore_url: str, log: Path
+) -> None:
+    name = operations.config.name
+    metastore = Metastore.open(metastore_url)
+    try:
+        assert metastore.acquire_lease(name, "dead-host", "dead:1", 0.2)
+    finally:
+        metastore.close()
+    append(log, *lines("a", 10))
+    info = operations.request_checkpoint("run-1")
+    time.sleep(0.3)  # the dead host's lease lapses
+
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.REQUESTED
+    operations.collect_once()  # no longer waiting for the dead host: this host seals it
+
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
