@@ -1,0 +1,353 @@
+"""Bad input: hostile bytes, a 50 MB line, files truncated, deleted, unreadable, replaced, a
+symlink loop and a folder on the glob. Each has a defined outcome, the collector keeps going,
+and every line of the healthy file beside it is staged exactly once."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline_core.collector import Collector
+from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.metastore import Metastore
+from pipeline_core.source import FileWatcher, TimeSlicedReader
+from pipeline_core.testing import staged_lines
+from tests.support.faults import (
+    FaultLines,
+    FaultSeed,
+    RunningCollector,
+    lake_table,
+    land_and_commit_sealed,
+    wait_until,
+)
+from tests.support.pipelines import append, load, write_config
+
+MiB = 1 << 20
+BIG_LINE_BYTES = 50 * 1000 * 1000
+"""The line without a newline: 50 MB, about 48 pieces of ``max_line_bytes``."""
+
+
+class Logs:
+    """A folder of log files, with one healthy file of unique lines beside the bad ones."""
+
+    def __init__(self, folder: Path, seed: FaultSeed) -> None:
+        self.folder = folder
+        self._source = FaultLines(seed.value)
+        self._next = 0
+        self.healthy: list[bytes] = []
+        self.healthy_path = folder / "healthy.log"
+
+    def lines(self, count: int) -> list[bytes]:
+        made = self._source.lines(self._next, count)
+        self._next += count
+        return made
+
+    def write_healthy(self, count: int = 200) -> None:
+        lines = self.lines(count)
+        append(self.healthy_path, *lines)
+        self.healthy += lines
+
+
+@pytest.fixture
+def logs(tmp_path: Path, fault_seed: FaultSeed) -> Logs:
+    return Logs(tmp_path / "logs", fault_seed)
+
+
+def pipeline(
+    tmp_path: Path, metastore_url: str, pattern: str = "logs/*.log*", **collector: Any
+) -> PipelineConfig:
+    return load(tmp_path, metastore_url, pattern=pattern, collector=collector or None)
+
+
+def collect_once(config: PipelineConfig, metastore: Metastore) -> None:
+    Collector(config, metastore).run_once()
+
+
+def staged_by_fingerprint(config: PipelineConfig) -> dict[str, list[bytes]]:
+    by_file: dict[str, list[bytes]] = {}
+    for staged in staged_lines(config):
+        by_file.setdefault(staged.fingerprint, []).append(staged.line)
+    return by_file
+
+
+def assert_healthy_staged_once(config: PipelineConfig, logs: Logs, seed: FaultSeed) -> None:
+    staged = staged_lines(config)
+    healthy = set(logs.healthy)
+    mine = [s for s in staged if s.line in healthy]
+    assert sorted(s.line for s in mine) == sorted(logs.healthy), seed.note(
+        f"{len(mine)} lines of the healthy file staged, {len(logs.healthy)} written"
+    )
+    assert len({(s.fingerprint, s.offset) for s in staged}) == len(staged), "an event id twice"
+
+
+# -- hostile bytes -----------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_50_mb_line_is_read_in_max_line_bytes_pieces_without_holding_it_whole(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "logs" / "huge.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.write(b"before\n")
+        for _ in range(BIG_LINE_BYTES // MiB):
+            handle.write(b"x" * MiB)
+        handle.write(b"x" * (BIG_LINE_BYTES % MiB))
+    config = load(tmp_path, "sqlite://", pattern="logs/*.log")
+    watcher = FileWatcher(config.sources, "test-host", 1024)
+    watcher.scan()
+    reader = TimeSlicedReader(watcher, chunk_bytes=MiB, max_line_bytes=MiB, slice_seconds=10)
+    sizes: list[int] = []
+
+    def publish(chunk: Any) -> bool:
+        sizes.append(len(chunk.data))
+        return True
+
+    tracemalloc.start()
+    try:
+        while not reader.read_slice(publish).caught_up:
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        watcher.close()
+
+    assert sizes[0] == len(b"before\n")
+    assert sizes[1:] == [MiB] * (BIG_LINE_BYTES // MiB)  # the unterminated rest waits
+    assert peak < 4 * MiB, f"reading held {peak / MiB:.1f} MiB at its peak"
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(300)
+def test_hostile_bytes_are_staged_byte_for_byte_and_land_as_rows_or_rejects(
+    tmp_path: Path, metastore_url: str, spark: SparkSession, logs: Logs, fault_seed: FaultSeed
+) -> None:
+    config_path = write_config(tmp_path, metastore_url, pattern="logs/*.log")
+    config = load_pipeline_config(config_path)
+    metastore = Metastore.open(metastore_url)
+    good = logs.lines(3)
+    crlf = logs.lines(1)[0] + b"\r"
+    hostile = [good[0], b"\xff\xfe not utf-8 \xc3", b"nul\x00in\x00the middle", crlf, good[1]]
+    append(logs.folder / "hostile.log", *hostile)
+    logs.write_healthy()
+    with open(logs.folder / "hostile.log", "ab") as handle:
+        for _ in range(BIG_LINE_BYTES // MiB):
+            handle.write(b"y" * MiB)
+        handle.write(b"y" * (BIG_LINE_BYTES % MiB))
+    collect_once(config, metastore)
+    append(logs.folder / "hostile.log", b"", good[2])  # ends the 50 MB line
+    logs.write_healthy()
+
+    collect_once(config, metastore)
+    land_and_commit_sealed(spark, config_path)
+
+    hostile_lines = [s for s in staged_lines(config) if not s.line.startswith(b"y")]
+    pieces = [s for s in staged_lines(config) if s.line.startswith(b"y")]
+    assert [s.line for s in hostile_lines if s.line not in set(logs.healthy)] == [*hostile, good[2]]
+    assert b"".join(p.line for p in sorted(pieces, key=lambda p: p.offset)) == b"y" * BIG_LINE_BYTES
+    assert max(len(p.line) for p in pieces) == config.collector.max_line_bytes
+    assert_healthy_staged_once(config, logs, fault_seed)
+    access = lake_table(config.lake_dir, "access")
+    rejects = lake_table(config.lake_dir, "_rejects")
+    assert access is not None and rejects is not None
+    reasons: dict[str, int] = {}
+    for reason in rejects["reason"].to_pylist():
+        reasons[reason] = reasons.get(reason, 0) + 1
+    assert reasons == {"invalid_utf8": 1, "no_match": 1 + len(pieces)}
+    assert access.num_rows == len(good) + 1 + len(logs.healthy)  # the CRLF line parses
+    assert access.num_rows + rejects.num_rows == len(staged_lines(config))
+    metastore.close()
+
+
+# -- files that change under the collector ------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("keep_head", [False, True], ids=["rewritten", "head-kept"])
+def test_a_file_truncated_below_its_checkpoint_is_read_again_from_its_start(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    logs: Logs,
+    fault_seed: FaultSeed,
+    keep_head: bool,
+) -> None:
+    config = pipeline(tmp_path, metastore_url)
+    log = logs.folder / "access.log"
+    old = logs.lines(400)
+    append(log, *old)
+    logs.write_healthy()
+    collect_once(config, metastore)
+    kept = old[:100] if keep_head else []
+    os.truncate(log, sum(len(line) + 1 for line in kept))
+    new = logs.lines(50)
+    append(log, *new)
+    logs.write_healthy()
+
+    collect_once(config, metastore)
+
+    by_file = staged_by_fingerprint(config)
+    assert old in by_file.values()  # sealed before the truncation, under the first name
+    assert kept + new in by_file.values(), fault_seed.note(
+        "the truncated file's content was not read again from its start"
+    )
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+@pytest.mark.timeout(60)
+def test_a_file_deleted_while_open_is_read_to_its_end(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Logs, fault_seed: FaultSeed
+) -> None:
+    config = pipeline(tmp_path, metastore_url, rotated_grace_s=30.0, discovery_interval_s=0.1)
+    log = logs.folder / "access.log"
+    before, after = logs.lines(300), logs.lines(200)
+    logs.write_healthy()
+    with open(log, "ab") as writer:
+        writer.write(b"".join(line + b"\n" for line in before))
+        writer.flush()
+        with RunningCollector(config, metastore) as running:
+            # one chunk of each file read: the collector holds the log open
+            wait_until(lambda: running.collector.stage_stats()["process"].pushes >= 2, 30, "reads")
+            log.unlink()
+            writer.write(b"".join(line + b"\n" for line in after))  # a writer unaware of it
+            writer.flush()
+            time.sleep(0.5)
+    running.raise_error()
+
+    assert sorted(before + after) in [sorted(v) for v in staged_by_fingerprint(config).values()]
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+@pytest.mark.timeout(60)
+def test_an_unreadable_file_is_skipped_with_a_warning_and_read_once_it_can_be(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    logs: Logs,
+    fault_seed: FaultSeed,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = pipeline(tmp_path, metastore_url)
+    secret = logs.folder / "secret.log"
+    hidden = logs.lines(100)
+    append(secret, *hidden)
+    logs.write_healthy()
+    restore = deny_reading(secret, monkeypatch)
+
+    with caplog.at_level(logging.WARNING, logger="pipeline_core.source"):
+        collect_once(config, metastore)
+
+    assert any(str(secret) in r.getMessage() for r in caplog.records), caplog.text
+    assert [s.line for s in staged_lines(config)] == logs.healthy
+    restore()
+    logs.write_healthy()
+    collect_once(config, metastore)
+    assert sorted(staged_by_fingerprint(config).values()) == sorted([logs.healthy, hidden])
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+def deny_reading(path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Make ``path`` unreadable to this process; returns how to undo it. Root reads any file
+    whatever its mode, so as root the open itself is made to fail with EACCES."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0)
+        return lambda: path.chmod(mode)
+    real_open = os.open
+    denied = [True]
+
+    def open_denied(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if denied[0] and os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_denied)
+    return lambda: denied.__setitem__(0, False)
+
+
+@pytest.mark.timeout(60)
+def test_a_file_replaced_by_another_with_the_same_inode_is_read_as_a_new_file(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Logs, fault_seed: FaultSeed
+) -> None:
+    config = pipeline(tmp_path, metastore_url)
+    log = logs.folder / "access.log"
+    old, new = logs.lines(300), logs.lines(120)
+    append(log, *old)
+    logs.write_healthy()
+    collect_once(config, metastore)
+    inode = log.stat().st_ino
+    log.unlink()
+    append(log, *new)
+    if log.stat().st_ino != inode:  # the file system did not reuse it: rewrite in place
+        log.unlink()
+        append(log, *old)
+        inode = log.stat().st_ino
+        collect_once(config, metastore)
+        with open(log, "r+b") as handle:
+            handle.truncate(0)
+            handle.write(b"".join(line + b"\n" for line in new))
+    assert log.stat().st_ino == inode
+    logs.write_healthy()
+
+    collect_once(config, metastore)
+
+    by_file = staged_by_fingerprint(config)
+    assert new in by_file.values(), fault_seed.note("the replacement was not read from 0")
+    assert old in by_file.values()
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+# -- the glob -----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_symlink_loops_on_a_recursive_glob_end_the_scan_and_count_each_file_once(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Logs, fault_seed: FaultSeed
+) -> None:
+    config = pipeline(tmp_path, metastore_url, "logs/**/*.log")
+    nested = logs.folder / "a" / "b" / "deep.log"
+    deep = logs.lines(50)
+    append(nested, *deep)
+    logs.write_healthy()
+    for name, target in [("up", ".."), ("self", "."), ("top", "../..")]:
+        (nested.parent / name).symlink_to(target, target_is_directory=True)
+    (logs.folder / "loop.log").symlink_to("loop.log")  # a link to itself, on the glob
+
+    started = time.monotonic()
+    collect_once(config, metastore)
+
+    assert time.monotonic() - started < 30
+    assert sorted(staged_by_fingerprint(config).values()) == sorted([logs.healthy, deep])
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+@pytest.mark.timeout(60)
+def test_a_folder_where_a_log_file_was_expected_is_passed_over(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Logs, fault_seed: FaultSeed
+) -> None:
+    config = pipeline(tmp_path, metastore_url)
+    (logs.folder / "access.log.1").mkdir(parents=True)
+    (logs.folder / "access.log.1" / "inside.log").write_bytes(b"not on the glob\n")
+    rotated = logs.folder / "access.log.2"
+    append(rotated, *logs.lines(30))
+    logs.write_healthy()
+    collect_once(config, metastore)
+    rotated.unlink()
+    rotated.mkdir()  # a file on the glob became a folder
+    logs.write_healthy()
+
+    collect_once(config, metastore)
+
+    assert len(staged_by_fingerprint(config)) == 2
+    assert_healthy_staged_once(config, logs, fault_seed)

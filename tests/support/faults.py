@@ -1,0 +1,669 @@
+"""Helpers of the fault matrix (``tests/faults``): seeds, a log writer process, crash points,
+running ``sluice`` as a subprocess, landing with Spark and reading the lake back.
+
+Every fault test takes the ``fault_seed`` fixture: its seed comes from ``SLUICE_FAULT_SEED``
+or is drawn, is printed, is added to the test's report, and should be quoted in assertion
+messages (``seed.note(...)``), so a failure can be replayed with the same random choices.
+
+This module is also a small program, run from the repository root::
+
+    python -m tests.support.faults write-logs FOLDER --seed N --mb M --seconds S --rotations R \
+        --done FILE
+    python -m tests.support.faults crash-at POINT CONFIG
+
+``write-logs`` appends unique nginx lines to ``FOLDER/access.log`` at a steady pace, rotating
+it by rename (logrotate ``create``) and by copytruncate in turn; ``crash-at`` collects once
+and SIGKILLs itself at one of the sealing steps (:class:`SealCrashPoint`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline_core.collector import Collector, CollectorResult
+from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.testing import access_lines
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+REPO = Path(__file__).resolve().parents[2]
+SEED_ENV = "SLUICE_FAULT_SEED"
+SIZE_ENV = "SLUICE_FAULT_MB"
+SEED_KEY = pytest.StashKey[int]()
+"""Where the ``fault_seed`` fixture leaves the seed on the test item (for the report)."""
+FIGURES_KEY = pytest.StashKey[list[str]]()
+"""Where tests leave figures for the run's "fault matrix" summary (see :func:`report_figures`)."""
+LINES_END = datetime(2026, 1, 1, tzinfo=UTC)
+"""The fault lines' times lie in the hour before this instant (stable ``event_date``s)."""
+_POOL_SIZE = 4096
+
+
+# -- seeds -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultSeed:
+    """The seed of one fault test and a ``random.Random`` drawn from it."""
+
+    value: int
+    rng: random.Random
+
+    def __str__(self) -> str:
+        return f"{SEED_ENV}={self.value}"
+
+    def note(self, message: str) -> str:
+        """``message`` with the way to replay the test."""
+        return f"{message} [replay: {self}]"
+
+
+@pytest.fixture
+def fault_seed(request: pytest.FixtureRequest) -> FaultSeed:
+    """The test's seed: ``$SLUICE_FAULT_SEED``, or a fresh one; printed and reported."""
+    raw = os.environ.get(SEED_ENV, "").strip()
+    value = int(raw) if raw else random.SystemRandom().randrange(1 << 32)
+    request.node.stash[SEED_KEY] = value
+    print(f"fault seed: {SEED_ENV}={value}")
+    return FaultSeed(value, random.Random(value))
+
+
+def report_figures(request: pytest.FixtureRequest, text: str) -> None:
+    """Print ``text`` and keep it for the "fault matrix" section at the end of the run."""
+    print(text)
+    request.config.stash.setdefault(FIGURES_KEY, []).append(f"{request.node.name}: {text}")
+
+
+def fault_megabytes(default: int) -> int:
+    """``$SLUICE_FAULT_MB``, or ``default``."""
+    raw = os.environ.get(SIZE_ENV, "").strip()
+    return int(raw) if raw else default
+
+
+def wait_until(
+    predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.05
+) -> None:
+    """Poll ``predicate`` until it holds; AssertionError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(poll)
+
+
+# -- unique access lines ---------------------------------------------------------------------------
+
+
+class FaultLines:
+    """Line ``n`` of a seed: a realistic nginx "combined" line (from
+    :func:`pipeline_core.testing.access_lines`) whose ``remote_user`` is ``w<n:09d>``, so every
+    line is unique and the lake's rows name the line they came from."""
+
+    def __init__(self, seed: int) -> None:
+        self._pool = [
+            _split_user(line) for line in access_lines(_POOL_SIZE, seed=seed, end=LINES_END)
+        ]
+
+    def line(self, number: int) -> bytes:
+        head, tail = self._pool[number % _POOL_SIZE]
+        return b"%s - w%09d [%s" % (head, number, tail)
+
+    def lines(self, start: int, count: int) -> list[bytes]:
+        return [self.line(n) for n in range(start, start + count)]
+
+    def block(self, start: int, count: int) -> bytes:
+        """Lines ``start .. start + count - 1``, each with its ``\\n``."""
+        return b"".join(self.line(n) + b"\n" for n in range(start, start + count))
+
+
+def _split_user(line: bytes) -> tuple[bytes, bytes]:
+    address, _, rest = line.partition(b" - ")
+    _, _, tail = rest.partition(b" [")
+    return address, tail
+
+
+# -- the writer process ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriterReport:
+    """What ``write-logs`` wrote: lines ``0 .. lines - 1`` of its seed."""
+
+    lines: int
+    bytes: int
+    rotations: list[str]
+
+    @classmethod
+    def read(cls, path: Path) -> WriterReport:
+        document = json.loads(path.read_text())
+        return cls(int(document["lines"]), int(document["bytes"]), list(document["rotations"]))
+
+
+def write_logs(
+    folder: Path, *, seed: int, total_bytes: int, seconds: float, rotations: int, done: Path
+) -> WriterReport:
+    """Append unique lines to ``folder/access.log`` until ``total_bytes``, spread over about
+    ``seconds``, rotating it ``rotations`` times (rename first, then copytruncate, in turn).
+
+    A rename rotation is logrotate's ``create``: the file is renamed to ``access.log.K``, a new
+    empty ``access.log`` is created, and the writer still appends one burst to the renamed file
+    before it reopens (as nginx does until it gets its USR1). A copytruncate copies the file to
+    ``access.log.K`` and truncates it; the writer's descriptor (``O_APPEND``) goes on at 0.
+    Nothing is written between the copy and the truncation, so no line is lost by the writer.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    live = folder / "access.log"
+    lines = FaultLines(seed)
+    burst = 1500
+    rotate_every = max(1, total_bytes // (rotations + 1))
+    handle = open(live, "ab")  # noqa: SIM115 - reopened at every rename rotation
+    started = time.monotonic()
+    written = number = since_rotation = 0
+    done_rotations: list[str] = []
+    try:
+        while written < total_bytes:
+            block = lines.block(number, burst)
+            handle.write(block)
+            handle.flush()
+            number += burst
+            written += len(block)
+            since_rotation += len(block)
+            if since_rotation >= rotate_every and len(done_rotations) < rotations:
+                since_rotation = 0
+                target = folder / f"access.log.{len(done_rotations) + 1}"
+                if len(done_rotations) % 2 == 0:
+                    os.rename(live, target)
+                    live.touch()
+                    late = lines.block(number, burst // 4)  # before the writer reopens
+                    handle.write(late)
+                    handle.close()
+                    number += burst // 4
+                    written += len(late)
+                    handle = open(live, "ab")  # noqa: SIM115
+                    done_rotations.append(f"rename to {target.name}")
+                else:
+                    shutil.copyfile(live, target)
+                    os.truncate(live, 0)
+                    done_rotations.append(f"copytruncate to {target.name}")
+            ahead = started + seconds * written / total_bytes - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+    finally:
+        handle.close()
+    report = WriterReport(number, written, done_rotations)
+    temporary = done.with_name(f".{done.name}.tmp")
+    temporary.write_text(json.dumps(report.__dict__))
+    os.replace(temporary, done)
+    return report
+
+
+def start_writer(
+    folder: Path, *, seed: int, megabytes: int, seconds: float, rotations: int, done: Path
+) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable, "-m", "tests.support.faults", "write-logs", str(folder),
+        "--seed", str(seed), "--mb", str(megabytes), "--seconds", str(seconds),
+        "--rotations", str(rotations), "--done", str(done),
+    ]  # fmt: skip
+    return subprocess.Popen(command, cwd=REPO)
+
+
+# -- sluice as a subprocess ------------------------------------------------------------------------
+
+
+def sluice_command(*args: str) -> list[str]:
+    """``python -m pipeline_core ARGS`` with this interpreter (the ``sluice`` command)."""
+    return [sys.executable, "-m", "pipeline_core", *args]
+
+
+def is_busy(returncode: int | None, stderr: str) -> bool:
+    """A collector that exited because another one (maybe a killed one, until its lease
+    expires) holds the pipeline's lease."""
+    return returncode == 2 and "is being collected by" in stderr
+
+
+def collect_once_when_free(config_path: Path, timeout: float = 120.0) -> str:
+    """Run ``sluice collect --once`` until it is not refused for a held lease; its stdout.
+
+    Raises:
+        AssertionError: it failed otherwise, or was refused for longer than ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(
+            sluice_command("collect", str(config_path), "--once"),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode == 0:
+            return done.stdout
+        if not is_busy(done.returncode, done.stderr) or time.monotonic() > deadline:
+            raise AssertionError(
+                f"sluice collect --once failed ({done.returncode}):\n{done.stderr}"
+            )
+        time.sleep(0.2)
+
+
+def wait_for_free_lease(metastore: Metastore, config: PipelineConfig, timeout: float) -> None:
+    """Wait until no unexpired lease (a killed collector's, say) holds the pipeline."""
+    wait_until(
+        lambda: metastore.lease_holder(config.name, config.collector.host) is None,
+        timeout,
+        "the collector lease to expire",
+    )
+
+
+# -- a collector in this process -------------------------------------------------------------------
+
+
+class RunningCollector:
+    """A tailing collector on a thread of this process (``with`` stops it and re-raises what
+    it raised)."""
+
+    def __init__(self, config: PipelineConfig, metastore: Metastore) -> None:
+        self.collector = Collector(config, metastore)
+        self.result: CollectorResult | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="fault-collector", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.result = self.collector.run()
+        except BaseException as exc:
+            self.error = exc
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def __enter__(self) -> RunningCollector:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.collector.stop()
+        self._thread.join(timeout=60)
+        assert not self._thread.is_alive(), "the collector did not stop"
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+# -- the metastore locked --------------------------------------------------------------------------
+
+
+@contextmanager
+def metastore_write_lock(url: str) -> Iterator[None]:
+    """Hold the metastore's write lock until the block ends, as a long migration or a stuck
+    admin session would: SQLite ``BEGIN EXCLUSIVE`` on the database file (readers go on in WAL
+    mode), PostgreSQL ``LOCK TABLE ... IN EXCLUSIVE MODE`` on the checkpoint and batch tables
+    (reads go on, writes wait)."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        assert parsed.database, url
+        locker = sqlite3.connect(parsed.database, isolation_level=None, timeout=30)
+        try:
+            locker.execute("BEGIN EXCLUSIVE")
+            yield
+            locker.execute("ROLLBACK")
+        finally:
+            locker.close()
+        return
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                sa.text("LOCK TABLE sluice_checkpoints, sluice_batches IN EXCLUSIVE MODE")
+            )
+            yield
+    finally:
+        engine.dispose()
+
+
+def take_database_down(server_url: str, database: str, seconds: float) -> threading.Event:
+    """Take a PostgreSQL database down for ``seconds``: its sessions are terminated and new
+    connections refused (``ALLOW_CONNECTIONS false``) until a timer lets them in again; the
+    server and its other databases are not touched. Returns an event set when it is back."""
+    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
+    name = sa.text(f'"{database}"').text
+    back = threading.Event()
+
+    def allow(allowed: bool) -> None:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"ALTER DATABASE {name} ALLOW_CONNECTIONS {allowed}"))
+            if not allowed:
+                connection.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = :name AND pid <> pg_backend_pid()"
+                    ),
+                    {"name": database},
+                )
+
+    def end() -> None:
+        try:
+            allow(True)
+        finally:
+            admin.dispose()
+            back.set()
+
+    allow(False)
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
+    return back
+
+
+# -- crash points in sealing -----------------------------------------------------------------------
+
+
+class SealCrashPoint(StrEnum):
+    """Where a process sealing a checkpoint dies, in the order of the sealing steps.
+
+    The handoff sink (``HandoffWriter.seal``) closes and fsyncs every part, writes and fsyncs
+    ``_manifest.json`` in ``_inflight/<host>``, renames that folder to ``<N>/<host>`` and fsyncs
+    the parent; the barrier passes to the mailbox thread as mail; ``CheckpointCoordinator``
+    records batch, ranges, offsets and the checkpoint's state in one metastore transaction.
+    """
+
+    PARTS_WRITTEN = "parts-written"
+    """Parts fsynced; no manifest yet."""
+    MANIFEST_WRITTEN = "manifest-written"
+    """Manifest fsynced in ``_inflight``; not renamed yet."""
+    RENAMED = "renamed"
+    """The batch folder is in place (``<N>/<host>``); the barrier has not been mailed."""
+    BEFORE_TRANSACTION = "before-transaction"
+    """On the mailbox thread, about to open the metastore transaction."""
+    MID_TRANSACTION = "mid-transaction"
+    """Inside the transaction: batch and ranges inserted, not committed."""
+    AFTER_TRANSACTION = "after-transaction"
+    """Committed; the collector has not advanced its offsets or released its lease."""
+
+    @property
+    def folder_in_place(self) -> bool:
+        """Whether ``<N>/<host>`` exists after a crash here."""
+        return self not in (SealCrashPoint.PARTS_WRITTEN, SealCrashPoint.MANIFEST_WRITTEN)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the metastore holds the batch after a crash here."""
+        return self is SealCrashPoint.AFTER_TRANSACTION
+
+
+def _die() -> None:
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install_crash(point: SealCrashPoint) -> None:
+    """Make this process SIGKILL itself when sealing reaches ``point``."""
+    from pipeline_core.sinks import MANIFEST_NAME, HandoffWriter
+    from pipeline_core.sinks import _handoff as handoff
+
+    publish = HandoffWriter._publish
+    seal = Metastore.seal
+    save_files = Metastore._save_files
+    fsync_and_crc = handoff._fsync_and_crc
+
+    def publish_hook(self: HandoffWriter, barrier: Any) -> Any:
+        if point is SealCrashPoint.PARTS_WRITTEN:
+            _die()
+        result = publish(self, barrier)
+        if point is SealCrashPoint.RENAMED:
+            _die()
+        return result
+
+    def fsync_hook(path: Path) -> tuple[int, int]:
+        result = fsync_and_crc(path)
+        if point is SealCrashPoint.MANIFEST_WRITTEN and path.name == MANIFEST_NAME:
+            _die()
+        return result
+
+    def seal_hook(self: Metastore, *args: Any, **kwargs: Any) -> int:
+        if point is SealCrashPoint.BEFORE_TRANSACTION:
+            _die()
+        batch_id = seal(self, *args, **kwargs)
+        if point is SealCrashPoint.AFTER_TRANSACTION:
+            _die()
+        return batch_id
+
+    def save_files_hook(self: Metastore, *args: Any, **kwargs: Any) -> None:
+        if point is SealCrashPoint.MID_TRANSACTION:
+            _die()
+        save_files(self, *args, **kwargs)
+
+    HandoffWriter._publish = publish_hook  # type: ignore[method-assign]
+    handoff._fsync_and_crc = fsync_hook
+    Metastore.seal = seal_hook  # type: ignore[method-assign]
+    Metastore._save_files = save_files_hook  # type: ignore[method-assign]
+
+
+def crash_while_sealing(
+    config_path: Path, point: SealCrashPoint
+) -> subprocess.CompletedProcess[str]:
+    """Collect once in a subprocess that SIGKILLs itself at ``point``."""
+    return subprocess.run(
+        [sys.executable, "-m", "tests.support.faults", "crash-at", point.value, str(config_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+# -- landing and reading back ----------------------------------------------------------------------
+
+
+def land_and_commit_sealed(spark: Any, config_path: Path) -> list[dict[str, Any]]:
+    """Land every sealed, uncommitted checkpoint with the real Spark job (in this process, on
+    ``spark``) and commit it as the DAG does; the landing summaries, oldest first."""
+    from pipeline_core.operations import PipelineOperations
+    from spark_jobs.land_checkpoint import land
+
+    operations = PipelineOperations(config_path)
+    summaries = []
+    for info in operations.pending_landings():
+        summaries.append(land(spark, info.staging_dir, operations.config.lake_dir))
+        operations.commit(info.checkpoint_id)
+    return summaries
+
+
+def checkpoint_states(metastore: Metastore, pipeline: str) -> dict[int, CheckpointState]:
+    return {c.checkpoint_id: c.state for c in metastore.checkpoints(pipeline, limit=100_000)}
+
+
+def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
+    """Every line of every batch the metastore recorded, split from the part files' chunk rows
+    as the landing job splits them: ``event_id`` and ``line`` (binary)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from spark_jobs.staging import split_chunks
+
+    tables = [pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})]
+    for checkpoint_id in checkpoint_states(metastore, pipeline):
+        for batch in metastore.batches(checkpoint_id):
+            folder = Path(batch.staging_path)
+            for part in batch.manifest["parts"]:
+                chunks = pq.read_table(folder / part["name"])
+                chunks = chunks.set_column(
+                    0, "file_fingerprint", chunks["file_fingerprint"].cast(pa.string())
+                ).append_column("uri", pa.array([part["name"]] * chunks.num_rows, pa.string()))
+                for lines in split_chunks(iter(chunks.to_batches())):
+                    event_id = pc.binary_join_element_wise(
+                        lines.column("file_fingerprint"),
+                        lines.column("byte_offset").cast(pa.string()),
+                        ":",
+                    )
+                    tables.append(pa.table({"event_id": event_id, "line": lines.column("line")}))
+    return pa.concat_tables(tables)
+
+
+def lake_table(lake: Path, table: str) -> pa.Table | None:
+    """One lake table (``access``, ``_rejects``), read with pyarrow; None if it is empty."""
+    import pyarrow.dataset as ds
+
+    root = lake / table
+    if not root.exists() or not any(root.rglob("*.parquet")):
+        return None
+    return ds.dataset(root, format="parquet", partitioning="hive").to_table()
+
+
+def nginx_lines(table: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """The nginx "combined" line each parsed lake row was read from (for lines written in
+    UTC with a user and a byte count, as :class:`FaultLines` writes them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    seconds = table["event_time"].cast(pa.timestamp("s", tz="UTC"), safe=False)
+    stamp = pc.strftime(seconds, format="%d/%b/%Y:%H:%M:%S +0000", locale="C")
+    dash = pa.scalar("-")
+    return pc.binary_join_element_wise(
+        table["remote_addr"], " - ",
+        pc.coalesce(table["remote_user"], dash), " [", stamp, '] "',
+        table["request"], '" ', table["status"].cast(pa.string()), " ",
+        pc.coalesce(table["body_bytes_sent"].cast(pa.string()), dash), ' "',
+        table["http_referer"], '" "', table["http_user_agent"], '"',
+        "",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExactlyOnce:
+    """How the lake's rows compare with the lines written."""
+
+    written: int
+    rows: int
+    distinct_event_ids: int
+    distinct_lines: int
+    missing: list[bytes]
+    unexpected: list[bytes]
+    mismatched_ids: int
+    """Rows whose event id names a staged line other than the row's line (or none)."""
+    rejects: int
+
+    @property
+    def duplicates(self) -> int:
+        return self.rows - self.distinct_event_ids
+
+    @property
+    def holds(self) -> bool:
+        return (
+            self.rows == self.written
+            and self.duplicates == 0
+            and self.distinct_lines == self.rows
+            and not self.missing
+            and not self.unexpected
+            and self.mismatched_ids == 0
+            and self.rejects == 0
+        )
+
+    def describe(self) -> str:
+        return (
+            f"lines written {self.written}, rows in lake {self.rows}, duplicate event ids "
+            f"{self.duplicates}, distinct lines {self.distinct_lines}, missing "
+            f"{len(self.missing)} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
+            f"{self.unexpected[:3]!r}, ids naming another line {self.mismatched_ids}, "
+            f"rejects {self.rejects}"
+        )
+
+
+def check_exactly_once(
+    lake: Path, expected: Sequence[bytes], staged: pa.Table | None = None
+) -> ExactlyOnce:
+    """Compare the lake's ``access`` table with ``expected`` lines, by line content; with
+    ``staged`` (see :func:`recorded_staging`), also check that each row's event id is the id
+    its line was staged under."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = lake_table(lake, "access")
+    rejects = lake_table(lake, "_rejects")
+    if table is None:
+        table = pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})
+        lines = table["line"]
+    else:
+        lines = nginx_lines(table).cast(pa.binary())
+    found = set(lines.to_pylist())
+    wanted = set(expected)
+    mismatched = 0
+    if staged is not None:
+        by_id = pa.table({"event_id": table["event_id"], "row_line": lines})
+        joined = by_id.join(staged, "event_id", join_type="left outer")
+        same = pc.fill_null(pc.equal(joined["row_line"], joined["line"]), False)
+        mismatched = len(same) - pc.sum(same.cast(pa.int64())).as_py() if len(same) else 0
+    return ExactlyOnce(
+        written=len(expected),
+        rows=table.num_rows,
+        distinct_event_ids=pc.count_distinct(table["event_id"]).as_py(),
+        distinct_lines=len(found),
+        missing=sorted(wanted - found)[:20],
+        unexpected=sorted(found - wanted)[:20],
+        mismatched_ids=mismatched,
+        rejects=0 if rejects is None else rejects.num_rows,
+    )
+
+
+# -- program ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.faults")
+    commands = parser.add_subparsers(dest="command", required=True)
+    writer = commands.add_parser("write-logs")
+    writer.add_argument("folder", type=Path)
+    writer.add_argument("--seed", type=int, required=True)
+    writer.add_argument("--mb", type=float, required=True)
+    writer.add_argument("--seconds", type=float, required=True)
+    writer.add_argument("--rotations", type=int, required=True)
+    writer.add_argument("--done", type=Path, required=True)
+    crash = commands.add_parser("crash-at")
+    crash.add_argument("point", choices=[p.value for p in SealCrashPoint])
+    crash.add_argument("config", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "write-logs":
+        write_logs(
+            args.folder,
+            seed=args.seed,
+            total_bytes=int(args.mb * 1_000_000),
+            seconds=args.seconds,
+            rotations=args.rotations,
+            done=args.done,
+        )
+        return 0
+    from pipeline_core.operations import PipelineOperations
+
+    install_crash(SealCrashPoint(args.point))
+    PipelineOperations(args.config).collect_once()
+    print("sealed without reaching the crash point", file=sys.stderr)
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
