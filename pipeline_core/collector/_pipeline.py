@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,6 +18,7 @@ from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHan
 from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
 from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
 from pipeline_core.config import PipelineConfig
+from pipeline_core.errors import ConfigError
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
 from pipeline_core.sinks import HandoffWriter, Sink
@@ -57,6 +59,7 @@ class PipelineRuntime:
         sinks: Mapping[str, Sink] | None = None,
     ) -> None:
         tuning = config.collector
+        _check_writable(config)
         self.config = config
         self.metastore = metastore
         self.name = config.name
@@ -195,3 +198,24 @@ class PipelineRuntime:
         except Exception as exc:
             log.warning("%s: cannot release the lease (it expires): %s", self.name, exc)
         self.state = PipelineState.DONE
+
+
+def _check_writable(config: PipelineConfig) -> None:
+    """Refuse, before anything starts, a staging folder that cannot be created or written
+    (it would otherwise surface at the first part written, after a checkpoint was requested).
+
+    Raises:
+        ConfigError: naming ``handoff.staging_dir`` (or ``data_dir`` when it is the default).
+    """
+    staging = config.staging_dir
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        probe = staging / f".sluice-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        key = "handoff.staging_dir" if config.handoff.staging_dir is not None else "data_dir"
+        raise ConfigError(
+            str(config.config_path or config.name),
+            [f"{key}: cannot create or write the staging folder {staging}: {exc}"],
+        ) from exc

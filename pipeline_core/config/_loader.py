@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import reprlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def _describe(error: ValidationError) -> list[str]:
         if item["type"] == "extra_forbidden":
             message = "unknown key"
         elif "input" in item and item["type"] != "missing":
-            message = f"{message} (got {item['input']!r})"
+            message = f"{message} (got {_short_repr(item['input'])})"
         problems.append(f"{key}: {message}")
     return problems
 
@@ -97,3 +98,13 @@ def _resolve_sink(sink: SinkConfig, absolute: Callable[[Path | str], Path]) -> S
         if isinstance(value, Path):
             changes[key] = absolute(value)
     return sink.model_copy(update=changes) if changes else sink
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 3, 6, 6
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def _short_repr(value: object) -> str:
+    """The offending value, bounded: a hostile file (nested YAML aliases) can make it huge."""
+    return _REPR.repr(value)

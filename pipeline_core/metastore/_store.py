@@ -69,7 +69,7 @@ class Metastore:
                 _tune_sqlite(engine)
             with _migrate_lock, engine.begin() as connection:
                 upgrade_to_head(connection)
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, OSError) as exc:
             raise MetastoreError(f"cannot open the metastore {_safe(url)}: {exc}") from exc
         return cls(engine)
 

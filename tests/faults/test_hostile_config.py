@@ -146,15 +146,6 @@ def test_a_yaml_file_asking_to_run_code_is_refused_as_not_yaml(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "config._loader._describe puts repr(input) of every invalid value into the message: a "
-        "YAML alias bomb of a few hundred bytes (nested aliases, each level 10x the last) "
-        "gives a 14 MB ConfigError at 6 levels and exhausts memory at 8 (pydantic-core "
-        "panics); the repr of the offending value should be bounded (reprlib)"
-    ),
-)
 def test_a_yaml_alias_bomb_gets_a_short_error_quickly(tmp_path: Path) -> None:
     levels = ["a: &a [" + ", ".join(['"xxxxxxxxxx"'] * 10) + "]"]
     for previous, name in zip("abcde", "bcdef", strict=True):
@@ -199,18 +190,6 @@ def file_in_the_way(folder: Path) -> Path:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an unwritable handoff.staging_dir is found only when the handoff sink writes its "
-        "first part: by then the collector holds the lease and (in --once mode) has requested "
-        "a checkpoint, which stays REQUESTED; the run dies with "
-        "ReportedThrowableError(SealError), a traceback, not a one-line error naming the key. "
-        "Suggested: check that staging_dir can be created and written when the collector "
-        "starts, before taking the lease, and raise ConfigError(path, "
-        "['handoff.staging_dir: ...'])"
-    ),
-)
 def test_an_unwritable_staging_folder_is_refused_before_anything_starts(
     tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -226,16 +205,6 @@ def test_an_unwritable_staging_folder_is_refused_before_anything_starts(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotADirectoryError,
-    reason=(
-        "Metastore.open creates the SQLite file's folder with Path.mkdir outside its "
-        "SQLAlchemyError handler, so an unusable data_dir escapes as a raw NotADirectoryError "
-        "(a traceback from `sluice collect`), not a MetastoreError naming the database; wrap "
-        "the mkdir (OSError) into MetastoreError too"
-    ),
-)
 def test_an_unusable_data_dir_is_a_one_line_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
