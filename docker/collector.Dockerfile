@@ -1,19 +1,45 @@
-# Collector-only image: tails log files on a host and seals batches into shared staging.
-# Build from the repository root:  docker build -f docker/collector.Dockerfile -t sluice-collector .
-# Run:  docker run -v /var/log/nginx:/logs:ro -v /srv/sluice:/data \
-#           -v $PWD/pipelines:/pipelines sluice-collector collect /pipelines/web_access.yaml
-FROM python:3.11-slim
+# syntax=docker/dockerfile:1
+#
+# The collector alone: tails log files on a host and seals batches into the shared staging
+# folder. No Airflow, Spark or Java. It serves every pipeline file of /etc/sluice/pipelines
+# (reloaded on change and on SIGHUP); SIGTERM (docker stop) seals what it read and releases its
+# lease, so give it a stop timeout of several seconds.
+#
+# Build from the repository root:
+#
+#     docker build -f docker/collector.Dockerfile -t sluice-collector:0.1.0 .
+#
+# Run (the pipeline files name the log paths as the container sees them, and collector.host,
+# the host's identity in the metastore, which must not change when the container is replaced):
+#
+#     docker run -d --name sluice-collector --stop-timeout 60 \
+#         -v /var/log/nginx:/logs/nginx:ro -v /srv/sluice:/data \
+#         -v /etc/sluice/pipelines:/etc/sluice/pipelines:ro \
+#         -e SLUICE_METASTORE_URL=postgresql+psycopg://sluice:secret@db/sluice \
+#         sluice-collector:0.1.0
+FROM python:3.11.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /opt/sluice
+# Only the collector's own runtime dependencies, at the versions of requirements.lock.
 COPY requirements.lock pyproject.toml ./
-# The collector needs no Airflow, Spark or Java: only its own runtime dependencies.
-RUN pip install --no-cache-dir "sqlalchemy==2.1.9" "alembic==1.20.1" "tenacity==9.2.1" \
-        "pydantic==2.14.3" "pyyaml==6.0.3" "psycopg[binary]==3.3.9" "pyarrow==26.0.1" \
-        "numpy==2.4.6"
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir -c requirements.lock \
+        sqlalchemy alembic tenacity pydantic pyyaml "psycopg[binary]" pyarrow numpy
 COPY pipeline_core ./pipeline_core
-COPY spark_jobs ./spark_jobs
-RUN pip install --no-cache-dir --no-deps .
+RUN pip install --no-cache-dir --no-deps . \
+    && rm -rf build ./*.egg-info \
+    && sluice --help >/dev/null
 
-USER 65534:65534
-ENTRYPOINT ["sluice"]
-CMD ["--help"]
+# The same user id as the Airflow image's (50000, group 0): both write the shared staging
+# folder, and the Spark job run from the Airflow image reads and removes what is in it.
+RUN useradd --uid 50000 --gid 0 --no-create-home --home-dir /var/lib/sluice sluice \
+    && mkdir -p /etc/sluice/pipelines /var/lib/sluice /data \
+    && chown sluice:0 /var/lib/sluice /data
+USER 50000:0
+WORKDIR /var/lib/sluice
+
+ENTRYPOINT ["sluice", "collect", "/etc/sluice/pipelines"]

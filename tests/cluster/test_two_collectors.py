@@ -1,0 +1,311 @@
+"""Two collector hosts, one metastore: a checkpoint waits for every live host, lapsed hosts are
+excused, and the lake holds each host's lines exactly once.
+
+Two ``sluice collect`` processes play hosts ``host-a`` and ``host-b``: each tails a log folder
+of its own and has a data folder of its own (metrics), while both share the metastore (a
+SQLite file, or a PostgreSQL database in the PostgreSQL pass), the staging folder and the lake,
+as collectors on several machines would share a database server and a network filesystem.
+Checkpoints are requested the way a DAG run's first task does
+(``PipelineOperations.request_checkpoint(run_id)``) and landed with the real Spark job in this
+process.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline_core.collector import read_metrics
+from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.lake import summarize_lake
+from pipeline_core.metastore import Metastore
+from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
+from tests.cluster.processes import CollectorProcess
+from tests.support.faults import lake_table, land_and_commit_sealed, wait_until
+from tests.support.pipelines import append, write_config
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+PIPELINE = "web_access"
+HOSTS = ("host-a", "host-b")
+START = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+LEASE_SECONDS = 6.0
+"""Short, so a killed host's lease lapses within seconds; renewed every 2 s, so it is still
+live for at least 4 s after the kill, when the next checkpoint is requested."""
+STARTUP_TIMEOUT = 120.0
+"""Seconds for a collector process to start, take its lease and read its files."""
+SEAL_TIMEOUT = 120.0
+
+
+def host_line(host: str, i: int) -> bytes:
+    """Line ``i`` of ``host``: an nginx line whose path names both, ``/<host>/item/<i>``."""
+    when = (START + timedelta(seconds=i)).strftime("%d/%b/%Y:%H:%M:%S")
+    return (
+        f'10.0.{HOSTS.index(host)}.{i % 250 + 1} - - [{when} +0000] "GET /{host}/item/{i} '
+        f'HTTP/1.1" 200 {100 + i} "-" "sluice-cluster-test/1.0"'
+    ).encode()
+
+
+def host_paths(host: str, numbers: range) -> set[str]:
+    return {f"/{host}/item/{i}" for i in numbers}
+
+
+class Hosts:
+    """The two hosts' configs and folders under one test folder, sharing ``metastore_url``
+    (migrated here), the staging folder and the lake."""
+
+    def __init__(self, root: Path, metastore_url: str) -> None:
+        self.root = root
+        self.configs: dict[str, Path] = {}
+        for host in HOSTS:
+            self.configs[host] = write_config(
+                root / host,
+                metastore_url,
+                name=PIPELINE,
+                pattern=str(root / host / "logs" / "access.log*"),
+                collector={
+                    "host": host,
+                    "lease_seconds": LEASE_SECONDS,
+                    "discovery_interval_s": 0.2,
+                },
+                data_dir=str(root / host / "data"),
+                handoff={"staging_dir": str(root / "shared" / "staging")},
+                lake={"path": str(root / "shared" / "lake")},
+            )
+        # The schema is created once, before several processes open the metastore at once
+        # (docs/deployment.md: migrate before starting them).
+        Metastore.open(metastore_url).close()
+
+    def config(self, host: str) -> PipelineConfig:
+        return load_pipeline_config(self.configs[host])
+
+    def write(self, host: str, numbers: range) -> None:
+        append(self.root / host / "logs" / "access.log", *(host_line(host, i) for i in numbers))
+
+    def collector(self, host: str, attempt: int = 0) -> CollectorProcess:
+        log = self.root / host / f"collector-{attempt}.log"
+        return CollectorProcess(self.configs[host], log)
+
+    def operations(self) -> PipelineOperations:
+        """The facade a DAG run uses (any host's config: they share metastore and lake)."""
+        return PipelineOperations(self.configs[HOSTS[0]])
+
+
+@contextmanager
+def running(*collectors: CollectorProcess) -> Iterator[None]:
+    """Start the collectors; stop every one of them by its PID when the block ends."""
+    with ExitStack() as stack:
+        for collector in collectors:
+            stack.callback(collector.stop)
+            collector.start()
+        yield
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, *collectors: CollectorProcess
+) -> None:
+    """``wait_until``, with the collectors' output in the failure message."""
+    try:
+        wait_until(predicate, timeout, what, poll=0.2)
+    except AssertionError as exc:
+        details = "\n".join(f"--- {c.log_path}:\n{c.output()[-3000:]}" for c in collectors)
+        raise AssertionError(f"{exc}\n{details}") from None
+
+
+def wait_until_read(hosts: Hosts, host: str, lines: int, collector: CollectorProcess) -> None:
+    """Wait until ``host``'s running collector reports ``lines`` lines read and none unread
+    (its metrics file, rewritten every 5 s) with its lease held."""
+    config = hosts.config(host)
+    metastore = Metastore.open(config.metastore_url)
+    try:
+
+        def caught_up() -> bool:
+            assert collector.running(), f"{host}'s collector exited:\n{collector.output()}"
+            metrics = read_metrics(config.data_dir, PIPELINE, max_age=10)
+            return (
+                metrics is not None
+                and metrics["lines_read"] == lines
+                and metrics["unread_bytes"] == 0
+                and metastore.lease_holder(PIPELINE, host) is not None
+            )
+
+        wait_for(caught_up, STARTUP_TIMEOUT, f"{host} to read {lines} lines", collector)
+    finally:
+        metastore.close()
+
+
+def wait_sealed(
+    operations: PipelineOperations, checkpoint_id: int, *collectors: CollectorProcess
+) -> CheckpointInfo:
+    """Wait until every host the checkpoint waits for has sealed its batch."""
+    metastore = operations.open_metastore()
+    try:
+        wait_for(
+            lambda: (
+                operations.checkpoint(checkpoint_id, metastore=metastore).state
+                is CheckpointState.SEALED
+            ),
+            SEAL_TIMEOUT,
+            f"checkpoint {checkpoint_id} to be sealed",
+            *collectors,
+        )
+        return operations.checkpoint(checkpoint_id, metastore=metastore)
+    finally:
+        metastore.close()
+
+
+def lake_paths_by_host(lake: Path) -> dict[str, Counter[str]]:
+    """How often each request path is in the lake, per collector host."""
+    table = lake_table(lake, "access")
+    assert table is not None, "the lake is empty"
+    found: dict[str, Counter[str]] = {}
+    for host, path in zip(
+        table.column("host").to_pylist(), table.column("path").to_pylist(), strict=True
+    ):
+        found.setdefault(host, Counter())[path] += 1
+    return found
+
+
+def rows_by_checkpoint_and_host(lake: Path) -> Counter[tuple[int, str]]:
+    table = lake_table(lake, "access")
+    assert table is not None, "the lake is empty"
+    return Counter(
+        zip(
+            table.column("checkpoint_id").to_pylist(),
+            table.column("host").to_pylist(),
+            strict=True,
+        )
+    )
+
+
+def assert_exactly_once(hosts: Hosts, expected: dict[str, set[str]]) -> None:
+    """The lake holds each expected path of each host once, and nothing else."""
+    config = hosts.config(HOSTS[0])
+    summary = summarize_lake(config)
+    total = sum(len(paths) for paths in expected.values())
+    assert summary.rows == {"access": total}
+    assert summary.distinct_event_ids == total
+    assert summary.rejects == {}
+    found = lake_paths_by_host(config.lake_dir)
+    assert set(found) == set(expected)
+    for host, paths in expected.items():
+        assert set(found[host]) == paths, host
+        assert max(found[host].values()) == 1, f"{host}: duplicated lines in the lake"
+
+
+@pytest.mark.timeout(600)
+def test_a_checkpoint_waits_for_both_hosts_and_lands_both_exactly_once(
+    tmp_path: Path, metastore_url: str, spark: SparkSession
+) -> None:
+    hosts = Hosts(tmp_path, metastore_url)
+    hosts.write("host-a", range(0, 120))
+    hosts.write("host-b", range(0, 80))
+    a, b = hosts.collector("host-a"), hosts.collector("host-b")
+    operations = hosts.operations()
+    with running(a, b):
+        wait_until_read(hosts, "host-a", 120, a)
+        wait_until_read(hosts, "host-b", 80, b)
+
+        requested = operations.request_checkpoint("scheduled__2026-11-22T09:05:00+00:00")
+        assert requested.state is CheckpointState.REQUESTED
+        sealed = wait_sealed(operations, requested.checkpoint_id, a, b)
+        # One batch per host, both in the checkpoint's folder of the shared staging.
+        assert sealed.line_count == 200
+        assert len(sealed.batch_ids) == 2
+        assert sorted(p.name for p in sealed.staging_dir.iterdir()) == list(HOSTS)
+        # A retried DAG task asking again for its run gets the same checkpoint.
+        again = operations.request_checkpoint("scheduled__2026-11-22T09:05:00+00:00")
+        assert again.checkpoint_id == requested.checkpoint_id
+
+        [summary] = land_and_commit_sealed(spark, hosts.configs["host-a"])
+        assert summary["checkpoint_id"] == requested.checkpoint_id
+        assert summary["batches"] == 2
+        assert summary["rows"] == {"access": 200}
+
+    assert not a.running() and not b.running()
+    assert_exactly_once(
+        hosts,
+        {"host-a": host_paths("host-a", range(120)), "host-b": host_paths("host-b", range(80))},
+    )
+    assert rows_by_checkpoint_and_host(hosts.config("host-a").lake_dir) == {
+        (requested.checkpoint_id, "host-a"): 120,
+        (requested.checkpoint_id, "host-b"): 80,
+    }
+    committed = operations.checkpoint(requested.checkpoint_id)
+    assert committed.state is CheckpointState.COMMITTED
+
+
+@pytest.mark.timeout(900)
+def test_a_killed_host_is_excused_and_its_lines_land_after_its_restart(
+    tmp_path: Path, metastore_url: str, spark: SparkSession
+) -> None:
+    hosts = Hosts(tmp_path, metastore_url)
+    hosts.write("host-a", range(0, 100))
+    hosts.write("host-b", range(0, 60))
+    a, b = hosts.collector("host-a"), hosts.collector("host-b")
+    b_again = hosts.collector("host-b", attempt=1)
+    operations = hosts.operations()
+    metastore = Metastore.open(hosts.config("host-a").metastore_url)
+    lake = hosts.config("host-a").lake_dir
+    try:
+        with running(a, b):
+            wait_until_read(hosts, "host-a", 100, a)
+            wait_until_read(hosts, "host-b", 60, b)
+
+            # host-b dies without sealing; its lease is still live when the run asks.
+            b.kill()
+            first = operations.request_checkpoint("scheduled__2026-11-22T09:05:00+00:00")
+            wait_for(
+                lambda: (
+                    [batch.host for batch in metastore.batches(first.checkpoint_id)] == ["host-a"]
+                ),
+                SEAL_TIMEOUT,
+                "host-a to seal its batch",
+                a,
+            )
+            assert operations.checkpoint(first.checkpoint_id).state is CheckpointState.REQUESTED
+
+            # Once host-b's lease lapses, the checkpoint stops waiting for it and is sealed.
+            wait_for(
+                lambda: metastore.lease_holder(PIPELINE, "host-b") is None,
+                LEASE_SECONDS * 3,
+                "host-b's lease to lapse",
+            )
+            assert metastore.excuse_lapsed_hosts(first.checkpoint_id) == ["host-b"]
+            assert metastore.excuse_lapsed_hosts(first.checkpoint_id) == []
+            sealed = operations.checkpoint(first.checkpoint_id)
+            assert sealed.state is CheckpointState.SEALED
+            assert sealed.line_count == 100
+            land_and_commit_sealed(spark, hosts.configs["host-a"])
+            assert_exactly_once(hosts, {"host-a": host_paths("host-a", range(100))})
+
+            # host-b comes back: it resumes from its last sealed offsets (none) and the next
+            # checkpoint holds all its lines, with host-a's new ones.
+            hosts.write("host-a", range(100, 130))
+            hosts.write("host-b", range(60, 75))
+            with running(b_again):
+                wait_until_read(hosts, "host-b", 75, b_again)
+                wait_until_read(hosts, "host-a", 130, a)
+                second = operations.request_checkpoint("scheduled__2026-11-22T09:10:00+00:00")
+                resealed = wait_sealed(operations, second.checkpoint_id, a, b_again)
+                assert resealed.line_count == 30 + 75
+                land_and_commit_sealed(spark, hosts.configs["host-a"])
+    finally:
+        metastore.close()
+
+    assert not a.running() and not b_again.running()
+    assert_exactly_once(
+        hosts,
+        {"host-a": host_paths("host-a", range(130)), "host-b": host_paths("host-b", range(75))},
+    )
+    assert rows_by_checkpoint_and_host(lake) == {
+        (first.checkpoint_id, "host-a"): 100,
+        (second.checkpoint_id, "host-a"): 30,
+        (second.checkpoint_id, "host-b"): 75,
+    }
