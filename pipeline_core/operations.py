@@ -62,6 +62,8 @@ class CheckpointInfo:
     """The counts the Spark landing job reported (empty until committed)."""
     error: str | None = None
     """Why the checkpoint FAILED (``None`` otherwise, or when nobody said)."""
+    hosts: tuple[str, ...] = ()
+    """The hosts whose batches the metastore recorded (the batch folders to land)."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,7 @@ class PipelineOperations:
                 f"checkpoint {checkpoint_id} is {info.state.value}; only sealed checkpoints "
                 "can be landed"
             )
-        return landing_job_spec(self.config, checkpoint_id)
+        return landing_job_spec(self.config, checkpoint_id, info.hosts)
 
     def land(self, checkpoint_id: int) -> CheckpointInfo:
         """Submit the landing job (the provider's SparkSubmitHook, as the DAG does) and commit.
@@ -352,6 +354,7 @@ class PipelineOperations:
             line_count=sum(b.line_count for b in batches),
             byte_count=sum(b.byte_count for b in batches),
             batch_ids=tuple(b.batch_id for b in batches if b.batch_id is not None),
+            hosts=tuple(sorted(b.host for b in batches)),
             requested_at=record.requested_at,
             sealed_at=record.sealed_at,
             committed_at=record.committed_at,

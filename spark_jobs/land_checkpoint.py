@@ -156,12 +156,20 @@ class Checkpoint:
 # ---------------------------------------------------------------------------- manifests
 
 
-def read_checkpoint(checkpoint_dir: str | os.PathLike[str]) -> Checkpoint:
+def read_checkpoint(
+    checkpoint_dir: str | os.PathLike[str], hosts: Sequence[str] | None = None
+) -> Checkpoint:
     """Read and validate the manifests of ``<staging>/<pipeline>/<checkpoint:08d>``.
+
+    ``hosts``: the hosts whose batches the metastore recorded for the checkpoint; only their
+    folders are read (a folder another host left by crashing between its rename and its
+    metastore transaction is not part of the checkpoint: that host reads those lines again).
+    ``None`` reads every batch folder.
 
     Raises:
         ManifestError: the directory is missing or misnamed, a batch has no manifest, a
-            manifest is malformed or names a missing part, or batches disagree on a source.
+            manifest is malformed or names a missing part, batches disagree on a source, or a
+            recorded host's batch folder is missing.
     """
     root = Path(os.path.abspath(checkpoint_dir))
     if not root.is_dir():
@@ -172,6 +180,17 @@ def read_checkpoint(checkpoint_dir: str | os.PathLike[str]) -> Checkpoint:
     sources: dict[str, SourceSpec] = {}
     parts: list[PartFile] = []
     batch_dirs = sorted(entry for entry in root.iterdir() if entry.is_dir())
+    if hosts is not None:
+        missing = sorted(set(hosts) - {entry.name for entry in batch_dirs})
+        if missing:
+            raise ManifestError(f"recorded batches missing under {root}: {', '.join(missing)}")
+        unrecorded = [entry.name for entry in batch_dirs if entry.name not in set(hosts)]
+        if unrecorded:
+            print(
+                f"skipping batch folders the metastore did not record: {', '.join(unrecorded)}",
+                file=sys.stderr,
+            )
+        batch_dirs = [entry for entry in batch_dirs if entry.name in set(hosts)]
     for batch_dir in batch_dirs:
         batch_sources, batch_parts = _read_batch(batch_dir, checkpoint_id)
         for name, spec in batch_sources.items():
@@ -429,9 +448,15 @@ def write_summary(lake: Path, summary: Mapping[str, Any]) -> Path:
 
 
 def land(
-    spark: SparkSession, checkpoint_dir: str | os.PathLike[str], lake: str | os.PathLike[str]
+    spark: SparkSession,
+    checkpoint_dir: str | os.PathLike[str],
+    lake: str | os.PathLike[str],
+    hosts: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Land one sealed checkpoint into ``lake`` and return its summary.
+
+    ``hosts``: only the batches of these hosts (those the metastore recorded; see
+    ``read_checkpoint``).
 
     Returns:
         ``{"checkpoint_id", "rows": {source: n}, "rejects": {reason: n}, "input_lines",
@@ -442,7 +467,7 @@ def land(
         PartRowCountError: a part's row count differs from its manifest.
         LandingCountError: the lake holds a different number of lines than were staged.
     """
-    checkpoint = read_checkpoint(checkpoint_dir)
+    checkpoint = read_checkpoint(checkpoint_dir, hosts)
     checkpoint_id = checkpoint.checkpoint_id
     lake_root = Path(os.path.abspath(lake))
     for key, value in LAKE_SQL_CONF.items():
@@ -506,6 +531,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--lake", required=True, help="the lake root")
     parser.add_argument(
+        "--hosts",
+        default=None,
+        help="comma-separated hosts whose batches the metastore recorded (default: every "
+        "batch folder)",
+    )
+    parser.add_argument(
         "--shuffle-partitions",
         type=int,
         default=None,
@@ -546,7 +577,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     name = Path(os.path.abspath(args.checkpoint_dir))
     spark = build_session(f"sluice-land-{name.parent.name}-{name.name}", args.shuffle_partitions)
     try:
-        summary = land(spark, args.checkpoint_dir, args.lake)
+        hosts = [h for h in args.hosts.split(",") if h] if args.hosts is not None else None
+        summary = land(spark, args.checkpoint_dir, args.lake, hosts)
     finally:
         spark.stop()
     print(json.dumps(summary), flush=True)

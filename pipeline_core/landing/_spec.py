@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,12 @@ class SparkJobSpec:
     py_files: str | None
 
 
-def landing_job_spec(config: PipelineConfig, checkpoint_id: int) -> SparkJobSpec:
+def landing_job_spec(
+    config: PipelineConfig, checkpoint_id: int, hosts: Sequence[str] | None = None
+) -> SparkJobSpec:
+    """``hosts``: the hosts whose batches the metastore recorded for the checkpoint; the job
+    lands only those folders."""
+    host_args = ["--hosts", ",".join(sorted(hosts))] if hosts is not None else []
     return SparkJobSpec(
         application=str(LANDING_APPLICATION),
         application_args=[
@@ -39,6 +45,7 @@ def landing_job_spec(config: PipelineConfig, checkpoint_id: int) -> SparkJobSpec
             str(checkpoint_dir(config.staging_dir, config.name, checkpoint_id)),
             "--lake",
             str(config.lake_dir),
+            *host_args,
         ],
         name=f"sluice-land-{config.name}-{checkpoint_id}",
         conf={

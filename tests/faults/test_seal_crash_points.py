@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline_core.config import load_pipeline_config
-from pipeline_core.errors import CheckpointError, LandingError
+from pipeline_core.errors import CheckpointError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.sinks import checkpoint_dir
@@ -103,21 +103,6 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(
-    strict=True,
-    raises=LandingError,
-    reason=(
-        "land_checkpoint lands every <N>/<host> folder that has a manifest, including a batch "
-        "the metastore never recorded: host web-2 crashed after renaming its batch of "
-        "checkpoint N into place; N then completed without it (no collector was live when N "
-        "was requested, so web-1's batch sealed it; the same happens when web-2's lapsed lease "
-        "is excused). Landing N lands web-2's orphan rows too, the commit refuses (rows != "
-        "the recorded line count) so N never commits, and web-2 reads the same lines again "
-        "into its next checkpoint. Suggested: land only the batches the metastore recorded "
-        "(the landing spec passes their hosts, or checksums, from Metastore.batches(N), and "
-        "land_checkpoint skips any other host folder)"
-    ),
-)
 def test_a_batch_folder_left_by_another_hosts_crash_is_not_landed(
     tmp_path: Path, metastore_url: str, spark: SparkSession, fault_seed: FaultSeed
 ) -> None:

@@ -174,6 +174,8 @@ def test_should_point_the_landing_job_at_the_checkpoint_and_the_lake(
         str(info.staging_dir),
         "--lake",
         str(operations.config.lake_dir),
+        "--hosts",
+        operations.config.collector.host,
     ]
     assert info.staging_dir.is_dir()
     assert spec.name == f"sluice-land-web_access-{info.checkpoint_id}"

@@ -488,7 +488,7 @@ def land_and_commit_sealed(spark: Any, config_path: Path) -> list[dict[str, Any]
     operations = PipelineOperations(config_path)
     summaries = []
     for info in operations.pending_landings():
-        summaries.append(land(spark, info.staging_dir, operations.config.lake_dir))
+        summaries.append(land(spark, info.staging_dir, operations.config.lake_dir, info.hosts))
         operations.commit(info.checkpoint_id)
     return summaries
 

@@ -4,7 +4,13 @@
 ``scripts/airflow-env.sh``, the project's DAGs and plugins folders, a pipelines folder of its
 own), migrates its database, starts ``airflow api-server`` on a free loopback port with the
 simple auth manager and one admin user, and stops the server (its whole process group, by the
-PID it started) when the test ends.
+PID it started) when the test ends. :func:`running_airflow_site` does the same as a context
+manager, with extra Airflow settings and, if asked, the other components (``airflow
+scheduler``, ``dag-processor``, ``triggerer``), each in its own process group, stopped the
+same way.
+:func:`leftover_processes` finds any process still running with the site's ``AIRFLOW_HOME``
+(every process the site started, and their children, inherit it), so a test can assert that
+none is left behind. :class:`RestClient` calls the site's REST API as its admin user.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +38,8 @@ from tests.support.airflow_env import airflow_env
 
 STARTUP_SECONDS = 180.0
 STOP_SECONDS = 30.0
+COMPONENTS = ("scheduler", "dag-processor", "triggerer")
+"""The Airflow components besides the api-server that scheduled runs need."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +94,31 @@ def http_status(url: str, headers: dict[str, str] | None = None) -> int:
 
 @pytest.fixture
 def airflow_site(tmp_path: Path) -> Iterator[AirflowSite]:
-    home = tmp_path / "airflow"
-    pipelines = tmp_path / "pipelines"
+    with running_airflow_site(tmp_path) as site:
+        yield site
+
+
+@contextlib.contextmanager
+def running_airflow_site(
+    tmp_path: Path,
+    settings: Mapping[str, str] | None = None,
+    components: tuple[str, ...] = (),
+) -> Iterator[AirflowSite]:
+    """A migrated Airflow home under ``tmp_path``, its api-server and ``components``.
+
+    The api-server and each of ``components`` (``airflow <name>``, e.g. :data:`COMPONENTS`)
+    start together once the database is migrated, each in its own process group, logging to
+    ``<name>.log`` in ``tmp_path``; the site is yielded once the api-server answers and its
+    health endpoint reports every component healthy (each has written a heartbeat). On exit
+    each group is stopped by the PID it was started with: the components first, in order (the
+    scheduler stops handing out tasks before the others go), the api-server last.
+
+    :param settings: environment variables laid over the site's (``AIRFLOW__...``,
+        ``AIRFLOW_CONN_...``); they reach every command and component the site runs.
+    :param components: Airflow components to run besides the api-server.
+    """
+    home = site_home(tmp_path)
+    pipelines = site_pipelines(tmp_path)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     password = secrets.token_urlsafe(12)
@@ -101,23 +134,146 @@ def airflow_site(tmp_path: Path) -> Iterator[AirflowSite]:
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
     }
+    env |= dict(settings or {})
     site = AirflowSite(url, home, pipelines, env, "admin", password, tmp_path / "api-server.log")
     site.airflow("db", "migrate")
-    command = [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--workers", "1"]
-    with open(site.log, "wb") as log:
-        server = subprocess.Popen(
-            command,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the workers stop with it
-        )
+    started: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        _wait_until_healthy(site, server)
+        started["api-server"] = _start(
+            site, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"
+        )
+        for name in components:
+            started[name] = _start(site, name)
+        _wait_until_healthy(site, started["api-server"])
+        _wait_until_components_healthy(site, {name: started[name] for name in components})
         yield site
     finally:
-        _stop(server)
+        for name in (*components, "api-server"):
+            if name in started:
+                _stop(started[name])
+
+
+def component_log(site: AirflowSite, name: str) -> Path:
+    """Where :func:`running_airflow_site` writes the output of ``airflow <name>``."""
+    return site.log.with_name(f"{name}.log")
+
+
+def _start(site: AirflowSite, name: str, *args: str) -> subprocess.Popen[bytes]:
+    """``airflow <name> <args>`` in a process group of its own (its PID is the group id)."""
+    with open(component_log(site, name), "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "airflow", name, *args],
+            env=site.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _wait_until_components_healthy(
+    site: AirflowSite, started: Mapping[str, subprocess.Popen[bytes]]
+) -> None:
+    keys = [name.replace("-", "_") for name in started]
+    deadline = time.monotonic() + STARTUP_SECONDS
+    health: dict[str, Any] = {}
+    while started and time.monotonic() < deadline:
+        for name, process in started.items():
+            if process.poll() is not None:
+                log = component_log(site, name)
+                pytest.fail(f"airflow {name} exited ({process.returncode}):\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{site.url}/api/v2/monitor/health", timeout=10) as r:
+                health = json.load(r)
+        except OSError:
+            health = {}
+        if all((health.get(key) or {}).get("status") == "healthy" for key in keys):
+            return
+        time.sleep(1)
+    if started:
+        pytest.fail(f"not every component was healthy within {STARTUP_SECONDS:.0f} s: {health}")
+
+
+@dataclass
+class RestClient:
+    """The site's REST API (``/api/v2``) as its admin user, with a token from ``/auth/token``."""
+
+    site: AirflowSite
+    _token: str | None = field(default=None, repr=False)
+
+    def get(self, path: str, **query: str | int) -> Any:
+        """``GET /api/v2/<path>?<query>``: the JSON answer; fails the test on an error."""
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return self.request("GET", f"{path}{suffix}")
+
+    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        url = f"{self.site.url}/api/v2/{path.lstrip('/')}"
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token()}", "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as exc:
+            pytest.fail(f"{method} {url}: {exc.code} {exc.read().decode(errors='replace')}")
+
+    def token(self) -> str:
+        if self._token is None:
+            body = json.dumps({"username": self.site.username, "password": self.site.password})
+            request = urllib.request.Request(
+                f"{self.site.url}/auth/token",
+                data=body.encode(),
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                self._token = str(json.load(response)["access_token"])
+        return self._token
+
+
+def leftover_processes(home: Path) -> dict[int, str]:
+    """Running processes whose environment has ``AIRFLOW_HOME=<home>``: pid -> command line.
+
+    Every process a site starts (the api-server, the components, their workers, the task
+    processes and what those start, such as spark-submit's JVM) inherits the site's
+    ``AIRFLOW_HOME``, even one that left its parent's process group; other processes cannot
+    have it, the home being a fresh temporary folder.
+    """
+    marker = f"AIRFLOW_HOME={home.resolve()}".encode()
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            status = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if status and status[0] == "Z":  # a zombie: dead, waiting for its parent to reap it
+            continue
+        found[int(entry.name)] = command.strip()
+    return found
+
+
+def kill_leftovers(home: Path) -> dict[int, str]:
+    """Kill (by PID) every process :func:`leftover_processes` finds; return what it found."""
+    found = leftover_processes(home)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return found
+
+
+def site_home(tmp_path: Path) -> Path:
+    """The Airflow home :func:`running_airflow_site` makes under ``tmp_path``."""
+    return tmp_path / "airflow"
+
+
+def site_pipelines(tmp_path: Path) -> Path:
+    """The site's ``SLUICE_PIPELINES_DIR``: configs written there before the site starts are
+    in the DAG processor's first parse."""
+    return tmp_path / "pipelines"
 
 
 def _wait_until_healthy(site: AirflowSite, server: subprocess.Popen[bytes]) -> None:

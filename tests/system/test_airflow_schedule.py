@@ -1,0 +1,219 @@
+"""Scheduled runs and a backfill through a real Airflow: every line lands once (issue 7).
+
+A real Airflow runs on loopback with all its components (api-server, scheduler with the
+LocalExecutor, DAG processor, triggerer) on a throw-away home with a SQLite metadata database
+(the set-up of ``scripts/airflow-env.sh``) and the repository's DAGs and plugins. Its pipelines
+folder holds one pipeline, ``web_access``, scheduled every minute on sample nginx logs (with
+malformed lines and a rotation), landed by Spark in ``local[1]``.
+
+1. ``airflow dags unpause``: the scheduler makes the first run at once (the DAG does not catch
+   up, so the run covers the last whole minute) and the next one when that minute has passed.
+   More lines are written once the first run has collected, so the second run lands new ones.
+2. ``airflow backfill create --reprocess-behavior completed`` over the first run's interval:
+   the scheduler runs that interval again as a backfill run, which lands the first run's
+   checkpoint again and collects nothing.
+3. Every process is stopped (by the process group each was started in) and none may be
+   left: no process may still carry the site's ``AIRFLOW_HOME``.
+4. The lake (``summarize_lake``) holds one row per well-formed line written, each event id
+   once, and one reject per malformed line.
+
+Scheduled runs after the second one (the minute keeps ticking during the backfill) collect
+nothing new: those done when the backfill is must have landed nothing, the others are stopped
+with the scheduler (an empty checkpoint cut short adds no row).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from pipeline_core.config import load_pipeline_config
+from pipeline_core.lake import summarize_lake
+from pipeline_core.testing import SampleWrite, append_sample_access_logs
+from tests.support.pipelines import write_config
+from tests.system.airflow_site import (
+    COMPONENTS,
+    AirflowSite,
+    RestClient,
+    component_log,
+    kill_leftovers,
+    running_airflow_site,
+    site_home,
+    site_pipelines,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.system]
+
+DAG_ID = "sluice_web_access"
+CRON = "* * * * *"
+SETTINGS = {
+    # Paused until the test unpauses it, so the first run starts when the logs are ready.
+    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+    "AIRFLOW__CORE__PARALLELISM": "2",
+    "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
+    "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+}
+WAIT_SECONDS = 240.0
+POLL_SECONDS = 2.0
+
+T = TypeVar("T")
+
+
+@pytest.mark.timeout(600)
+def test_scheduled_runs_and_a_backfill_land_every_line_once(tmp_path: Path) -> None:
+    pipelines = site_pipelines(tmp_path)
+    config = write_config(pipelines, f"sqlite:///{tmp_path / 'sluice.db'}", schedule=CRON)
+    logs = pipelines / "logs"
+    writes = [append_sample_access_logs(logs, lines=200, malformed=3, seed=7)]
+    try:
+        with running_airflow_site(tmp_path, SETTINGS, COMPONENTS) as site:
+            writes.append(run_the_schedule_and_a_backfill(site, logs))
+    finally:
+        leftovers = kill_leftovers(site_home(tmp_path))
+    assert not leftovers, f"processes left running (now killed): {leftovers}"
+
+    summary = summarize_lake(load_pipeline_config(config))
+    malformed = sum(write.malformed for write in writes)
+    assert summary.rows == {"access": sum(write.lines for write in writes) - malformed}
+    assert summary.distinct_event_ids == summary.rows["access"], "duplicate event ids"
+    assert sum(summary.rejects.values()) == malformed
+
+
+def run_the_schedule_and_a_backfill(site: AirflowSite, logs: Path) -> SampleWrite:
+    """Two scheduled runs with new lines between them, then a backfill of the first one.
+
+    Returns what was written between the runs; checks what each run committed.
+    """
+    api = RestClient(site)
+    wait_until(site, "the DAG is parsed", lambda: dag_parsed(api))
+    site.airflow("dags", "unpause", DAG_ID)
+
+    # Run 1 collects the lines written so far; lines written after its request task end up
+    # in run 2 (max_active_runs=1 keeps run 2 queued until run 1 is done).
+    first = wait_until(site, "a scheduled run collected", lambda: collected_run(api))
+    second_write = append_sample_access_logs(logs, lines=150, malformed=5, seed=8)
+    wait_until(site, f"run {first['dag_run_id']} succeeded", lambda: succeeded(api, first))
+    second = wait_until(site, "a second scheduled run succeeded", lambda: next_run(api, first))
+
+    landed = [committed(api, first), committed(api, second)]
+    assert [item["checkpoint_ids"] for item in landed] == [[1], [2]]
+    assert landed[1]["lines"] == second_write.lines
+    assert landed[1]["rejects"] == second_write.malformed
+    for item in landed:
+        assert item["rows"] + item["rejects"] == item["lines"]
+
+    # The backfill turns run 1 into a backfill run (same run id) and runs it again.
+    interval_start = first["logical_date"]
+    output = site.airflow(
+        "backfill",
+        "create",
+        "--dag-id",
+        DAG_ID,
+        "--from-date",
+        interval_start,
+        "--to-date",
+        interval_start,
+        "--reprocess-behavior",
+        "completed",
+    )
+    wait_until(site, f"the backfill completed ({output.strip()[-300:]})", lambda: backfilled(api))
+    rerun = wait_until(site, "the backfill run succeeded", lambda: succeeded(api, first))
+    assert rerun["run_type"] == "backfill"
+    relanded = committed(api, first)
+    assert relanded["checkpoint_ids"] == [1]
+    assert (relanded["rows"], relanded["rejects"]) == (landed[0]["rows"], landed[0]["rejects"])
+
+    # Scheduled runs kept coming every minute (each requests and seals a checkpoint of its
+    # own): the ones done by now landed nothing; the others stop with the scheduler.
+    ours = (first["dag_run_id"], second["dag_run_id"])
+    for run in dag_runs(api):
+        if run["dag_run_id"] not in ours and run["state"] == "success":
+            assert committed(api, run)["lines"] == 0, run
+    return second_write
+
+
+# -- what the REST API says ----------------------------------------------------------------
+
+
+def dag_parsed(api: RestClient) -> bool | None:
+    dags = api.get("dags", dag_id_pattern=DAG_ID)["dags"]
+    return True if any(dag["dag_id"] == DAG_ID for dag in dags) else None
+
+
+def dag_runs(api: RestClient) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = api.get(f"dags/{DAG_ID}/dagRuns", limit=100)["dag_runs"]
+    failed = [run for run in runs if run["state"] == "failed"]
+    if failed:
+        pytest.fail(f"run {failed[0]['dag_run_id']} failed: {task_states(api, failed[0])}")
+    return sorted(runs, key=lambda run: run["logical_date"])
+
+
+def task_states(api: RestClient, run: dict[str, Any]) -> dict[str, str | None]:
+    path = f"dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances"
+    instances = api.get(path)["task_instances"]
+    return {ti["task_id"]: ti["state"] for ti in instances}
+
+
+def collected_run(api: RestClient) -> dict[str, Any] | None:
+    """The first scheduled run, once its request task (which collects) has succeeded."""
+    scheduled = [run for run in dag_runs(api) if run["run_type"] == "scheduled"]
+    if scheduled and task_states(api, scheduled[0]).get("request_checkpoint") == "success":
+        return scheduled[0]
+    return None
+
+
+def succeeded(api: RestClient, run: dict[str, Any]) -> dict[str, Any] | None:
+    current: dict[str, Any] = api.get(f"dags/{DAG_ID}/dagRuns/{run['dag_run_id']}")
+    if current["state"] == "failed":
+        pytest.fail(f"run {run['dag_run_id']} failed: {task_states(api, run)}")
+    return current if current["state"] == "success" else None
+
+
+def next_run(api: RestClient, first: dict[str, Any]) -> dict[str, Any] | None:
+    """The scheduled run after ``first``, once it has succeeded."""
+    later = [
+        run
+        for run in dag_runs(api)
+        if run["run_type"] == "scheduled" and run["logical_date"] > first["logical_date"]
+    ]
+    return later[0] if later and later[0]["state"] == "success" else None
+
+
+def backfilled(api: RestClient) -> bool | None:
+    backfills = api.get("backfills", dag_id=DAG_ID)["backfills"]
+    return True if backfills and all(b["completed_at"] for b in backfills) else None
+
+
+def committed(api: RestClient, run: dict[str, Any]) -> dict[str, Any]:
+    """What the run's commit task returned: checkpoint ids, lines, rows, rejects."""
+    path = f"dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances/commit/xcomEntries"
+    value = api.get(f"{path}/return_value")["value"]
+    landed: dict[str, Any] = json.loads(value) if isinstance(value, str) else value
+    return landed
+
+
+# -- waiting -------------------------------------------------------------------------------
+
+
+def wait_until(site: AirflowSite, what: str, probe: Callable[[], T | None]) -> T:
+    """Poll ``probe`` until it returns something; fail with the scheduler's log after a while."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = probe()
+        if found is not None:
+            return found
+        time.sleep(POLL_SECONDS)
+    pytest.fail(f"waited {WAIT_SECONDS:.0f} s for: {what}\n{tail(site)}")
+
+
+def tail(site: AirflowSite, lines: int = 40) -> str:
+    log = component_log(site, "scheduler")
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {log})"
