@@ -6,7 +6,10 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import tenacity
+
 from pipeline_core.collector._sink_group import BarrierPassed
+from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import (
     AckerTreeRecord,
     BatchRecord,
@@ -133,8 +136,10 @@ class CheckpointCoordinator:
                 ByteRange(r.fingerprint, r.start, r.end, r.lines) for r in pending.barrier.ranges
             ),
         )
-        batch_id = self._metastore.seal(
-            self._pipeline, batch, pending.files, self._host, acker_trees
+        batch_id = _retrying_outages(
+            lambda: self._metastore.seal(
+                self._pipeline, batch, pending.files, self._host, acker_trees
+            )
         )
         offsets = {f.fingerprint: f.sealed_offset for f in pending.files}
         for tracked in watcher.files:
@@ -156,3 +161,27 @@ class CheckpointCoordinator:
             result.staging_path,
         )
         return result
+
+
+SEAL_RETRY_SECONDS = 120.0
+"""How long a seal is retried while the metastore is unreachable before the collector stops."""
+
+
+def _retrying_outages(seal: Callable[[], int]) -> int:
+    """Run ``seal``, retrying it (jittered exponential waits up to 5 s, for at most
+    ``SEAL_RETRY_SECONDS``) while the metastore cannot be reached; a seal is idempotent per
+    (checkpoint, host), so a transaction that committed before its answer was lost is not
+    recorded twice. Other errors (``CheckpointError``) are not retried."""
+    for attempt in tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(MetastoreError),
+        wait=tenacity.wait_random_exponential(multiplier=0.2, max=5.0),
+        stop=tenacity.stop_after_delay(SEAL_RETRY_SECONDS),
+        before_sleep=lambda state: log.warning(
+            "sealing: the metastore is unreachable (%s); retrying",
+            state.outcome.exception() if state.outcome else "?",
+        ),
+        reraise=True,
+    ):
+        with attempt:
+            return seal()
+    raise AssertionError("unreachable")

@@ -234,6 +234,15 @@ class Metastore:
             state = connection.execute(
                 sa.select(t.checkpoints.c.state).where(t.checkpoints.c.id == batch.checkpoint_id)
             ).scalar_one_or_none()
+            recorded = connection.execute(
+                sa.select(t.batches.c.id).where(
+                    t.batches.c.checkpoint_id == batch.checkpoint_id,
+                    t.batches.c.host == host,
+                    t.batches.c.checksum == batch.checksum,
+                )
+            ).scalar_one_or_none()
+            if recorded is not None and state != CheckpointState.COMMITTED.value:
+                return int(recorded)  # a retry of a seal whose commit succeeded: idempotent
             if state != CheckpointState.REQUESTED.value:
                 raise CheckpointError(
                     f"checkpoint {batch.checkpoint_id} is {state}, not requested: not sealing"

@@ -85,15 +85,6 @@ def test_a_collector_waits_out_a_write_lock_held_while_it_seals(
 @pytest.mark.skipif(
     postgres_url() is None, reason="PostgreSQL pass only (SLUICE_TEST_POSTGRES_URL)"
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a metastore error during a seal ends the collector: Metastore.seal raises "
-        "MetastoreError on the mailbox thread (CheckpointCoordinator._record, called from "
-        "Collector._on_barrier_passed), which reports it and stops the run "
-        "(ReportedThrowableError) instead of retrying the transaction once the database is back"
-    ),
-)
 def test_a_collector_rides_out_its_postgres_database_refusing_connections_while_it_seals(
     tmp_path: Path,
     metastore_url: str,

@@ -520,3 +520,13 @@ def test_should_stop_waiting_for_a_host_whose_lease_lapsed(metastore: Metastore)
     assert metastore.excuse_lapsed_hosts(checkpoint_id) == ["host-b"]
     assert metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
     assert metastore.unsealed_for_host(PIPELINE, "host-b") == []
+
+
+def test_should_take_a_retried_seal_of_the_same_batch_as_done(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    first = metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+
+    again = metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+
+    assert again == first
+    assert len(metastore.batches(checkpoint_id)) == 1
