@@ -6,8 +6,11 @@ provider's ``SparkSubmitHook``) both submit exactly this spec.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sys
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +58,29 @@ def landing_job_spec(
             "spark.ui.showConsoleProgress": "false",
         },
         env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
-        py_files=None,
+        py_files=str(spark_jobs_archive(config.data_dir / "spark")),
     )
+
+
+def spark_jobs_archive(folder: Path) -> Path:
+    """A zip of the ``spark_jobs`` package for ``--py-files``: executors on other machines
+    import ``spark_jobs.staging`` (chunks are split into lines there). Named by the hash of its
+    content, so it is written once per version of the job."""
+    package = LANDING_APPLICATION.parent
+    sources = sorted(package.glob("*.py"))
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    archive = folder / f"spark_jobs-{digest.hexdigest()[:16]}.zip"
+    if not archive.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = archive.with_suffix(".tmp")
+        with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for source in sources:
+                zipped.write(source, f"spark_jobs/{source.name}")
+        os.replace(temporary, archive)
+    return archive
 
 
 def landing_summary_path(config: PipelineConfig, checkpoint_id: int) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,9 @@ def test_should_point_the_landing_job_at_the_checkpoint_and_the_lake(
     assert spec.name == f"sluice-land-web_access-{info.checkpoint_id}"
     assert spec.conf["spark.sql.sources.partitionOverwriteMode"] == "dynamic"
     assert spec.conf["spark.sql.session.timeZone"] == "UTC"
+    assert spec.py_files is not None
+    with zipfile.ZipFile(spec.py_files) as archive:
+        assert {"spark_jobs/land_checkpoint.py", "spark_jobs/staging.py"} <= set(archive.namelist())
 
 
 def test_should_refuse_to_commit_without_a_landing_summary(
