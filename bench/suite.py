@@ -1,0 +1,164 @@
+"""The benchmark suite of issue 8: Sluice against the machine's limit and against the tools
+users would pick instead, in one run, one table.
+
+    .venv/bin/python -m bench.suite [--quick] [--only CASE ...] [--runs N]
+        [--tail-seconds S] [--huge] [--no-profile] [--no-spark-submit]
+
+Cases (``--only`` takes the numbers or the names):
+
+====  ===========  ===================================================================
+ 1    throughput   collector files -> sealed batches vs ``cp`` + sync
+ 2    pygtail      collector vs pygtail reading the same file into Parquet
+ 3    lake         files -> lake Parquet: collector + landing job vs Structured Streaming
+ 4    tailing      CPU of ``sluice collect`` tailing a file appended at 10 MB/s
+ 5    checkpoint   checkpoint request -> sealed, while the collector reads at full speed
+ 6    memory       collector peak RSS for 1 GiB, 10 GiB (``--huge``), 1,000 files
+ 7    acker        acker tree operations/s; metastore transactions per checkpoint
+====  ===========  ===================================================================
+
+Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
+min-max and the ratios against the baselines measured in the same run, and the same figures
+go to ``bench/results/suite-<time>.json`` (and ``suite-latest.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import shutil
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from bench import common
+from bench.cases import (
+    acker_metastore,
+    checkpoint_latency,
+    lake,
+    memory,
+    pygtail_peer,
+    tailing,
+    throughput,
+)
+from bench.common import Context, Row
+
+CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
+    "1": ("throughput", throughput.run),
+    "2": ("pygtail", pygtail_peer.run),
+    "3": ("lake", lake.run),
+    "4": ("tailing", tailing.run),
+    "5": ("checkpoint", checkpoint_latency.run),
+    "6": ("memory", memory.run),
+    "7": ("acker", acker_metastore.run),
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench.suite", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--only", nargs="+", metavar="CASE", help="cases to run, by number or name")
+    parser.add_argument("--runs", type=int, help="runs per case (default 3, quick 2)")
+    parser.add_argument(
+        "--tail-seconds", type=float, help="case 4: how long the writer appends (default 60)"
+    )
+    parser.add_argument(
+        "--huge", action="store_true", help="case 6: also the 10 GiB input (made on first use)"
+    )
+    parser.add_argument("--no-profile", action="store_true", help="case 1: skip py-spy")
+    parser.add_argument(
+        "--no-spark-submit",
+        action="store_true",
+        help="case 3: skip timing the landing job through spark-submit",
+    )
+    return parser.parse_args(argv)
+
+
+def selected(only: list[str] | None) -> list[str]:
+    if not only:
+        return list(CASES)
+    by_name = {name: number for number, (name, _) in CASES.items()}
+    chosen = []
+    for item in only:
+        number = item if item in CASES else by_name.get(item)
+        if number is None:
+            raise SystemExit(f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-7")
+        chosen.append(number)
+    return sorted(set(chosen))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    sizes = common.QUICK if args.quick else common.FULL
+    if args.runs:
+        sizes = dataclasses.replace(sizes, runs=args.runs)
+    if args.tail_seconds:
+        sizes = dataclasses.replace(sizes, tail_seconds=args.tail_seconds)
+    scratch = common.DATA / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    ctx = Context(
+        sizes=sizes,
+        quick=args.quick,
+        scratch=scratch,
+        profile=not args.no_profile,
+        huge=args.huge,
+        spark_submit=not args.no_spark_submit,
+    )
+    meta: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "sizes": dataclasses.asdict(sizes),
+        "machine_at_start": common.machine(),
+        "code": common.code_version(),
+    }
+    rows: list[Row] = []
+    failed: list[str] = []
+    started = time.monotonic()
+    try:
+        for number in selected(args.only):
+            name, case = CASES[number]
+            print(f"== case {number} ({name})", file=sys.stderr, flush=True)
+            case_started = time.monotonic()
+            try:
+                rows += case(ctx)
+            except Exception:
+                failed.append(number)
+                traceback.print_exc()
+            print(f"   {time.monotonic() - case_started:.0f} s", file=sys.stderr, flush=True)
+    finally:
+        ctx.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    meta["machine_at_end"] = common.machine()
+    meta["seconds"] = time.monotonic() - started
+    meta["failed_cases"] = failed
+    path = common.write_results(rows, meta)
+    loads = meta["machine_at_start"]["load_average"][0], meta["machine_at_end"]["load_average"][0]
+    print()
+    print(
+        f"Sluice benchmark suite ({meta['mode']}, {sizes.runs} runs per case, "
+        f"{meta['machine_at_start']['cpus']} cores, load average {loads[0]:.1f} at start and "
+        f"{loads[1]:.1f} at end; medians [min-max]; ratios are run by run)"
+    )
+    code = meta["code"]
+    if code["commit"]:
+        changed = (
+            f", with uncommitted {', '.join(code['uncommitted'])}" if code["uncommitted"] else ""
+        )
+        print(f"code: {code['commit']}{changed}")
+    print(common.format_table(rows))
+    print(f"\nresults: {path.relative_to(common.ROOT)}  ({meta['seconds'] / 60:.1f} min)")
+    if failed:
+        print(f"FAILED cases: {', '.join(failed)} (tracebacks above)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
