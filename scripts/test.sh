@@ -10,12 +10,12 @@ ruff check .
 ruff format --check .
 echo "== mypy"
 mypy
-echo "== browser for the system tests"
+echo "== browser and PostgreSQL for the system tests"
 bash scripts/browser.sh install
+bash scripts/postgres.sh install
 echo "== pytest (metastore: SQLite)"
 pytest "$@"
 echo "== pytest (metastore: PostgreSQL)"
-bash scripts/postgres.sh install
 SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
 export SLUICE_TEST_POSTGRES_URL
 trap 'bash scripts/postgres.sh stop' EXIT

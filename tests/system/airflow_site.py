@@ -1,4 +1,4 @@
-"""A real Airflow api-server on loopback for the system tests, with a user who can sign in.
+"""A real Airflow on loopback for the system tests, with a user who can sign in.
 
 :func:`airflow_site` prepares a throw-away Airflow home (the variables of
 ``scripts/airflow-env.sh``, the project's DAGs and plugins folders, a pipelines folder of its
@@ -8,9 +8,12 @@ PID it started) when the test ends. :func:`running_airflow_site` does the same a
 manager, with extra Airflow settings and, if asked, the other components (``airflow
 scheduler``, ``dag-processor``, ``triggerer``), each in its own process group, stopped the
 same way.
-:func:`leftover_processes` finds any process still running with the site's ``AIRFLOW_HOME``
-(every process the site started, and their children, inherit it), so a test can assert that
-none is left behind. :class:`RestClient` calls the site's REST API as its admin user.
+
+:func:`airflow_postgres_database` gives a site a PostgreSQL metadata database instead of
+SQLite, for sites where several components write at once. :class:`RestClient` calls a site's
+REST API as its admin user. :func:`leftover_processes` finds any process still running with a
+site's ``AIRFLOW_HOME`` (every process the site started, and their children, inherit it), so a
+test can assert that none is left behind.
 """
 
 from __future__ import annotations
@@ -27,19 +30,23 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-from tests.support.airflow_env import airflow_env
+from tests.support.airflow_env import REPO_ROOT, airflow_env
+from tests.support.postgres import postgres_url
 
 STARTUP_SECONDS = 180.0
 STOP_SECONDS = 30.0
 COMPONENTS = ("scheduler", "dag-processor", "triggerer")
 """The Airflow components besides the api-server that scheduled runs need."""
+POSTGRES_SCRIPT = REPO_ROOT / "scripts" / "postgres.sh"
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,8 @@ def running_airflow_site(
     start together once the database is migrated, each in its own process group, logging to
     ``<name>.log`` in ``tmp_path``; the site is yielded once the api-server answers and its
     health endpoint reports every component healthy (each has written a heartbeat). On exit
-    each group is stopped by the PID it was started with: the components first, in order (the
-    scheduler stops handing out tasks before the others go), the api-server last.
+    every group is stopped by the PID it was started with (SIGTERM, then SIGKILL for what is
+    left after :data:`STOP_SECONDS`): the components together, then the api-server.
 
     :param settings: environment variables laid over the site's (``AIRFLOW__...``,
         ``AIRFLOW_CONN_...``); they reach every command and component the site runs.
@@ -148,9 +155,62 @@ def running_airflow_site(
         _wait_until_components_healthy(site, {name: started[name] for name in components})
         yield site
     finally:
-        for name in (*components, "api-server"):
-            if name in started:
-                _stop(started[name])
+        # The components first: a task they stop still reports its end to the api-server.
+        _stop_all([process for name, process in started.items() if name != "api-server"])
+        _stop_all([process for name, process in started.items() if name == "api-server"])
+
+
+@contextlib.contextmanager
+def airflow_postgres_database() -> Iterator[dict[str, str]]:
+    """Settings for :func:`running_airflow_site` that put Airflow's metadata in PostgreSQL.
+
+    A database of its own (dropped on exit) on the suite's PostgreSQL server: the one of
+    ``SLUICE_TEST_POSTGRES_URL`` when set, else the one ``scripts/postgres.sh`` runs, started
+    if it is not running (and then stopped on exit). SQLite serves one writer at a time: with
+    a scheduler, an api-server, a DAG processor, a triggerer and CLI commands writing at once,
+    a command can fail with "database is locked". Skips the test when no server can be
+    started (``scripts/postgres.sh install`` installs one).
+    """
+    server = postgres_url()
+    started = False
+    if server is None:
+        if _postgres("status").returncode == 0:
+            server = _postgres("url").stdout.strip()
+        else:
+            start = _postgres("start")
+            if start.returncode != 0:
+                pytest.skip(f"no PostgreSQL server for Airflow: {start.stderr.strip()[-300:]}")
+            started = True
+            server = start.stdout.strip()
+    name = f"airflow_{uuid.uuid4().hex[:16]}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        url = sa.make_url(server).set(database=name).render_as_string(hide_password=False)
+        # psycopg (3) serves both engines; Airflow would pick asyncpg for the async one.
+        yield {
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": url,
+        }
+    finally:
+        try:
+            with admin.connect() as connection:
+                connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+        finally:
+            if started:
+                _postgres("stop")
+
+
+def _postgres(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(POSTGRES_SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_SECONDS,
+        check=False,
+    )
 
 
 def component_log(site: AirflowSite, name: str) -> Path:
@@ -292,17 +352,42 @@ def _wait_until_healthy(site: AirflowSite, server: subprocess.Popen[bytes]) -> N
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
     """Stop the server's process group (the group id is the PID this fixture started)."""
-    if server.poll() is None:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=STOP_SECONDS)
-        except ProcessLookupError:
-            pass
-    with contextlib.suppress(ProcessLookupError):  # workers left behind by the main process
-        os.killpg(server.pid, signal.SIGKILL)
+    _stop_all([server])
+
+
+def _stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the process groups of ``processes`` (each group's id is the PID started).
+
+    Every group gets SIGTERM at once, then has until one shared deadline to end (the whole
+    group, not just its leader: task processes and the Spark JVMs they start shut down
+    cleanly); whatever is left of any group then gets SIGKILL.
+    """
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline:
+        for process in processes:
+            process.poll()  # reap the leader once it has exited
+        if not any(_group_alive(process.pid) for process in processes):
+            break
+        time.sleep(0.2)
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STOP_SECONDS)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _tail(log: Path, lines: int = 40) -> str:

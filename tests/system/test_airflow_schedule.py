@@ -1,14 +1,20 @@
 """Scheduled runs and a backfill through a real Airflow: every line lands once (issue 7).
 
 A real Airflow runs on loopback with all its components (api-server, scheduler with the
-LocalExecutor, DAG processor, triggerer) on a throw-away home with a SQLite metadata database
-(the set-up of ``scripts/airflow-env.sh``) and the repository's DAGs and plugins. Its pipelines
-folder holds one pipeline, ``web_access``, scheduled every minute on sample nginx logs (with
-malformed lines and a rotation), landed by Spark in ``local[1]``.
+LocalExecutor, DAG processor, triggerer) on a throw-away home (the variables of
+``scripts/airflow-env.sh``) with the repository's DAGs and plugins. Its metadata database is a
+database of its own on the suite's PostgreSQL server (with four components and CLI commands
+writing at once, SQLite's single writer makes commands fail with "database is locked"). Its
+pipelines folder holds one pipeline, ``web_access``, scheduled every minute on sample nginx
+logs (with malformed lines and a rotation), its metastore in SQLite, landed by Spark in
+``local[1]``.
 
 1. ``airflow dags unpause``: the scheduler makes the first run at once (the DAG does not catch
    up, so the run covers the last whole minute) and the next one when that minute has passed.
    More lines are written once the first run has collected, so the second run lands new ones.
+   (Each run's request task collects and seals its checkpoint itself, no collector worker
+   being live, so the ``wait_sealed`` sensor finds it sealed and does not defer: the
+   triggerer runs, healthy, but gets no trigger.)
 2. ``airflow backfill create --reprocess-behavior completed`` over the first run's interval:
    the scheduler runs that interval again as a backfill run, which lands the first run's
    checkpoint again and collects nothing.
@@ -40,6 +46,7 @@ from tests.system.airflow_site import (
     COMPONENTS,
     AirflowSite,
     RestClient,
+    airflow_postgres_database,
     component_log,
     kill_leftovers,
     running_airflow_site,
@@ -52,7 +59,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.system]
 DAG_ID = "sluice_web_access"
 CRON = "* * * * *"
 SETTINGS = {
-    # Paused until the test unpauses it, so the first run starts when the logs are ready.
+    # New DAGs start paused (scripts/airflow-env.sh has them start unpaused): the test
+    # unpauses the pipeline's DAG as a user would.
     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
     "AIRFLOW__CORE__PARALLELISM": "2",
     "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
@@ -70,11 +78,12 @@ def test_scheduled_runs_and_a_backfill_land_every_line_once(tmp_path: Path) -> N
     config = write_config(pipelines, f"sqlite:///{tmp_path / 'sluice.db'}", schedule=CRON)
     logs = pipelines / "logs"
     writes = [append_sample_access_logs(logs, lines=200, malformed=3, seed=7)]
-    try:
-        with running_airflow_site(tmp_path, SETTINGS, COMPONENTS) as site:
-            writes.append(run_the_schedule_and_a_backfill(site, logs))
-    finally:
-        leftovers = kill_leftovers(site_home(tmp_path))
+    with airflow_postgres_database() as database:
+        try:
+            with running_airflow_site(tmp_path, SETTINGS | database, COMPONENTS) as site:
+                writes.append(run_the_schedule_and_a_backfill(site, logs, writes[0]))
+        finally:
+            leftovers = kill_leftovers(site_home(tmp_path))
     assert not leftovers, f"processes left running (now killed): {leftovers}"
 
     summary = summarize_lake(load_pipeline_config(config))
@@ -84,7 +93,9 @@ def test_scheduled_runs_and_a_backfill_land_every_line_once(tmp_path: Path) -> N
     assert sum(summary.rejects.values()) == malformed
 
 
-def run_the_schedule_and_a_backfill(site: AirflowSite, logs: Path) -> SampleWrite:
+def run_the_schedule_and_a_backfill(
+    site: AirflowSite, logs: Path, first_write: SampleWrite
+) -> SampleWrite:
     """Two scheduled runs with new lines between them, then a backfill of the first one.
 
     Returns what was written between the runs; checks what each run committed.
@@ -102,12 +113,12 @@ def run_the_schedule_and_a_backfill(site: AirflowSite, logs: Path) -> SampleWrit
 
     landed = [committed(api, first), committed(api, second)]
     assert [item["checkpoint_ids"] for item in landed] == [[1], [2]]
-    assert landed[1]["lines"] == second_write.lines
-    assert landed[1]["rejects"] == second_write.malformed
-    for item in landed:
-        assert item["rows"] + item["rejects"] == item["lines"]
+    for item, write in zip(landed, (first_write, second_write), strict=True):
+        assert (item["lines"], item["rejects"]) == (write.lines, write.malformed), item
+        assert item["rows"] == write.lines - write.malformed, item
 
-    # The backfill turns run 1 into a backfill run (same run id) and runs it again.
+    # The backfill turns run 1 into a backfill run (same run id) and runs each task again.
+    tries_before = task_tries(api, first)
     interval_start = first["logical_date"]
     output = site.airflow(
         "backfill",
@@ -124,6 +135,7 @@ def run_the_schedule_and_a_backfill(site: AirflowSite, logs: Path) -> SampleWrit
     wait_until(site, f"the backfill completed ({output.strip()[-300:]})", lambda: backfilled(api))
     rerun = wait_until(site, "the backfill run succeeded", lambda: succeeded(api, first))
     assert rerun["run_type"] == "backfill"
+    assert task_tries(api, first) == {task: tries + 1 for task, tries in tries_before.items()}
     relanded = committed(api, first)
     assert relanded["checkpoint_ids"] == [1]
     assert (relanded["rows"], relanded["rejects"]) == (landed[0]["rows"], landed[0]["rejects"])
@@ -153,10 +165,19 @@ def dag_runs(api: RestClient) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda run: run["logical_date"])
 
 
-def task_states(api: RestClient, run: dict[str, Any]) -> dict[str, str | None]:
+def task_instances(api: RestClient, run: dict[str, Any]) -> list[dict[str, Any]]:
     path = f"dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances"
-    instances = api.get(path)["task_instances"]
-    return {ti["task_id"]: ti["state"] for ti in instances}
+    instances: list[dict[str, Any]] = api.get(path)["task_instances"]
+    return instances
+
+
+def task_states(api: RestClient, run: dict[str, Any]) -> dict[str, str | None]:
+    return {ti["task_id"]: ti["state"] for ti in task_instances(api, run)}
+
+
+def task_tries(api: RestClient, run: dict[str, Any]) -> dict[str, int]:
+    """Each task's try number (one more for every task of a run that runs again)."""
+    return {ti["task_id"]: ti["try_number"] for ti in task_instances(api, run)}
 
 
 def collected_run(api: RestClient) -> dict[str, Any] | None:
