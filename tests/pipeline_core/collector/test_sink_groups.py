@@ -96,25 +96,7 @@ def test_should_fail_over_to_the_backup_and_back_without_losing_a_line(
     servers: tuple[RecordingHttpServer, RecordingHttpServer],
 ) -> None:
     primary, backup = servers
-    config = load(
-        tmp_path,
-        metastore_url,
-        sinks={
-            "lake": {"type": "handoff"},
-            "primary": http_sink(primary),
-            "backup": http_sink(backup),
-        },
-        sink_groups=[
-            {"name": "lake", "sinks": ["lake"]},
-            {
-                "name": "web",
-                "processor": "failover",
-                "sinks": ["primary", "backup"],
-                "priorities": {"primary": 10, "backup": 5},
-                **FAST_RUNNER,
-            },
-        ],
-    )
+    config = failover_config(tmp_path, metastore_url, primary, backup)
     log = tmp_path / "logs" / "access.log"
     collector = Collector(config, metastore)
     tailing = Tailing(collector.run, collector.stop)
