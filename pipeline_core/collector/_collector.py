@@ -526,9 +526,7 @@ class Collector:
 
     def _servable(self, runtime: PipelineRuntime) -> bool:
         """Whether nothing holds the pipeline's reading back now (queue, acker)."""
-        return self._process_level.is_writable(runtime.name) and (
-            bool(runtime.tracking.replays) or runtime.tracking.can_admit()
-        )
+        return self._process_level.is_writable(runtime.name) and self._admits(runtime)
 
     def _publish_chunk(self, runtime: PipelineRuntime, chunk: Chunk) -> bool:
         if not runtime.tracking.can_admit():
@@ -649,11 +647,17 @@ class Collector:
         runtime = self._pipelines.get(name)
         if runtime is not None:
             runtime.tracking.acker.ack_all(acks)
-            self._wake_for_acks()
+            # Only this pipeline's admission can have changed: no scan of every pipeline per ack.
+            if self._suspension is not None and self._admits(runtime):
+                self._wake()
 
     def _wake_for_acks(self) -> None:
-        if any(p.tracking.replays or p.tracking.can_admit() for p in self._all()):
+        if self._suspension is not None and any(self._admits(p) for p in self._all()):
             self._wake()
+
+    @staticmethod
+    def _admits(runtime: PipelineRuntime) -> bool:
+        return bool(runtime.tracking.replays) or runtime.tracking.can_admit()
 
     # -- called on stage and sink group threads: forward as mail -----------------------------
 
