@@ -551,13 +551,8 @@ class Collector:
 
     def _suspend(self, controller: MailboxDefaultAction.Controller, poll: float | None) -> None:
         """Stop reading until woken: by a queue's feedback, acks, a sweep, a new pipeline,
-        or (``poll``) a timer."""
-        suspension = controller.suspend_default_action()
-        self._suspension = suspension
-        if poll is not None:
-            timer = threading.Timer(poll, self._wake)
-            timer.daemon = True
-            timer.start()
+        or, after ``poll`` seconds, the mailbox loop itself."""
+        self._suspension = controller.suspend_default_action(resume_after=poll)
 
     def _wake(self) -> None:
         """Resume reading if it is suspended (any thread)."""

@@ -40,11 +40,15 @@ class MailboxDefaultAction(ABC):
         """What a running default action may ask of its processor (mailbox thread only)."""
 
         @abstractmethod
-        def suspend_default_action(self) -> MailboxDefaultAction.Suspension:
-            """Stop calling the default action until the returned suspension is resumed.
+        def suspend_default_action(
+            self, resume_after: float | None = None
+        ) -> MailboxDefaultAction.Suspension:
+            """Stop calling the default action until the returned suspension is resumed, or
+            (``resume_after``) that many seconds have passed, whichever comes first.
 
-            While suspended the loop blocks waiting for mail instead of spinning. Calling it
-            again while suspended returns the same suspension.
+            While suspended the loop blocks waiting for mail instead of spinning; the timeout
+            is that wait's, so it costs no timer thread. Calling it again while suspended
+            returns the same suspension (with the earlier of the two timeouts).
 
             Raises:
                 IllegalThreadError: not called on the mailbox thread.

@@ -70,6 +70,7 @@ class MailboxProcessor:
         self._mailbox_loop_running = True
         self._suspended = False
         self._suspended_default_action: _DefaultActionSuspension | None = None
+        self._resume_deadline: float | None = None  # monotonic; the suspension's timeout
 
     @property
     def mailbox(self) -> TaskMailbox:
@@ -232,24 +233,38 @@ class MailboxProcessor:
             if mail is None:
                 if mailbox.create_batch():
                     continue
-                mail = mailbox.take(MIN_PRIORITY)  # blocks until mail or close
+                deadline = self._resume_deadline
+                if deadline is None:
+                    mail = mailbox.take(MIN_PRIORITY)  # blocks until mail or close
+                else:
+                    mail = mailbox.poll(MIN_PRIORITY, deadline - time.monotonic())
+                    if mail is None:  # the suspension's timeout
+                        suspension = self._suspended_default_action
+                        if suspension is not None:
+                            self._resume_default_action(suspension)
+                        continue
             self._run_mail(mail)
 
     def _run_mail(self, mail: Mail) -> None:
         self._metrics.record_mail(mail.put_time, time.perf_counter())
         mail.run()
 
-    def _suspend_default_action(self) -> _DefaultActionSuspension:
+    def _suspend_default_action(self, resume_after: float | None) -> _DefaultActionSuspension:
         self._check_is_mailbox_thread("suspend_default_action")
         suspension = self._suspended_default_action
         if suspension is None:
             suspension = self._suspended_default_action = _DefaultActionSuspension(self)
             self._metrics.suspension_started(time.perf_counter())
+        if resume_after is not None:
+            deadline = time.monotonic() + resume_after
+            if self._resume_deadline is None or deadline < self._resume_deadline:
+                self._resume_deadline = deadline
         return suspension
 
     def _resume_default_action(self, suspension: _DefaultActionSuspension) -> None:
         if self._suspended_default_action is suspension:
             self._suspended_default_action = None
+            self._resume_deadline = None
             self._metrics.suspension_ended(time.perf_counter())
 
     def _send_poison_mail(self, action: Callable[[], None], description: str) -> None:
@@ -281,8 +296,10 @@ class _MailboxController(MailboxDefaultAction.Controller):
     def __init__(self, processor: MailboxProcessor) -> None:
         self._processor = processor
 
-    def suspend_default_action(self) -> MailboxDefaultAction.Suspension:
-        return self._processor._suspend_default_action()
+    def suspend_default_action(
+        self, resume_after: float | None = None
+    ) -> MailboxDefaultAction.Suspension:
+        return self._processor._suspend_default_action(resume_after)
 
     def all_actions_completed(self) -> None:
         self._processor.all_actions_completed()

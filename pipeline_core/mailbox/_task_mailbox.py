@@ -179,6 +179,30 @@ class TaskMailbox:
                 finally:
                     self._takers_waiting -= 1
 
+    def poll(self, priority: int, timeout: float) -> Mail | None:
+        """Like :meth:`take` but give up after ``timeout`` seconds and return ``None``.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+            MailboxClosedException: the mailbox is (or becomes, while waiting) ``CLOSED``.
+        """
+        self._check_is_mailbox_thread("poll")
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                self._check_take_allowed()
+                mail = self._take_locked(priority)
+                if mail is not None:
+                    return mail
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._takers_waiting += 1
+                try:
+                    self._not_empty.wait(remaining)
+                finally:
+                    self._takers_waiting -= 1
+
     def try_take(self, priority: int) -> Mail | None:
         """Like :meth:`take` but return ``None`` at once when no mail qualifies.
 

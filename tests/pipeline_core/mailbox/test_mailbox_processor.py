@@ -257,6 +257,40 @@ def test_a_suspended_default_action_blocks_the_loop_until_resumed_from_another_t
 
 
 @pytest.mark.timeout(10)
+def test_a_suspension_with_a_timeout_resumes_by_itself() -> None:
+    def suspend_briefly(controller: Controller) -> None:
+        controller.suspend_default_action(resume_after=0.05)
+
+    action = ScriptedAction(suspend_briefly, complete, log=[])
+    processor = MailboxProcessor(action)
+    started = time.monotonic()
+
+    processor.run_mailbox_loop()
+
+    assert action.log == ["action#0", "action#1"]
+    assert time.monotonic() - started >= 0.05
+
+
+@pytest.mark.timeout(10)
+def test_a_suspension_with_a_timeout_still_runs_mail_and_can_be_resumed_sooner() -> None:
+    resumers: list[Worker[None]] = []
+
+    def suspend_long_resume_soon(controller: Controller) -> None:
+        suspension = controller.suspend_default_action(resume_after=30.0)
+        resumers.append(after(0.05, suspension.resume, name="resumer"))
+
+    action = ScriptedAction(suspend_long_resume_soon, complete, log=[])
+    processor = MailboxProcessor(action)
+    started = time.monotonic()
+
+    processor.run_mailbox_loop()
+
+    resumers[0].join()
+    assert action.log == ["action#0", "action#1"]
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.timeout(10)
 def test_mails_still_run_while_the_default_action_is_suspended() -> None:
     producers: list[Worker[None]] = []
 

@@ -346,6 +346,20 @@ def test_a_blocked_priority_take_waits_past_lower_mails(mailbox: TaskMailbox) ->
 
 
 @pytest.mark.timeout(10)
+def test_poll_returns_none_once_its_timeout_passes(mailbox: TaskMailbox) -> None:
+    started = time.monotonic()
+    assert mailbox.poll(MIN_PRIORITY, 0.05) is None
+    assert time.monotonic() - started >= 0.05
+
+
+@pytest.mark.timeout(10)
+def test_poll_returns_a_mail_put_while_it_waits(mailbox: TaskMailbox) -> None:
+    producer = after(0.05, partial(mailbox.put, mail(description="late")), name="producer")
+    assert str(mailbox.poll(MIN_PRIORITY, 5.0)) == "late"
+    producer.join()
+
+
+@pytest.mark.timeout(10)
 def test_close_from_another_thread_wakes_a_blocked_taker() -> None:
     taker = Worker(lambda: owned.take(MIN_PRIORITY), name="mailbox")
     owned = TaskMailbox(owner_thread=taker.thread)
