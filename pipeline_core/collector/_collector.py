@@ -55,7 +55,7 @@ from pipeline_core.mailbox import (
     MailboxProcessor,
     RejectedExecutionError,
 )
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import Metastore, RequestProbe
 from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel, QueueStats
 from pipeline_core.ring import AlertException, ExceptionHandler, RewindableException
 from pipeline_core.sinks import Sink
@@ -67,7 +67,10 @@ IDLE_POLL_SECONDS = 0.2
 """How long a caught-up collector waits before reading again."""
 
 CONTROL_POLL_SECONDS = 1.0
-"""How often the control thread looks at the metastore (leases, checkpoint requests)."""
+"""How often the control thread queries the metastore (leases, checkpoint requests)."""
+
+REQUEST_PROBE_SECONDS = 0.02
+"""How often it asks the metastores' request probes whether a checkpoint was requested."""
 
 
 class CollectorMode(Enum):
@@ -387,27 +390,58 @@ class Collector:
 
     def _control_loop(self) -> None:
         """Renews the leases; in continuous mode, forwards new checkpoint requests as mail;
-        sends the acker's timeout sweep as mail (reading may be suspended meanwhile)."""
-        next_poll = time.monotonic() + CONTROL_POLL_SECONDS
+        sends the acker's timeout sweep as mail (reading may be suspended meanwhile).
+
+        The metastore is queried once a second (``CONTROL_POLL_SECONDS``); in between, every
+        ``REQUEST_PROBE_SECONDS``, each metastore's :class:`RequestProbe` tells cheaply whether
+        a request may have arrived, and only then is it queried at once.
+        """
+        now = time.monotonic()
+        next_sweep = now + self._acker_tick
+        next_poll = now + CONTROL_POLL_SECONDS
         renewals: dict[str, float] = {}
         forwarded: set[tuple[str, int]] = set()
-        while not self._control_stop.wait(self._acker_tick):
-            with contextlib.suppress(RejectedExecutionError):
-                self._main_mail().execute(self._sweep, "acker timeout sweep")
-            if time.monotonic() < next_poll:
-                continue
-            next_poll = time.monotonic() + CONTROL_POLL_SECONDS
-            for runtime in list(self._pipelines.values()):
-                if runtime.state is PipelineState.DONE:
-                    continue
-                try:
-                    self._control_pipeline(runtime, renewals, forwarded)
-                except Exception as exc:  # the metastore may be briefly unreachable
-                    log.warning("control loop, pipeline %s: %s", runtime.name, exc)
+        probes: dict[int, RequestProbe] = {}
+        try:
+            while not self._control_stop.wait(REQUEST_PROBE_SECONDS):
+                now = time.monotonic()
+                if now >= next_sweep:
+                    next_sweep = now + self._acker_tick
+                    with contextlib.suppress(RejectedExecutionError):
+                        self._main_mail().execute(self._sweep, "acker timeout sweep")
+                polling = now >= next_poll
+                if polling:
+                    next_poll = now + CONTROL_POLL_SECONDS
+                serving = [p for p in self._pipelines.values() if p.state is not PipelineState.DONE]
+                probed = self._probe_requests(serving, probes) if not polling else set()
+                for runtime in serving:
+                    try:
+                        if polling:
+                            self._renew_lease(runtime, renewals)
+                        if polling or id(runtime.metastore) in probed:
+                            self._forward_requests(runtime, forwarded)
+                    except Exception as exc:  # the metastore may be briefly unreachable
+                        log.warning("control loop, pipeline %s: %s", runtime.name, exc)
+        finally:
+            for probe in probes.values():
+                probe.close()
 
-    def _control_pipeline(
-        self, runtime: PipelineRuntime, renewals: dict[str, float], forwarded: set[tuple[str, int]]
-    ) -> None:
+    def _probe_requests(
+        self, serving: list[PipelineRuntime], probes: dict[int, RequestProbe]
+    ) -> set[int]:
+        """The metastores (by ``id``) whose probe says a request may have arrived."""
+        if self._mode is not CollectorMode.CONTINUOUS:
+            return set()
+        changed: set[int] = set()
+        for metastore in {id(p.metastore): p.metastore for p in serving}.values():
+            probe = probes.get(id(metastore))
+            if probe is None:
+                probe = probes[id(metastore)] = metastore.request_probe()
+            if probe.changed():
+                changed.add(id(metastore))
+        return changed
+
+    def _renew_lease(self, runtime: PipelineRuntime, renewals: dict[str, float]) -> None:
         lease = runtime.config.collector.lease_seconds
         renew_every = max(0.5, lease / 3)
         now = time.monotonic()
@@ -419,6 +453,8 @@ class Collector:
                 )
                 return
             renewals[runtime.name] = time.monotonic() + renew_every
+
+    def _forward_requests(self, runtime: PipelineRuntime, forwarded: set[tuple[str, int]]) -> None:
         if self._mode is not CollectorMode.CONTINUOUS:
             return
         assert self._checkpoints is not None

@@ -15,19 +15,33 @@ from pipeline_core.metastore._records import (
     FileState,
     SinkStateRecord,
 )
+from pipeline_core.metastore._request_probe import (
+    REQUESTS_CHANNEL,
+    DataVersionRequestProbe,
+    ListeningRequestProbe,
+    PollingRequestProbe,
+    RequestProbe,
+    open_request_probe,
+)
 from pipeline_core.metastore._store import Metastore, utcnow
 
 __all__ = [
+    "REQUESTS_CHANNEL",
     "AckerTreeRecord",
     "BatchRecord",
     "ByteRange",
     "CheckpointRecord",
     "CheckpointState",
+    "DataVersionRequestProbe",
     "FileRecord",
     "FileState",
+    "ListeningRequestProbe",
     "Metastore",
+    "PollingRequestProbe",
+    "RequestProbe",
     "SinkStateRecord",
     "alembic_config",
+    "open_request_probe",
     "upgrade_to_head",
     "utcnow",
 ]

@@ -26,6 +26,11 @@ from pipeline_core.metastore._records import (
     FileState,
     SinkStateRecord,
 )
+from pipeline_core.metastore._request_probe import (
+    REQUESTS_CHANNEL,
+    RequestProbe,
+    open_request_probe,
+)
 
 _migrate_lock = threading.Lock()
 
@@ -75,6 +80,11 @@ class Metastore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def request_probe(self) -> RequestProbe:
+        """A cheap way to notice new checkpoint requests between queries (see
+        :class:`RequestProbe`); the caller closes it."""
+        return open_request_probe(self.engine)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -128,6 +138,8 @@ class Metastore:
                 ]
                 if rows:
                     connection.execute(t.checkpoint_hosts.insert(), rows)
+                if connection.dialect.name == "postgresql":  # delivered at commit
+                    connection.execute(sa.select(sa.func.pg_notify(REQUESTS_CHANNEL, pipeline)))
         except MetastoreError as exc:
             if run_id is not None and isinstance(exc.__cause__, IntegrityError):
                 found = self._checkpoint_by_run(pipeline, run_id)

@@ -1,0 +1,130 @@
+"""Noticing new checkpoint requests quickly without querying for them many times a second.
+
+A collector looks for checkpoint requests (``Metastore.unsealed_for_host``) once a second, and
+in between asks a :class:`RequestProbe` every few tens of milliseconds whether the metastore
+may have changed. The probe costs next to nothing when nothing happened:
+
+* SQLite: :class:`DataVersionRequestProbe` reads ``PRAGMA data_version`` on a connection of its
+  own, which changes whenever another connection commits.
+* PostgreSQL: :class:`ListeningRequestProbe` ``LISTEN``s on :data:`REQUESTS_CHANNEL`;
+  ``Metastore.request_checkpoint`` notifies it in the request's transaction.
+* Anything else: :class:`PollingRequestProbe` says "maybe" every time.
+
+A probe that fails (the database is briefly unreachable) answers "maybe" and reconnects on
+its next call, so the caller's query reports the real error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from abc import ABC, abstractmethod
+from typing import Any
+
+from sqlalchemy import Engine
+
+log = logging.getLogger(__name__)
+
+REQUESTS_CHANNEL = "sluice_checkpoint_requests"
+"""The PostgreSQL ``NOTIFY`` channel of checkpoint requests (the payload is the pipeline)."""
+
+
+class RequestProbe(ABC):
+    """Whether checkpoint requests may have changed since the last call.
+
+    Threading model: used by one thread (the collector's control thread); it opens its
+    connection on first use, on that thread.
+    """
+
+    @abstractmethod
+    def changed(self) -> bool:
+        """True when a request may have arrived since the last call (or on the first call)."""
+
+    def close(self) -> None:  # noqa: B027 - nothing to release by default
+        """Release the probe's connection."""
+
+
+class PollingRequestProbe(RequestProbe):
+    """No cheap signal: every call may have seen a change."""
+
+    def changed(self) -> bool:
+        return True
+
+
+class DataVersionRequestProbe(RequestProbe):
+    """SQLite: ``PRAGMA data_version`` of a dedicated connection to the metastore file."""
+
+    def __init__(self, database: str) -> None:
+        self._database = database
+        self._connection: sqlite3.Connection | None = None
+        self._version: int | None = None
+
+    def changed(self) -> bool:
+        try:
+            if self._connection is None:
+                self._connection = sqlite3.connect(self._database, isolation_level=None)
+            version = int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            log.debug("request probe on %s: %s", self._database, exc)
+            self.close()
+            return True
+        seen, self._version = self._version, version
+        return seen != version
+
+    def close(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+            self._connection = None
+            self._version = None
+
+
+class ListeningRequestProbe(RequestProbe):
+    """PostgreSQL: ``LISTEN`` on a connection of its own, taken out of the engine's pool."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Any = None  # a psycopg connection in autocommit mode
+
+    def changed(self) -> bool:
+        if self._connection is None:
+            try:
+                self._connection = self._listen()
+            except Exception as exc:  # any driver error: fall back to the query
+                log.debug("request probe cannot listen: %s", exc)
+                return True
+            return True  # requests made before the LISTEN are found by the query
+        try:
+            return any(True for _ in self._connection.notifies(timeout=0))
+        except Exception as exc:
+            log.debug("request probe lost its connection: %s", exc)
+            self.close()
+            return True
+
+    def close(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                self._connection.close()
+            self._connection = None
+
+    def _listen(self) -> Any:
+        pooled = self._engine.raw_connection()
+        connection: Any = pooled.driver_connection
+        pooled.detach()  # a connection of its own: never handed back to the pool
+        connection.rollback()
+        connection.autocommit = True
+        connection.execute(f"LISTEN {REQUESTS_CHANNEL}")
+        return connection
+
+
+def open_request_probe(engine: Engine) -> RequestProbe:
+    """The cheapest probe the engine's database offers."""
+    dialect = engine.dialect.name
+    if dialect == "sqlite":
+        database = engine.url.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            return DataVersionRequestProbe(database)
+    if dialect == "postgresql" and engine.dialect.driver == "psycopg":
+        return ListeningRequestProbe(engine)
+    return PollingRequestProbe()

@@ -1,0 +1,84 @@
+"""Request probes: a new checkpoint request is noticed without querying for it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.metastore import (
+    DataVersionRequestProbe,
+    ListeningRequestProbe,
+    Metastore,
+    PollingRequestProbe,
+    RequestProbe,
+    open_request_probe,
+)
+
+PIPELINE = "web_access"
+
+
+def changed_within(probe: RequestProbe, seconds: float) -> bool:
+    """Whether the probe reports a change within ``seconds`` (a notification may take a moment
+    to arrive)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if probe.changed():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_should_notice_a_request_made_through_another_connection(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    probe = metastore.request_probe()
+    requester = Metastore.open(metastore_url)
+    try:
+        assert probe.changed()  # the first call: nothing seen yet
+        assert not changed_within(probe, 0.2)
+
+        requester.request_checkpoint(PIPELINE)
+
+        assert changed_within(probe, 5.0)
+        assert not changed_within(probe, 0.2)  # reported once
+    finally:
+        probe.close()
+        requester.close()
+
+
+def test_should_use_the_cheapest_probe_of_the_database(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    probe = metastore.request_probe()
+    try:
+        expected = (
+            DataVersionRequestProbe if metastore_url.startswith("sqlite") else ListeningRequestProbe
+        )
+        assert isinstance(probe, expected)
+    finally:
+        probe.close()
+
+
+def test_should_poll_where_no_cheap_signal_exists() -> None:
+    store = Metastore.open("sqlite://")  # in memory: no other connection can see it
+    try:
+        probe = open_request_probe(store.engine)
+        assert isinstance(probe, PollingRequestProbe)
+        assert probe.changed() and probe.changed()
+    finally:
+        store.close()
+
+
+def test_should_say_maybe_and_recover_when_the_database_goes_away(tmp_path: Path) -> None:
+    folder = tmp_path / "gone"
+    probe = DataVersionRequestProbe(str(folder / "sluice.db"))  # its folder does not exist
+
+    assert probe.changed()
+    assert probe.changed()  # still answers, never raises
+    folder.mkdir()
+    assert probe.changed()  # connects now (first sight of this file)
+    assert not probe.changed()
+    probe.close()
