@@ -1,8 +1,9 @@
 """Source formats: one parser per format, from staging rows to typed rows and rejects.
 
-Every parser is a pure function ``DataFrame -> (parsed, rejects)`` over staging rows, which
-have the part-file columns ``file_fingerprint``, ``byte_offset``, ``line`` (binary) plus the
-columns the landing job adds: ``host``, ``checkpoint_id``, ``source`` and ``sealed_at``.
+Every parser is a pure function ``DataFrame -> (parsed, rejects)`` over staging rows: the
+staged lines as ``spark_jobs.staging`` reads them from the part files (``file_fingerprint``,
+``byte_offset``, ``line`` (binary), ``host``, ``sealed_at``) plus the columns the landing job
+adds, ``checkpoint_id`` and ``source``.
 Both results derive lazily from one classification of the input, so every input row lands in
 exactly one of them.
 

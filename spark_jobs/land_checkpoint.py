@@ -11,21 +11,24 @@ Steps, for checkpoint N (docs/architecture.md is the contract):
 1. Read every ``<host>/_manifest.json`` of the checkpoint directory. A host folder without a
    manifest is an unsealed batch and fails the run; a checkpoint without any manifest, or whose
    manifests list no parts, is empty and lands zero rows.
-2. Count the rows of every part file, per source file (``file_fingerprint``), in one small
-   Spark job that reads no line bytes; a part whose total differs from its manifest fails the
-   run, naming the file.
+2. Check every part file against its manifest on the driver, before the lake changes: its
+   size, then (one sequential read, no Spark job) its CRC-32 and the lines of each of its
+   segments. A part that differs fails the run, naming the file. The staged lines per source
+   file (``file_fingerprint``) are the manifests' segment counts.
 3. Remove what an earlier landing of N left in the lake: the summary, every
    ``<lake>/<source>/event_date=*/checkpoint_id=N`` directory of the checkpoint's sources and
    ``<lake>/_rejects/checkpoint_id=N``.
-4. Read the parts once per source across hosts, parse them with the source's format
-   (``spark_jobs.formats``) and write the parsed rows to ``<lake>/<source>/``, partitioned by
-   ``event_date`` and ``checkpoint_id``. No shuffle and no sort: each input split is written
-   by one task, keeping the staging order of its rows.
+4. Read the parts' segments once per source across hosts (``spark_jobs.staging``: the
+   executors read each segment's bytes and split them into lines, checking each segment's line
+   count again), parse them with the source's format (``spark_jobs.formats``) and write the
+   parsed rows to ``<lake>/<source>/``, partitioned by ``event_date`` and ``checkpoint_id``.
+   No shuffle and no sort: each input split (a run of consecutive segments) is written by one
+   task, keeping the staging order of its rows.
 5. Reconcile: count the landed rows per (source, host, source file) and compare them with the
    staged counts of step 2. More landed than staged fails the run; the source files with fewer
-   are the only ones holding rejects, so only their rows are parsed a second time and their
-   rejects written to ``<lake>/_rejects/``, partitioned by ``checkpoint_id``. A checkpoint
-   without rejects is read once.
+   are the only ones holding rejects, so only their segments are read and parsed a second
+   time and their rejects written to ``<lake>/_rejects/``, partitioned by ``checkpoint_id``.
+   A checkpoint without rejects is read once.
 6. Check that rows + rejects in the lake equal the input lines and write
    ``<lake>/_landings/checkpoint_id=N.json`` (atomically, by rename). ``main`` prints the
    summary as its last line of standard output.
@@ -39,7 +42,8 @@ nothing commits a half-landed checkpoint.
 
 The staging and lake paths are filesystem paths seen alike by the driver and the executors
 (local disks, or a shared mount on a cluster). The module imports only pyspark, the standard
-library and ``spark_jobs``; no Python runs on the executors.
+library and ``spark_jobs``; the only Python that runs on the executors is
+``spark_jobs.staging.read_segments``.
 """
 
 from __future__ import annotations
@@ -50,14 +54,15 @@ import os
 import re
 import shutil
 import sys
+import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 if __package__ in (None, ""):  # run as a file: make the repository root importable
     try:
@@ -65,14 +70,14 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
     except ImportError:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.formats import RejectReason, SourceFormat, parse
-from spark_jobs.staging import CHUNKS_PER_ARROW_BATCH, LINE_SCHEMA, PART_SCHEMA, split_chunks
+from spark_jobs.staging import SegmentRow, count_newlines, read_lines
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 2
+MANIFEST_FORMAT_VERSION = 3
 REJECTS_TABLE = "_rejects"
 LANDINGS_DIR = "_landings"
 LAKE_SQL_CONF: Mapping[str, str] = {
@@ -82,13 +87,17 @@ LAKE_SQL_CONF: Mapping[str, str] = {
     # A writer held open per partition (up to 16 per task) instead of sorting every row by
     # its partition before writing: no sort, rows keep their staging order.
     "spark.sql.maxConcurrentOutputFileWriters": "16",
-    # Staging rows are whole chunks (about a MiB each): a few per Arrow batch to the workers.
-    "spark.sql.execution.arrow.maxRecordsPerBatch": str(CHUNKS_PER_ARROW_BATCH),
 }
 """Settings the lake's content and the writes depend on; ``land`` applies them to the session
 it is given."""
 SPLITS_PER_CORE = 4
+"""Read tasks per core of the session: a source's segments are split into this many runs per
+core (at most one per segment), so that cores do not idle behind a few slow tasks."""
+VERIFY_READ_BYTES = 8 * 1024 * 1024
+"""The driver checks part files reading this many bytes at a time (its memory for them)."""
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CRC32 = re.compile(r"[0-9a-fA-F]{8}")
+_NEWLINE = 10
 
 FileKey = tuple[str, str, str]
 """``(source, host, file_fingerprint)``: one source file's lines in one batch."""
@@ -104,7 +113,16 @@ class ManifestError(LandingError):
 
 
 class PartRowCountError(LandingError):
-    """A part file holds a different number of rows than its manifest says."""
+    """A part file does not hold what its manifest says: here, a segment holds another number
+    of lines. The subclasses name the other ways a part differs."""
+
+
+class PartSizeError(PartRowCountError):
+    """A part file's size differs from its manifest's ``bytes``."""
+
+
+class PartChecksumError(PartRowCountError):
+    """A part file's CRC-32 differs from its manifest's ``crc32``."""
 
 
 class LandingCountError(LandingError):
@@ -120,22 +138,36 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A manifest's segment of a part file: ``length`` bytes from ``part_offset``, holding
+    ``lines`` whole lines of one source file from ``start_offset`` in it."""
+
+    file_fingerprint: str
+    start_offset: int
+    part_offset: int
+    length: int
+    lines: int
+
+
+@dataclass(frozen=True)
 class PartFile:
-    """A part file named by a manifest."""
+    """A part file named by a manifest, with its segments (consecutive, from offset 0)."""
 
     path: str  # absolute
     source: str
     rows: int
     host: str
     sealed_at: datetime
+    bytes: int
+    crc32: str
+    segments: tuple[Segment, ...]
 
 
 @dataclass(frozen=True)
 class StagedPart:
-    """A verified, non-empty part file: Spark's name for it and its rows per source file."""
+    """A verified, non-empty part file and its lines per source file (``file_fingerprint``)."""
 
     part: PartFile
-    uri: str
     rows_by_fingerprint: Mapping[str, int]
 
 
@@ -231,61 +263,209 @@ def _parse_manifest(
     if sealed_at.tzinfo is None:
         raise ValueError(f"sealed_at has no UTC offset: {manifest['sealed_at']!r}")
     host = str(manifest["host"])
-    parts = []
-    for entry in manifest["parts"]:
-        name, source = str(entry["name"]), str(entry["source"])
-        if Path(name).name != name or name in (".", ".."):
-            raise ValueError(f"part name {name!r} is not a file name")
-        if source not in sources:
-            raise ValueError(f"part {name} belongs to undeclared source {source!r}")
-        if not (batch_dir / name).is_file():
-            raise ValueError(f"part listed in the manifest is missing: {batch_dir / name}")
-        parts.append(
-            PartFile(
-                str(batch_dir / name), source, int(entry["rows"]), host, sealed_at.astimezone(UTC)
-            )
-        )
+    parts = [
+        _parse_part(entry, batch_dir, sources, host, sealed_at.astimezone(UTC))
+        for entry in manifest["parts"]
+    ]
     if sum(part.rows for part in parts) != int(manifest["line_count"]):
         raise ValueError(f"line_count {manifest['line_count']} != the sum of the parts' rows")
     return sources, parts
 
 
+def _parse_part(
+    entry: dict[str, Any],
+    batch_dir: Path,
+    sources: Mapping[str, SourceSpec],
+    host: str,
+    sealed_at: datetime,
+) -> PartFile:
+    """A manifest's ``parts`` entry, its segments checked against its ``rows`` and ``bytes``.
+
+    Raises:
+        ValueError, KeyError, TypeError: the entry breaks the contract (the message names the
+            part).
+    """
+    name, source = str(entry["name"]), str(entry["source"])
+    if Path(name).name != name or name in (".", ".."):
+        raise ValueError(f"part name {name!r} is not a file name")
+    if source not in sources:
+        raise ValueError(f"part {name} belongs to undeclared source {source!r}")
+    if not (batch_dir / name).is_file():
+        raise ValueError(f"part listed in the manifest is missing: {batch_dir / name}")
+    where = f"part {name}"
+    rows = _count(entry, "rows", where)
+    size = _count(entry, "bytes", where)
+    crc32 = _field(entry, "crc32", where)
+    if not isinstance(crc32, str) or not _CRC32.fullmatch(crc32):
+        raise ValueError(f"{where}: crc32 {crc32!r} is not 8 hex digits")
+    segments = _parse_segments(_field(entry, "segments", where), name)
+    if sum(segment.length for segment in segments) != size:
+        raise ValueError(f"part {name}: its segments hold other than its {size} bytes")
+    if sum(segment.lines for segment in segments) != rows:
+        raise ValueError(f"part {name}: its segments hold other than its {rows} rows")
+    return PartFile(
+        str(batch_dir / name), source, rows, host, sealed_at, size, crc32.lower(), segments
+    )
+
+
+def _parse_segments(entries: object, name: str) -> tuple[Segment, ...]:
+    """A part's ``segments``: each starts where the last ended (the first at 0) and holds at
+    most one line per byte, at least one if it has bytes.
+
+    Raises:
+        ValueError, KeyError: a segment breaks the contract (the message names the part and
+            the segment).
+    """
+    if not isinstance(entries, list):
+        raise ValueError(f"part {name}: segments is not a list")
+    segments: list[Segment] = []
+    position = 0
+    for number, entry in enumerate(entries):
+        where = f"part {name}, segment {number}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: not an object")
+        fingerprint = _field(entry, "file_fingerprint", where)
+        if not isinstance(fingerprint, str) or not fingerprint:
+            raise ValueError(f"{where}: file_fingerprint {fingerprint!r} is not a string")
+        segment = Segment(
+            fingerprint,
+            _count(entry, "start_offset", where),
+            _count(entry, "part_offset", where),
+            _count(entry, "length", where),
+            _count(entry, "lines", where),
+        )
+        if segment.part_offset != position:
+            raise ValueError(
+                f"{where}: part_offset {segment.part_offset} is not where the last segment "
+                f"ended ({position})"
+            )
+        if segment.lines > segment.length or (segment.length > 0) != (segment.lines > 0):
+            raise ValueError(f"{where}: {segment.length} bytes cannot hold {segment.lines} lines")
+        segments.append(segment)
+        position += segment.length
+    return tuple(segments)
+
+
+def _field(entry: Mapping[str, object], key: str, where: str) -> object:
+    """``entry[key]``.
+
+    Raises:
+        ValueError: ``entry`` has no ``key`` (the message says ``where``).
+    """
+    if key not in entry:
+        raise ValueError(f"{where}: no {key!r}")
+    return entry[key]
+
+
+def _count(entry: Mapping[str, object], key: str, where: str) -> int:
+    """``entry[key]``, a non-negative JSON integer.
+
+    Raises:
+        ValueError: it is missing or is not one (the message says ``where``).
+    """
+    value = _field(entry, key, where)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{where}: {key} {value!r} is not a non-negative integer")
+    return value
+
+
 # ---------------------------------------------------------------------------- staged rows
 
 
-def verify_parts(spark: SparkSession, parts: Sequence[PartFile]) -> list[StagedPart]:
-    """Count every part's rows per source file and check the totals against the manifests.
+def verify_parts(parts: Sequence[PartFile]) -> list[StagedPart]:
+    """Check every part file against its manifest, on the driver (no Spark job).
+
+    First the sizes of all parts (``stat``), then the content of each part in one sequential
+    read, ``VERIFY_READ_BYTES`` at a time (a thread per core, each on its own parts): its
+    CRC-32, and the lines of each segment (its ``\\n`` bytes, plus one if it does not end
+    with one). It runs before the lake changes, so a damaged part fails the landing with the
+    earlier landing of the checkpoint intact; the executors count each segment's lines again as
+    they read it.
 
     Returns:
-        The non-empty parts with their counts.
+        The non-empty parts, with their lines per source file.
 
     Raises:
-        PartRowCountError: naming every file whose row count differs from its manifest.
+        PartSizeError: naming every file whose size differs from its manifest.
+        PartChecksumError: naming every file whose CRC-32 differs from its manifest.
+        PartRowCountError: naming every segment whose lines differ from its manifest.
     """
-    if not parts:
-        return []
-    counted = (
-        spark.read.schema(PART_SCHEMA)
-        .parquet(*(part.path for part in parts))
-        .groupBy(F.col("_metadata.file_path").alias("uri"), "file_fingerprint")
-        .agg(F.sum("line_count").alias("lines"))
-        .collect()
+    sizes = {part.path: _size(part.path) for part in parts}
+    _fail(
+        PartSizeError,
+        [
+            f"{part.path}: manifest says {part.bytes} bytes, file has {sizes[part.path]}"
+            for part in parts
+            if sizes[part.path] != part.bytes
+        ],
     )
-    uris: dict[str, str] = {}
-    rows: dict[str, dict[str, int]] = {}
-    for row in counted:
-        path = _local_path(row["uri"])
-        uris[path] = str(row["uri"])
-        rows.setdefault(path, {})[str(row["file_fingerprint"])] = int(row["lines"])
-    found = {part.path: sum(rows.get(part.path, {}).values()) for part in parts}
-    wrong = [
-        f"{part.path}: manifest says {part.rows} rows, file has {found[part.path]}"
-        for part in parts
-        if found[part.path] != part.rows
-    ]
-    if wrong:
-        raise PartRowCountError("part files do not match their manifests:\n  " + "\n  ".join(wrong))
-    return [StagedPart(part, uris[part.path], rows[part.path]) for part in parts if part.rows]
+    threads = max(1, min(len(parts), os.cpu_count() or 1))
+    with ThreadPoolExecutor(threads, thread_name_prefix="verify-parts") as pool:
+        scanned = dict(zip((part.path for part in parts), pool.map(_scan, parts), strict=True))
+    _fail(
+        PartChecksumError,
+        [
+            f"{part.path}: manifest says CRC-32 {part.crc32}, file has {scanned[part.path][0]}"
+            for part in parts
+            if scanned[part.path][0] != part.crc32
+        ],
+    )
+    _fail(PartRowCountError, [problem for _, problems in scanned.values() for problem in problems])
+    return [StagedPart(part, _rows_by_fingerprint(part)) for part in parts if part.rows]
+
+
+def _size(path: str) -> int:
+    """The size of a part file.
+
+    Raises:
+        PartSizeError: it cannot be read.
+    """
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise PartSizeError(f"{path}: {exc}") from exc
+
+
+def _scan(part: PartFile) -> tuple[str, list[str]]:
+    """Read a part file whose size matches its manifest: its CRC-32 (as the manifest writes it)
+    and what is wrong with its segments' line counts. The reads, the CRC and the counting
+    release the GIL, so parts are scanned in parallel threads."""
+    buffer = bytearray(VERIFY_READ_BYTES)
+    view = memoryview(buffer)
+    crc = 0
+    problems: list[str] = []
+    with open(part.path, "rb", buffering=0) as handle:
+        for segment in part.segments:
+            left, newlines, last = segment.length, 0, _NEWLINE
+            while left:
+                got = handle.readinto(view[: min(left, len(buffer))])
+                if not got:
+                    raise PartSizeError(f"{part.path}: ended while being read")
+                crc = zlib.crc32(view[:got], crc)
+                newlines += count_newlines(view[:got])
+                last = buffer[got - 1]
+                left -= got
+            lines = newlines + (0 if last == _NEWLINE else 1)
+            if lines != segment.lines:
+                problems.append(
+                    f"{part.path}: the segment at part_offset {segment.part_offset} holds "
+                    f"{lines} lines, the manifest says {segment.lines}"
+                )
+    return f"{crc:08x}", problems
+
+
+def _fail(error: type[LandingError], problems: Sequence[str]) -> None:
+    """Raise ``error`` listing ``problems``, if there are any."""
+    if problems:
+        raise error("part files do not match their manifests:\n  " + "\n  ".join(problems))
+
+
+def _rows_by_fingerprint(part: PartFile) -> dict[str, int]:
+    """A part's lines per source file, from its segments."""
+    rows: Counter[str] = Counter()
+    for segment in part.segments:
+        rows[segment.file_fingerprint] += segment.lines
+    return dict(rows)
 
 
 def staged_lines(staged: Iterable[StagedPart]) -> Counter[FileKey]:
@@ -298,43 +478,44 @@ def staged_lines(staged: Iterable[StagedPart]) -> Counter[FileKey]:
 
 
 def read_source(
-    spark: SparkSession, staged: Sequence[StagedPart], source: str, checkpoint_id: int
+    spark: SparkSession,
+    staged: Sequence[StagedPart],
+    source: str,
+    checkpoint_id: int,
+    files: Collection[tuple[str, str]] | None = None,
 ) -> DataFrame:
-    """The staged lines of ``source`` (one read across hosts; chunk rows split into lines on
-    the executors), with ``host``, ``checkpoint_id``, ``source`` and ``sealed_at`` added from
-    each part's batch."""
-    entries = [entry for entry in staged if entry.part.source == source]
-    uri = F.col("uri")
-    host = _lookup(uri, {entry.uri: F.lit(entry.part.host) for entry in entries})
-    sealed_at = _lookup(uri, {entry.uri: F.lit(entry.part.sealed_at) for entry in entries})
-    return (
-        spark.read.schema(PART_SCHEMA)
-        .parquet(*(entry.part.path for entry in entries))
-        .select(
-            F.col("_metadata.file_path").alias("uri"), "file_fingerprint", "start_offset", "data"
+    """The staged lines of ``source`` (one read across hosts; segments read and split into
+    lines on the executors), with ``host``, ``checkpoint_id``, ``source`` and ``sealed_at``
+    added from each part's batch.
+
+    ``files``: only the segments of these ``(host, file_fingerprint)`` source files (``None``:
+    every segment).
+    """
+    segments = [
+        SegmentRow(
+            entry.part.path,
+            entry.part.host,
+            entry.part.sealed_at,
+            segment.file_fingerprint,
+            segment.start_offset,
+            segment.part_offset,
+            segment.length,
+            segment.lines,
         )
-        .mapInArrow(split_chunks, LINE_SCHEMA)
-        .select(
-            "file_fingerprint",
-            "byte_offset",
-            "line",
-            host.cast("string").alias("host"),
-            F.lit(checkpoint_id).cast("long").alias("checkpoint_id"),
-            F.lit(source).alias("source"),
-            sealed_at.cast("timestamp").alias("sealed_at"),
-        )
+        for entry in staged
+        if entry.part.source == source
+        for segment in entry.part.segments
+        if files is None or (entry.part.host, segment.file_fingerprint) in files
+    ]
+    return read_lines(spark, segments, SPLITS_PER_CORE).select(
+        "file_fingerprint",
+        "byte_offset",
+        "line",
+        "host",
+        F.lit(checkpoint_id).cast("long").alias("checkpoint_id"),
+        F.lit(source).alias("source"),
+        "sealed_at",
     )
-
-
-def _lookup(key: Column, values: Mapping[str, Column]) -> Column:
-    """``values[key]`` for a small literal mapping, evaluated per row."""
-    pairs = [item for name, value in values.items() for item in (F.lit(name), value)]
-    return F.create_map(*pairs)[key]
-
-
-def _local_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    return os.path.abspath(unquote(parsed.path)) if parsed.scheme in ("", "file") else uri
 
 
 # ---------------------------------------------------------------------------- the lake
@@ -401,22 +582,15 @@ def rejects_of(
     staged: Sequence[StagedPart],
     short: set[FileKey],
 ) -> list[DataFrame]:
-    """The rejects of every source file in ``short``, reading only the parts that hold them."""
+    """The rejects of every source file in ``short``, reading only the segments of those
+    files."""
     frames = []
     for source, spec in checkpoint.sources.items():
         files = {(host, fingerprint) for s, host, fingerprint in short if s == source}
-        holding = [
-            entry
-            for entry in staged
-            if entry.part.source == source
-            and any((entry.part.host, fp) in files for fp in entry.rows_by_fingerprint)
-        ]
-        if not holding:
+        if not files:
             continue
-        rows = read_source(spark, holding, source, checkpoint.checkpoint_id)
-        key = F.concat(F.col("host"), F.lit("\x00"), F.col("file_fingerprint"))
-        wanted = key.isin(sorted(f"{host}\x00{fingerprint}" for host, fingerprint in files))
-        frames.append(parse(rows.where(wanted), spec.format, time_field=spec.time_field)[1])
+        rows = read_source(spark, staged, source, checkpoint.checkpoint_id, files)
+        frames.append(parse(rows, spec.format, time_field=spec.time_field)[1])
     return frames
 
 
@@ -464,7 +638,8 @@ def land(
 
     Raises:
         ManifestError: a batch is unsealed or its manifest is inconsistent.
-        PartRowCountError: a part's row count differs from its manifest.
+        PartRowCountError: a part file differs from its manifest (its size, CRC-32 or the
+            lines of a segment: the subclasses ``PartSizeError``, ``PartChecksumError``).
         LandingCountError: the lake holds a different number of lines than were staged.
     """
     checkpoint = read_checkpoint(checkpoint_dir, hosts)
@@ -472,7 +647,7 @@ def land(
     lake_root = Path(os.path.abspath(lake))
     for key, value in LAKE_SQL_CONF.items():
         spark.conf.set(key, value)
-    staged = verify_parts(spark, checkpoint.parts)
+    staged = verify_parts(checkpoint.parts)
     clear_checkpoint(lake_root, checkpoint.sources, checkpoint_id)
 
     for source in sorted({entry.part.source for entry in staged}):
@@ -548,11 +723,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def build_session(app_name: str, shuffle_partitions: int | None = None) -> SparkSession:
     """A session set up for the landing job.
 
-    Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary);
-    input split into at least ``SPLITS_PER_CORE`` tasks per core, since staging parts are
-    small and compress well and a few large tasks would leave cores idle; and, on a local
-    master, as many shuffle partitions as cores (the job's only shuffles are small counts).
-    Settings given with ``--conf`` are kept, except ``LAKE_SQL_CONF``.
+    Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary)
+    and, on a local master, as many shuffle partitions as cores (the job's only shuffles are
+    small counts). The staged lines are split into ``SPLITS_PER_CORE`` read tasks per core by
+    ``read_source`` itself. Settings given with ``--conf`` are kept, except ``LAKE_SQL_CONF``.
     """
     builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
     for key, value in LAKE_SQL_CONF.items():
@@ -560,7 +734,7 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
     spark = builder.getOrCreate()
     context = spark.sparkContext
     given = context.getConf()
-    defaults = {"spark.sql.files.minPartitionNum": SPLITS_PER_CORE * context.defaultParallelism}
+    defaults: dict[str, int] = {}
     if (context.master or "").startswith("local"):
         defaults["spark.sql.shuffle.partitions"] = context.defaultParallelism
     if shuffle_partitions is not None:

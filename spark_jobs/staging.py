@@ -1,97 +1,236 @@
-"""Reading handoff part files: chunk rows (as the collector read them) -> one row per line.
+"""Reading handoff part files: segments (as the manifest indexes them) -> one row per line.
 
-A part file holds one row per chunk: ``file_fingerprint``, ``start_offset``, ``line_count`` and
-``data`` (whole lines of one file, as read). ``split_chunks`` turns record batches of such rows
-into record batches of lines with NumPy (no Python work per line), for ``mapInArrow``: the
-splitting runs on the executors, in parallel, next to the parsing.
+A part file holds raw line bytes, one segment after the other; a segment is a run of whole
+lines of one source file, from ``start_offset`` in it (docs/architecture.md, "Part files").
+The driver turns the manifests' segment index into a small DataFrame of ``SEGMENT_SCHEMA``
+rows (``segment_frame``); on the executors ``read_segments`` (for ``mapInArrow``) reads each
+segment's bytes with ``os.pread`` and splits them into lines with NumPy (``split_segment``:
+no Python work per line), one segment at a time, in parallel with the parsing.
+
+A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (a line
+cut at ``max_line_bytes``, or the unterminated end of a rotated file) and is a line too. Any
+other byte is kept: ``\\r`` of CRLF line ends, NULs, invalid UTF-8.
+
+The module imports only NumPy, pyarrow, pyspark and the standard library (the executors
+import it; ``--py-files`` ships it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
-PART_SCHEMA = StructType(
+SEGMENT_SCHEMA = StructType(
     [
-        StructField("file_fingerprint", StringType()),
-        StructField("start_offset", LongType()),
-        StructField("line_count", IntegerType()),
-        StructField("data", BinaryType()),
+        StructField("path", StringType(), nullable=False),
+        StructField("host", StringType(), nullable=False),
+        StructField("sealed_at", TimestampType(), nullable=False),
+        StructField("file_fingerprint", StringType(), nullable=False),
+        StructField("start_offset", LongType(), nullable=False),
+        StructField("part_offset", LongType(), nullable=False),
+        StructField("length", LongType(), nullable=False),
+        StructField("lines", LongType(), nullable=False),
     ]
 )
-"""The columns of a handoff part file (see docs/architecture.md)."""
+"""One row per segment to read: the part file (an absolute path, seen alike by the driver and
+the executors), its batch's ``host`` and ``sealed_at``, and the segment's manifest fields."""
 
 LINE_SCHEMA = StructType(
     [
-        StructField("uri", StringType()),
         StructField("file_fingerprint", StringType()),
         StructField("byte_offset", LongType()),
         StructField("line", BinaryType()),
+        StructField("host", StringType()),
+        StructField("sealed_at", TimestampType()),
     ]
 )
-"""What ``split_chunks`` yields: a row per line, with the part file it came from."""
+"""What ``read_segments`` yields: a row per line, with its segment's batch."""
 
-CHUNKS_PER_ARROW_BATCH = 8
-"""Chunk rows (up to about ``read_chunk_bytes`` each) per Arrow batch sent to the workers."""
+MAX_SEGMENT_BYTES = 2**31 - 1
+"""A segment's lines become one Arrow binary array, whose offsets are 32-bit (the collector's
+segments are at most 8 MiB)."""
 
 _NEWLINE = 10
 
 
-def split_chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """For ``DataFrame.mapInArrow``: batches of ``(uri, file_fingerprint, start_offset, data)``
-    chunk rows in, batches of ``LINE_SCHEMA`` lines out.
+class SegmentError(ValueError):
+    """A segment of a part file cannot be read, or holds other lines than its manifest says.
 
-    A line is the bytes up to and without its ``\\n``; a chunk's last line may lack one (a line
-    cut at ``max_line_bytes``, or the unterminated end of a rotated file) and is a line too.
+    Raised on an executor: it fails the Spark job, and its message names the part file and the
+    segment's ``part_offset``.
+    """
+
+
+@dataclass(frozen=True)
+class SegmentRow:
+    """A ``SEGMENT_SCHEMA`` row: one segment of a part file to read."""
+
+    path: str
+    host: str
+    sealed_at: datetime
+    file_fingerprint: str
+    start_offset: int
+    part_offset: int
+    length: int
+    lines: int
+
+
+# ---------------------------------------------------------------------------- the driver
+
+
+def segment_frame(
+    spark: SparkSession, segments: Sequence[SegmentRow], splits_per_core: int
+) -> DataFrame:
+    """The ``SEGMENT_SCHEMA`` DataFrame of ``segments``, in their order.
+
+    It is split into ``splits_per_core`` partitions per core of the session (at most one per
+    segment, at least one), each holding consecutive segments: a task reads and parses a run of
+    segments in their staging order, and enough tasks balance the cores.
+    """
+    context = spark.sparkContext
+    splits = max(1, min(len(segments), splits_per_core * context.defaultParallelism))
+    rows = [
+        (
+            s.path,
+            s.host,
+            s.sealed_at,
+            s.file_fingerprint,
+            s.start_offset,
+            s.part_offset,
+            s.length,
+            s.lines,
+        )
+        for s in segments
+    ]
+    return spark.createDataFrame(context.parallelize(rows, splits), SEGMENT_SCHEMA)
+
+
+def read_lines(
+    spark: SparkSession, segments: Sequence[SegmentRow], splits_per_core: int
+) -> DataFrame:
+    """The lines of ``segments`` as ``LINE_SCHEMA`` rows, read and split on the executors."""
+    return segment_frame(spark, segments, splits_per_core).mapInArrow(read_segments, LINE_SCHEMA)
+
+
+# ---------------------------------------------------------------------------- the executors
+
+
+def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For ``DataFrame.mapInArrow``: batches of ``SEGMENT_SCHEMA`` rows in, one batch of
+    ``LINE_SCHEMA`` lines out per non-empty segment (a worker holds one segment at a time).
+
+    Raises:
+        SegmentError: a segment cannot be read whole, or its line count differs from its
+            ``lines``.
     """
     for batch in batches:
-        uris: list[pa.Array] = []
-        fingerprints: list[pa.Array] = []
-        offsets: list[np.ndarray] = []
-        value_offsets: list[np.ndarray] = []
-        values: list[bytes] = []
-        base = 0
-        uri_column = batch.column("uri")
-        fingerprint_column = batch.column("file_fingerprint")
-        start_column = batch.column("start_offset")
-        data_column = batch.column("data")
+        columns = {name: batch.column(name) for name in batch.schema.names}
         for row in range(batch.num_rows):
-            data = data_column[row].as_py()
-            if not data:
+            path = columns["path"][row].as_py()
+            part_offset = columns["part_offset"][row].as_py()
+            length = columns["length"][row].as_py()
+            expected = columns["lines"][row].as_py()
+            data = read_segment(path, part_offset, length)
+            byte_offset, line = split_segment(data, columns["start_offset"][row].as_py())
+            count = len(line)
+            if count != expected:
+                raise SegmentError(
+                    f"{path}: the segment at part_offset {part_offset} ({length} bytes) holds "
+                    f"{count} lines, the manifest says {expected}"
+                )
+            if not count:
                 continue
-            newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
-            terminated = data[-1] == _NEWLINE
-            starts = np.empty(len(newlines) + (0 if terminated else 1), dtype=np.int64)
-            starts[0] = 0
-            starts[1:] = newlines[: len(starts) - 1] + 1
-            count = len(starts)
-            # Line i starts after i newlines, so without them it starts at start - i.
-            value_offsets.append(starts - np.arange(count, dtype=np.int64) + base)
-            offsets.append(starts + start_column[row].as_py())
-            stripped = data.replace(b"\n", b"")
-            values.append(stripped)
-            base += len(stripped)
-            uris.append(pa.repeat(uri_column[row], count))
-            fingerprints.append(pa.repeat(fingerprint_column[row], count))
-        if not values:
-            continue
-        all_offsets = np.concatenate([*value_offsets, np.array([base], dtype=np.int64)])
-        rows = len(all_offsets) - 1
-        line = pa.Array.from_buffers(
-            pa.large_binary(),
-            rows,
-            [None, pa.py_buffer(all_offsets), pa.py_buffer(b"".join(values))],
-        ).cast(pa.binary())
-        byte_offset = np.concatenate(offsets)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.concat_arrays(uris).cast(pa.string()),
-                pa.concat_arrays(fingerprints).cast(pa.string()),
-                pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(byte_offset)]),
-                line,
-            ],
-            names=["uri", "file_fingerprint", "byte_offset", "line"],
-        )
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.repeat(columns["file_fingerprint"][row], count),
+                    byte_offset,
+                    line,
+                    pa.repeat(columns["host"][row], count),
+                    pa.repeat(columns["sealed_at"][row], count),
+                ],
+                names=LINE_SCHEMA.names,
+            )
+
+
+def read_segment(path: str, part_offset: int, length: int) -> bytes:
+    """Bytes ``[part_offset, part_offset + length)`` of the file at ``path``.
+
+    Raises:
+        SegmentError: the file cannot be opened, or ends before the segment does.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SegmentError(
+            f"{path}: cannot read the segment at part_offset {part_offset}: {exc}"
+        ) from exc
+    try:
+        pieces: list[bytes] = []
+        done = 0
+        while done < length:
+            piece = os.pread(fd, length - done, part_offset + done)
+            if not piece:
+                size = os.fstat(fd).st_size
+                raise SegmentError(
+                    f"{path}: short read: the segment at part_offset {part_offset} needs bytes "
+                    f"up to {part_offset + length}, the file has {size}"
+                )
+            pieces.append(piece)
+            done += len(piece)
+    finally:
+        os.close(fd)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def count_newlines(data: bytes | bytearray | memoryview) -> int:
+    """The ``\\n`` bytes in ``data`` (vectorised)."""
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE))
+
+
+def split_segment(data: bytes, start_offset: int) -> tuple[pa.Int64Array, pa.BinaryArray]:
+    """The lines of a segment's bytes: ``(byte_offset, line)`` arrays, a row per line.
+
+    A line's ``byte_offset`` is ``start_offset`` plus its position in ``data``; its bytes stop
+    before its ``\\n``. The last line may lack its ``\\n``; nothing else is removed or changed
+    (empty lines, ``\\r``, NULs and invalid UTF-8 are kept). Vectorised: NumPy finds the
+    newlines, one ``bytes.replace`` drops them, and the line offsets follow by arithmetic.
+
+    Raises:
+        SegmentError: the lines' bytes exceed ``MAX_SEGMENT_BYTES``.
+    """
+    if not data:
+        return pa.array([], pa.int64()), pa.array([], pa.binary())
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
+    count = len(newlines) + (0 if data[-1] == _NEWLINE else 1)
+    values_size = len(data) - len(newlines)
+    if values_size > MAX_SEGMENT_BYTES:
+        raise SegmentError(f"a segment of {len(data)} bytes is too large to split")
+    starts = np.empty(count, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = newlines[: count - 1] + 1
+    # Line i starts after i newlines: without them, at start - i.
+    value_offsets = np.empty(count + 1, dtype=np.int32)
+    value_offsets[:count] = starts - np.arange(count, dtype=np.int64)
+    value_offsets[count] = values_size
+    values = data.replace(b"\n", b"")
+    line = pa.Array.from_buffers(
+        pa.binary(), count, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
+    )
+    byte_offset = pa.Array.from_buffers(
+        pa.int64(), count, [None, pa.py_buffer(starts + start_offset)]
+    )
+    return byte_offset, line

@@ -68,7 +68,7 @@ def role(functions: list[str]) -> str:
     if "run_mailbox_loop" in joined:
         return "mailbox thread (reader, mails, seal records)"
     if "_run_consumer" in joined:
-        return "sink group thread (handoff: Parquet, fsync)"
+        return "sink group thread (handoff: writes, fsync)"
     if "StageThread._loop" in joined:
         if "RingPublisher" in joined:
             return "send stage thread"

@@ -2,7 +2,7 @@
 bytes once.
 
 Sluice: a fresh process collects the input to its end and seals one checkpoint (time-sliced
-reader, stage queues, ring, handoff sink writing Parquet parts, XOR acker, SQLite metastore,
+reader, stage queues, ring, handoff sink writing raw part files, XOR acker, SQLite metastore,
 fsync of every part and of the manifest): ``Collector.run_once``, timed inside the process.
 Baseline: ``cp --reflink=never`` of the same files onto the same disk, then ``sync`` of the
 copies (an fsync of each). Both start from the page cache. Figures are input MB per second;

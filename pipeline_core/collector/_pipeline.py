@@ -83,7 +83,6 @@ class PipelineRuntime:
             self.host,
             config.sources,
             max_part_bytes=config.handoff.max_part_bytes,
-            row_group_bytes=config.handoff.row_group_bytes,
         )
         self.sink_states = MetastoreSinkStateStore(metastore, config.name, self.host)
         self.groups: list[SinkGroup] = build_sink_groups(config, writer, self.sink_states, sinks)

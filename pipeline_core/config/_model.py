@@ -70,7 +70,6 @@ class HandoffConfig(_Strict):
     """Default: ``<data_dir>/staging``."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
-    row_group_bytes: Annotated[int, Field(gt=0)] = 4 * 1024 * 1024
 
 
 class LakeConfig(_Strict):

@@ -13,7 +13,7 @@ taken it::
 raises on failure; a processor raises ``EventDeliveryException`` when every sink failed, and
 the ring batch is then rewound by the group's ``BatchRewindStrategy``.
 
-The handoff sink stages lines as Parquet part files and seals them, at each checkpoint barrier,
+The handoff sink stages lines as raw part files and seals them, at each checkpoint barrier,
 into an immutable batch folder that the Spark landing job reads.
 """
 
@@ -33,12 +33,12 @@ from pipeline_core.sinks._handoff import (
     ManifestRange,
     PartFile,
     SealedBatch,
+    Segment,
     checkpoint_dir,
 )
 from pipeline_core.sinks._handoff_sink import HandoffSink
 from pipeline_core.sinks._http import HttpSink
 from pipeline_core.sinks._load_balancing import LoadBalancingSinkProcessor, SinkSelector
-from pipeline_core.sinks._part_table import HANDOFF_SCHEMA, chunks_table
 from pipeline_core.sinks._processor import SinkProcessor
 from pipeline_core.sinks._retry import RetryPolicy
 from pipeline_core.sinks._runner import RunnerCounters, RunnerOutcome, SinkRunner
@@ -54,7 +54,6 @@ from pipeline_core.sinks._status import Status
 from pipeline_core.sinks._trial import NullSink, StdoutSink
 
 __all__ = [
-    "HANDOFF_SCHEMA",
     "HEALTHY",
     "MANIFEST_NAME",
     "SYSTEM_CLOCK",
@@ -82,6 +81,7 @@ __all__ = [
     "RunnerCounters",
     "RunnerOutcome",
     "SealedBatch",
+    "Segment",
     "Sink",
     "SinkHealth",
     "SinkProcessor",
@@ -96,6 +96,5 @@ __all__ = [
     "Transaction",
     "build_sink",
     "checkpoint_dir",
-    "chunks_table",
     "event_id",
 ]

@@ -1,4 +1,4 @@
-"""The handoff sink: lines to Parquet part files, sealed into a checkpoint's staging folder."""
+"""The handoff sink: lines to raw part files, sealed into a checkpoint's staging folder."""
 
 from __future__ import annotations
 
@@ -7,23 +7,25 @@ import logging
 import os
 import shutil
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
-from pipeline_core.sinks._part_table import HANDOFF_SCHEMA, chunks_table
+from pipeline_core.sinks._writeback import IncrementalWriteback
 from pipeline_core.source import Chunk
 
 log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 2
+MANIFEST_FORMAT_VERSION = 3
+PART_SUFFIX = ".lines"
+SEGMENT_BYTES = 8 * 1024 * 1024
+"""Consecutive chunks of a file are indexed as one segment up to this size: the landing job's
+unit of parallel work."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,25 @@ class Barrier:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """Bytes ``[part_offset, part_offset + length)`` of a part: whole lines of one file, from
+    ``start_offset`` in it (docs/architecture.md, "Part files")."""
+
+    file_fingerprint: str
+    start_offset: int
+    part_offset: int
+    length: int
+    lines: int
+
+
+@dataclass(frozen=True)
 class PartFile:
     name: str
     source: str
     rows: int
     bytes: int
     crc32: str
+    segments: tuple[Segment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,28 +90,86 @@ def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Pat
 
 
 class _OpenPart:
-    def __init__(self, path: Path, row_group_bytes: int) -> None:
+    """A part file being written: its descriptor, running CRC-32 and segment index."""
+
+    def __init__(self, path: Path, source: str) -> None:
         self.path = path
-        self.writer = pq.ParquetWriter(
-            path,
-            HANDOFF_SCHEMA,
-            compression="snappy",
-            use_dictionary=["file_fingerprint"],
-            write_statistics=["file_fingerprint", "start_offset", "line_count"],
-        )
+        self.source = source
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self.writeback = IncrementalWriteback(self.fd)
+        self.size = 0
         self.rows = 0
-        self.line_bytes = 0
-        self.row_group_bytes = row_group_bytes
+        self.crc = 0
+        self.segments: list[Segment] = []
+        self._extendable = False  # the last segment may take the next chunk of its file
+
+    def write(self, chunks: Sequence[Chunk]) -> None:
+        """Append ``chunks`` (of this part's source) with one ``writev``: the GIL is released
+        once for the lot, not once per chunk."""
+        buffers = [chunk.data for chunk in chunks]
+        expected = sum(map(len, buffers))
+        written = os.writev(self.fd, buffers) if len(buffers) > 1 else os.write(self.fd, buffers[0])
+        if written < expected:  # a short write (signal, disk nearly full): finish it plainly
+            rest = memoryview(b"".join(buffers))[written:]
+            while rest:
+                rest = rest[os.write(self.fd, rest) :]
+        for chunk in chunks:
+            self.crc = zlib.crc32(chunk.data, self.crc)
+            self._index(chunk)
+            self.size += len(chunk.data)
+            self.rows += chunk.lines
+        self.writeback.written(self.size)
+
+    def _index(self, chunk: Chunk) -> None:
+        last = self.segments[-1] if self.segments else None
+        if (
+            last is not None
+            and self._extendable
+            and last.file_fingerprint == chunk.fingerprint
+            and last.start_offset + last.length == chunk.start
+            and last.length + len(chunk.data) <= SEGMENT_BYTES
+        ):
+            self.segments[-1] = Segment(
+                last.file_fingerprint,
+                last.start_offset,
+                last.part_offset,
+                last.length + len(chunk.data),
+                last.lines + chunk.lines,
+            )
+        else:
+            self.segments.append(
+                Segment(chunk.fingerprint, chunk.start, self.size, len(chunk.data), chunk.lines)
+            )
+        self._extendable = chunk.data.endswith(b"\n")  # never join a cut line to the next
+
+    def close(self) -> PartFile:
+        """Fsync and close; the part as the manifest lists it."""
+        try:
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
+        return PartFile(
+            self.path.name,
+            self.source,
+            self.rows,
+            self.size,
+            f"{self.crc:08x}",
+            tuple(self.segments),
+        )
+
+    def abandon(self) -> None:
+        os.close(self.fd)
 
 
 class HandoffWriter:
     """Writes chunks of lines into part files under ``_inflight`` and seals them at a barrier.
 
-    Part files are Parquet (schema in :data:`HANDOFF_SCHEMA`: a row per chunk, as read), one
-    series per source, with row groups of about ``row_group_bytes`` and files of about
-    ``max_part_bytes`` of line data. A part's ``rows`` in the manifest counts its lines.
-    Sealing flushes and fsyncs every part, writes ``_manifest.json`` last, renames the folder to
-    the checkpoint's and fsyncs the parent: a sealed folder is complete or absent.
+    A part file holds one source's chunks as raw bytes, one after the other, and is indexed by
+    segments in the manifest (docs/architecture.md, "Part files"); a new part is started past
+    ``max_part_bytes``. Bytes are written as they arrive and written back to disk in the
+    background (:class:`IncrementalWriteback`), so a seal only waits for the last few MiB.
+    Sealing fsyncs every part, writes ``_manifest.json`` last, renames the folder to the
+    checkpoint's and fsyncs the parent: a sealed folder is complete or absent.
 
     Threading model: used by one thread (the sink group's event processor).
     """
@@ -109,38 +182,44 @@ class HandoffWriter:
         sources: Iterable[SourceConfig],
         *,
         max_part_bytes: int,
-        row_group_bytes: int,
     ) -> None:
         self._root = staging_root
         self._pipeline = pipeline
         self._host = host
         self._sources = {s.name: s for s in sources}
         self._max_part_bytes = max_part_bytes
-        self._row_group_bytes = row_group_bytes
         self._inflight = staging_root / pipeline / "_inflight" / host
-        self._buffers: dict[str, list[Chunk]] = {}
-        self._buffered: dict[str, int] = {}
         self._open: dict[str, _OpenPart] = {}
         self._closed: list[PartFile] = []
         self._sequence: dict[str, int] = {}
 
     def reset(self) -> None:
         """Forget unsealed output (left by a crash: its bytes will be read again)."""
-        self._buffers.clear()
-        self._buffered.clear()
         for part in self._open.values():
-            part.writer.close()
+            part.abandon()
         self._open.clear()
         self._closed.clear()
         self._sequence.clear()
         shutil.rmtree(self._inflight, ignore_errors=True)
 
-    def append(self, chunk: Chunk) -> None:
-        self._buffers.setdefault(chunk.source, []).append(chunk)
-        size = self._buffered.get(chunk.source, 0) + len(chunk.data)
-        self._buffered[chunk.source] = size
-        if size >= self._row_group_bytes:
-            self._flush(chunk.source)
+    def append(self, chunks: Sequence[Chunk]) -> None:
+        """Stage ``chunks`` (in order; any sources): each source's run goes to its part."""
+        start = 0
+        while start < len(chunks):
+            source = chunks[start].source
+            end = start + 1
+            while end < len(chunks) and chunks[end].source == source:
+                end += 1
+            self._append_run(source, chunks[start:end])
+            start = end
+
+    def _append_run(self, source: str, chunks: Sequence[Chunk]) -> None:
+        part = self._open.get(source)
+        if part is None:
+            part = self._open[source] = self._new_part(source)
+        part.write(chunks)
+        if part.size >= self._max_part_bytes:
+            self._closed.append(self._open.pop(source).close())
 
     def seal(self, barrier: Barrier) -> SealedBatch:
         """Seal everything appended since the last barrier as checkpoint ``barrier``'s batch.
@@ -149,10 +228,8 @@ class HandoffWriter:
             SealError: a part or the manifest could not be written, or rows do not add up.
         """
         try:
-            for source in list(self._buffers):
-                self._flush(source)
             for source in list(self._open):
-                self._close_part(source)
+                self._closed.append(self._open.pop(source).close())
             return self._publish(barrier)
         except (OSError, ValueError) as exc:
             self.reset()  # nothing half-written may leak into the next batch
@@ -160,34 +237,11 @@ class HandoffWriter:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _flush(self, source: str) -> None:
-        chunks = self._buffers.pop(source, [])
-        self._buffered.pop(source, None)
-        if not chunks:
-            return
-        table = chunks_table(chunks)
-        part = self._open.get(source)
-        if part is None:
-            part = self._open[source] = self._new_part(source)
-        part.writer.write_table(table, row_group_size=max(1, table.num_rows))
-        part.rows += sum(c.lines for c in chunks)
-        part.line_bytes += sum(len(c.data) for c in chunks)
-        if part.line_bytes >= self._max_part_bytes:
-            self._close_part(source)
-
     def _new_part(self, source: str) -> _OpenPart:
         self._inflight.mkdir(parents=True, exist_ok=True)
         number = self._sequence.get(source, 0)
         self._sequence[source] = number + 1
-        return _OpenPart(
-            self._inflight / f"part-{source}-{number:05d}.parquet", self._row_group_bytes
-        )
-
-    def _close_part(self, source: str) -> None:
-        part = self._open.pop(source)
-        part.writer.close()
-        crc, size = _fsync_and_crc(part.path)
-        self._closed.append(PartFile(part.path.name, source, part.rows, size, f"{crc:08x}"))
+        return _OpenPart(self._inflight / f"part-{source}-{number:05d}{PART_SUFFIX}", source)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
         parts = tuple(self._closed)
@@ -211,21 +265,21 @@ class HandoffWriter:
                 name: {"format": s.format.value, "time_field": s.time_field}
                 for name, s in self._sources.items()
             },
-            "parts": [p.__dict__ for p in parts],
+            "parts": [_part_entry(p) for p in parts],
             "ranges": [r.__dict__ for r in barrier.ranges],
         }
         self._inflight.mkdir(parents=True, exist_ok=True)
         manifest_path = self._inflight / MANIFEST_NAME
         manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        _fsync_and_crc(manifest_path)
+        _fsync_path(manifest_path)
         target = checkpoint_dir(self._root, self._pipeline, barrier.checkpoint_id) / self._host
         if target.exists():
             log.warning("replacing %s, left unrecorded by an earlier seal", target)
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self._inflight, target)
-        _fsync_dir(target.parent)
-        _fsync_dir(self._inflight.parent)
+        _fsync_path(target.parent)
+        _fsync_path(self._inflight.parent)
         return SealedBatch(
             checkpoint_id=barrier.checkpoint_id,
             staging_path=target,
@@ -237,18 +291,18 @@ class HandoffWriter:
         )
 
 
-def _fsync_and_crc(path: Path) -> tuple[int, int]:
-    crc = 0
-    size = 0
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            crc = zlib.crc32(block, crc)
-            size += len(block)
-        os.fsync(handle.fileno())
-    return crc, size
+def _part_entry(part: PartFile) -> dict[str, Any]:
+    return {
+        "name": part.name,
+        "source": part.source,
+        "rows": part.rows,
+        "bytes": part.bytes,
+        "crc32": part.crc32,
+        "segments": [segment.__dict__ for segment in part.segments],
+    }
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

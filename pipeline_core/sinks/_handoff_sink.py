@@ -9,7 +9,7 @@ from pipeline_core.sinks._sink import BatchSink
 
 
 class HandoffSink(BatchSink):
-    """Stages every line as Parquet parts and seals them into a batch at each barrier.
+    """Stages every line in raw part files and seals them into a batch at each barrier.
 
     Its failures are ``SealError``: a batch half-written to the staging folder cannot be
     retried in place, so the collector stops and the next run re-reads from the last sealed
@@ -25,8 +25,7 @@ class HandoffSink(BatchSink):
 
     def deliver(self, batch: DeliveryBatch) -> None:
         try:
-            for chunk in batch.chunks:
-                self._writer.append(chunk)
+            self._writer.append(batch.chunks)
         except SealError:
             raise
         except Exception as exc:

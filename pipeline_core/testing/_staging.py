@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from pipeline_core.config import PipelineConfig
 from pipeline_core.sinks import MANIFEST_NAME
 
@@ -27,10 +25,11 @@ def staged_lines(config: PipelineConfig) -> list[StagedLine]:
     for manifest_path in sorted(root.glob(f"[0-9]*/*/{MANIFEST_NAME}")):
         manifest = json.loads(manifest_path.read_text())
         for part in manifest["parts"]:
-            table = pq.read_table(manifest_path.parent / part["name"])
-            for row in table.to_pylist():
-                fingerprint, offset = str(row["file_fingerprint"]), int(row["start_offset"])
-                for line in _split(bytes(row["data"])):
+            data = (manifest_path.parent / part["name"]).read_bytes()
+            for segment in part["segments"]:
+                fingerprint, offset = str(segment["file_fingerprint"]), int(segment["start_offset"])
+                begin = int(segment["part_offset"])
+                for line in _split(data[begin : begin + int(segment["length"])]):
                     lines.append(
                         StagedLine(
                             fingerprint,
@@ -44,7 +43,7 @@ def staged_lines(config: PipelineConfig) -> list[StagedLine]:
 
 
 def _split(data: bytes) -> list[bytes]:
-    """The lines of a chunk, each with its newline (the last may lack one)."""
+    """The lines of a segment, each with its newline (the last may lack one)."""
     lines = [line + b"\n" for line in data.split(b"\n")]
     lines[-1] = lines[-1][:-1]
     return [line for line in lines if line]

@@ -151,7 +151,7 @@ def test_an_unreadable_part_fails_the_landing_before_the_lake_changes(
 ) -> None:
     landed = pipeline.seal()
     summary = pipeline.land_and_commit(spark, landed)
-    part = next(pipeline.info(landed).staging_dir.glob("*/part-*.parquet"))
+    part = next(pipeline.info(landed).staging_dir.glob("*/part-*.lines"))
     intact = part.read_bytes()
     part.write_bytes(b"\0" * len(intact))  # a disk error: same size, unreadable
 

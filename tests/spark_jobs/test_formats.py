@@ -1,4 +1,5 @@
-"""The source-format parsers, on staging rows read from pyarrow-written part files."""
+"""The source-format parsers, on staging rows read from part files as the landing job reads
+them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
-from spark_jobs.staging import LINE_SCHEMA, split_chunks
+from spark_jobs.staging import SegmentRow, read_lines
 from tests.support.staging import DEFAULT_SEALED_AT, line_offsets, write_part
 
 pytestmark = pytest.mark.spark
@@ -95,25 +96,29 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     """Build staging rows (as the landing job reads them) from raw lines."""
 
     def build(lines: list[bytes], source: str = "access") -> DataFrame:
-        path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.parquet"
-        write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
-        return (
-            spark.read.parquet(str(path))
-            .select(
-                F.col("_metadata.file_path").alias("uri"),
-                "file_fingerprint",
-                "start_offset",
-                "data",
+        path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
+        segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
+        rows = [
+            SegmentRow(
+                str(path),
+                HOST,
+                DEFAULT_SEALED_AT,
+                segment["file_fingerprint"],
+                segment["start_offset"],
+                segment["part_offset"],
+                segment["length"],
+                segment["lines"],
             )
-            .mapInArrow(split_chunks, LINE_SCHEMA)
-        ).select(
+            for segment in segments
+        ]
+        return read_lines(spark, rows, splits_per_core=1).select(
             "file_fingerprint",
             "byte_offset",
             "line",
-            F.lit(HOST).alias("host"),
+            "host",
             F.lit(CHECKPOINT_ID).cast("long").alias("checkpoint_id"),
             F.lit(source).alias("source"),
-            F.lit(DEFAULT_SEALED_AT).alias("sealed_at"),
+            "sealed_at",
         )
 
     return build

@@ -7,7 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
+import zlib
 from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +21,23 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.land_checkpoint import (
+    MANIFEST_NAME,
     LandingCountError,
     ManifestError,
+    PartChecksumError,
     PartRowCountError,
+    PartSizeError,
     files_with_rejects,
     land,
     read_checkpoint,
+    read_source,
+    verify_parts,
 )
 from tests.support.staging import (
     checkpoint_dir,
     line_offsets,
     write_batch,
     write_empty_batch,
-    write_part,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +68,7 @@ def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", 
         fingerprint = f"{number:04x}00000000aaaa"
         write_batch(
             staging, PIPELINE, checkpoint_id, host, "access", "nginx_combined", ACCESS,
-            fingerprint, 1000 * checkpoint_id, rows_per_part=3,
+            fingerprint, 1000 * checkpoint_id, rows_per_part=4, lines_per_segment=3,
         )  # fmt: skip
         write_batch(
             staging, PIPELINE, checkpoint_id, host, "app", "json_lines", APP,
@@ -72,6 +79,15 @@ def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", 
             f"{number:04x}00000000cccc", 0,
         )  # fmt: skip
     return checkpoint_dir(staging, PIPELINE, checkpoint_id)
+
+
+def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
+    """Apply ``edit`` to a batch's manifest (in place); returns the manifest's path."""
+    path = batch / MANIFEST_NAME
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+    return path
 
 
 def lake_rows(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> list[Any]:
@@ -193,15 +209,136 @@ def test_empty_checkpoints_land_zero_rows(spark: SparkSession, tmp_path: Path) -
 
 
 @pytest.mark.spark
-def test_part_with_other_row_count_than_manifest_fails(spark: SparkSession, tmp_path: Path) -> None:
+def test_part_of_another_size_than_its_manifest_fails_before_the_lake_changes(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     staging = tmp_path / "staging"
     batch = write_batch(staging, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
-    write_part(batch / "part-access-00000.parquet", "a" * 16, [0], [ACCESS[0]])
+    part = batch / "part-access-00000.lines"
+    size = part.stat().st_size
+    part.write_bytes(ACCESS[0] + b"\n")
 
-    message = rf"part-access-00000\.parquet: manifest says {len(ACCESS)} rows, file has 1"
-    with pytest.raises(PartRowCountError, match=message):
+    found = len(ACCESS[0]) + 1
+    message = rf"part-access-00000\.lines: manifest says {size} bytes, file has {found}"
+    with pytest.raises(PartSizeError, match=message):
         land(spark, checkpoint_dir(staging, PIPELINE, 6), tmp_path / "lake")
-    assert not (tmp_path / "lake" / "_landings").exists()
+    assert not (tmp_path / "lake").exists()
+
+
+@pytest.mark.spark
+def test_part_changed_in_place_fails_and_leaves_the_earlier_landing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    staged = stage(tmp_path / "staging", 6, hosts=("web-1",))
+    lake = tmp_path / "lake"
+    summary = land(spark, staged, lake)
+    part = staged / "web-1" / "part-access-00000.lines"
+    intact = part.read_bytes()
+    part.write_bytes(b"\0" * len(intact))  # a disk error: same size, other bytes
+
+    with pytest.raises(PartChecksumError, match=r"part-access-00000\.lines: manifest says CRC-32"):
+        land(spark, staged, lake)
+
+    assert assert_exactly_once(spark, lake, "access", 6) == summary["rows"]["access"]
+    assert (lake / "_landings" / "checkpoint_id=6.json").is_file()
+
+
+def test_segment_with_other_line_count_than_its_bytes_fails(tmp_path: Path) -> None:
+    batch = write_batch(
+        tmp_path, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
+        lines_per_segment=4,
+    )  # fmt: skip
+
+    def move_a_line(manifest: dict[str, Any]) -> None:
+        first, second = manifest["parts"][0]["segments"][:2]
+        first["lines"] -= 1  # the part's rows stay right; the segments' lines do not
+        second["lines"] += 1
+
+    edit_manifest(batch, move_a_line)
+    second_offset = sum(len(line) + 1 for line in ACCESS[:4])
+    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 6))
+
+    with pytest.raises(PartRowCountError) as raised:
+        verify_parts(checkpoint.parts)
+    message = str(raised.value)
+    assert "part-access-00000.lines: the segment at part_offset 0 holds 4 lines, the " in message
+    assert f"part_offset {second_offset} holds 4 lines, the manifest says 5" in message
+    assert type(raised.value) is PartRowCountError
+
+
+@pytest.mark.spark
+def test_segment_whose_lines_differ_when_read_fails_the_spark_job(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The executors check every segment again (the part changed after the driver checked)."""
+    batch = write_batch(
+        tmp_path, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
+        lines_per_segment=4,
+    )  # fmt: skip
+    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 6))
+    staged = verify_parts(checkpoint.parts)
+    part = batch / "part-access-00000.lines"
+    data = bytearray(part.read_bytes())
+    second_offset = sum(len(line) + 1 for line in ACCESS[:4])
+    data[second_offset + 1] = ord("\n")  # one more line in the second segment
+    part.write_bytes(bytes(data))
+
+    more = rf"part-access-00000\.lines: the segment at part_offset {second_offset} \("
+    with pytest.raises(Exception, match=more + r"\d+ bytes\) holds 5 lines, the manifest says 4"):
+        read_source(spark, staged, "access", 6).collect()
+
+    part.write_bytes(bytes(data[: second_offset + 10]))
+    short = rf"part-access-00000\.lines: short read: the segment at part_offset {second_offset} "
+    with pytest.raises(Exception, match=short):
+        read_source(spark, staged, "access", 6).collect()
+
+
+@pytest.mark.spark
+def test_read_source_reads_the_lines_of_the_files_asked_for_in_staging_order(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    staged_dir = stage(tmp_path / "staging", 3)
+    staged = verify_parts(read_checkpoint(staged_dir).parts)
+
+    every = read_source(spark, staged, "access", 3).collect()
+    only = read_source(spark, staged, "access", 3, {("web-2", "000100000000aaaa")}).collect()
+
+    offsets = line_offsets(ACCESS, 3000)
+    assert [(row["host"], row["byte_offset"], row["line"]) for row in every] == [
+        (host, offset, line)
+        for host in ("web-1", "web-2")
+        for offset, line in zip(offsets, ACCESS, strict=True)
+    ]
+    assert {row["file_fingerprint"] for row in every} == {"000000000000aaaa", "000100000000aaaa"}
+    assert [row["line"] for row in only] == ACCESS
+    assert {(row["host"], row["file_fingerprint"]) for row in only} == {
+        ("web-2", "000100000000aaaa")
+    }
+    assert {(row["checkpoint_id"], row["source"]) for row in every} == {(3, "access")}
+    assert {row["sealed_at"] for row in every} == {datetime(2026, 11, 22, 10, 0, 0, 123456)}
+
+
+@pytest.mark.spark
+def test_unterminated_last_line_is_a_line(spark: SparkSession, tmp_path: Path) -> None:
+    batch = write_batch(
+        tmp_path, PIPELINE, 5, "web-1", "misc", "raw", [*MISC, b"", b"last\r"], "c" * 16,
+        lines_per_segment=2,
+    )  # fmt: skip
+    part = batch / "part-misc-00000.lines"
+    part.write_bytes(part.read_bytes()[:-1])  # the last line loses its \n
+
+    def unterminate(manifest: dict[str, Any]) -> None:
+        entry = manifest["parts"][0]
+        entry["bytes"] -= 1
+        entry["segments"][-1]["length"] -= 1
+        entry["crc32"] = f"{zlib.crc32(part.read_bytes()):08x}"
+
+    edit_manifest(batch, unterminate)
+    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 5), tmp_path / "lake")
+
+    assert summary["rows"] == {"misc": 4}
+    messages = [row["message"] for row in lake_rows(spark, tmp_path / "lake", "misc", 5)]
+    assert sorted(messages) == sorted(["free text", "\ufffd\ufffd", "", "last\r"])
 
 
 @pytest.mark.spark
@@ -217,10 +354,93 @@ def test_unsealed_batch_fails(spark: SparkSession, tmp_path: Path) -> None:
 def test_manifest_naming_a_missing_part_fails(tmp_path: Path) -> None:
     staging = tmp_path / "staging"
     batch = write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
-    (batch / "part-access-00000.parquet").unlink()
+    (batch / "part-access-00000.lines").unlink()
 
-    with pytest.raises(ManifestError, match=r"missing: .*part-access-00000\.parquet"):
+    with pytest.raises(ManifestError, match=r"missing: .*part-access-00000\.lines"):
         read_checkpoint(checkpoint_dir(staging, PIPELINE, 7))
+
+
+def test_manifest_of_format_2_fails(tmp_path: Path) -> None:
+    batch = write_batch(
+        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16
+    )
+    edit_manifest(batch, lambda manifest: manifest.update(format_version=2))
+
+    with pytest.raises(ManifestError, match=r"_manifest\.json: unsupported format_version 2"):
+        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
+
+
+def _segments(manifest: dict[str, Any]) -> list[Any]:
+    """The first part's segments."""
+    segments: list[Any] = manifest["parts"][0]["segments"]
+    return segments
+
+
+def _append_segment(manifest: dict[str, Any], length: int, lines: int) -> None:
+    """Add a segment after the first part's last one."""
+    part = manifest["parts"][0]
+    segment = {"file_fingerprint": "a" * 16, "start_offset": 0, "part_offset": part["bytes"]}
+    part["segments"].append({**segment, "length": length, "lines": lines})
+
+
+MALFORMED_SEGMENTS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "no segments": (lambda m: m["parts"][0].pop("segments"), r"no 'segments'"),
+    "segments not a list": (
+        lambda m: m["parts"][0].update(segments={}),
+        r"segments is not a list",
+    ),
+    "segment not an object": (lambda m: _segments(m).append(7), r"segment 3: not an object"),
+    "missing field": (lambda m: _segments(m)[1].pop("lines"), r"segment 1: no 'lines'"),
+    "first not at 0": (
+        lambda m: _segments(m)[0].update(part_offset=1),
+        r"segment 0: part_offset 1 is not where the last segment ended \(0\)",
+    ),
+    "gap": (
+        lambda m: _segments(m)[2].update(part_offset=_segments(m)[2]["part_offset"] + 1),
+        r"segment 2: part_offset \d+ is not where the last segment ended",
+    ),
+    "lengths": (
+        lambda m: m["parts"][0].update(bytes=m["parts"][0]["bytes"] + 1),
+        r"segments hold other than its \d+ bytes",
+    ),
+    "lines": (
+        lambda m: _segments(m)[0].update(lines=2),
+        r"segments hold other than its 9 rows",
+    ),
+    "negative": (lambda m: _segments(m)[1].update(start_offset=-1), r"start_offset -1 is not"),
+    "float": (lambda m: _segments(m)[1].update(length=1.5), r"length 1\.5 is not"),
+    "text": (lambda m: _segments(m)[1].update(lines="3"), r"lines '3' is not"),
+    "bool": (lambda m: _segments(m)[1].update(part_offset=True), r"part_offset True is not"),
+    "fingerprint": (
+        lambda m: _segments(m)[1].update(file_fingerprint=7),
+        r"segment 1: file_fingerprint 7 is not a string",
+    ),
+    "more lines than bytes": (
+        lambda m: _append_segment(m, length=1, lines=2),
+        r"segment 3: 1 bytes cannot hold 2 lines",
+    ),
+    "bytes without lines": (
+        lambda m: _append_segment(m, length=1, lines=0),
+        r"segment 3: 1 bytes cannot hold 0 lines",
+    ),
+    "crc32": (lambda m: m["parts"][0].update(crc32="xyz"), r"crc32 'xyz' is not 8 hex digits"),
+    "rows": (lambda m: m["parts"][0].update(rows="9"), r"rows '9' is not"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_SEGMENTS))
+def test_manifest_with_malformed_segments_fails_naming_the_part(tmp_path: Path, case: str) -> None:
+    edit, message = MALFORMED_SEGMENTS[case]
+    batch = write_batch(
+        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
+        lines_per_segment=4,
+    )  # fmt: skip
+    manifest_path = edit_manifest(batch, edit)
+
+    with pytest.raises(ManifestError) as raised:
+        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
+    assert str(raised.value).startswith(f"{manifest_path}: part part-access-00000.lines")
+    assert raised.match(message)
 
 
 def test_files_with_rejects_are_the_short_ones() -> None:

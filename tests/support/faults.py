@@ -427,7 +427,7 @@ def install_crash(point: SealCrashPoint) -> None:
     publish = HandoffWriter._publish
     seal = Metastore.seal
     save_files = Metastore._save_files
-    fsync_and_crc = handoff._fsync_and_crc
+    fsync_path = handoff._fsync_path
 
     def publish_hook(self: HandoffWriter, barrier: Any) -> Any:
         if point is SealCrashPoint.PARTS_WRITTEN:
@@ -437,11 +437,10 @@ def install_crash(point: SealCrashPoint) -> None:
             _die()
         return result
 
-    def fsync_hook(path: Path) -> tuple[int, int]:
-        result = fsync_and_crc(path)
+    def fsync_hook(path: Path) -> None:
+        fsync_path(path)
         if point is SealCrashPoint.MANIFEST_WRITTEN and path.name == MANIFEST_NAME:
             _die()
-        return result
 
     def seal_hook(self: Metastore, *args: Any, **kwargs: Any) -> int:
         if point is SealCrashPoint.BEFORE_TRANSACTION:
@@ -457,7 +456,7 @@ def install_crash(point: SealCrashPoint) -> None:
         save_files(self, *args, **kwargs)
 
     HandoffWriter._publish = publish_hook  # type: ignore[method-assign]
-    handoff._fsync_and_crc = fsync_hook
+    handoff._fsync_path = fsync_hook
     Metastore.seal = seal_hook  # type: ignore[method-assign]
     Metastore._save_files = save_files_hook  # type: ignore[method-assign]
 
@@ -498,30 +497,29 @@ def checkpoint_states(metastore: Metastore, pipeline: str) -> dict[int, Checkpoi
 
 
 def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
-    """Every line of every batch the metastore recorded, split from the part files' chunk rows
+    """Every line of every batch the metastore recorded, split from the part files' segments
     as the landing job splits them: ``event_id`` and ``line`` (binary)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    from spark_jobs.staging import split_chunks
+    from spark_jobs.staging import split_segment
 
     tables = [pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})]
     for checkpoint_id in checkpoint_states(metastore, pipeline):
         for batch in metastore.batches(checkpoint_id):
             folder = Path(batch.staging_path)
             for part in batch.manifest["parts"]:
-                chunks = pq.read_table(folder / part["name"])
-                chunks = chunks.set_column(
-                    0, "file_fingerprint", chunks["file_fingerprint"].cast(pa.string())
-                ).append_column("uri", pa.array([part["name"]] * chunks.num_rows, pa.string()))
-                for lines in split_chunks(iter(chunks.to_batches())):
-                    event_id = pc.binary_join_element_wise(
-                        lines.column("file_fingerprint"),
-                        lines.column("byte_offset").cast(pa.string()),
-                        ":",
+                data = (folder / part["name"]).read_bytes()
+                for segment in part["segments"]:
+                    begin = segment["part_offset"]
+                    byte_offset, line = split_segment(
+                        data[begin : begin + segment["length"]], segment["start_offset"]
                     )
-                    tables.append(pa.table({"event_id": event_id, "line": lines.column("line")}))
+                    fingerprint = pa.repeat(pa.scalar(segment["file_fingerprint"]), len(line))
+                    event_id = pc.binary_join_element_wise(
+                        fingerprint, byte_offset.cast(pa.string()), ":"
+                    )
+                    tables.append(pa.table({"event_id": event_id, "line": line}))
     return pa.concat_tables(tables)
 
 

@@ -1,10 +1,12 @@
-"""Sealed staging batches built with pyarrow, exactly as the handoff sink writes them.
+"""Sealed staging batches (manifest format 3), exactly as the handoff sink writes them.
 
 Layout (docs/architecture.md, "Staging (handoff) layout")::
 
-    <staging>/<pipeline>/<checkpoint:08d>/<host>/part-<source>-<seq:05d>.parquet
+    <staging>/<pipeline>/<checkpoint:08d>/<host>/part-<source>-<seq:05d>.lines
     <staging>/<pipeline>/<checkpoint:08d>/<host>/_manifest.json
 
+A part file holds the lines' raw bytes; its manifest entry indexes them by segments of
+``LINES_PER_CHUNK`` lines, so that parts of more lines than that have several segments.
 ``write_batch`` may be called several times for the same host (one call per source or per
 file); each call adds parts and a range to the batch's manifest.
 """
@@ -18,26 +20,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-PART_SCHEMA = pa.schema(
-    [
-        pa.field("file_fingerprint", pa.dictionary(pa.int32(), pa.string())),
-        pa.field("start_offset", pa.int64()),
-        pa.field("line_count", pa.int32()),
-        pa.field("data", pa.binary()),
-    ]
-)
 LINES_PER_CHUNK = 1000
-"""Lines per chunk row in the parts written here (the collector's chunks are byte-sized)."""
+"""Lines per segment of the parts written here (the collector's segments are byte-sized)."""
 DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
 MANIFEST_NAME = "_manifest.json"
+MANIFEST_FORMAT_VERSION = 3
+PART_SUFFIX = ".lines"
 
 
 def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
     """``<staging>/<pipeline>/<checkpoint:08d>``."""
     return Path(staging_root) / pipeline / f"{checkpoint_id:08d}"
+
+
+def part_name(source: str, seq: int) -> str:
+    """``part-<source>-<seq:05d>.lines``."""
+    return f"part-{source}-{seq:05d}{PART_SUFFIX}"
 
 
 def line_offsets(lines: Sequence[bytes], start_offset: int) -> list[int]:
@@ -51,46 +49,70 @@ def line_offsets(lines: Sequence[bytes], start_offset: int) -> list[int]:
 
 
 def write_part(
-    path: Path, fingerprint: str, offsets: Sequence[int], lines: Sequence[bytes]
-) -> None:
-    """One Parquet part file with the staging schema: the lines (consecutive in their file
-    from ``offsets[0]``, each ``\n``-terminated) in chunk rows of ``LINES_PER_CHUNK`` lines."""
-    starts, counts, datas = [], [], []
-    for begin in range(0, len(lines), LINES_PER_CHUNK):
-        group = lines[begin : begin + LINES_PER_CHUNK]
-        starts.append(offsets[begin])
-        counts.append(len(group))
-        datas.append(b"".join(line + b"\n" for line in group))
-    table = pa.table(
-        {
-            "file_fingerprint": pa.array(
-                [fingerprint] * len(starts), pa.string()
-            ).dictionary_encode(),
-            "start_offset": pa.array(starts, pa.int64()),
-            "line_count": pa.array(counts, pa.int32()),
-            "data": pa.array(datas, pa.binary()),
-        },
-        schema=PART_SCHEMA,
-    )
-    pq.write_table(table, path)
+    path: Path,
+    fingerprint: str,
+    offsets: Sequence[int],
+    lines: Sequence[bytes],
+    *,
+    lines_per_segment: int = LINES_PER_CHUNK,
+) -> list[dict[str, Any]]:
+    """One raw part file: the lines (consecutive in their file from ``offsets[0]``), each
+    ``\\n``-terminated. Returns its manifest ``segments``: one per ``lines_per_segment``
+    lines."""
+    segments: list[dict[str, Any]] = []
+    position = 0
+    with open(path, "wb") as handle:
+        for begin in range(0, len(lines), lines_per_segment):
+            group = lines[begin : begin + lines_per_segment]
+            data = b"".join(line + b"\n" for line in group)
+            handle.write(data)
+            segments.append(
+                {
+                    "file_fingerprint": fingerprint,
+                    "start_offset": offsets[begin],
+                    "part_offset": position,
+                    "length": len(data),
+                    "lines": len(group),
+                }
+            )
+            position += len(data)
+    return segments
+
+
+def part_entry(path: Path, source: str, segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The manifest's ``parts`` entry of a part file written by ``write_part``."""
+    data = path.read_bytes()
+    return {
+        "name": path.name,
+        "source": source,
+        "rows": sum(segment["lines"] for segment in segments),
+        "bytes": len(data),
+        "crc32": f"{zlib.crc32(data):08x}",
+        "segments": segments,
+    }
 
 
 def empty_manifest(
     pipeline: str, checkpoint_id: int, host: str, sealed_at: datetime = DEFAULT_SEALED_AT
 ) -> dict[str, Any]:
     return {
-        "format_version": 2,
+        "format_version": MANIFEST_FORMAT_VERSION,
         "pipeline": pipeline,
         "checkpoint_id": checkpoint_id,
-        "batch_id": checkpoint_id,
         "host": host,
         "sealed_at": sealed_at.isoformat(),
         "line_count": 0,
         "byte_count": 0,
+        "checksum": manifest_checksum([]),
         "sources": {},
         "parts": [],
         "ranges": [],
     }
+
+
+def manifest_checksum(parts: Sequence[dict[str, Any]]) -> str:
+    """The manifest's ``checksum``: the CRC-32 of its parts' ``crc32`` values, joined."""
+    return f"{zlib.crc32(''.join(part['crc32'] for part in parts).encode()):08x}"
 
 
 def write_empty_batch(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) -> Path:
@@ -116,11 +138,13 @@ def write_batch(
     time_field: str | None = None,
     sealed_at: datetime = DEFAULT_SEALED_AT,
     rows_per_part: int | None = None,
+    lines_per_segment: int = LINES_PER_CHUNK,
 ) -> Path:
     """Write ``lines`` of one source file as parts of a sealed batch and update its manifest.
 
-    The lines are taken to be consecutive in the source file from ``start_offset``. Returns the
-    batch directory ``<staging>/<pipeline>/<checkpoint:08d>/<host>``.
+    The lines are taken to be consecutive in the source file from ``start_offset``; each part
+    holds ``rows_per_part`` of them (default: all), in segments of ``lines_per_segment``.
+    Returns the batch directory ``<staging>/<pipeline>/<checkpoint:08d>/<host>``.
     """
     batch = checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
     batch.mkdir(parents=True, exist_ok=True)
@@ -135,19 +159,15 @@ def write_batch(
     seq = sum(1 for part in manifest["parts"] if part["source"] == source)
     step = rows_per_part or max(len(lines), 1)
     for begin in range(0, len(lines), step):
-        name = f"part-{source}-{seq:05d}.parquet"
-        path = batch / name
-        write_part(path, fingerprint, offsets[begin : begin + step], lines[begin : begin + step])
-        data = path.read_bytes()
-        manifest["parts"].append(
-            {
-                "name": name,
-                "source": source,
-                "rows": len(lines[begin : begin + step]),
-                "bytes": len(data),
-                "crc32": f"{zlib.crc32(data):08x}",
-            }
+        path = batch / part_name(source, seq)
+        segments = write_part(
+            path,
+            fingerprint,
+            offsets[begin : begin + step],
+            lines[begin : begin + step],
+            lines_per_segment=lines_per_segment,
         )
+        manifest["parts"].append(part_entry(path, source, segments))
         seq += 1
 
     end = offsets[-1] + len(lines[-1]) + 1 if lines else start_offset
@@ -163,5 +183,6 @@ def write_batch(
     )
     manifest["line_count"] += len(lines)
     manifest["byte_count"] += end - start_offset
+    manifest["checksum"] = manifest_checksum(manifest["parts"])
     manifest_path.write_text(json.dumps(manifest, indent=2))
     return batch

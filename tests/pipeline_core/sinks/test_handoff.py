@@ -7,17 +7,16 @@ import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.errors import SealError
 from pipeline_core.sinks import (
-    HANDOFF_SCHEMA,
     MANIFEST_NAME,
     Barrier,
     HandoffWriter,
     ManifestRange,
+    Segment,
     checkpoint_dir,
 )
 from pipeline_core.source import Chunk, count_lines
@@ -62,15 +61,8 @@ def covering(*chunks: Chunk) -> tuple[ManifestRange, ...]:
     )
 
 
-def writer(staging: Path, max_part_bytes: int = 1 << 20, row_group_bytes: int = 1) -> HandoffWriter:
-    return HandoffWriter(
-        staging,
-        PIPELINE,
-        HOST,
-        SOURCES,
-        max_part_bytes=max_part_bytes,
-        row_group_bytes=row_group_bytes,
-    )
+def writer(staging: Path, max_part_bytes: int = 1 << 20) -> HandoffWriter:
+    return HandoffWriter(staging, PIPELINE, HOST, SOURCES, max_part_bytes=max_part_bytes)
 
 
 def inflight(staging: Path) -> Path:
@@ -86,19 +78,17 @@ def test_should_seal_appended_lines_into_the_checkpoints_folder(tmp_path: Path) 
     sink = writer(tmp_path)
     chunks = [chunk(lines("a", 3), 0), chunk(lines("a", 2), 30)]
     for c in chunks:
-        sink.append(c)
+        sink.append([c])
 
     sealed = sink.seal(Barrier(3, SEALED_AT, covering(*chunks)))
 
     target = checkpoint_dir(tmp_path, PIPELINE, 3) / HOST
     assert target == tmp_path / PIPELINE / "00000003" / HOST
     assert sealed.staging_path == target
-    assert sorted(p.name for p in target.iterdir()) == [MANIFEST_NAME, "part-access-00000.parquet"]
-    table = pq.read_table(target / "part-access-00000.parquet")
-    assert table.schema.remove_metadata() == HANDOFF_SCHEMA
-    assert table.column("start_offset").to_pylist() == [0, 30]
-    assert table.column("line_count").to_pylist() == [3, 2]
-    assert b"".join(table.column("data").to_pylist()) == b"".join(c.data for c in chunks)
+    assert sorted(p.name for p in target.iterdir()) == [MANIFEST_NAME, "part-access-00000.lines"]
+    assert (target / "part-access-00000.lines").read_bytes() == b"".join(c.data for c in chunks)
+    (part,) = sealed.parts
+    assert part.segments == (Segment(FP_A, 0, 0, 50, 5),)
     assert (sealed.checkpoint_id, sealed.line_count, sealed.byte_count) == (3, 5, 50)
     assert not inflight(tmp_path).exists()
 
@@ -107,15 +97,14 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
     sink = writer(tmp_path)
     access = chunk(lines("a", 4), 100, FP_A, "access")
     app = chunk(lines("b", 2), 0, FP_B, "app")
-    sink.append(access)
-    sink.append(app)
+    sink.append([access, app])  # one delivery, two sources: two parts
     ranges = covering(access, app)
 
     sealed = sink.seal(Barrier(7, SEALED_AT, ranges))
 
     manifest = manifest_of(sealed.staging_path)
     assert manifest == sealed.manifest
-    assert manifest["format_version"] == 2
+    assert manifest["format_version"] == 3
     assert manifest["pipeline"] == PIPELINE
     assert manifest["checkpoint_id"] == 7
     assert manifest["host"] == HOST
@@ -146,9 +135,21 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
     ]
     parts = manifest["parts"]
     assert isinstance(parts, list)
-    assert [(p["name"], p["source"], p["rows"]) for p in parts] == [
-        ("part-access-00000.parquet", "access", 4),
-        ("part-app-00000.parquet", "app", 2),
+    assert [(p["name"], p["source"], p["rows"], p["bytes"]) for p in parts] == [
+        ("part-access-00000.lines", "access", 4, 40),
+        ("part-app-00000.lines", "app", 2, 20),
+    ]
+    assert [p["segments"] for p in parts] == [
+        [
+            {
+                "file_fingerprint": FP_A,
+                "start_offset": 100,
+                "part_offset": 0,
+                "length": 40,
+                "lines": 4,
+            }
+        ],
+        [{"file_fingerprint": FP_B, "start_offset": 0, "part_offset": 0, "length": 20, "lines": 2}],
     ]
 
 
@@ -156,7 +157,7 @@ def test_should_record_the_size_and_crc32_of_every_part(tmp_path: Path) -> None:
     sink = writer(tmp_path, max_part_bytes=25)
     chunks = [chunk(lines("a", 2), 20 * i) for i in range(3)]
     for c in chunks:
-        sink.append(c)
+        sink.append([c])
 
     sealed = sink.seal(Barrier(1, SEALED_AT, covering(*chunks)))
 
@@ -173,33 +174,53 @@ def test_should_roll_parts_at_max_part_bytes(tmp_path: Path) -> None:
     sink = writer(tmp_path, max_part_bytes=100)
     chunks = [chunk(lines("a", 6), 60 * i) for i in range(5)]  # 60 bytes each
     for c in chunks:
-        sink.append(c)
+        sink.append([c])
 
     sealed = sink.seal(Barrier(1, SEALED_AT, covering(*chunks)))
 
-    assert [(p.name, p.rows) for p in sealed.parts] == [
-        ("part-access-00000.parquet", 12),
-        ("part-access-00001.parquet", 12),
-        ("part-access-00002.parquet", 6),
+    assert [(p.name, p.rows, p.segments) for p in sealed.parts] == [
+        ("part-access-00000.lines", 12, (Segment(FP_A, 0, 0, 120, 12),)),
+        ("part-access-00001.lines", 12, (Segment(FP_A, 120, 0, 120, 12),)),
+        ("part-access-00002.lines", 6, (Segment(FP_A, 240, 0, 60, 6),)),
     ]
-    offsets = [
-        offset
-        for part in sealed.parts
-        for offset in pq.read_table(sealed.staging_path / part.name)
-        .column("start_offset")
-        .to_pylist()
+    staged = b"".join((sealed.staging_path / p.name).read_bytes() for p in sealed.parts)
+    assert staged == b"".join(c.data for c in chunks)
+
+
+def test_should_merge_consecutive_chunks_of_a_file_into_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pipeline_core.sinks._handoff.SEGMENT_BYTES", 50)
+    sink = writer(tmp_path)
+    chunks = [
+        chunk(lines("a", 2), 0),  # 0: starts a segment
+        chunk(lines("a", 2), 20),  # 1: follows 0
+        chunk(lines("b", 1), 0, FP_B),  # 2: another file
+        chunk(lines("a", 1), 40),  # 3: a follows b, so a new segment
+        chunk(lines("a", 1) + b"cut", 50),  # 4: follows 3, ends in a cut line
+        chunk(lines("a", 1), 63),  # 5: never joined to a cut line
+        chunk(lines("a", 1), 80),  # 6: not consecutive in its file
+        chunk(lines("a", 5), 90),  # 7: would pass SEGMENT_BYTES with 6
     ]
-    assert offsets == list(range(0, 300, 60))
+    sink.append(chunks)
 
+    sealed = sink.seal(Barrier(1, SEALED_AT, covering(*chunks)))
 
-def test_should_buffer_lines_until_row_group_bytes(tmp_path: Path) -> None:
-    sink = writer(tmp_path, row_group_bytes=1000)
-    sink.append(chunk(lines("a", 3)))
-
-    assert not inflight(tmp_path).exists()
-
-    sealed = sink.seal(Barrier(1, SEALED_AT, covering(chunk(lines("a", 3)))))
-    assert [p.rows for p in sealed.parts] == [3]
+    (part,) = sealed.parts
+    assert part.segments == (
+        Segment(FP_A, 0, 0, 40, 4),
+        Segment(FP_B, 0, 40, 10, 1),
+        Segment(FP_A, 40, 50, 23, 3),
+        Segment(FP_A, 63, 73, 10, 1),
+        Segment(FP_A, 80, 83, 10, 1),
+        Segment(FP_A, 90, 93, 50, 5),
+    )
+    data = (sealed.staging_path / part.name).read_bytes()
+    assert data == b"".join(c.data for c in chunks)
+    for segment in part.segments:
+        assert segment.lines == count_lines(
+            data[segment.part_offset : segment.part_offset + segment.length]
+        )
 
 
 def test_should_seal_an_empty_batch_with_a_manifest_and_no_parts(tmp_path: Path) -> None:
@@ -216,22 +237,20 @@ def test_should_start_each_batch_with_fresh_parts(tmp_path: Path) -> None:
     sink = writer(tmp_path)
     first = chunk(lines("a", 2), 0)
     second = chunk(lines("b", 3), 20)
-    sink.append(first)
+    sink.append([first])
     sink.seal(Barrier(1, SEALED_AT, covering(first)))
-    sink.append(second)
+    sink.append([second])
 
     sealed = sink.seal(Barrier(2, SEALED_AT, covering(second)))
 
-    assert [(p.name, p.rows) for p in sealed.parts] == [("part-access-00000.parquet", 3)]
-    table = pq.read_table(sealed.staging_path / "part-access-00000.parquet")
-    assert table.column("start_offset").to_pylist() == [20]
-    assert table.column("line_count").to_pylist() == [3]
+    assert [(p.name, p.rows) for p in sealed.parts] == [("part-access-00000.lines", 3)]
+    assert sealed.parts[0].segments == (Segment(FP_A, 20, 0, 30, 3),)
 
 
 def test_should_refuse_to_seal_when_lines_do_not_match_the_barriers_lines(tmp_path: Path) -> None:
     sink = writer(tmp_path)
     appended = chunk(lines("a", 3))
-    sink.append(appended)
+    sink.append([appended])
     (claimed,) = covering(appended)
     wrong = ManifestRange(
         claimed.fingerprint, claimed.path, claimed.source, claimed.start, claimed.end, 2
@@ -246,7 +265,7 @@ def test_should_refuse_to_seal_when_lines_do_not_match_the_barriers_lines(tmp_pa
 def test_should_list_every_file_of_a_batch_sealed_after_a_failed_seal(tmp_path: Path) -> None:
     sink = writer(tmp_path)
     appended = chunk(lines("a", 3))
-    sink.append(appended)
+    sink.append([appended])
     (claimed,) = covering(appended)
     wrong = ManifestRange(
         claimed.fingerprint, claimed.path, claimed.source, claimed.start, claimed.end, 2
@@ -265,16 +284,16 @@ def test_should_list_every_file_of_a_batch_sealed_after_a_failed_seal(tmp_path: 
 def test_should_replace_a_stale_folder_left_by_an_earlier_seal(tmp_path: Path) -> None:
     stale = checkpoint_dir(tmp_path, PIPELINE, 5) / HOST
     stale.mkdir(parents=True)
-    (stale / "part-access-00007.parquet").write_bytes(b"half written")
+    (stale / "part-access-00007.lines").write_bytes(b"half written")
     (stale / MANIFEST_NAME).write_text('{"line_count": 999}')
     sink = writer(tmp_path)
     appended = chunk(lines("a", 2))
-    sink.append(appended)
+    sink.append([appended])
 
     sealed = sink.seal(Barrier(5, SEALED_AT, covering(appended)))
 
     assert sealed.staging_path == stale
-    assert sorted(p.name for p in stale.iterdir()) == [MANIFEST_NAME, "part-access-00000.parquet"]
+    assert sorted(p.name for p in stale.iterdir()) == [MANIFEST_NAME, "part-access-00000.lines"]
     assert manifest_of(stale)["line_count"] == 2
 
 
@@ -290,7 +309,7 @@ def test_should_leave_other_hosts_batches_alone(tmp_path: Path) -> None:
 
 def test_should_remove_inflight_parts_on_reset(tmp_path: Path) -> None:
     sink = writer(tmp_path)
-    sink.append(chunk(lines("a", 3)))
+    sink.append([chunk(lines("a", 3))])
     assert any(inflight(tmp_path).iterdir())
 
     sink.reset()
@@ -304,7 +323,7 @@ def test_should_remove_inflight_parts_on_reset(tmp_path: Path) -> None:
 def test_should_remove_parts_left_by_a_crash_on_reset(tmp_path: Path) -> None:
     leftover = inflight(tmp_path)
     leftover.mkdir(parents=True)
-    (leftover / "part-access-00000.parquet").write_bytes(b"from a crashed run")
+    (leftover / "part-access-00000.lines").write_bytes(b"from a crashed run")
 
     writer(tmp_path).reset()
 
