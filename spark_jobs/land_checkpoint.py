@@ -42,7 +42,7 @@ nothing commits a half-landed checkpoint.
 
 The staging and lake paths are filesystem paths seen alike by the driver and the executors
 (local disks, or a shared mount on a cluster). The module imports only pyspark, the standard
-library and ``spark_jobs``; the only Python that runs on the executors is
+library, ``spark_jobs`` and (if installed) zlib-ng; the only Python that runs on the executors is
 ``spark_jobs.staging.read_segments``.
 """
 
@@ -54,7 +54,6 @@ import os
 import re
 import shutil
 import sys
-import zlib
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +71,11 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+try:  # zlib-ng's CRC-32 is SIMD (about 20 GB/s) and the same checksum as zlib's
+    from zlib_ng.zlib_ng import crc32
+except ImportError:  # a driver environment without it: the standard library's
+    from zlib import crc32
 
 from spark_jobs.formats import RejectReason, SourceFormat, parse
 from spark_jobs.staging import SegmentRow, count_newlines, read_lines
@@ -441,7 +445,7 @@ def _scan(part: PartFile) -> tuple[str, list[str]]:
                 got = handle.readinto(view[: min(left, len(buffer))])
                 if not got:
                     raise PartSizeError(f"{part.path}: ended while being read")
-                crc = zlib.crc32(view[:got], crc)
+                crc = crc32(view[:got], crc)
                 newlines += count_newlines(view[:got])
                 last = buffer[got - 1]
                 left -= got

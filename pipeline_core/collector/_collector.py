@@ -47,7 +47,7 @@ from pipeline_core.collector._pipeline import PipelineRuntime, PipelineState
 from pipeline_core.collector._sink_group import BarrierPassed
 from pipeline_core.collector._stages import ProcessStage, RingPublisher, StageItem, StageThread
 from pipeline_core.config import PipelineConfig
-from pipeline_core.errors import CollectorBusyError
+from pipeline_core.errors import CollectorBusyError, MetastoreError
 from pipeline_core.mailbox import (
     MAX_PRIORITY,
     MailboxDefaultAction,
@@ -462,7 +462,7 @@ class Collector:
             if (runtime.name, checkpoint_id) not in forwarded:
                 forwarded.add((runtime.name, checkpoint_id))
                 self._checkpoints.execute(
-                    functools.partial(self._inject, runtime.name, checkpoint_id),
+                    functools.partial(self._inject_requested, runtime.name, checkpoint_id),
                     "checkpoint %d of %s requested",
                     checkpoint_id,
                     runtime.name,
@@ -602,6 +602,21 @@ class Collector:
         self._wake()
 
     # -- mails (mailbox thread) --------------------------------------------------------------
+
+    def _inject_requested(self, name: str, checkpoint_id: int) -> None:
+        """A request the control thread saw: inject it unless it was sealed meanwhile (a
+        pipeline that stopped or was replaced seals its own request, which the control thread
+        may see and forward before the seal; the replacement must not seal it again)."""
+        runtime = self._pipelines.get(name)
+        if runtime is None or runtime.coordinator.knows(checkpoint_id):
+            return
+        try:
+            waiting = checkpoint_id in runtime.metastore.unsealed_for_host(name, runtime.host)
+        except MetastoreError as exc:  # cannot tell: seal it (a seal of a sealed one is refused)
+            log.warning("checkpoint %d of %s: %s", checkpoint_id, name, exc)
+            waiting = True
+        if waiting:
+            self._inject(name, checkpoint_id)
 
     def _inject(self, name: str, checkpoint_id: int) -> None:
         runtime = self._pipelines.get(name)

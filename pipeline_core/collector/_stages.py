@@ -72,6 +72,7 @@ class StageThread(Generic[T]):
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stopped.set()
+        self._level.interrupt()  # do not wait out the poll
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 

@@ -73,6 +73,7 @@ class QueueLevel(Generic[T]):
         self._order: list[str] = []  # guarded by _lock
         self._last = -1  # index in _order of the key served last; guarded by _lock
         self._closed = False  # guarded by _lock
+        self._interrupts = 0  # guarded by _lock
         self._listeners: tuple[FeedbackListener, ...] = ()  # guarded by _lock
         self._downstream = downstream
         if downstream is not None:
@@ -173,17 +174,18 @@ class QueueLevel(Generic[T]):
     def wait_for_job(self, timeout: float | None = None) -> tuple[str, T] | None:
         """Like ``find_job``, but wait up to ``timeout`` seconds (forever if ``None``).
 
-        Woken by pushes, by the downstream's feedback and by ``close()``.
+        Woken by pushes, by the downstream's feedback, by ``close()`` and by ``interrupt()``.
 
         Returns:
-            ``(key, item)``; ``None`` on timeout, or at once once the level is closed and
-            no job is left.
+            ``(key, item)``; ``None`` on timeout, on ``interrupt()``, or at once once the level
+            is closed and no job is left.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
+            interrupts = self._interrupts
             while True:
                 job, crossed_key, listeners = self._find_locked()
-                if job is not None or self._closed:
+                if job is not None or self._closed or self._interrupts != interrupts:
                     break
                 if deadline is None:
                     self._job_ready.wait()
@@ -199,6 +201,13 @@ class QueueLevel(Generic[T]):
     def wake(self) -> None:
         """Wake every ``wait_for_job`` caller to look again (readiness changed)."""
         with self._lock:
+            self._job_ready.notify_all()
+
+    def interrupt(self) -> None:
+        """Make every ``wait_for_job`` caller return now (with ``None`` unless a job is there),
+        so that it looks at its own stop flag instead of waiting out its timeout."""
+        with self._lock:
+            self._interrupts += 1
             self._job_ready.notify_all()
 
     def close(self) -> None:

@@ -57,7 +57,7 @@ class DeliveryBatch:
         """Every line as a :class:`LogEvent`, in order (a Python object per line: for sinks
         whose destination wants one record per line; byte-oriented sinks use ``chunks``)."""
         for chunk in self.chunks:
-            data = chunk.data
+            data = bytes(chunk.data)  # lines as ``bytes``, whatever buffer the chunk holds
             position = 0
             size = len(data)
             while position < size:

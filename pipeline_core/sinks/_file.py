@@ -89,7 +89,7 @@ class RollingFileSink(BatchSink):
             ) from exc
         return None
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: bytes | bytearray) -> None:
         """Write ``data`` (whole lines), rotating at line boundaries as needed."""
         view = memoryview(data)
         position, size = 0, len(data)

@@ -17,7 +17,9 @@ class Chunk:
     """Bytes ``[start, start + len(data))`` of one file.
 
     ``data`` holds whole lines, each ending with ``\\n``; only the last may lack it (a line cut at
-    ``max_line_bytes``, or the unterminated end of a rotated file). ``lines`` counts them.
+    ``max_line_bytes``, or the unterminated end of a rotated file). ``lines`` counts them. The
+    reader hands out a ``bytearray``, cut to whole lines in place (without a copy); nothing
+    downstream modifies it.
 
     ``tree`` and ``edge`` are the acker's tree id and the id of the edge that carries the chunk
     (0: not tracked); ``replay`` marks a range read again for sinks that did not ack it.
@@ -26,7 +28,7 @@ class Chunk:
     source: str
     fingerprint: str
     start: int
-    data: bytes
+    data: bytes | bytearray
     lines: int
     tree: int = 0
     edge: int = 0
@@ -37,7 +39,7 @@ class Chunk:
         return self.start + len(self.data)
 
 
-def count_lines(data: bytes) -> int:
+def count_lines(data: bytes | bytearray) -> int:
     """Lines in ``data`` as the handoff sink splits them (an unterminated tail is a line)."""
     if not data:
         return 0

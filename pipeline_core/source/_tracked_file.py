@@ -133,11 +133,11 @@ class TrackedFile:
         if self.fd is None:
             return None
         try:
-            data = os.pread(self.fd, chunk_bytes, self.read_offset)
-            if data and b"\n" not in data and len(data) == chunk_bytes:
+            data = _pread(self.fd, chunk_bytes, self.read_offset)
+            if data and data.rfind(b"\n") < 0 and len(data) == chunk_bytes:
                 # One long line: look as far as its newline could be without a cut.
                 wanted = max(chunk_bytes, max_line_bytes + 1)
-                data = os.pread(self.fd, wanted, self.read_offset)
+                data = _pread(self.fd, wanted, self.read_offset)
             # Checked after reading: a file truncated and written again (copytruncate) before
             # the watcher's next scan would otherwise hand its new lines out under this name
             # and offset, and the copy that takes this name over would skip them.
@@ -151,9 +151,9 @@ class TrackedFile:
             return None
         cut = data.rfind(b"\n")
         if cut >= 0:
-            data = data[: cut + 1]
+            del data[cut + 1 :]  # in place: no copy of the chunk
         elif len(data) > max_line_bytes:
-            data = data[:max_line_bytes]
+            del data[max_line_bytes:]
             log.warning(
                 "%s: line at offset %d is longer than %d bytes; cut into pieces",
                 self.path,
@@ -166,3 +166,12 @@ class TrackedFile:
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk
+
+
+def _pread(fd: int, size: int, offset: int) -> bytearray:
+    """Up to ``size`` bytes at ``offset``, in a buffer that can be cut short in place (a
+    ``bytes`` would be copied to drop the partial line at its end)."""
+    buffer = bytearray(size)
+    read = os.preadv(fd, [buffer], offset)
+    del buffer[read:]
+    return buffer

@@ -43,7 +43,7 @@ def watch(folder: Path) -> FileWatcher:
 def lines_by_file(chunks: Received) -> list[list[bytes]]:
     by_file: dict[str, list[bytes]] = {}
     for chunk in chunks:
-        by_file.setdefault(chunk.fingerprint, []).extend(chunk.data.splitlines())
+        by_file.setdefault(chunk.fingerprint, []).extend(bytes(chunk.data).splitlines())
     return sorted(by_file.values())
 
 

@@ -163,6 +163,25 @@ def test_wait_for_job_is_woken_by_downstream_feedback() -> None:
 
 
 @pytest.mark.timeout(30)
+def test_interrupt_makes_waiters_return_none_and_keeps_the_level_open() -> None:
+    level = level_with("a")
+    jobs: list[tuple[str, str] | None] = []
+    waiter = threading.Thread(target=lambda: jobs.append(level.wait_for_job(20)))
+    waiter.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+
+    level.interrupt()
+
+    waiter.join(timeout=10)
+    assert jobs == [None]
+    assert time.monotonic() - started < 5
+    assert not level.closed
+    level.push("a", "a1")
+    assert level.wait_for_job(1) == ("a", "a1")
+
+
+@pytest.mark.timeout(30)
 def test_close_wakes_waiters_and_refuses_pushes() -> None:
     level = level_with("a")
     jobs: list[tuple[str, str] | None] = []
