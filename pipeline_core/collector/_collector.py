@@ -356,6 +356,7 @@ class Collector:
             lambda: _ReportingExceptionHandler(report),
             functools.partial(self._barrier_passed_from_sink, runtime.name),
             functools.partial(self._delivered_from_sink, runtime.name),
+            self._send_level.wake,  # a slot is free: the send stage may publish
         )
         runtime.tracking.restore(runtime.metastore.acker_trees(runtime.name, runtime.host))
 

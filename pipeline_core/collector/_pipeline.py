@@ -128,8 +128,11 @@ class PipelineRuntime:
         exception_handler: Callable[[], ExceptionHandler[PipelineEvent]],
         on_barrier_passed: Callable[[BarrierPassed], None],
         on_delivered: Callable[[list[tuple[int, int]]], None],
+        on_released: Callable[[], None] | None = None,
     ) -> None:
-        """Put one ``BatchEventProcessor`` per sink group on the ring and start their threads."""
+        """Put one ``BatchEventProcessor`` per sink group on the ring and start their threads.
+
+        ``on_released`` runs on a group's thread each time it gives ring slots back."""
         for index, group in enumerate(self.groups):
             handler = SinkGroupEventHandler(
                 group.processor,
@@ -140,6 +143,7 @@ class PipelineRuntime:
                 skip_replays=group.holds_handoff,
                 on_delivered=on_delivered,
                 sole_consumer=len(self.groups) == 1,
+                on_released=on_released,
             )
             consumer = BatchEventProcessor(
                 self.ring,

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.errors import SealError
-from pipeline_core.ring import AlertException, RewindableEventHandler, RewindableException
+from pipeline_core.ring import (
+    AlertException,
+    RewindableEventHandler,
+    RewindableException,
+    Sequence,
+)
 from pipeline_core.sinks import (
     Barrier,
     BatchChannel,
@@ -76,6 +81,7 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         skip_replays: bool = False,
         on_delivered: Callable[[list[tuple[int, int]]], None] | None = None,
         sole_consumer: bool = False,
+        on_released: Callable[[], None] | None = None,
     ) -> None:
         self._processor = processor
         self._runner = runner
@@ -89,6 +95,8 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         self._events: list[PipelineEvent] = []  # of the chunks gathered, to release their slots
         self._acks: list[tuple[int, int]] = []
         self._done_through = -1
+        self._on_released = on_released
+        self._sequence: Sequence | None = None
         self.delivered_lines = 0
 
     @property
@@ -102,6 +110,9 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
 
     def on_shutdown(self) -> None:
         self._processor.stop()
+
+    def set_sequence_callback(self, sequence: Sequence) -> None:
+        self._sequence = sequence
 
     def on_batch_start(self, batch_size: int, queue_depth: int) -> None:
         self._chunks.clear()  # a replayed batch gathers its chunks again
@@ -125,6 +136,16 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                 self._pass(event.barrier, sequence)
         if end_of_batch:
             self._deliver(sequence)
+            self._release(sequence)
+
+    def _release(self, through: int) -> None:
+        """Give the ring its slots back now rather than after this call returns, and say so:
+        the send stage, waiting for a free slot, publishes at once instead of at its next
+        poll."""
+        if self._sequence is not None:
+            self._sequence.set(through)
+        if self._on_released is not None:
+            self._on_released()
 
     def _deliver(self, through: int) -> None:
         if not self._chunks:

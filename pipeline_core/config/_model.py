@@ -91,7 +91,7 @@ class CollectorConfig(_Strict):
     read_chunk_bytes: Annotated[int, Field(ge=4096)] = 1024 * 1024
     max_line_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
     signature_bytes: Annotated[int, Field(ge=16, le=65536)] = 1024
-    ring_size: Annotated[int, Field(ge=2)] = 64
+    ring_size: Annotated[int, Field(ge=2)] = 16
     """Slots of the ring between the send stage and the sink groups (a power of two). With
     several sink groups a slot keeps its chunk until it is reused (memory: up to
     ``ring_size`` x ``read_chunk_bytes``); with one, it is released once delivered."""
