@@ -393,6 +393,12 @@ cmd_status() {
     exit 3
 }
 
+# The URL of the running server (its own port), else of the one `start` would run.
+cmd_url() {
+    resolve_pg_dir
+    pg_url "$(running_port)"
+}
+
 cmd_reset_db() {
     require_bindir
     require_os_user
@@ -417,7 +423,7 @@ install) cmd_install ;;
 start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
-url) pg_url ;;
+url) cmd_url ;;
 reset-db) cmd_reset_db ;;
 -h | --help | help) usage ;;
 *) usage ;;

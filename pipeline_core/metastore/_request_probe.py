@@ -8,7 +8,8 @@ may have changed. The probe costs next to nothing when nothing happened:
   own, which changes whenever another connection commits.
 * PostgreSQL: :class:`ListeningRequestProbe` ``LISTEN``s on :data:`REQUESTS_CHANNEL`;
   ``Metastore.request_checkpoint`` notifies it in the request's transaction.
-* Anything else: :class:`PollingRequestProbe` says "maybe" every time.
+* Anything else: :class:`PollingRequestProbe` never signals; the once-a-second query finds
+  requests.
 
 A probe that fails (the database is briefly unreachable) answers "maybe" and reconnects on
 its next call, so the caller's query reports the real error.
@@ -46,10 +47,10 @@ class RequestProbe(ABC):
 
 
 class PollingRequestProbe(RequestProbe):
-    """No cheap signal: every call may have seen a change."""
+    """No cheap signal: requests are left to the once-a-second query."""
 
     def changed(self) -> bool:
-        return True
+        return False
 
 
 class DataVersionRequestProbe(RequestProbe):

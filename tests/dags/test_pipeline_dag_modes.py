@@ -32,6 +32,7 @@ from sluice_airflow.operators.worker import CollectorWorkerOperator
 from sqlalchemy import select
 
 from pipeline_core.operations import CheckpointState, PipelineOperations
+from pipeline_core.sinks import Barrier, HandoffWriter, SealedBatch
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.fake_pipeline import make_context
 from tests.support.pipelines import append, write_config
@@ -146,8 +147,20 @@ def test_a_reprocess_run_without_a_valid_checkpoint_fails_at_once(pipeline_dag: 
 
 
 def test_the_sensor_defers_while_a_worker_seals_the_checkpoint(
-    pipeline_dag: DAG, config: Path, caplog: pytest.LogCaptureFixture
+    pipeline_dag: DAG,
+    config: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The worker notices a request within tens of milliseconds: slow its seal down, so that
+    # the sensor surely finds the checkpoint still requested and defers.
+    seal = HandoffWriter.seal
+
+    def slow_seal(self: HandoffWriter, barrier: Barrier) -> SealedBatch:
+        time.sleep(3)
+        return seal(self, barrier)
+
+    monkeypatch.setattr(HandoffWriter, "seal", slow_seal)
     operations = PipelineOperations(config)
     worker = CollectorWorkerOperator(
         task_id="collect", config_path=str(config), run_for=timedelta(minutes=5)

@@ -288,7 +288,8 @@ def test_segment_whose_lines_differ_when_read_fails_the_spark_job(
         read_source(spark, staged, "access", 6).collect()
 
     part.write_bytes(bytes(data[: second_offset + 10]))
-    short = rf"part-access-00000\.lines: short read: the segment at part_offset {second_offset} "
+    # Every segment from the second on is cut short; whichever task fails first is reported.
+    short = r"part-access-00000\.lines: short read: the segment at part_offset \d+ "
     with pytest.raises(Exception, match=short):
         read_source(spark, staged, "access", 6).collect()
 
