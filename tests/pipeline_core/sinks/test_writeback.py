@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline_core.sinks._writeback import IncrementalWriteback
+import pytest
+
+from pipeline_core.sinks import _writeback
+from pipeline_core.sinks._writeback import (
+    SYNC_FILE_RANGE_WAIT_BEFORE,
+    SYNC_FILE_RANGE_WRITE,
+    IncrementalWriteback,
+)
 
 
 def test_should_write_back_every_step_as_the_file_grows(tmp_path: Path) -> None:
@@ -30,3 +37,30 @@ def test_should_leave_the_writeback_to_fsync_when_the_kernel_refuses(tmp_path: P
 
     writeback.written(1 << 20)
     writeback.written(2 << 20)  # no second attempt, no error
+
+
+def test_should_start_each_step_and_wait_for_the_one_a_window_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, int, int]] = []
+
+    def recording(fd: int, offset: int, length: int, flags: int) -> int:
+        calls.append((offset, length, flags))
+        return 0
+
+    monkeypatch.setattr(_writeback, "_sync_file_range", recording)
+    writeback = IncrementalWriteback(3, step=10, window=2)
+
+    writeback.written(9)  # less than a step: nothing yet
+    writeback.written(25)  # steps [0, 10) and [10, 20)
+    writeback.written(40)  # steps [20, 30) and [30, 40), each after waiting for a window back
+
+    write, wait = SYNC_FILE_RANGE_WRITE, SYNC_FILE_RANGE_WAIT_BEFORE
+    assert calls == [
+        (0, 10, write),
+        (10, 10, write),
+        (0, 10, wait),
+        (20, 10, write),
+        (10, 10, wait),
+        (30, 10, write),
+    ]
