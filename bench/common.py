@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -337,6 +338,9 @@ class Collected:
     checkpoint_id: int
     checkpoint_dir: str
     """``<staging>/<pipeline>/<checkpoint:08d>``, what the landing job takes."""
+    cpu_seconds: float = 0.0
+    """User + system CPU time of the process during the run (all its threads): steadier than
+    the wall time on a shared machine."""
 
 
 def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None = None) -> Collected:
@@ -353,9 +357,11 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
     try:
         if on_engine is not None:
             on_engine(metastore.engine)
+        cpu_before = _cpu_seconds()
         started = time.perf_counter()
         result = Collector(config, metastore).run_once()
         seconds = time.perf_counter() - started
+        cpu = _cpu_seconds() - cpu_before
     finally:
         metastore.close()
     sealed = result.sealed[-1]
@@ -365,7 +371,13 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
         result.lines,
         sealed.checkpoint_id,
         str(Path(sealed.staging_path).parent),
+        cpu,
     )
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ---------------------------------------------------------------------------------- measures
