@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -357,11 +356,11 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
     try:
         if on_engine is not None:
             on_engine(metastore.engine)
-        cpu_before = _cpu_seconds()
+        cpu_before = cpu_seconds(os.getpid())
         started = time.perf_counter()
         result = Collector(config, metastore).run_once()
         seconds = time.perf_counter() - started
-        cpu = _cpu_seconds() - cpu_before
+        cpu = cpu_seconds(os.getpid()) - cpu_before
     finally:
         metastore.close()
     sealed = result.sealed[-1]
@@ -373,11 +372,6 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
         str(Path(sealed.staging_path).parent),
         cpu,
     )
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 # ---------------------------------------------------------------------------------- measures
@@ -464,6 +458,18 @@ def child_env() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def start_collector(config_path: Path) -> subprocess.Popen[bytes]:
+    """``sluice collect CONFIG`` (continuous mode) in a child process; its standard error is
+    piped, for the caller to show if it fails."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "pipeline_core", "collect", str(config_path)],
+        cwd=ROOT,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def cpu_seconds(pid: int) -> float:

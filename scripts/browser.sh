@@ -19,16 +19,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV_PYTHON="$REPO_ROOT/.venv/bin/python"
 SUDO=()
 
-log() { printf 'browser.sh: %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
-
-usage() {
-    sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-    exit 2
-}
+# shellcheck source=scripts/lib.sh
+. "$REPO_ROOT/scripts/lib.sh"
 
 is_root() { ((EUID == 0)); }
 

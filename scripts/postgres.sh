@@ -35,16 +35,8 @@ PG_OS_USER=postgres
 unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGPASSWORD PGPASSFILE \
     PGSERVICE PGSERVICEFILE PGOPTIONS PGDATA PGSSLMODE PGTZ PGCLIENTENCODING
 
-log() { printf 'postgres.sh: %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
-
-usage() {
-    sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-    exit 2
-}
+# shellcheck source=scripts/lib.sh
+. "$REPO_ROOT/scripts/lib.sh"
 
 if ! [[ "$PG_PORT" =~ ^[0-9]{1,5}$ ]] || ((10#$PG_PORT < 1 || 10#$PG_PORT > 65535)); then
     die "SLUICE_PG_PORT must be a TCP port number, got '$PG_PORT'"

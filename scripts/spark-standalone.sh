@@ -37,16 +37,8 @@ START_TIMEOUT="${SLUICE_SPARK_START_TIMEOUT:-120}"
 MASTER_CLASS=org.apache.spark.deploy.master.Master
 WORKER_CLASS=org.apache.spark.deploy.worker.Worker
 
-log() { printf 'spark-standalone.sh: %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
-
-usage() {
-    sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-    exit 2
-}
+# shellcheck source=scripts/lib.sh
+. "$REPO_ROOT/scripts/lib.sh"
 
 # ---------------------------------------------------------------------------
 # Processes, by the PIDs recorded in the run folder

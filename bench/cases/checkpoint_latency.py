@@ -91,13 +91,7 @@ def measure(
     metastore = Metastore.open(config.metastore_url)
     for source in inputs:
         common.warm(source)
-    collector = subprocess.Popen(
-        [common.PYTHON, "-m", "pipeline_core", "collect", str(config_path)],
-        cwd=common.ROOT,
-        env=common.child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    collector = common.start_collector(config_path)
     try:
         common.wait_for(
             lambda: metastore.lease_holder(common.PIPELINE, common.HOST) is not None,

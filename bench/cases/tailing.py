@@ -65,13 +65,7 @@ def tail_once(work: Path, rate: int, seconds: float) -> dict[str, Any]:
     log.parent.mkdir(parents=True)
     log.write_bytes(common.first_line("tailing"))
     config = common.pipeline_config(work, log)
-    collector = subprocess.Popen(
-        [common.PYTHON, "-m", "pipeline_core", "collect", str(config)],
-        cwd=common.ROOT,
-        env=common.child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    collector = common.start_collector(config)
     writer: subprocess.Popen[bytes] | None = None
     tail: subprocess.Popen[bytes] | None = None
     try:

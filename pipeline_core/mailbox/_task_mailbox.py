@@ -167,17 +167,9 @@ class TaskMailbox:
             MailboxClosedException: the mailbox is (or becomes, while waiting) ``CLOSED``.
         """
         self._check_is_mailbox_thread("take")
-        with self._lock:
-            while True:
-                self._check_take_allowed()
-                mail = self._take_locked(priority)
-                if mail is not None:
-                    return mail
-                self._takers_waiting += 1
-                try:
-                    self._not_empty.wait()
-                finally:
-                    self._takers_waiting -= 1
+        mail = self._wait_for_mail(priority, None)
+        assert mail is not None  # without a deadline it only returns with a mail
+        return mail
 
     def poll(self, priority: int, timeout: float) -> Mail | None:
         """Like :meth:`take` but give up after ``timeout`` seconds and return ``None``.
@@ -187,15 +179,19 @@ class TaskMailbox:
             MailboxClosedException: the mailbox is (or becomes, while waiting) ``CLOSED``.
         """
         self._check_is_mailbox_thread("poll")
-        deadline = time.monotonic() + timeout
+        return self._wait_for_mail(priority, time.monotonic() + timeout)
+
+    def _wait_for_mail(self, priority: int, deadline: float | None) -> Mail | None:
+        """The first qualifying mail, waiting for one until ``deadline`` (monotonic; ``None``:
+        forever); ``None`` once the deadline passed."""
         with self._lock:
             while True:
                 self._check_take_allowed()
                 mail = self._take_locked(priority)
                 if mail is not None:
                     return mail
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
                     return None
                 self._takers_waiting += 1
                 try:

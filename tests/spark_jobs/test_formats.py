@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
-from spark_jobs.staging import SegmentRow, read_lines
+from spark_jobs.land_checkpoint import PartFile, Segment, StagedPart, read_source
 from tests.support.staging import DEFAULT_SEALED_AT, line_offsets, write_part
 
 pytestmark = pytest.mark.spark
@@ -98,27 +98,18 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     def build(lines: list[bytes], source: str = "access") -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
-        rows = [
-            SegmentRow(
-                str(path),
-                HOST,
-                DEFAULT_SEALED_AT,
-                segment["file_fingerprint"],
-                segment["start_offset"],
-                segment["part_offset"],
-                segment["length"],
-                segment["lines"],
-            )
-            for segment in segments
-        ]
-        return read_lines(spark, rows, splits_per_core=1).select(
-            "file_fingerprint",
-            "byte_offset",
-            "line",
-            "host",
-            F.lit(CHECKPOINT_ID).cast("long").alias("checkpoint_id"),
-            F.lit(source).alias("source"),
-            "sealed_at",
+        part = PartFile(
+            str(path),
+            source,
+            len(lines),
+            HOST,
+            DEFAULT_SEALED_AT,
+            path.stat().st_size,
+            "00000000",  # not checked by read_source
+            tuple(Segment(**segment) for segment in segments),
+        )
+        return read_source(
+            spark, [StagedPart(part, {FINGERPRINT: len(lines)})], source, CHECKPOINT_ID
         )
 
     return build
