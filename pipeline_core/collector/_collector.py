@@ -617,14 +617,16 @@ class Collector:
             log.warning("checkpoint %d of %s: %s", checkpoint_id, name, exc)
             waiting = True
         if waiting:
-            self._inject(name, checkpoint_id)
+            self._push_barrier(runtime, checkpoint_id)
 
     def _inject(self, name: str, checkpoint_id: int) -> None:
         runtime = self._pipelines.get(name)
-        if runtime is None or runtime.coordinator.knows(checkpoint_id):
-            return
+        if runtime is not None and not runtime.coordinator.knows(checkpoint_id):
+            self._push_barrier(runtime, checkpoint_id)
+
+    def _push_barrier(self, runtime: PipelineRuntime, checkpoint_id: int) -> None:
         barrier = runtime.coordinator.barrier(checkpoint_id, runtime.watcher)
-        self._process_level.push(name, barrier, urgent=True)
+        self._process_level.push(runtime.name, barrier, urgent=True)
 
     def _begin_stop(self) -> None:
         """Seal what has been read, now: barriers at the current read offsets (what is not
