@@ -121,7 +121,7 @@ class TimeSlicedReader:
         return TurnResult(chunk, blocked=False, caught_up=False)
 
     def _read(self, tracked: TrackedFile, rotated_grace: float) -> Chunk | None:
-        settled = False
+        settled = tracked.state is FileState.COPIED  # a copy is never written again
         if tracked.state is FileState.ROTATED:
             now = self._clock()
             if tracked.rotated_at is None:
@@ -129,6 +129,7 @@ class TimeSlicedReader:
             settled = now - tracked.rotated_at >= rotated_grace
         chunk = tracked.read_chunk(self._chunk_bytes, self._max_line_bytes, final=settled)
         if chunk is None and settled and tracked.read_offset >= tracked.size():
-            tracked.state = FileState.DONE
+            if tracked.state is FileState.ROTATED:
+                tracked.state = FileState.DONE  # a COPIED file stays claimed at its path
             tracked.close()
         return chunk

@@ -5,12 +5,43 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 
 from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._chunk import Chunk, count_lines
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 
 log = logging.getLogger(__name__)
+
+TAIL_WINDOW_BYTES = 16 * 1024
+"""How many of the last bytes read are kept, to find where a file cut below its read offset
+(its beginning kept) starts to differ from what was read."""
+TAIL_CHECK_BYTES = 64
+"""How many bytes just before the read offset are compared with what was read, before each read
+and at each scan: a file cut and written again past its read offset differs there."""
+
+
+class FileChange(Enum):
+    """What became of an open file since it was last read (:meth:`TrackedFile.inspect`)."""
+
+    SAME = "same"
+    """Still the file read so far (it may have grown)."""
+    REPLACED = "replaced"
+    """Its first bytes changed: truncated and written again from its start, or another file."""
+    CUT = "cut"
+    """Its first bytes are kept, but it is shorter than what was read of it, or the bytes just
+    before the read offset changed: cut below the read offset (and perhaps written again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptLength:
+    """Where a cut file stops being the bytes that were read (:meth:`TrackedFile.kept_length`)."""
+
+    offset: int
+    """Bytes before it are the ones already read; bytes from it on are new."""
+    verified: bool
+    """False when the cut lies before the bytes kept to compare (or none are kept, after a
+    restart): ``offset`` is then the file's size, taken on trust."""
 
 
 @dataclass
@@ -25,6 +56,11 @@ class TrackedFile:
 
     ``sealed_offset <= barrier_offset <= read_offset`` always holds. Reading goes through the
     open descriptor, so a renamed or deleted file is still read to its end.
+
+    The last :data:`TAIL_WINDOW_BYTES` bytes read are kept (with the offset they end at), so a
+    file cut below its read offset can be compared with what was read of it; ``seen_size`` is
+    the largest size the file was seen to have, so bytes a truncation destroyed before they
+    were read can be named.
     """
 
     source: str
@@ -40,7 +76,12 @@ class TrackedFile:
     lines_since_barrier: int = 0
     rotated_at: float | None = None
     """When the reader first found the file ROTATED (by the reader's clock)."""
+    detached_at: float | None = None
+    """When the watcher found the file DETACHED (monotonic clock)."""
+    seen_size: int = 0
     fd: int | None = field(default=None, repr=False)
+    _tail: bytes = field(default=b"", repr=False)
+    _tail_end: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)
@@ -117,9 +158,71 @@ class TrackedFile:
         if self.fd is None:
             return 0
         try:
-            return os.fstat(self.fd).st_size
+            size = os.fstat(self.fd).st_size
         except OSError:
             return 0
+        self.seen_size = max(self.seen_size, size)
+        return size
+
+    # -- truncation --------------------------------------------------------------------------
+
+    def inspect(self, signature_bytes: int) -> FileChange:
+        """What became of the open file: still the same, replaced, or cut below what was read.
+        Grows the signature while the file is shorter than ``signature_bytes``."""
+        if not self.still_same_file(signature_bytes):
+            return FileChange.REPLACED
+        if self.size() < self.read_offset or not self._tail_intact():
+            return FileChange.CUT
+        return FileChange.SAME
+
+    def kept_length(self) -> KeptLength:
+        """Where the file, cut below its read offset with its first bytes kept, stops holding
+        the lines that were read: the start of the first line that differs from the kept tail
+        of what was read, or the file's end if none does. A line is new as a whole: one whose
+        first bytes happen to be the old line's, or a line cut in two whose kept half the next
+        write joins, is read again from its start, as it now stands. A cut before the kept
+        tail cannot be checked."""
+        size = self.size()
+        start = self._tail_end - len(self._tail)
+        if not self._tail or size < start or self.fd is None:
+            return KeptLength(size, verified=False)
+        try:
+            current = os.pread(self.fd, min(size, self._tail_end) - start, start)
+        except OSError:
+            return KeptLength(size, verified=False)
+        differs = _first_difference(current, self._tail)
+        if differs is None:
+            if current.endswith(b"\n") or not current:
+                return KeptLength(start + len(current), verified=True)
+            differs = len(current)  # cut within a line: what is written next joins it
+        line_start = current.rfind(b"\n", 0, differs) + 1
+        if line_start == 0 and start > 0:
+            # The differing line began before the kept tail: its start is not known.
+            return KeptLength(start, verified=False)
+        return KeptLength(start + line_start, verified=True)
+
+    def _tail_intact(self) -> bool:
+        """Whether the bytes just before the read offset are still the ones read there."""
+        end = self.read_offset
+        start = max(end - TAIL_CHECK_BYTES, self._tail_end - len(self._tail))
+        if self.fd is None or end > self._tail_end or start >= end:
+            return True  # nothing read here is kept to compare with
+        at = len(self._tail) - (self._tail_end - start)
+        expected = self._tail[at : at + end - start]
+        try:
+            return os.pread(self.fd, end - start, start) == expected
+        except OSError:
+            return True
+
+    def _remember(self, data: bytes | bytearray, end: int) -> None:
+        """Keep the last bytes read, which end at ``end``."""
+        if len(data) >= TAIL_WINDOW_BYTES:
+            self._tail = bytes(data[-TAIL_WINDOW_BYTES:])
+        elif self._tail_end == end - len(data):
+            self._tail = (self._tail + bytes(data))[-TAIL_WINDOW_BYTES:]
+        else:
+            self._tail = bytes(data)
+        self._tail_end = end
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -144,6 +247,15 @@ class TrackedFile:
             if data and not signature_matches(self.fd, self.signature):
                 log.info("%s no longer starts as it did; leaving it to the next scan", self.path)
                 return None
+            # Likewise a file cut below the read offset and written again past it: its new
+            # bytes belong to a new generation that the next scan starts where the cut was.
+            if data and not self._tail_intact():
+                log.info(
+                    "%s was cut below offset %d; leaving it to the next scan",
+                    self.path,
+                    self.read_offset,
+                )
+                return None
         except OSError as exc:
             log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
             return None
@@ -163,6 +275,8 @@ class TrackedFile:
         elif not final:
             return None
         chunk = Chunk(self.source, self.fingerprint, self.read_offset, data, count_lines(data))
+        self._remember(data, chunk.end)
+        self.seen_size = max(self.seen_size, chunk.end)
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk
@@ -175,3 +289,17 @@ def _pread(fd: int, size: int, offset: int) -> bytearray:
     read = os.preadv(fd, [buffer], offset)
     del buffer[read:]
     return buffer
+
+
+def _first_difference(a: bytes, b: bytes) -> int | None:
+    """The first index where ``a`` differs from ``b`` (over ``a``'s length), or None."""
+    if b.startswith(a):
+        return None
+    low, high = 0, len(a)  # a[:low] == b[:low]; a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low

@@ -5,12 +5,21 @@ Each scan globs every source's paths and reconciles what it finds with the track
 * a known inode that still starts with its signature bytes is the same file (a rename keeps it);
 * a known inode whose first bytes changed was truncated or reused: its tracked file is DETACHED
   and the inode is treated as new;
-* a known inode now shorter than what was read of it was truncated below its offset, even if its
-  first bytes are still the same: it is DETACHED too and read again from its start under a new
-  fingerprint (lines written after the truncation are not lost; the bytes it kept are read a
-  second time, as new lines);
+* a known inode that kept its first bytes but is now shorter than what was read of it, or whose
+  bytes just before the read offset changed, was cut below its offset: what was read of it
+  stays read (its tracked file is DONE at its read offset) and the bytes after the cut are a
+  new *generation* of the file, tracked under a new fingerprint from the cut on, so no byte is
+  read twice and no event id is used twice. The cut is found by comparing the file with the
+  last bytes read; a cut further back than those is taken to be at the file's size, with a
+  warning naming the bytes that could not be checked;
 * a new inode whose first bytes match a DETACHED file is that file's copy (copytruncate): it takes
-  over the fingerprint and the offset, so the lines written just before the truncation are read;
+  over the fingerprint and the offset, so the lines written just before the truncation are read.
+  When the original was read past the copy's end (the writer appended between the copy and
+  the truncation, and the collector read it first), the copy holds nothing unread: it is
+  COPIED, claimed at its path and never read. Bytes of the original seen but not read before
+  the truncation are gone with it: a warning names them;
+* a DETACHED file whose copy does not turn up within :data:`COPY_WAIT_S` is DONE (a warning
+  names the bytes it held beyond what was read, if any);
 * a new inode whose first bytes match a file still live elsewhere is a copy in the making: it is
   left alone until the original is truncated (or forever, if it never is); so is a new inode
   shorter than a live file's signature that holds exactly that file's first bytes (a copy
@@ -29,18 +38,27 @@ import glob
 import logging
 import os
 import stat
+import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from pipeline_core.config import SourceConfig, StartPosition
 from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
-from pipeline_core.source._tracked_file import TrackedFile
+from pipeline_core.source._tracked_file import FileChange, TrackedFile
 
 log = logging.getLogger(__name__)
 
 Inode = tuple[int, int]
+
+COPY_WAIT_S = 30.0
+"""How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
+so a copy that is not there by then is elsewhere (``olddir`` off the paths), already
+compressed and deleted, or there is none (the file was emptied)."""
+
+_CLAIMING_STATES = (FileState.LIVE, FileState.ROTATED, FileState.COPIED)
+"""States whose inode belongs to the tracked file: another file found there is not new."""
 
 
 class FileWatcher:
@@ -55,10 +73,12 @@ class FileWatcher:
         host: str,
         signature_bytes: int,
         records: Iterable[FileRecord] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sources = list(sources)
         self._host = host
         self._signature_bytes = signature_bytes
+        self._clock = clock
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
         self._first_scan = not self._files
 
@@ -101,31 +121,19 @@ class FileWatcher:
 
     def _reconcile_known(self, source: str, found: dict[Inode, tuple[str, int]]) -> list[Inode]:
         claimed: set[Inode] = set()
-        for tracked in self._files:
+        for tracked in list(self._files):
             if tracked.source != source or tracked.state in (FileState.DONE, FileState.DETACHED):
                 continue
             inode = (tracked.dev, tracked.ino)
             if inode in found:
-                path = found[inode][0]
-                if tracked.fd is None or tracked.path != path:
-                    tracked.open(path)
-                if not tracked.still_same_file(self._signature_bytes):
-                    log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
-                    tracked.close()
-                    tracked.state = FileState.DETACHED
-                elif tracked.size() < tracked.read_offset:
-                    log.warning(
-                        "%s was truncated to %d bytes, below offset %d; reading it again from "
-                        "its start as a new file",
-                        tracked.path,
-                        tracked.size(),
-                        tracked.read_offset,
-                    )
-                    tracked.close()
-                    tracked.state = FileState.DETACHED
+                if self._recheck(tracked, found[inode]):
+                    claimed.add(inode)  # by the file or the generation that took it over
+            elif tracked.state is FileState.COPIED:
+                # Renamed off the paths or deleted: read what is left through the descriptor.
+                if tracked.fd is None:
+                    tracked.state = FileState.DONE
                 else:
-                    tracked.state = FileState.LIVE
-                    claimed.add(inode)
+                    tracked.mark_rotated()
             elif tracked.fd is None and self._find_renamed(tracked):
                 log.info(
                     "%s was renamed to %s; reading it to its end", tracked.fingerprint, tracked.path
@@ -144,7 +152,91 @@ class FileWatcher:
         for tracked in self._files:
             if tracked.source == source and tracked.state is FileState.DETACHED:
                 self._find_copy(tracked, found, claimed)
+                self._give_up_waiting_for_copy(tracked)
         return [inode for inode in found if inode not in claimed]
+
+    def _recheck(self, tracked: TrackedFile, entry: tuple[str, int]) -> bool:
+        """A tracked file whose inode is still at a path: same, replaced, or cut. Returns
+        whether the inode is still tracked (False: it holds a new file now)."""
+        path, size = entry
+        if tracked.state is FileState.COPIED:
+            # Recorded before all of it was sealed (a restart): read the rest.
+            unread = tracked.fd is None and size > tracked.read_offset
+            if unread and tracked.open(path) and not tracked.still_same_file(self._signature_bytes):
+                tracked.close()
+            tracked.path = path
+            return True
+        if tracked.fd is None or tracked.path != path:
+            tracked.open(path)
+        change = tracked.inspect(self._signature_bytes)
+        if change is FileChange.REPLACED:
+            log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
+            tracked.close()
+            tracked.state = FileState.DETACHED
+            tracked.detached_at = self._clock()
+            return False
+        if change is FileChange.CUT:
+            self._start_generation(tracked)
+        else:
+            tracked.state = FileState.LIVE
+        return True
+
+    def _start_generation(self, tracked: TrackedFile) -> None:
+        """``tracked`` was cut below its read offset with its first bytes kept: it ends where
+        it was read to; the bytes from the cut on are a new generation under a new
+        fingerprint (same inode, same descriptor)."""
+        kept = tracked.kept_length()
+        if kept.verified:
+            log.warning(
+                "%s was cut below offset %d: its first %d bytes are the ones read; reading on "
+                "from there as a new generation",
+                tracked.path,
+                tracked.read_offset,
+                kept.offset,
+            )
+        else:
+            log.warning(
+                "%s was cut to %d bytes, below offset %d, further back than the last bytes "
+                "read that are kept to compare: bytes [0, %d) are taken as the ones already "
+                "read; lines written after the cut within them, if any, are not read",
+                tracked.path,
+                kept.offset,
+                tracked.read_offset,
+                kept.offset,
+            )
+        generation = TrackedFile(
+            source=tracked.source,
+            fingerprint=new_fingerprint(self._host, tracked.dev, tracked.ino, tracked.signature),
+            path=tracked.path,
+            dev=tracked.dev,
+            ino=tracked.ino,
+            signature=tracked.signature,
+            sealed_offset=kept.offset,
+            state=FileState.LIVE,
+        )
+        generation.fd, tracked.fd = tracked.fd, None
+        tracked.state = FileState.DONE
+        self._files.append(generation)
+
+    def _give_up_waiting_for_copy(self, tracked: TrackedFile) -> None:
+        if tracked.state is not FileState.DETACHED:
+            return
+        now = self._clock()
+        if tracked.detached_at is None:
+            tracked.detached_at = now  # remembered DETACHED across a restart
+        if now - tracked.detached_at < COPY_WAIT_S:
+            return
+        tracked.state = FileState.DONE
+        if tracked.seen_size > tracked.read_offset:
+            log.warning(
+                "%s: no copy of it turned up after its truncation; bytes [%d, %d) it held "
+                "were not read and are gone",
+                tracked.path,
+                tracked.read_offset,
+                tracked.seen_size,
+            )
+        else:
+            log.info("%s was emptied after everything in it was read", tracked.path)
 
     def _siblings(self, tracked: TrackedFile) -> Iterable[tuple[str, os.stat_result]]:
         """Regular files in the folder where ``tracked`` was last seen."""
@@ -174,7 +266,9 @@ class FileWatcher:
     ) -> None:
         """A DETACHED file's copy may lie outside the source's paths (``access.log.1`` when only
         ``access.log`` is read): look for it in the file's folder by its signature."""
-        known = {(f.dev, f.ino) for f in self._files if f is not tracked}
+        known = {
+            (f.dev, f.ino) for f in self._files if f is not tracked and f.state in _CLAIMING_STATES
+        }
         for path, info in self._siblings(tracked):
             inode = (info.st_dev, info.st_ino)
             if inode in known or inode in claimed or info.st_size < tracked.signature.size:
@@ -192,18 +286,51 @@ class FileWatcher:
                 state=FileState.LIVE,
             )
             if candidate.open(path) and candidate.still_same_file(self._signature_bytes):
-                log.info(
-                    "%s is the copy of %s; resuming at %d",
-                    path,
-                    tracked.fingerprint,
-                    tracked.read_offset,
-                )
-                tracked.fd, candidate.fd = candidate.fd, None
-                tracked.path, tracked.dev, tracked.ino = path, inode[0], inode[1]
-                tracked.signature = candidate.signature
-                tracked.mark_rotated()
+                self._adopt_copy(tracked, candidate, rotated=True)
                 return
             candidate.close()
+
+    def _adopt_copy(self, original: TrackedFile, copy: TrackedFile, *, rotated: bool) -> None:
+        """``copy`` (an open probe) is ``original``'s copytruncate copy: the original's
+        fingerprint and offsets move to it. ``rotated``: the copy lies off the source's paths."""
+        size = copy.size()
+        lost_from = max(size, original.read_offset)
+        if original.seen_size > lost_from:
+            log.warning(
+                "%s: bytes [%d, %d) written after its copy %s was made were truncated away "
+                "before they were read",
+                original.path,
+                lost_from,
+                original.seen_size,
+                copy.path,
+            )
+        original.close()
+        original.fd, copy.fd = copy.fd, None
+        original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino
+        original.detached_at = None
+        original.still_same_file(self._signature_bytes)
+        if rotated:
+            original.mark_rotated()  # off the paths: read to its end, then done
+        else:
+            original.state = FileState.COPIED
+        if size <= original.read_offset:
+            log.info(
+                "%s is the copy of %s, which was read to offset %d past the copy's end: "
+                "nothing in it is left to read",
+                copy.path,
+                original.fingerprint,
+                original.read_offset,
+            )
+            original.close()
+            if rotated:
+                original.state = FileState.DONE
+            return
+        log.info(
+            "%s is the copy of %s; resuming at %d",
+            copy.path,
+            original.fingerprint,
+            original.read_offset,
+        )
 
     def _adopt_or_add(self, source: SourceConfig, entry: tuple[str, int], inode: Inode) -> None:
         path, size = entry
@@ -238,17 +365,7 @@ class FileWatcher:
             if original is None and _copy_in_the_making(probe.fd, size, candidates):
                 return  # shorter than a signature yet: look again at the next scan
             if original is not None and original.state is FileState.DETACHED:
-                log.info(
-                    "%s is the copy of %s; resuming at %d",
-                    path,
-                    original.path,
-                    original.read_offset,
-                )
-                original.close()
-                original.fd, probe.fd = probe.fd, None
-                original.path, original.dev, original.ino = path, inode[0], inode[1]
-                original.state = FileState.LIVE
-                original.still_same_file(self._signature_bytes)
+                self._adopt_copy(original, probe, rotated=False)
                 return
             if original is not None and _same_bytes_at_end(probe.fd, original, size):
                 return  # a copy of a file still live: wait for the truncation

@@ -18,44 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.config import SourceConfig, SourceFormat
-from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
+from pipeline_core.source import TimeSlicedReader
 from tests.support.faults import FaultLines, FaultSeed
-
-MiB = 1 << 20
-
-
-class Received(list[Chunk]):
-    """The chunks a reader published; ``publish`` is the reader's downstream."""
-
-    def publish(self, chunk: Chunk) -> bool:
-        self.append(chunk)
-        return True
-
-
-def watch(folder: Path) -> FileWatcher:
-    source = SourceConfig(
-        name="access", paths=[str(folder / "access.log*")], format=SourceFormat.RAW
-    )
-    return FileWatcher([source], "test-host", 1024)
-
-
-def lines_by_file(chunks: Received) -> list[list[bytes]]:
-    by_file: dict[str, list[bytes]] = {}
-    for chunk in chunks:
-        by_file.setdefault(chunk.fingerprint, []).extend(bytes(chunk.data).splitlines())
-    return sorted(by_file.values())
-
-
-def read_everything(watcher: FileWatcher, reader: TimeSlicedReader, into: Received) -> None:
-    """Scan and read until a scan finds nothing more to read."""
-    while True:
-        watcher.scan()
-        before = len(into)
-        while not reader.read_slice(into.publish).caught_up:
-            pass
-        if len(into) == before:
-            return
+from tests.support.reading import MiB, Received, read_everything, watch
 
 
 @pytest.mark.timeout(60)
@@ -67,15 +32,7 @@ def test_a_copytruncate_between_two_scans_hands_no_new_line_to_the_old_file(
     source = FaultLines(fault_seed.value)
     old, new = source.lines(0, 1000), source.lines(1000, 700)
     live.write_bytes(b"".join(line + b"\n" for line in old))
-    watcher = FileWatcher(
-        [
-            SourceConfig(
-                name="access", paths=[str(tmp_path / "access.log*")], format=SourceFormat.RAW
-            )
-        ],
-        "test-host",
-        1024,
-    )
+    watcher = watch(tmp_path)
     reader = TimeSlicedReader(watcher, chunk_bytes=MiB, max_line_bytes=MiB, slice_seconds=10)
     chunks = Received()
     watcher.scan()
@@ -93,8 +50,8 @@ def test_a_copytruncate_between_two_scans_hands_no_new_line_to_the_old_file(
     read_everything(watcher, reader, chunks)
     watcher.close()
 
-    assert lines_by_file(chunks) == sorted([old, new]), fault_seed.note(
-        f"lines per file: {[len(lines) for lines in lines_by_file(chunks)]}"
+    assert chunks.by_file() == sorted([old, new]), fault_seed.note(
+        f"lines per file: {[len(lines) for lines in chunks.by_file()]}"
     )
 
 
@@ -121,6 +78,6 @@ def test_a_copy_caught_in_its_first_write_is_not_read_as_a_new_file(
     read_everything(watcher, reader, chunks)
     watcher.close()
 
-    assert lines_by_file(chunks) == sorted([old, new]), fault_seed.note(
-        f"lines per file: {[len(lines) for lines in lines_by_file(chunks)]}"
+    assert chunks.by_file() == sorted([old, new]), fault_seed.note(
+        f"lines per file: {[len(lines) for lines in chunks.by_file()]}"
     )

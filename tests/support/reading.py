@@ -1,0 +1,62 @@
+"""Reading a watcher's files without a collector: what a reader published, and by which file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline_core.config import SourceConfig, SourceFormat
+from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
+
+MiB = 1 << 20
+
+
+class Received(list[Chunk]):
+    """The chunks a reader published; ``publish`` is the reader's downstream."""
+
+    def publish(self, chunk: Chunk) -> bool:
+        self.append(chunk)
+        return True
+
+    def lines(self) -> list[bytes]:
+        """Every line received, in order, without its newline."""
+        return [line for chunk in self for line in bytes(chunk.data).splitlines()]
+
+    def event_ids(self) -> list[str]:
+        """``fingerprint:offset`` of every line received (the lake's event id)."""
+        ids = []
+        for chunk in self:
+            offset = chunk.start
+            for line in bytes(chunk.data).splitlines(keepends=True):
+                ids.append(f"{chunk.fingerprint}:{offset}")
+                offset += len(line)
+        return ids
+
+    def by_file(self) -> list[list[bytes]]:
+        """The lines received per fingerprint, sorted."""
+        by_file: dict[str, list[bytes]] = {}
+        for chunk in self:
+            by_file.setdefault(chunk.fingerprint, []).extend(bytes(chunk.data).splitlines())
+        return sorted(by_file.values())
+
+
+def source_of(folder: Path, pattern: str = "access.log*") -> SourceConfig:
+    return SourceConfig(name="access", paths=[str(folder / pattern)], format=SourceFormat.RAW)
+
+
+def watch(folder: Path, pattern: str = "access.log*", signature_bytes: int = 1024) -> FileWatcher:
+    return FileWatcher([source_of(folder, pattern)], "test-host", signature_bytes)
+
+
+def reader_of(watcher: FileWatcher, chunk_bytes: int = MiB) -> TimeSlicedReader:
+    return TimeSlicedReader(watcher, chunk_bytes=chunk_bytes, max_line_bytes=MiB, slice_seconds=10)
+
+
+def read_everything(watcher: FileWatcher, reader: TimeSlicedReader, into: Received) -> None:
+    """Scan and read until a scan finds nothing more to read."""
+    while True:
+        watcher.scan()
+        before = len(into)
+        while not reader.read_slice(into.publish).caught_up:
+            pass
+        if len(into) == before:
+            return
