@@ -62,6 +62,8 @@ class PipelineMetrics:
     blocked_seconds: float
     trees_in_flight: int
     trees_replayed: int
+    truncated_unread_bytes: int
+    """Bytes seen in files that a truncation (copytruncate) destroyed before they were read."""
     queues: Mapping[str, QueueMetrics]
     sink_groups: tuple[SinkGroupMetrics, ...]
     files: tuple[FileMetrics, ...]
@@ -106,6 +108,7 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
         blocked_seconds=blocked,
         trees_in_flight=runtime.tracking.acker.pending,
         trees_replayed=runtime.tracking.replayed,
+        truncated_unread_bytes=runtime.watcher.truncated_unread_bytes,
         queues={
             name: QueueMetrics(s.size, s.high, s.low, s.writable, s.refusals)
             for name, s in queues.items()
@@ -160,6 +163,13 @@ def prometheus_text(metrics: Iterable[PipelineMetrics]) -> str:
             m.blocked_seconds,
         )
         sample("sluice_unread_bytes", "gauge", "Bytes not read yet.", base, m.unread_bytes)
+        sample(
+            "sluice_truncated_unread_bytes_total",
+            "counter",
+            "Bytes a truncation destroyed before they were read.",
+            base,
+            m.truncated_unread_bytes,
+        )
         sample("sluice_trees_in_flight", "gauge", "Chunks not acked yet.", base, m.trees_in_flight)
         for queue, q in m.queues.items():
             labels = {**base, "queue": queue}

@@ -155,14 +155,13 @@ class TrackedFile:
         return True
 
     def size(self) -> int:
+        """The open file's size (0 when closed). Changes nothing: safe from any thread."""
         if self.fd is None:
             return 0
         try:
-            size = os.fstat(self.fd).st_size
+            return os.fstat(self.fd).st_size
         except OSError:
             return 0
-        self.seen_size = max(self.seen_size, size)
-        return size
 
     # -- truncation --------------------------------------------------------------------------
 
@@ -171,8 +170,10 @@ class TrackedFile:
         Grows the signature while the file is shorter than ``signature_bytes``."""
         if not self.still_same_file(signature_bytes):
             return FileChange.REPLACED
-        if self.size() < self.read_offset or not self._tail_intact():
+        size = self.size()
+        if size < self.read_offset or not self._tail_intact():
             return FileChange.CUT
+        self.seen_size = max(self.seen_size, size)
         return FileChange.SAME
 
     def kept_length(self) -> KeptLength:
@@ -261,6 +262,7 @@ class TrackedFile:
             return None
         if not data:
             return None
+        self.seen_size = max(self.seen_size, self.read_offset + len(data))
         cut = data.rfind(b"\n")
         if cut >= 0:
             del data[cut + 1 :]  # in place: no copy of the chunk
@@ -276,7 +278,6 @@ class TrackedFile:
             return None
         chunk = Chunk(self.source, self.fingerprint, self.read_offset, data, count_lines(data))
         self._remember(data, chunk.end)
-        self.seen_size = max(self.seen_size, chunk.end)
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk

@@ -81,6 +81,9 @@ class FileWatcher:
         self._clock = clock
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
         self._first_scan = not self._files
+        self.truncated_unread_bytes = 0
+        """Bytes seen in files that a truncation destroyed before they were read (a lower
+        bound: bytes written after the last look are not known)."""
 
     @property
     def files(self) -> list[TrackedFile]:
@@ -228,6 +231,7 @@ class FileWatcher:
             return
         tracked.state = FileState.DONE
         if tracked.seen_size > tracked.read_offset:
+            self.truncated_unread_bytes += tracked.seen_size - tracked.read_offset
             log.warning(
                 "%s: no copy of it turned up after its truncation; bytes [%d, %d) it held "
                 "were not read and are gone",
@@ -296,6 +300,7 @@ class FileWatcher:
         size = copy.size()
         lost_from = max(size, original.read_offset)
         if original.seen_size > lost_from:
+            self.truncated_unread_bytes += original.seen_size - lost_from
             log.warning(
                 "%s: bytes [%d, %d) written after its copy %s was made were truncated away "
                 "before they were read",

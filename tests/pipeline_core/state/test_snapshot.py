@@ -463,6 +463,7 @@ def test_should_show_what_a_running_collector_last_reported_while_it_is_fresh(
         blocked_seconds=0.5,
         trees_in_flight=2,
         trees_replayed=1,
+        truncated_unread_bytes=0,
         queues={
             "process": QueueMetrics(3, 16, 10, True, 0),
             "send": QueueMetrics(16, 16, 10, False, 4),

@@ -188,6 +188,7 @@ def test_should_show_a_running_collectors_report_on_the_page(
         blocked_seconds=0.0,
         trees_in_flight=7,
         trees_replayed=0,
+        truncated_unread_bytes=0,
         queues={
             "process": QueueMetrics(4, 16, 10, True, 0),
             "send": QueueMetrics(0, 16, 10, True, 0),
