@@ -1,10 +1,9 @@
-"""SluiceHook: one pipeline's ``PipelineOperations``, opened on first use."""
+"""SluiceHook: one pipeline's ``PipelineOperations``, opened on first use, and its run plans."""
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -15,12 +14,8 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
-    from pipeline_core.operations import (
-        CheckpointInfo,
-        CollectReport,
-        PipelineOperations,
-        SparkJobSpec,
-    )
+    from pipeline_core.operations import CheckpointInfo, PipelineOperations, SparkJobSpec
+    from pipeline_core.runs import PlanResult, RunPlan
 
 METASTORE_CONN_ID = "sluice_metastore"
 """Airflow connection naming the metastore when a pipeline config does not."""
@@ -49,6 +44,10 @@ class SluiceHook(BaseHook):
     * ``sluice_lake``: the lake root, from ``extra`` ``{"path": "/data/lake"}`` or
       ``{"uri": "file:///data/lake"}`` (a filesystem the Spark driver and executors share).
       Used when the config has no ``lake.path``.
+
+    The hook owns what is Airflow's (the connections) and decides nothing: a DAG run's
+    request step has it carry out the plan ``pipeline_core.runs.plan_run`` made
+    (:meth:`execute_plan`); the other tasks call the few facade methods below.
 
     The hook does no I/O when it is created; connections are looked up and the facade
     (``pipeline_core.operations.PipelineOperations``) is imported and built on the first call,
@@ -109,32 +108,22 @@ class SluiceHook(BaseHook):
         self.log.info("Using Airflow connection %r for what the config leaves out", conn_id)
         return connection
 
-    def request_checkpoint(
-        self,
-        run_id: str | None = None,
-        data_interval: tuple[datetime, datetime] | None = None,
-    ) -> CheckpointInfo:
-        """Request a checkpoint; the same ``run_id`` always gets the same checkpoint."""
-        return self.operations.request_checkpoint(run_id=run_id, data_interval=data_interval)
+    def execute_plan(self, plan: RunPlan) -> PlanResult:
+        """Carry out a run's plan against the pipeline (``pipeline_core.runs.execute_plan``).
+
+        :raises RunPlanError: the plan names a checkpoint that cannot be landed.
+        """
+        from pipeline_core.runs import execute_plan
+
+        return execute_plan(plan, self.operations)
+
+    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
+        """The checkpoint now (the sensor's poke, the ``checkpoint_*`` macros)."""
+        return self.operations.checkpoint(checkpoint_id)
 
     def worker_is_live(self) -> bool:
         """True while a long-running collector holds the pipeline's lease on this host."""
         return self.operations.worker_is_live()
-
-    def collect_once(self) -> CollectReport:
-        """Collect every file to its current end in this process and seal pending checkpoints."""
-        return self.operations.collect_once()
-
-    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
-        return self.operations.checkpoint(checkpoint_id)
-
-    def landable(self, checkpoint_id: int) -> CheckpointInfo:
-        """A sealed or committed checkpoint (raises ``CheckpointError`` for any other)."""
-        return self.operations.landable(checkpoint_id)
-
-    def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
-        """Sealed or committed checkpoints of the data interval ``[start, end)``."""
-        return self.operations.checkpoints_in_interval(start, end)
 
     def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
         """The spark-submit spec that lands sealed checkpoint ``checkpoint_id``."""
@@ -143,10 +132,6 @@ class SluiceHook(BaseHook):
     def commit(self, checkpoint_id: int) -> CheckpointInfo:
         """Mark a landed checkpoint committed."""
         return self.operations.commit(checkpoint_id)
-
-    def pending_landings(self) -> list[CheckpointInfo]:
-        """Sealed checkpoints not yet committed, oldest first."""
-        return self.operations.pending_landings()
 
     def lake_dir(self) -> Path:
         """The root of the pipeline's lake tables, as the landing job writes them."""
@@ -221,39 +206,25 @@ def _extra(connection: Connection) -> dict[str, Any]:
 
 
 def parse_checkpoint_id(value: int | str) -> int:
-    """A checkpoint id from an operator argument, which a template renders as text.
+    """A checkpoint id from a rendered template (``pipeline_core.runs.parse_checkpoint_id``).
 
-    :raises ValueError: the value is not a positive integer (for example ``"None"``, rendered
-        when the upstream XCom is missing).
+    Imported when called, so that importing this module at DAG-parse time imports no
+    ``pipeline_core``.
+
+    :raises ValueError: the value is not a positive integer.
     """
-    try:
-        checkpoint_id = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"checkpoint id must be a positive integer, got {value!r}") from None
-    if checkpoint_id <= 0:
-        raise ValueError(f"checkpoint id must be a positive integer, got {value!r}")
-    return checkpoint_id
+    from pipeline_core.runs import parse_checkpoint_id as parse
+
+    return parse(value)
 
 
 def parse_checkpoint_ids(value: int | str | list[int] | tuple[int, ...]) -> list[int]:
-    """Checkpoint ids from an operator argument: one id, or a list of them (maybe empty).
+    """One checkpoint id or a list of them (``pipeline_core.runs.parse_checkpoint_ids``).
 
-    The request task returns one id for a run that lands one checkpoint and a list for runs
-    that land several (``spark_only``, backfill); rendered into a template they read ``"7"``
-    and ``"[3, 4]"``.
+    Imported when called, like :func:`parse_checkpoint_id`.
 
-    :raises ValueError: anything else (``"None"`` when the upstream XCom is missing).
+    :raises ValueError: neither one id nor a list of them.
     """
-    if isinstance(value, list | tuple):
-        return [parse_checkpoint_id(item) for item in value]
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            items = json.loads(value)
-        except ValueError:
-            raise ValueError(f"checkpoint ids must be a list of integers, got {value!r}") from None
-        if not isinstance(items, list) or not all(
-            isinstance(item, int) and not isinstance(item, bool) for item in items
-        ):
-            raise ValueError(f"checkpoint ids must be a list of integers, got {value!r}")
-        return [parse_checkpoint_id(item) for item in items]
-    return [parse_checkpoint_id(value)]
+    from pipeline_core.runs import parse_checkpoint_ids as parse
+
+    return parse(value)

@@ -1,4 +1,4 @@
-"""SluiceHook: lazy facade, delegation, Airflow connections, checkpoint id parsing."""
+"""SluiceHook: lazy facade, run plans, delegation, Airflow connections, checkpoint id parsing."""
 
 from __future__ import annotations
 
@@ -21,8 +21,16 @@ from sluice_airflow.hooks.sluice import (
     sqlalchemy_url,
 )
 
-from pipeline_core.operations import CheckpointState
+from pipeline_core.operations import CheckpointInfo, CheckpointState
+from pipeline_core.runs import Collection, RunMode, plan_run
 from tests.support.fake_pipeline import FakePipeline
+
+
+def request_checkpoint(hook: SluiceHook, run_id: str) -> CheckpointInfo:
+    """Request the run's checkpoint through the hook, collecting nothing."""
+    result = hook.execute_plan(plan_run(run_id=run_id, collect_if_idle=False))
+    assert result.checkpoint is not None
+    return result.checkpoint
 
 
 def test_creating_the_hook_opens_nothing(fake_pipeline: FakePipeline) -> None:
@@ -52,27 +60,46 @@ def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -
     assert hook.get_conn() is hook.operations
 
 
-def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
+def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
+    fake_pipeline: FakePipeline,
+) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
     interval = (
         datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
         datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
     )
 
-    requested = hook.request_checkpoint(run_id="run-1", data_interval=interval)
-    report = hook.collect_once()
-    sealed = hook.checkpoint(requested.checkpoint_id)
-    pending = hook.pending_landings()
-    spec = hook.landing_job(requested.checkpoint_id)
-    committed = hook.commit(requested.checkpoint_id)
+    result = hook.execute_plan(plan_run(RunMode.NORMAL, run_id="run-1", data_interval=interval))
 
-    assert requested.state == CheckpointState.REQUESTED
-    assert [info.checkpoint_id for info in report.sealed] == [requested.checkpoint_id]
+    assert result.lands == 1
+    assert result.collection is Collection.IN_PROCESS
+    assert fake_pipeline.calls == [
+        ("request_checkpoint", "run-1", interval),
+        ("worker_is_live",),
+        ("collect_once",),
+        ("pending_landings",),
+    ]
+
+
+def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
+    hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+
+    live = hook.worker_is_live()
+    sealed = hook.checkpoint(1)
+    spec = hook.landing_job(1)
+    committed = hook.commit(1)
+
+    assert live is False
     assert sealed.state == CheckpointState.SEALED
-    assert pending == [sealed]
     assert spec.application.endswith("land_checkpoint.py")
     assert committed.state == CheckpointState.COMMITTED
-    assert fake_pipeline.calls[0] == ("request_checkpoint", "run-1", interval)
+    assert fake_pipeline.calls == [
+        ("worker_is_live",),
+        ("checkpoint", 1),
+        ("landing_job", 1),
+        ("commit", 1),
+    ]
 
 
 @pytest.mark.parametrize(("value", "expected"), [(7, 7), ("7", 7), (" 12 ", 12)])
@@ -203,7 +230,7 @@ def test_connections_fill_in_what_the_config_leaves_out(
     )
     hook = SluiceHook(config_path=config)
 
-    requested = hook.request_checkpoint(run_id="run-1")
+    requested = request_checkpoint(hook, "run-1")
 
     assert hook.operations.config.metastore_url == metastore_url
     assert hook.lake_dir() == tmp_path / "shared"
@@ -223,7 +250,7 @@ def test_a_sqlite_connection_names_the_database_file(
     database = tmp_path / "from-connection.db"
     set_connection(monkeypatch, METASTORE_CONN_ID, conn_type="sqlite", host=str(database))
 
-    SluiceHook(config_path=config).request_checkpoint(run_id="run-1")
+    request_checkpoint(SluiceHook(config_path=config), "run-1")
 
     assert database.exists()
     assert not (tmp_path / "data" / "sluice.db").exists()

@@ -22,10 +22,13 @@ from sluice_airflow.operators.sluice import (
     RunMode,
     run_mode,
     run_note,
+    run_plan,
 )
 
 from pipeline_core.errors import CollectorBusyError
 from pipeline_core.operations import CheckpointState
+from pipeline_core.runs import RunMode as PlannedMode
+from pipeline_core.runs import plan_run
 from tests.support.fake_pipeline import (
     NOW,
     FakePipeline,
@@ -458,6 +461,23 @@ def test_run_note(summary: dict[str, Any], note: str) -> None:
 )
 def test_run_mode_comes_from_the_params(params: dict[str, Any], mode: RunMode) -> None:
     assert run_mode(make_context(params=params)) is mode
+
+
+def test_the_mode_param_offers_exactly_the_planned_modes() -> None:
+    assert [mode.value for mode in RunMode] == [mode.value for mode in PlannedMode]
+
+
+def test_the_run_plan_comes_from_the_task_context() -> None:
+    context = make_context(run_id="manual-1", params={"mode": "reprocess", "checkpoint_id": "4"})
+
+    assert run_plan(context, collect_if_idle=False) == plan_run(
+        "reprocess", run_id="manual-1", data_interval=(NOW, NOW), checkpoint_id=4
+    )
+
+
+def test_a_run_that_cannot_be_planned_fails_the_task_without_retries() -> None:
+    with pytest.raises(AirflowFailException, match="needs the checkpoint_id param"):
+        run_plan(make_context(params={"mode": "reprocess"}))
 
 
 def test_an_unknown_mode_fails_the_task_without_retries() -> None:

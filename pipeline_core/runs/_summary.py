@@ -1,0 +1,75 @@
+"""What a run committed: the summary its commit step returns, and a one-line note of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline_core.operations import CheckpointInfo
+
+
+def commit_summary(committed: Sequence[CheckpointInfo], *, single: bool) -> dict[str, Any]:
+    """The summary of committed checkpoints, as a run's commit step returns it.
+
+    With ``single`` (the run landed one checkpoint, named by itself), the one checkpoint's
+    ``{"checkpoint_id", "checkpoint_ids", "lines", "bytes", "rows", "rejects", "landing"}``:
+    lines and bytes sealed into it, the totals of parsed rows and rejected lines its landing
+    job reported (``None`` when it did not report them) and the job's summary itself (rows
+    per source table, rejects per reason). Otherwise (a list of checkpoints, maybe empty)
+    ``checkpoint_id`` is ``None``, the counts are totals over the list (zeros for none, ``None``
+    when one checkpoint's count is unknown) and ``checkpoints`` holds each one's summary.
+    """
+    landed = [_landed(info) for info in committed]
+    return landed[0] if single else _totals(landed)
+
+
+def run_note(summary: Mapping[str, Any]) -> str:
+    """One line for a DAG run's note from a commit summary (what the commit task returns)."""
+    ids = summary.get("checkpoint_ids") or []
+    if not ids:
+        return "no checkpoint to land"
+    which = f"checkpoint {ids[0]}" if len(ids) == 1 else f"checkpoints {', '.join(map(str, ids))}"
+    rows = summary.get("rows")
+    rejects = summary.get("rejects")
+    return (
+        f"{which}: {summary.get('lines')} lines ({summary.get('bytes')} bytes) -> "
+        f"{'?' if rows is None else rows} rows, {'?' if rejects is None else rejects} rejects"
+    )
+
+
+def _landed(info: CheckpointInfo) -> dict[str, Any]:
+    return {
+        "checkpoint_id": info.checkpoint_id,
+        "checkpoint_ids": [info.checkpoint_id],
+        "lines": info.line_count,
+        "bytes": info.byte_count,
+        "rows": _total(info.landing.get("rows")),
+        "rejects": _total(info.landing.get("rejects")),
+        "landing": dict(info.landing),
+    }
+
+
+def _totals(landed: list[dict[str, Any]]) -> dict[str, Any]:
+    def total(key: str) -> int | None:
+        counts = [item[key] for item in landed]
+        return None if any(count is None for count in counts) else sum(counts)
+
+    return {
+        "checkpoint_id": None,
+        "checkpoint_ids": [item["checkpoint_id"] for item in landed],
+        "lines": total("lines"),
+        "bytes": total("bytes"),
+        "rows": total("rows"),
+        "rejects": total("rejects"),
+        "checkpoints": landed,
+    }
+
+
+def _total(count: object) -> int | None:
+    """A count the landing job reported: a number, or numbers per table or per reason."""
+    if isinstance(count, Mapping):
+        return sum(int(value) for value in count.values())
+    if isinstance(count, int | float | str):
+        return int(count)
+    return None

@@ -1,0 +1,98 @@
+"""commit_summary and run_note: what a run committed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pipeline_core.operations import CheckpointInfo, CheckpointState
+from pipeline_core.runs import commit_summary, run_note
+from tests.pipeline_core.runs.support import StubPipeline
+
+LANDING = {"rows": {"access": 7, "errors": 2}, "rejects": {"no_match": 1}}
+
+
+def committed(count: int, landing: dict[str, Any] | None = None) -> list[CheckpointInfo]:
+    stub = StubPipeline()
+    return [
+        replace(
+            stub.add(CheckpointState.COMMITTED),
+            line_count=10,
+            byte_count=1000,
+            landing=dict(LANDING if landing is None else landing),
+        )
+        for _ in range(count)
+    ]
+
+
+def test_one_checkpoint_adds_up_its_counts_per_table_and_per_reason() -> None:
+    assert commit_summary(committed(1), single=True) == {
+        "checkpoint_id": 1,
+        "checkpoint_ids": [1],
+        "lines": 10,
+        "bytes": 1000,
+        "rows": 9,
+        "rejects": 1,
+        "landing": LANDING,
+    }
+
+
+def test_counts_the_landing_job_did_not_report_are_none() -> None:
+    summary = commit_summary(committed(1, landing={}), single=True)
+
+    assert (summary["rows"], summary["rejects"]) == (None, None)
+
+
+def test_a_list_of_checkpoints_has_totals_and_each_summary() -> None:
+    summary = commit_summary(committed(2), single=False)
+
+    assert summary["checkpoint_id"] is None
+    assert summary["checkpoint_ids"] == [1, 2]
+    assert (summary["lines"], summary["bytes"], summary["rows"], summary["rejects"]) == (
+        20,
+        2000,
+        18,
+        2,
+    )
+    assert [item["checkpoint_id"] for item in summary["checkpoints"]] == [1, 2]
+
+
+def test_a_list_with_an_unknown_count_has_an_unknown_total() -> None:
+    [known] = committed(1)
+    [unknown] = committed(1, landing={"rows": {"access": 10}})
+
+    summary = commit_summary([known, unknown], single=False)
+
+    assert (summary["rows"], summary["rejects"]) == (19, None)
+
+
+def test_an_empty_list_is_zeros() -> None:
+    assert commit_summary([], single=False) == {
+        "checkpoint_id": None,
+        "checkpoint_ids": [],
+        "lines": 0,
+        "bytes": 0,
+        "rows": 0,
+        "rejects": 0,
+        "checkpoints": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("summary", "note"),
+    [
+        (
+            {"checkpoint_ids": [3], "lines": 10, "bytes": 900, "rows": 9, "rejects": 1},
+            "checkpoint 3: 10 lines (900 bytes) -> 9 rows, 1 rejects",
+        ),
+        (
+            {"checkpoint_ids": [3, 4], "lines": 20, "bytes": 1800, "rows": None, "rejects": 0},
+            "checkpoints 3, 4: 20 lines (1800 bytes) -> ? rows, 0 rejects",
+        ),
+        ({"checkpoint_ids": []}, "no checkpoint to land"),
+    ],
+)
+def test_run_note(summary: dict[str, Any], note: str) -> None:
+    assert run_note(summary) == note
