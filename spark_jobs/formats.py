@@ -2,8 +2,8 @@
 
 Every parser is a pure function ``DataFrame -> (parsed, rejects)`` over staging rows: the
 staged lines as ``spark_jobs.staging`` reads them from the part files (``file_fingerprint``,
-``byte_offset``, ``line`` (binary), ``host``, ``sealed_at``) plus the columns the landing job
-adds, ``checkpoint_id`` and ``source``.
+``byte_offset``, ``line`` (binary), ``host``, ``sealed_at``, ``line_bytes``) plus the columns
+the landing job adds, ``checkpoint_id`` and ``source``.
 Both results derive lazily from one classification of the input, so every input row lands in
 exactly one of them.
 
@@ -11,7 +11,16 @@ Parsed rows carry ``event_id`` (``"<file_fingerprint>:<byte_offset>"``), ``file_
 ``byte_offset``, ``host``, ``event_time`` (timestamp), the format's columns, ``event_date``
 (the UTC date of ``event_time``) and ``checkpoint_id``. Rejects carry ``event_id``,
 ``file_fingerprint``, ``byte_offset``, ``host``, ``source``, ``raw_line`` (the line with invalid
-UTF-8 replaced by U+FFFD), ``reason`` (a ``RejectReason``) and ``checkpoint_id``.
+UTF-8 replaced by U+FFFD, verbatim otherwise), ``line_bytes`` (the line's length in bytes),
+``reason`` (a ``RejectReason``) and ``checkpoint_id``.
+
+A row whose ``line_bytes`` is set is a line longer than the collector's ``max_line_bytes``,
+staged as its first bytes only: in every format it is a ``line_too_long`` reject (its
+``raw_line`` the prefix, its ``line_bytes`` the whole line's length), never a parsed row, even
+when the prefix would parse.
+
+A line ending in ``\\r`` (a CRLF line end) is read without that ``\\r``: in ``message``,
+``payload`` and the nginx fields alike.
 
 The parsers use Spark SQL expressions only (no Python UDFs): they run in the JVM and need no
 Python on the executors. Formats:
@@ -21,21 +30,22 @@ Python on the executors. Formats:
     "$http_referer" "$http_user_agent"``. One anchored regular expression (``NGINX_PATTERN``)
     rewrites a matching line into its fields joined by ``\\x01``, split once; a line that does
     not match comes back unchanged, which is how a match is recognised. A raw control character
-    inside a field (nginx writes them escaped) makes the line not match; a trailing ``\\r`` is
-    allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null for ``-`` (Apache's
-    spelling of zero). ``method``, ``path`` and ``protocol`` come from ``request`` when it is
-    exactly three space-separated words, and are null otherwise (``"-"``, a TLS handshake
-    logged as escaped bytes...). Rejects: ``invalid_utf8``, ``no_match``, ``bad_timestamp``
-    (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``).
+    inside a field (nginx writes them escaped) makes the line not match; a trailing ``\\r`` (a
+    CRLF line end) is allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null
+    for ``-`` (Apache's spelling of zero). ``method``, ``path`` and ``protocol`` come from
+    ``request`` when it is exactly three space-separated words, and are null otherwise
+    (``"-"``, a TLS handshake logged as escaped bytes...). Rejects: ``invalid_utf8``,
+    ``no_match``, ``bad_timestamp`` (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``).
 ``json_lines``
-    One JSON object per line, kept verbatim in ``payload``. ``event_time`` comes from the
+    One JSON object per line, kept verbatim in ``payload`` (but for the ``\\r`` of a CRLF line
+    end; other whitespace around the object is kept). ``event_time`` comes from the
     top-level key ``time_field``: epoch seconds (a number or a numeric string, fractions kept to
     the microsecond) or an ISO-8601 string (a time without an offset is read in the session time
     zone, UTC in the landing job). A missing or unreadable time falls back to ``sealed_at``; it
     is not a reject. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON object).
 ``raw``
-    ``message`` is the line with invalid UTF-8 replaced; ``event_time`` is ``sealed_at``. Never
-    rejects.
+    ``message`` is the line with invalid UTF-8 replaced (and without the ``\\r`` of a CRLF
+    line end); ``event_time`` is ``sealed_at``. Rejects only over-long lines.
 """
 
 from __future__ import annotations
@@ -63,6 +73,8 @@ class RejectReason(StrEnum):
     NO_MATCH = "no_match"
     BAD_TIMESTAMP = "bad_timestamp"
     INVALID_JSON = "invalid_json"
+    LINE_TOO_LONG = "line_too_long"
+    """Longer than the collector's ``max_line_bytes``: only its first bytes were staged."""
 
 
 ParseResult = tuple[DataFrame, DataFrame]
@@ -76,6 +88,7 @@ STAGING_COLUMNS = (
     "checkpoint_id",
     "source",
     "sealed_at",
+    "line_bytes",
 )
 REJECT_COLUMNS = (
     "event_id",
@@ -84,6 +97,7 @@ REJECT_COLUMNS = (
     "host",
     "source",
     "raw_line",
+    "line_bytes",
     "reason",
     "checkpoint_id",
 )
@@ -118,6 +132,8 @@ _NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len
 
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
+_JSON_TRAILING_WHITESPACE = " \t\r"
+"""What JSON allows after a value on a line (a line holds no ``\\n``)."""
 _MICROS_PER_DAY = 86_400_000_000
 _CORRUPT_COLUMN = "__sluice_corrupt_record__"
 
@@ -211,7 +227,7 @@ def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> P
     is_object = (
         F.col(_FIELDS).isNotNull()
         & F.col(_FIELDS).getField(_CORRUPT_COLUMN).isNull()
-        & F.rtrim(text).endswith("}")
+        & F.rtrim(text, F.lit(_JSON_TRAILING_WHITESPACE)).endswith("}")
     )
     classified = classified.withColumn(
         _REASON,
@@ -222,7 +238,7 @@ def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> P
         "event_time",
         F.coalesce(_json_time(F.col(_FIELDS).getField(time_field)), F.col("sealed_at")),
     )
-    return _split(classified, [text.alias("payload")])
+    return _split(classified, [_without_cr(text).alias("payload")])
 
 
 def parse_raw(rows: DataFrame) -> ParseResult:
@@ -232,7 +248,7 @@ def parse_raw(rows: DataFrame) -> ParseResult:
         .withColumn("event_time", F.col("sealed_at"))
         .withColumn(_REASON, F.lit(None).cast("string"))
     )
-    return _split(classified, [F.col(_TEXT).alias("message")])
+    return _split(classified, [_without_cr(F.col(_TEXT)).alias("message")])
 
 
 def event_id(fingerprint: Column, byte_offset: Column) -> Column:
@@ -257,6 +273,11 @@ def _with_text(rows: DataFrame) -> DataFrame:
     )
 
 
+def _without_cr(text: Column) -> Column:
+    """``text`` without the ``\\r`` of a CRLF line end (one trailing ``\\r``)."""
+    return F.when(text.endswith("\r"), text.substr(F.lit(1), F.length(text) - 1)).otherwise(text)
+
+
 def _nginx_field(name: str) -> Column:
     """One field of a matched line (null for a line that did not match)."""
     return F.get(F.col(_FIELDS), NGINX_FIELDS.index(name))
@@ -277,7 +298,8 @@ def _json_time(value: Column) -> Column:
 
 
 def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResult:
-    """Project a classified frame into (parsed rows, rejects) on its ``_reason`` column.
+    """Project a classified frame into (parsed rows, rejects) on its ``_reason`` column, which
+    an over-long line (``line_bytes`` set) overrides with ``line_too_long``.
 
     The optimizer pushes a filter below a projection by copying the projected expressions into
     it, which would run the whole parse twice per row (in the filter, then in the projection).
@@ -286,7 +308,10 @@ def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResu
     keeps the column from being pruned away.
     """
     fence = F.col(_FENCE) >= 0  # always true
-    classified = classified.withColumn(_FENCE, F.spark_partition_id())
+    too_long = F.col("line_bytes").isNotNull()
+    classified = classified.withColumn(
+        _REASON, F.when(too_long, F.lit(RejectReason.LINE_TOO_LONG.value)).otherwise(F.col(_REASON))
+    ).withColumn(_FENCE, F.spark_partition_id())
     row_id = event_id(F.col("file_fingerprint"), F.col("byte_offset"))
     parsed = classified.where(F.col(_REASON).isNull() & fence).select(
         row_id.alias("event_id"),
@@ -305,6 +330,9 @@ def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResu
         "host",
         "source",
         F.make_valid_utf8(F.col(_TEXT)).alias("raw_line"),
+        F.coalesce(F.col("line_bytes"), F.octet_length(F.col("line")).cast("long")).alias(
+            "line_bytes"
+        ),
         F.col(_REASON).alias("reason"),
         "checkpoint_id",
     )

@@ -13,8 +13,9 @@ Steps, for checkpoint N (docs/architecture.md is the contract):
    manifests list no parts, is empty and lands zero rows.
 2. Check every part file against its manifest on the driver, before the lake changes: its
    size, then (one sequential read, no Spark job) its CRC-32 and the lines of each of its
-   segments. A part that differs fails the run, naming the file. The staged lines per source
-   file (``file_fingerprint``) are the manifests' segment counts.
+   segments (an over-long line's segment: one line, its prefix, without a newline). A part
+   that differs fails the run, naming the file. The staged lines per source file
+   (``file_fingerprint``) are the manifests' segment counts.
 3. Remove what an earlier landing of N left in the lake: the summary, every
    ``<lake>/<source>/event_date=*/checkpoint_id=N`` directory of the checkpoint's sources and
    ``<lake>/_rejects/checkpoint_id=N``.
@@ -59,6 +60,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,11 @@ from spark_jobs.formats import RejectReason, SourceFormat, parse
 from spark_jobs.staging import SegmentRow, count_newlines, read_lines
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 3
+MANIFEST_FORMAT_VERSION = 4
+"""The manifest format the collector writes: 4 gave segments a ``kind`` (see ``SegmentKind``)."""
+READABLE_FORMAT_VERSIONS = frozenset({3, MANIFEST_FORMAT_VERSION})
+"""The formats this job lands. A format 3 manifest (batches sealed before 4) has ``lines``
+segments only, without ``kind``; any other format is refused."""
 REJECTS_TABLE = "_rejects"
 LANDINGS_DIR = "_landings"
 LAKE_SQL_CONF: Mapping[str, str] = {
@@ -141,16 +147,30 @@ class SourceSpec:
     time_field: str | None
 
 
+class SegmentKind(StrEnum):
+    """What a segment's bytes are (a manifest segment's ``kind``)."""
+
+    LINES = "lines"
+    """Bytes of a source file from ``start_offset``: whole lines (the last may lack its
+    ``\\n``)."""
+    LONG_LINE = "long_line"
+    """The first bytes (no ``\\n``) of one line of ``line_bytes`` bytes at ``start_offset``,
+    longer than the collector's ``max_line_bytes``: it lands as a ``line_too_long`` reject."""
+
+
 @dataclass(frozen=True)
 class Segment:
     """A manifest's segment of a part file: ``length`` bytes from ``part_offset``, holding
-    ``lines`` whole lines of one source file from ``start_offset`` in it."""
+    ``lines`` whole lines of one source file from ``start_offset`` in it, or (``LONG_LINE``)
+    the prefix of one line of ``line_bytes`` bytes there."""
 
     file_fingerprint: str
     start_offset: int
     part_offset: int
     length: int
     lines: int
+    kind: SegmentKind = SegmentKind.LINES
+    line_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -254,8 +274,9 @@ def _read_batch(
 def _parse_manifest(
     manifest: dict[str, Any], batch_dir: Path, checkpoint_id: int
 ) -> tuple[dict[str, SourceSpec], list[PartFile]]:
-    if manifest["format_version"] != MANIFEST_FORMAT_VERSION:
-        raise ValueError(f"unsupported format_version {manifest['format_version']!r}")
+    version = manifest["format_version"]
+    if type(version) is not int or version not in READABLE_FORMAT_VERSIONS:
+        raise ValueError(f"unsupported format_version {version!r}")
     if int(manifest["checkpoint_id"]) != checkpoint_id:
         raise ValueError(f"checkpoint_id {manifest['checkpoint_id']} != directory {checkpoint_id}")
     sources: dict[str, SourceSpec] = {}
@@ -268,7 +289,7 @@ def _parse_manifest(
         raise ValueError(f"sealed_at has no UTC offset: {manifest['sealed_at']!r}")
     host = str(manifest["host"])
     parts = [
-        _parse_part(entry, batch_dir, sources, host, sealed_at.astimezone(UTC))
+        _parse_part(entry, batch_dir, sources, host, sealed_at.astimezone(UTC), version)
         for entry in manifest["parts"]
     ]
     if sum(part.rows for part in parts) != int(manifest["line_count"]):
@@ -282,8 +303,10 @@ def _parse_part(
     sources: Mapping[str, SourceSpec],
     host: str,
     sealed_at: datetime,
+    version: int = MANIFEST_FORMAT_VERSION,
 ) -> PartFile:
-    """A manifest's ``parts`` entry, its segments checked against its ``rows`` and ``bytes``.
+    """A manifest's ``parts`` entry (of format ``version``), its segments checked against its
+    ``rows`` and ``bytes``.
 
     Raises:
         ValueError, KeyError, TypeError: the entry breaks the contract (the message names the
@@ -302,7 +325,7 @@ def _parse_part(
     crc32 = _field(entry, "crc32", where)
     if not isinstance(crc32, str) or not _CRC32.fullmatch(crc32):
         raise ValueError(f"{where}: crc32 {crc32!r} is not 8 hex digits")
-    segments = _parse_segments(_field(entry, "segments", where), name)
+    segments = _parse_segments(_field(entry, "segments", where), name, version)
     if sum(segment.length for segment in segments) != size:
         raise ValueError(f"part {name}: its segments hold other than its {size} bytes")
     if sum(segment.lines for segment in segments) != rows:
@@ -312,9 +335,12 @@ def _parse_part(
     )
 
 
-def _parse_segments(entries: object, name: str) -> tuple[Segment, ...]:
-    """A part's ``segments``: each starts where the last ended (the first at 0) and holds at
-    most one line per byte, at least one if it has bytes.
+def _parse_segments(
+    entries: object, name: str, version: int = MANIFEST_FORMAT_VERSION
+) -> tuple[Segment, ...]:
+    """A part's ``segments`` (of manifest format ``version``): each starts where the last ended
+    (the first at 0) and holds at most one line per byte, at least one if it has bytes; a
+    ``long_line`` segment holds one line, the prefix of a longer one of ``line_bytes``.
 
     Raises:
         ValueError, KeyError: a segment breaks the contract (the message names the part and
@@ -331,12 +357,23 @@ def _parse_segments(entries: object, name: str) -> tuple[Segment, ...]:
         fingerprint = _field(entry, "file_fingerprint", where)
         if not isinstance(fingerprint, str) or not fingerprint:
             raise ValueError(f"{where}: file_fingerprint {fingerprint!r} is not a string")
+        if version == 3:
+            if "kind" in entry:
+                raise ValueError(f"{where}: kind is not part of format_version 3")
+            kind: object = SegmentKind.LINES.value
+        else:
+            kind = _field(entry, "kind", where)
+        if not isinstance(kind, str) or kind not in {k.value for k in SegmentKind}:
+            known = ", ".join(SegmentKind)
+            raise ValueError(f"{where}: kind {kind!r} is not one of {known}")
         segment = Segment(
             fingerprint,
             _count(entry, "start_offset", where),
             _count(entry, "part_offset", where),
             _count(entry, "length", where),
             _count(entry, "lines", where),
+            SegmentKind(kind),
+            _count(entry, "line_bytes", where) if kind == SegmentKind.LONG_LINE else None,
         )
         if segment.part_offset != position:
             raise ValueError(
@@ -345,9 +382,31 @@ def _parse_segments(entries: object, name: str) -> tuple[Segment, ...]:
             )
         if segment.lines > segment.length or (segment.length > 0) != (segment.lines > 0):
             raise ValueError(f"{where}: {segment.length} bytes cannot hold {segment.lines} lines")
+        _check_long_line(segment, entry, where)
         segments.append(segment)
         position += segment.length
     return tuple(segments)
+
+
+def _check_long_line(segment: Segment, entry: Mapping[str, object], where: str) -> None:
+    """A ``long_line`` segment is one line, shorter than the line it stands for; only it has
+    ``line_bytes``.
+
+    Raises:
+        ValueError: either is not so (the message says ``where``).
+    """
+    if segment.kind is not SegmentKind.LONG_LINE:
+        if "line_bytes" in entry:
+            raise ValueError(f"{where}: line_bytes belongs to long_line segments only")
+        return
+    if segment.lines != 1:
+        raise ValueError(f"{where}: a long_line segment holds 1 line, not {segment.lines}")
+    assert segment.line_bytes is not None
+    if segment.line_bytes <= segment.length:
+        raise ValueError(
+            f"{where}: an over-long line of {segment.line_bytes} bytes cannot have a prefix of "
+            f"{segment.length}"
+        )
 
 
 def _field(entry: Mapping[str, object], key: str, where: str) -> object:
@@ -455,6 +514,11 @@ def _scan(part: PartFile) -> tuple[str, list[str]]:
                     f"{part.path}: the segment at part_offset {segment.part_offset} holds "
                     f"{lines} lines, the manifest says {segment.lines}"
                 )
+            elif segment.kind is SegmentKind.LONG_LINE and newlines:
+                problems.append(
+                    f"{part.path}: the segment at part_offset {segment.part_offset} is an "
+                    "over-long line's prefix, and holds a newline"
+                )
     return f"{crc:08x}", problems
 
 
@@ -490,7 +554,8 @@ def read_source(
 ) -> DataFrame:
     """The staged lines of ``source`` (one read across hosts; segments read and split into
     lines on the executors), with ``host``, ``checkpoint_id``, ``source`` and ``sealed_at``
-    added from each part's batch.
+    added from each part's batch, and ``line_bytes`` (an over-long line's whole length; null
+    for the other lines).
 
     ``files``: only the segments of these ``(host, file_fingerprint)`` source files (``None``:
     every segment).
@@ -505,6 +570,7 @@ def read_source(
             segment.part_offset,
             segment.length,
             segment.lines,
+            segment.line_bytes,
         )
         for entry in staged
         if entry.part.source == source
@@ -519,6 +585,7 @@ def read_source(
         F.lit(checkpoint_id).cast("long").alias("checkpoint_id"),
         F.lit(source).alias("source"),
         "sealed_at",
+        "line_bytes",
     )
 
 

@@ -7,9 +7,11 @@ rows (``segment_frame``); on the executors ``read_segments`` (for ``mapInArrow``
 segment's bytes with ``os.pread`` and splits them into lines with NumPy (``split_segment``:
 no Python work per line), one segment at a time, in parallel with the parsing.
 
-A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (a line
-cut at ``max_line_bytes``, or the unterminated end of a rotated file) and is a line too. Any
-other byte is kept: ``\\r`` of CRLF line ends, NULs, invalid UTF-8.
+A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (the
+unterminated end of a rotated file) and is a line too. Any other byte is kept: ``\\r`` of CRLF
+line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` set) holds one
+line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
+makes it a ``line_too_long`` reject.
 
 The module imports only NumPy, pyarrow, pyspark and the standard library (the executors
 import it; ``--py-files`` ships it).
@@ -44,10 +46,12 @@ SEGMENT_SCHEMA = StructType(
         StructField("part_offset", LongType(), nullable=False),
         StructField("length", LongType(), nullable=False),
         StructField("lines", LongType(), nullable=False),
+        StructField("line_bytes", LongType(), nullable=True),
     ]
 )
 """One row per segment to read: the part file (an absolute path, seen alike by the driver and
-the executors), its batch's ``host`` and ``sealed_at``, and the segment's manifest fields."""
+the executors), its batch's ``host`` and ``sealed_at``, and the segment's manifest fields
+(``line_bytes``: null unless the segment is an over-long line's prefix)."""
 
 LINE_SCHEMA = StructType(
     [
@@ -56,9 +60,11 @@ LINE_SCHEMA = StructType(
         StructField("line", BinaryType()),
         StructField("host", StringType()),
         StructField("sealed_at", TimestampType()),
+        StructField("line_bytes", LongType()),
     ]
 )
-"""What ``read_segments`` yields: a row per line, with its segment's batch."""
+"""What ``read_segments`` yields: a row per line, with its segment's batch; ``line_bytes`` is
+the whole length of an over-long line (``line`` holds its prefix), null for other lines."""
 
 MAX_SEGMENT_BYTES = 2**31 - 1
 """A segment's lines become one Arrow binary array, whose offsets are 32-bit (the collector's
@@ -87,6 +93,7 @@ class SegmentRow:
     part_offset: int
     length: int
     lines: int
+    line_bytes: int | None = None
 
 
 # ---------------------------------------------------------------------------- the driver
@@ -113,6 +120,7 @@ def segment_frame(
             s.part_offset,
             s.length,
             s.lines,
+            s.line_bytes,
         )
         for s in segments
     ]
@@ -161,6 +169,7 @@ def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     line,
                     pa.repeat(columns["host"][row], count),
                     pa.repeat(columns["sealed_at"][row], count),
+                    pa.repeat(columns["line_bytes"][row], count),
                 ],
                 names=LINE_SCHEMA.names,
             )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from pipeline_core.acker import Acker, OffsetTracker, TreeOutcome, TreeSource, new_id
 from pipeline_core.metastore import AckerTreeRecord
-from pipeline_core.source import Chunk, FileWatcher
+from pipeline_core.source import Chunk, FileWatcher, LongLine, read_long_line
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,8 @@ class DeliveryTracker:
       ``replay``: the handoff group skips replays (its lines are already in a batch, or will be
       re-read from the sealed offset after a crash), the other groups deliver them again (at
       least once; the event id lets them de-duplicate). A pipeline with no other group drops
-      the replay.
+      the replay. A range that is one line longer than ``max_line_bytes`` is read again as
+      the reader read it: its prefix alone (``Chunk.long_line``).
     * ``records``/``restore`` carry the in-flight trees through the metastore, so a restarted
       collector re-delivers to its other sinks what they had not acked.
 
@@ -43,9 +44,11 @@ class DeliveryTracker:
         timeout: float,
         max_pending: int,
         replays_wanted: bool,
+        max_line_bytes: int,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._watcher = watcher
+        self._max_line_bytes = max_line_bytes
         self._max_pending = max_pending
         self._replays_wanted = replays_wanted
         self._clock = clock
@@ -145,6 +148,7 @@ class DeliveryTracker:
         )
         size = source.end - source.start
         data = b""
+        long_line: LongLine | None = None
         if tracked is not None:
             fd = tracked.fd
             try:
@@ -153,14 +157,14 @@ class DeliveryTracker:
                     try:
                         info = os.fstat(fd)
                         if (info.st_dev, info.st_ino) == (tracked.dev, tracked.ino):
-                            data = os.pread(fd, size, source.start)
+                            data, long_line = self._read_range(fd, source)
                     finally:
                         os.close(fd)
                 else:
-                    data = os.pread(fd, size, source.start)
+                    data, long_line = self._read_range(fd, source)
             except OSError as exc:
                 log.warning("cannot read %s again: %s", tracked.path, exc)
-        if len(data) != size:
+        if (long_line.size if long_line is not None else len(data)) != size:
             log.error(
                 "bytes %d-%d of file %s are gone; the other sinks miss %d lines",
                 source.start,
@@ -170,5 +174,19 @@ class DeliveryTracker:
             )
             return None
         return Chunk(
-            source.source, source.fingerprint, source.start, data, source.lines, replay=True
+            source.source,
+            source.fingerprint,
+            source.start,
+            data,
+            source.lines,
+            replay=True,
+            long_line=long_line,
         )
+
+    def _read_range(self, fd: int, source: TreeSource) -> tuple[bytes, LongLine | None]:
+        """A tree's bytes as the reader handed them out: an over-long line as its prefix."""
+        if source.lines == 1:
+            found = read_long_line(fd, source.start, source.end, self._max_line_bytes)
+            if found is not None:
+                return found
+        return os.pread(fd, source.end - source.start, source.start), None

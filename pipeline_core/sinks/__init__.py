@@ -34,6 +34,7 @@ from pipeline_core.sinks._handoff import (
     PartFile,
     SealedBatch,
     Segment,
+    SegmentKind,
     checkpoint_dir,
 )
 from pipeline_core.sinks._handoff_sink import HandoffSink
@@ -82,6 +83,7 @@ __all__ = [
     "RunnerOutcome",
     "SealedBatch",
     "Segment",
+    "SegmentKind",
     "Sink",
     "SinkHealth",
     "SinkProcessor",

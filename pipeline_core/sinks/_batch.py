@@ -18,13 +18,25 @@ def event_id(fingerprint: str, byte_offset: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LogEvent:
-    """One line: where it came from and its bytes without the newline."""
+    """One line: where it came from and its bytes without the newline.
+
+    A line longer than ``max_line_bytes`` is one event too, ``truncated``: ``line`` holds only
+    its first bytes and ``line_bytes`` its whole length (the lake rejects it as
+    ``line_too_long``). Each sink documents what it does with one.
+    """
 
     event_id: str
     source: str
     fingerprint: str
     byte_offset: int
     line: bytes
+    line_bytes: int | None = None
+    """An over-long line's whole length in bytes (without its newline); None for the others."""
+
+    @property
+    def truncated(self) -> bool:
+        """Whether ``line`` is only the first bytes of an over-long line."""
+        return self.line_bytes is not None
 
     def text(self) -> str:
         """The line as text; invalid UTF-8 is replaced, never an error."""
@@ -57,6 +69,16 @@ class DeliveryBatch:
         """Every line as a :class:`LogEvent`, in order (a Python object per line: for sinks
         whose destination wants one record per line; byte-oriented sinks use ``chunks``)."""
         for chunk in self.chunks:
+            if chunk.long_line is not None:
+                yield LogEvent(
+                    event_id(chunk.fingerprint, chunk.start),
+                    chunk.source,
+                    chunk.fingerprint,
+                    chunk.start,
+                    bytes(chunk.data),
+                    chunk.long_line.length,
+                )
+                continue
             data = bytes(chunk.data)  # lines as ``bytes``, whatever buffer the chunk holds
             position = 0
             size = len(data)

@@ -29,6 +29,10 @@ class RollingFileSink(BatchSink):
     (and its folder after a rotation), so everything delivered before a checkpoint is on disk
     when it is sealed, and returns ``None``. A full file is fsynced before it is renamed.
 
+    A line longer than ``max_line_bytes`` is not written: the collector holds only its first
+    bytes, which would pass for the whole line in the file. It is counted in
+    ``skipped_long_lines`` and logged; the lake keeps it as a ``line_too_long`` reject.
+
     If a write fails (a full disk), the file is truncated back to where the batch began when
     no rotation happened in between; otherwise the written part stays and the batch, which
     remains in the channel, is written again (at least once).
@@ -49,6 +53,8 @@ class RollingFileSink(BatchSink):
         self._size = 0
         self._rotations = 0
         self._synced_rotations = 0
+        self.skipped_long_lines = 0
+        """Over-long lines of delivered batches, not written."""
 
     def start(self) -> None:
         if self._file is None:
@@ -66,13 +72,24 @@ class RollingFileSink(BatchSink):
                 self._open()
                 began_at = self._size
             for chunk in batch.chunks:
-                self._append(chunk.data)
+                if chunk.long_line is None:
+                    self._append(chunk.data)
         except OSError as exc:
             if self._rotations == rotations and self._file is not None:
                 self._truncate(began_at)
             raise EventDeliveryException(
                 f"file sink {self.name!r}: cannot append to {self.path}: {exc}"
             ) from exc
+        skipped = [chunk for chunk in batch.chunks if chunk.long_line is not None]
+        if skipped:
+            self.skipped_long_lines += len(skipped)
+            log.warning(
+                "file sink %r: %d lines longer than max_line_bytes not written (first: %s:%d)",
+                self.name,
+                len(skipped),
+                skipped[0].fingerprint,
+                skipped[0].start,
+            )
 
     def on_barrier(self, barrier: Barrier) -> SealedBatch | None:
         if self._file is None:

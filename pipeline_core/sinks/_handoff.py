@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from pipeline_core.source import Chunk
 log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 3
+MANIFEST_FORMAT_VERSION = 4
+"""4: every segment has a ``kind``; an over-long line is a ``long_line`` segment of its prefix."""
 PART_SUFFIX = ".lines"
 SEGMENT_BYTES = 8 * 1024 * 1024
 """Consecutive chunks of a file are indexed as one segment up to this size: the landing job's
@@ -51,16 +53,44 @@ class Barrier:
     ranges: tuple[ManifestRange, ...]
 
 
+class SegmentKind(StrEnum):
+    """What a segment's bytes are (the manifest's segment ``kind``)."""
+
+    LINES = "lines"
+    """The file's bytes from ``start_offset``: whole lines."""
+    LONG_LINE = "long_line"
+    """The first bytes of one line longer than ``max_line_bytes``, which is ``line_bytes``
+    long in its file."""
+
+
 @dataclass(frozen=True)
 class Segment:
     """Bytes ``[part_offset, part_offset + length)`` of a part: whole lines of one file, from
-    ``start_offset`` in it (docs/architecture.md, "Part files")."""
+    ``start_offset`` in it, or the prefix of one over-long line of ``line_bytes`` bytes there
+    (docs/architecture.md, "Part files")."""
 
     file_fingerprint: str
     start_offset: int
     part_offset: int
     length: int
     lines: int
+    kind: SegmentKind = SegmentKind.LINES
+    line_bytes: int | None = None
+    """``LONG_LINE`` only: the whole line's length in bytes, without its newline."""
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """The segment as the manifest lists it (``line_bytes`` for a ``long_line`` only)."""
+        entry: dict[str, Any] = {
+            "file_fingerprint": self.file_fingerprint,
+            "start_offset": self.start_offset,
+            "part_offset": self.part_offset,
+            "length": self.length,
+            "lines": self.lines,
+            "kind": self.kind.value,
+        }
+        if self.kind is SegmentKind.LONG_LINE:
+            entry["line_bytes"] = self.line_bytes
+        return entry
 
 
 @dataclass(frozen=True)
@@ -125,6 +155,21 @@ class _OpenPart:
         self.writeback.written(self.size)
 
     def _index(self, chunk: Chunk) -> None:
+        if chunk.long_line is not None:
+            # A segment of its own, never extended: its bytes are a prefix of a longer line.
+            self.segments.append(
+                Segment(
+                    chunk.fingerprint,
+                    chunk.start,
+                    self.size,
+                    len(chunk.data),
+                    chunk.lines,
+                    SegmentKind.LONG_LINE,
+                    chunk.long_line.length,
+                )
+            )
+            self._extendable = False
+            return
         last = self.segments[-1] if self.segments else None
         if (
             last is not None
@@ -144,7 +189,7 @@ class _OpenPart:
             self.segments.append(
                 Segment(chunk.fingerprint, chunk.start, self.size, len(chunk.data), chunk.lines)
             )
-        self._extendable = chunk.data.endswith(b"\n")  # never join a cut line to the next
+        self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
 
     def close(self) -> PartFile:
         """Fsync and close; the part as the manifest lists it."""
@@ -302,7 +347,7 @@ def _part_entry(part: PartFile) -> dict[str, Any]:
         "rows": part.rows,
         "bytes": part.bytes,
         "crc32": part.crc32,
-        "segments": [segment.__dict__ for segment in part.segments],
+        "segments": [segment.manifest_entry() for segment in part.segments],
     }
 
 

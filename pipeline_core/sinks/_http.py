@@ -52,7 +52,9 @@ class HttpStatusError(Exception):
 class HttpSink(BatchSink):
     """POSTs each batch as JSON records, one per line: ``event_id``, ``source``,
     ``file_fingerprint``, ``byte_offset`` and ``message`` (the line as text: invalid UTF-8 is
-    replaced by U+FFFD, a NUL byte travels as ``\\u0000``).
+    replaced by U+FFFD, a NUL byte travels as ``\\u0000``). A line longer than
+    ``max_line_bytes`` is sent as its first bytes (at most 1 KiB) with ``"truncated": true``
+    and ``line_bytes``, its whole length; no other record has those keys.
 
     A batch larger than ``max_request_bytes`` (uncompressed body) is split into several
     requests at record boundaries; a single record larger than that goes alone. Each request
@@ -257,17 +259,18 @@ class HttpSink(BatchSink):
 
 
 def _record(event: LogEvent) -> bytes:
-    return json.dumps(
-        {
-            "event_id": event.event_id,
-            "source": event.source,
-            "file_fingerprint": event.fingerprint,
-            "byte_offset": event.byte_offset,
-            "message": event.text(),
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    ).encode()
+    """The event's JSON record; an over-long line's ``message`` is its prefix, marked with
+    ``"truncated": true`` and its whole length ``line_bytes``."""
+    record: dict[str, object] = {
+        "event_id": event.event_id,
+        "source": event.source,
+        "file_fingerprint": event.fingerprint,
+        "byte_offset": event.byte_offset,
+        "message": event.text(),
+    }
+    if event.truncated:
+        record.update(truncated=True, line_bytes=event.line_bytes)
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _is_retryable(exc: BaseException) -> bool:

@@ -53,6 +53,11 @@ class SqlSink(BatchSink):
     character (PostgreSQL ``text`` cannot hold ``\\x00``; SQLite gets the same text so that both
     databases hold the same rows). ``received_at`` is the time the batch was inserted (UTC).
 
+    A line longer than ``max_line_bytes`` is not inserted: the collector holds only its first
+    bytes, and the table has no column to tell such a row from a whole line. It is counted in
+    ``skipped_long_lines`` and logged; the lake keeps it as a ``line_too_long`` reject under
+    the same event id.
+
     Only PostgreSQL and SQLite are supported: ``start()`` raises ``ValueError`` for any other
     dialect. The table is created on the first delivery, so a database that is down at start
     is a delivery failure like any other.
@@ -76,6 +81,8 @@ class SqlSink(BatchSink):
         self.retry = retry or RetryPolicy()
         self._engine: Engine | None = None
         self._table_ready = False
+        self.skipped_long_lines = 0
+        """Over-long lines of delivered batches, not inserted."""
 
     def start(self) -> None:
         url = sa.make_url(self.url)
@@ -118,6 +125,16 @@ class SqlSink(BatchSink):
                 f"sql sink {self.name!r}: inserting {batch.lines} lines into "
                 f"{self.table.name} failed after {attempts} {tries}: {exc}"
             ) from exc
+        skipped = [chunk for chunk in batch.chunks if chunk.long_line is not None]
+        if skipped:
+            self.skipped_long_lines += len(skipped)
+            log.warning(
+                "sql sink %r: %d lines longer than max_line_bytes not inserted (first: %s:%d)",
+                self.name,
+                len(skipped),
+                skipped[0].fingerprint,
+                skipped[0].start,
+            )
 
     def _insert(self, batch: DeliveryBatch) -> None:
         engine = self._engine
@@ -136,6 +153,8 @@ class SqlSink(BatchSink):
     ) -> Iterator[list[dict[str, Any]]]:
         rows: list[dict[str, Any]] = []
         for event in batch.events():
+            if event.truncated:
+                continue
             rows.append(
                 {
                     "event_id": event.event_id,

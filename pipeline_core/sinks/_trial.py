@@ -33,7 +33,9 @@ class NullSink(BatchSink):
 class StdoutSink(BatchSink):
     """Writes every line as text to ``stream`` (standard output by default, looked up at each
     batch so a redirected ``sys.stdout`` is honoured), one line per line, and flushes after each
-    batch. Invalid UTF-8 is replaced by U+FFFD; whole chunks are decoded at once."""
+    batch. Invalid UTF-8 is replaced by U+FFFD; whole chunks are decoded at once. A line longer
+    than ``max_line_bytes`` is written as its first bytes followed by
+    ``[... <length> bytes in all]``."""
 
     def __init__(self, name: str, stream: TextIO | None = None) -> None:
         super().__init__(name)
@@ -43,5 +45,7 @@ class StdoutSink(BatchSink):
         stream = self._stream or sys.stdout
         for chunk in batch.chunks:
             text = chunk.data.decode("utf-8", errors="replace")
+            if chunk.long_line is not None:
+                text += f"[... {chunk.long_line.length} bytes in all]"
             stream.write(text if not text or text.endswith("\n") else text + "\n")
         stream.flush()

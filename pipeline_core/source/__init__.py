@@ -2,25 +2,55 @@
 
 A :class:`FileWatcher` finds a pipeline's files and follows them through rename and copytruncate
 rotation; a :class:`TimeSlicedReader` reads them round robin, a time slice per call, into
-:class:`Chunk` values (whole lines as raw bytes, no per-line work).
+:class:`Chunk` values (whole lines as raw bytes, no per-line work). :class:`FileEvents`
+(:func:`open_file_events`: inotify on Linux) tell a caught-up reader which pipelines' files
+changed, in the folders :func:`watch_targets` names.
 """
 
-from pipeline_core.source._chunk import Chunk, count_lines
-from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
+from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._file_events import (
+    FileChange,
+    FileChanges,
+    FileEvents,
+    PollingFileEvents,
+    open_file_events,
+)
+from pipeline_core.source._fingerprint import (
+    Signature,
+    new_fingerprint,
+    read_signature,
+    signature_matches,
+)
+from pipeline_core.source._inotify import InotifyFileEvents
+from pipeline_core.source._long_line import LONG_LINE_PREFIX_BYTES, read_long_line
 from pipeline_core.source._reader import Publish, SliceResult, TimeSlicedReader, TurnResult
 from pipeline_core.source._tracked_file import TrackedFile
+from pipeline_core.source._watch_targets import WatchTarget, merge_targets, watch_targets
 from pipeline_core.source._watcher import FileWatcher
 
 __all__ = [
+    "LONG_LINE_PREFIX_BYTES",
     "Chunk",
+    "FileChange",
+    "FileChanges",
+    "FileEvents",
     "FileWatcher",
+    "InotifyFileEvents",
+    "LongLine",
+    "PollingFileEvents",
     "Publish",
     "Signature",
     "SliceResult",
     "TimeSlicedReader",
     "TrackedFile",
     "TurnResult",
+    "WatchTarget",
     "count_lines",
+    "merge_targets",
     "new_fingerprint",
+    "open_file_events",
+    "read_long_line",
     "read_signature",
+    "signature_matches",
+    "watch_targets",
 ]

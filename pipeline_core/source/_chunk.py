@@ -13,13 +13,33 @@ _VECTOR_COUNT_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
-    """Bytes ``[start, start + len(data))`` of one file.
+class LongLine:
+    """A line longer than ``max_line_bytes``, which a chunk stands for without holding it."""
 
-    ``data`` holds whole lines, each ending with ``\\n``; only the last may lack it (a line cut at
-    ``max_line_bytes``, or the unterminated end of a rotated file). ``lines`` counts them. The
-    reader hands out a ``bytearray``, cut to whole lines in place (without a copy); nothing
-    downstream modifies it.
+    length: int
+    """The line's bytes, without its newline."""
+    terminated: bool
+    """Whether a newline ends it (False: the unterminated end of a rotated file)."""
+
+    @property
+    def size(self) -> int:
+        """The bytes it takes in its file, its newline included."""
+        return self.length + self.terminated
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Bytes ``[start, end)`` of one file.
+
+    Usually ``data`` holds those bytes: whole lines, each ending with ``\\n``; only the last may
+    lack it (the unterminated end of a rotated file). ``lines`` counts them. The reader hands
+    out a ``bytearray``, cut to whole lines in place (without a copy); nothing downstream
+    modifies it.
+
+    With ``long_line`` set, the chunk is one line longer than ``max_line_bytes``: ``data`` holds
+    only its first bytes (``LONG_LINE_PREFIX_BYTES`` at most, no newline), ``lines`` is 1 and
+    the chunk covers the whole line in its file, newline included. The lake rejects it as
+    ``line_too_long``; it is never a row.
 
     ``tree`` and ``edge`` are the acker's tree id and the id of the edge that carries the chunk
     (0: not tracked); ``replay`` marks a range read again for sinks that did not ack it.
@@ -33,9 +53,13 @@ class Chunk:
     tree: int = 0
     edge: int = 0
     replay: bool = False
+    long_line: LongLine | None = None
 
     @property
     def end(self) -> int:
+        """Where the chunk ends in its file."""
+        if self.long_line is not None:
+            return self.start + self.long_line.size
         return self.start + len(self.data)
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pipeline_core.metastore import FileRecord, FileState
-from pipeline_core.source._chunk import Chunk, count_lines
+from pipeline_core.source._chunk import Chunk, LongLine, count_lines
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
+from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class TrackedFile:
     fd: int | None = field(default=None, repr=False)
     _tail: bytes = field(default=b"", repr=False)
     _tail_end: int = field(default=0, repr=False)
+    _long_line: LongLineScan | None = field(default=None, repr=False)
+    """The over-long line at (or last at) ``read_offset``, while its end is looked for."""
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)
@@ -230,9 +233,11 @@ class TrackedFile:
     def read_chunk(self, chunk_bytes: int, max_line_bytes: int, final: bool) -> Chunk | None:
         """Read whole lines from ``read_offset`` (at most about ``chunk_bytes``).
 
-        A last line without its newline waits for it, unless it reached ``max_line_bytes`` (it is
-        cut there) or ``final`` is set (the file will not grow: a rotated file at its end).
-        Returns None when there is nothing whole to read yet.
+        A last line without its newline waits for it, unless ``final`` is set (the file will not
+        grow: a rotated file at its end). A line longer than ``max_line_bytes`` is one chunk of
+        its own, holding only its prefix (``Chunk.long_line``): it is skipped to its end without
+        being held, and waited for while its end is not written yet. Returns None when there is
+        nothing whole to read yet.
         """
         if self.fd is None:
             return None
@@ -264,23 +269,77 @@ class TrackedFile:
             return None
         self.seen_size = max(self.seen_size, self.read_offset + len(data))
         cut = data.rfind(b"\n")
+        too_long = cut < 0 and len(data) > max_line_bytes
         if cut >= 0:
             del data[cut + 1 :]  # in place: no copy of the chunk
-        elif len(data) > max_line_bytes:
-            del data[max_line_bytes:]
-            log.warning(
-                "%s: line at offset %d is longer than %d bytes; cut into pieces",
-                self.path,
-                self.read_offset,
-                max_line_bytes,
-            )
-        elif not final:
+            if len(data) > max_line_bytes + 1:  # only then can a whole line in it be too long
+                over = first_long_line(data, max_line_bytes)
+                if over >= 0:
+                    # The lines before the long one, or (none before it) the long one itself.
+                    del data[over or data.find(b"\n") :]
+                    too_long = over == 0
+        elif not too_long and not final:
             return None
-        chunk = Chunk(self.source, self.fingerprint, self.read_offset, data, count_lines(data))
-        self._remember(data, chunk.end)
+        long_line: LongLine | None = None
+        last_bytes: bytes | bytearray = data
+        if too_long:
+            skipped = self._skip_long_line(data, chunk_bytes, max_line_bytes, final)
+            if skipped is None:
+                return None
+            data, long_line, last_bytes = skipped
+        chunk = Chunk(
+            self.source,
+            self.fingerprint,
+            self.read_offset,
+            data,
+            count_lines(data),
+            long_line=long_line,
+        )
+        self._remember(last_bytes, chunk.end)
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk
+
+    def _skip_long_line(
+        self, head: bytearray, step: int, max_line_bytes: int, final: bool
+    ) -> tuple[bytearray, LongLine, bytes] | None:
+        """The line at ``read_offset``, longer than ``max_line_bytes``, whose first bytes are
+        ``head`` (no newline among them): its prefix, the line, and its last bytes read (up to
+        ``TAIL_WINDOW_BYTES``, its newline included). None until its end is in the file.
+
+        The rest of the line is read ``step`` bytes at a time and dropped. ``read_offset`` stays
+        at the line's start until its end is found, so a checkpoint cut meanwhile leaves the
+        whole line to the next batch (a restart looks for its end again). How far it was
+        looked for is kept, so a line still being written is not read again from its start.
+        """
+        assert self.fd is not None
+        scan = self._long_line
+        if scan is None or not scan.resumes(self.fingerprint, self.read_offset, head, self.size()):
+            prefix = bytes(head[: prefix_bytes(max_line_bytes)])
+            scan = self._long_line = LongLineScan(
+                self.fingerprint, self.read_offset, prefix, len(head)
+            )
+        first_found = scan.found is None
+        try:
+            line = scan.advance(self.fd, step, final)
+            if line is None:
+                return None
+            keep = min(TAIL_WINDOW_BYTES, line.size)
+            last_bytes = bytes(_pread(self.fd, keep, self.read_offset + line.size - keep))
+        except OSError as exc:
+            log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
+            return None
+        if first_found:  # not again when a refused chunk is read again
+            log.warning(
+                "%s: the line at offset %d is %d bytes long, over max_line_bytes %d: it is "
+                "staged as its first %d bytes, to be rejected as line_too_long",
+                self.path,
+                self.read_offset,
+                line.length,
+                max_line_bytes,
+                len(scan.prefix),
+            )
+        return bytearray(scan.prefix), line, last_bytes
 
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:

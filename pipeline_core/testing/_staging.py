@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline_core.config import PipelineConfig
@@ -16,10 +16,13 @@ class StagedLine:
     offset: int
     line: bytes
     checkpoint_id: int
+    line_bytes: int | None = field(default=None, compare=False)
+    """An over-long line's whole length (``line`` is then its prefix); None for the others."""
 
 
 def staged_lines(config: PipelineConfig) -> list[StagedLine]:
-    """Every line in every sealed batch folder of the pipeline, sorted by file and offset."""
+    """Every line in every sealed batch folder of the pipeline, sorted by file and offset (an
+    over-long line as its staged prefix, with ``line_bytes``)."""
     root = config.staging_dir / config.name
     lines: list[StagedLine] = []
     for manifest_path in sorted(root.glob(f"[0-9]*/*/{MANIFEST_NAME}")):
@@ -29,6 +32,7 @@ def staged_lines(config: PipelineConfig) -> list[StagedLine]:
             for segment in part["segments"]:
                 fingerprint, offset = str(segment["file_fingerprint"]), int(segment["start_offset"])
                 begin = int(segment["part_offset"])
+                line_bytes = segment.get("line_bytes")
                 for line in _split(data[begin : begin + int(segment["length"])]):
                     lines.append(
                         StagedLine(
@@ -36,6 +40,7 @@ def staged_lines(config: PipelineConfig) -> list[StagedLine]:
                             offset,
                             line.removesuffix(b"\n"),
                             int(manifest["checkpoint_id"]),
+                            None if line_bytes is None else int(line_bytes),
                         )
                     )
                     offset += len(line)

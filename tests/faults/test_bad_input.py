@@ -12,13 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.metastore import Metastore
-from pipeline_core.source import FileWatcher, TimeSlicedReader
+from pipeline_core.source import (
+    LONG_LINE_PREFIX_BYTES,
+    Chunk,
+    FileWatcher,
+    LongLine,
+    TimeSlicedReader,
+)
 from pipeline_core.testing import staged_lines
 from tests.support.faults import (
     FaultLines,
@@ -26,13 +33,14 @@ from tests.support.faults import (
     RunningCollector,
     lake_table,
     land_and_commit_sealed,
+    nginx_lines,
     wait_until,
 )
 from tests.support.pipelines import append, load, write_config
 
 MiB = 1 << 20
 BIG_LINE_BYTES = 50 * 1000 * 1000
-"""The line without a newline: 50 MB, about 48 pieces of ``max_line_bytes``."""
+"""A line of 50 MB: about 48 times ``max_line_bytes``, staged as its first bytes only."""
 
 
 class Logs:
@@ -92,9 +100,7 @@ def assert_healthy_staged_once(config: PipelineConfig, logs: Logs, seed: FaultSe
 
 
 @pytest.mark.timeout(60)
-def test_a_50_mb_line_is_read_in_max_line_bytes_pieces_without_holding_it_whole(
-    tmp_path: Path,
-) -> None:
+def test_a_50_mb_line_is_skipped_to_its_end_without_holding_it_whole(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "huge.log"
     log.parent.mkdir()
     with open(log, "wb") as handle:
@@ -106,14 +112,18 @@ def test_a_50_mb_line_is_read_in_max_line_bytes_pieces_without_holding_it_whole(
     watcher = FileWatcher(config.sources, "test-host", 1024)
     watcher.scan()
     reader = TimeSlicedReader(watcher, chunk_bytes=MiB, max_line_bytes=MiB, slice_seconds=10)
-    sizes: list[int] = []
+    chunks: list[Chunk] = []
 
-    def publish(chunk: Any) -> bool:
-        sizes.append(len(chunk.data))
+    def publish(chunk: Chunk) -> bool:
+        chunks.append(chunk)
         return True
 
     tracemalloc.start()
     try:
+        while not reader.read_slice(publish).caught_up:
+            pass
+        waiting = [(c.start, c.end) for c in chunks]  # the unterminated line waits
+        append(log, b"", b"after")
         while not reader.read_slice(publish).caught_up:
             pass
         _, peak = tracemalloc.get_traced_memory()
@@ -121,8 +131,12 @@ def test_a_50_mb_line_is_read_in_max_line_bytes_pieces_without_holding_it_whole(
         tracemalloc.stop()
         watcher.close()
 
-    assert sizes[0] == len(b"before\n")
-    assert sizes[1:] == [MiB] * (BIG_LINE_BYTES // MiB)  # the unterminated rest waits
+    assert waiting == [(0, 7)]
+    assert [(c.start, c.end, len(c.data), c.lines, c.long_line) for c in chunks] == [
+        (0, 7, 7, 1, None),
+        (7, 7 + BIG_LINE_BYTES + 1, LONG_LINE_PREFIX_BYTES, 1, LongLine(BIG_LINE_BYTES, True)),
+        (7 + BIG_LINE_BYTES + 1, 7 + BIG_LINE_BYTES + 7, 6, 1, None),
+    ]
     assert peak < 4 * MiB, f"reading held {peak / MiB:.1f} MiB at its peak"
 
 
@@ -144,18 +158,19 @@ def test_hostile_bytes_are_staged_byte_for_byte_and_land_as_rows_or_rejects(
         for _ in range(BIG_LINE_BYTES // MiB):
             handle.write(b"y" * MiB)
         handle.write(b"y" * (BIG_LINE_BYTES % MiB))
-    collect_once(config, metastore)
+    collect_once(config, metastore)  # stops before the 50 MB line: its end is not written yet
     append(logs.folder / "hostile.log", b"", good[2])  # ends the 50 MB line
     logs.write_healthy()
 
     collect_once(config, metastore)
     land_and_commit_sealed(spark, config_path)
 
-    hostile_lines = [s for s in staged_lines(config) if not s.line.startswith(b"y")]
-    pieces = [s for s in staged_lines(config) if s.line.startswith(b"y")]
+    staged = staged_lines(config)
+    hostile_lines = [s for s in staged if not s.line.startswith(b"y")]
+    (big,) = [s for s in staged if s.line.startswith(b"y")]
     assert [s.line for s in hostile_lines if s.line not in set(logs.healthy)] == [*hostile, good[2]]
-    assert b"".join(p.line for p in sorted(pieces, key=lambda p: p.offset)) == b"y" * BIG_LINE_BYTES
-    assert max(len(p.line) for p in pieces) == config.collector.max_line_bytes
+    assert (big.line, big.line_bytes) == (b"y" * LONG_LINE_PREFIX_BYTES, BIG_LINE_BYTES)
+    assert big.offset == sum(len(line) + 1 for line in hostile)
     assert_healthy_staged_once(config, logs, fault_seed)
     access = lake_table(config.lake_dir, "access")
     rejects = lake_table(config.lake_dir, "_rejects")
@@ -163,9 +178,42 @@ def test_hostile_bytes_are_staged_byte_for_byte_and_land_as_rows_or_rejects(
     reasons: dict[str, int] = {}
     for reason in rejects["reason"].to_pylist():
         reasons[reason] = reasons.get(reason, 0) + 1
-    assert reasons == {"invalid_utf8": 1, "no_match": 1 + len(pieces)}
+    assert reasons == {"invalid_utf8": 1, "no_match": 1, "line_too_long": 1}
+    (too_long,) = [r for r in rejects.to_pylist() if r["reason"] == "line_too_long"]
+    assert (too_long["byte_offset"], too_long["line_bytes"]) == (big.offset, BIG_LINE_BYTES)
     assert access.num_rows == len(good) + 1 + len(logs.healthy)  # the CRLF line parses
-    assert access.num_rows + rejects.num_rows == len(staged_lines(config))
+    assert access.num_rows + rejects.num_rows == len(staged)
+    metastore.close()
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(300)
+def test_a_5_mb_line_between_normal_lines_lands_as_one_line_too_long_reject(
+    tmp_path: Path, metastore_url: str, spark: SparkSession, logs: Logs
+) -> None:
+    config_path = write_config(tmp_path, metastore_url, pattern="logs/*.log")
+    config = load_pipeline_config(config_path)
+    assert config.collector.max_line_bytes == MiB
+    before, after = logs.lines(300), logs.lines(300)
+    long_line = before[0][:40] + b"q" * (5 * 1000 * 1000)
+    append(logs.folder / "access.log", *before, long_line, *after)
+    metastore = Metastore.open(metastore_url)
+
+    collect_once(config, metastore)
+    land_and_commit_sealed(spark, config_path)
+
+    access = lake_table(config.lake_dir, "access")
+    rejects = lake_table(config.lake_dir, "_rejects")
+    assert access is not None and rejects is not None
+    assert sorted(nginx_lines(access).cast(pa.binary()).to_pylist()) == sorted(before + after)
+    assert len(set(access["event_id"].to_pylist())) == access.num_rows
+    (reject,) = rejects.to_pylist()
+    (fingerprint,) = set(access["file_fingerprint"].to_pylist())
+    offset = sum(len(line) + 1 for line in before)
+    assert reject["event_id"] == f"{fingerprint}:{offset}"
+    assert (reject["reason"], reject["line_bytes"]) == ("line_too_long", len(long_line))
+    assert reject["raw_line"] == long_line[:LONG_LINE_PREFIX_BYTES].decode()
     metastore.close()
 
 
@@ -174,7 +222,7 @@ def test_hostile_bytes_are_staged_byte_for_byte_and_land_as_rows_or_rejects(
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("keep_head", [False, True], ids=["rewritten", "head-kept"])
-def test_a_file_truncated_below_its_checkpoint_is_read_again_from_its_start(
+def test_a_file_truncated_below_its_checkpoint_between_runs_is_read_from_the_cut(
     tmp_path: Path,
     metastore_url: str,
     metastore: Metastore,
@@ -182,6 +230,9 @@ def test_a_file_truncated_below_its_checkpoint_is_read_again_from_its_start(
     fault_seed: FaultSeed,
     keep_head: bool,
 ) -> None:
+    """Cut below what was sealed while no collector ran, then appended to: the bytes it kept
+    were read already (not again), what was appended after the cut is read once, under a new
+    name. Rewritten from its start, it is a new file."""
     config = pipeline(tmp_path, metastore_url)
     log = logs.folder / "access.log"
     old = logs.lines(400)
@@ -198,8 +249,8 @@ def test_a_file_truncated_below_its_checkpoint_is_read_again_from_its_start(
 
     by_file = staged_by_fingerprint(config)
     assert old in by_file.values()  # sealed before the truncation, under the first name
-    assert kept + new in by_file.values(), fault_seed.note(
-        "the truncated file's content was not read again from its start"
+    assert new in by_file.values(), fault_seed.note(
+        f"lines per file after the cut: {[len(v) for v in by_file.values()]}"
     )
     assert_healthy_staged_once(config, logs, fault_seed)
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
 from spark_jobs.land_checkpoint import PartFile, Segment, StagedPart, read_source
-from tests.support.staging import DEFAULT_SEALED_AT, line_offsets, write_part
+from tests.support.staging import DEFAULT_SEALED_AT, Line, LongLine, line_offsets, write_part
 
 pytestmark = pytest.mark.spark
 
@@ -86,6 +86,7 @@ REJECT_SCHEMA = {
     "host": "string",
     "source": "string",
     "raw_line": "string",
+    "line_bytes": "bigint",
     "reason": "string",
     "checkpoint_id": "bigint",
 }
@@ -95,7 +96,7 @@ REJECT_SCHEMA = {
 def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     """Build staging rows (as the landing job reads them) from raw lines."""
 
-    def build(lines: list[bytes], source: str = "access") -> DataFrame:
+    def build(lines: list[Line], source: str = "access") -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
         part = PartFile(
@@ -253,6 +254,7 @@ def test_rejects_carry_the_line_with_invalid_utf8_replaced(staging_rows: Staging
         "host": HOST,
         "source": "edge",
         "raw_line": line.decode("utf-8", errors="replace"),
+        "line_bytes": len(line),
         "reason": "invalid_utf8",
         "checkpoint_id": CHECKPOINT_ID,
     }
@@ -350,6 +352,29 @@ def test_json_lines_reject_reasons(staging_rows: StagingRows) -> None:
     assert schema_of(rejects) == REJECT_SCHEMA
 
 
+def test_json_lines_accept_a_crlf_line_end_and_keep_it_out_of_the_payload(
+    staging_rows: StagingRows,
+) -> None:
+    lines = [
+        b'{"time": 1700000000, "msg": "crlf"}\r',
+        b'{"msg": "spaces, tab, then crlf"} \t\r',
+        b'{"msg": "lf"}',
+        b'{"a": 1}\r trailing',
+        b"\r",
+    ]
+    parsed, rejects = parse(staging_rows(lines, source="app"), "json_lines")
+
+    offsets = line_offsets(lines, 0)
+    assert reasons(rejects) == {offsets[3]: "invalid_json", offsets[4]: "invalid_json"}
+    rows = by_offset(parsed, "payload", "event_time")
+    assert [rows[offset]["payload"] for offset in offsets[:3]] == [
+        '{"time": 1700000000, "msg": "crlf"}',
+        '{"msg": "spaces, tab, then crlf"} \t',
+        '{"msg": "lf"}',
+    ]
+    assert rows[offsets[0]]["event_time"] == "2023-11-14 22:13:20"
+
+
 def test_json_lines_parses_each_line_once(staging_rows: StagingRows) -> None:
     parsed, rejects = parse(staging_rows(JSON_GOOD, source="app"), "json_lines")
 
@@ -379,6 +404,76 @@ def test_raw_keeps_every_line(staging_rows: StagingRows) -> None:
     ]
     assert {row["event_time"] for row in rows.values()} == {SEALED_AT_TEXT}
     assert {row["event_date"] for row in rows.values()} == {"2026-11-22"}
+
+
+def test_raw_keeps_a_crlf_lines_text_without_its_cr(staging_rows: StagingRows) -> None:
+    lines = [b"windows line\r", b"\r", b"inner \r kept", b"two\r\r", b"bad \xff\r"]
+    parsed, rejects = parse(staging_rows(lines, source="misc"), "raw")
+
+    rows = by_offset(parsed, "message")
+    assert [rows[offset]["message"] for offset in line_offsets(lines, 0)] == [
+        "windows line",
+        "",
+        "inner \r kept",
+        "two\r",
+        "bad \ufffd",
+    ]
+    assert rejects.count() == 0
+
+
+def test_nginx_combined_rejects_keep_a_crlf_lines_cr(staging_rows: StagingRows) -> None:
+    _, rejects = parse(staging_rows([b"not nginx\r"]), "nginx_combined")
+
+    assert [(row["raw_line"], row["line_bytes"]) for row in rejects.collect()] == [
+        ("not nginx\r", 10)
+    ]
+
+
+# ---------------------------------------------------------------------------- over-long lines
+
+PREFIX_THAT_PARSES = {
+    "nginx_combined": NGINX_GOOD[0],
+    "json_lines": b'{"time": 1700000000}',
+    "raw": b"plain text",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(PREFIX_THAT_PARSES))
+def test_an_over_long_line_is_one_line_too_long_reject_in_every_format(
+    staging_rows: StagingRows, fmt: str
+) -> None:
+    good = PREFIX_THAT_PARSES[fmt]
+    lines: list[Line] = [
+        good,
+        LongLine(good, 5_000_000),
+        LongLine(b"cut in a character \xc3", 3_000_000),
+        good,
+    ]
+    parsed, rejects = parse(staging_rows(lines, source="edge"), fmt)
+
+    offsets = line_offsets(lines, 0)
+    assert sorted(row["byte_offset"] for row in parsed.select("byte_offset").collect()) == [
+        offsets[0],
+        offsets[3],
+    ]
+    rows = {row["byte_offset"]: row.asDict() for row in rejects.collect()}
+    assert sorted(rows) == [offsets[1], offsets[2]]
+    assert rows[offsets[1]] == {
+        "event_id": f"{FINGERPRINT}:{offsets[1]}",
+        "file_fingerprint": FINGERPRINT,
+        "byte_offset": offsets[1],
+        "host": HOST,
+        "source": "edge",
+        "raw_line": good.decode(),
+        "line_bytes": 5_000_000,
+        "reason": "line_too_long",
+        "checkpoint_id": CHECKPOINT_ID,
+    }
+    assert rows[offsets[2]]["raw_line"] == "cut in a character \ufffd"
+    assert (rows[offsets[2]]["reason"], rows[offsets[2]]["line_bytes"]) == (
+        "line_too_long",
+        3_000_000,
+    )
 
 
 def test_unknown_format_is_refused(staging_rows: StagingRows) -> None:

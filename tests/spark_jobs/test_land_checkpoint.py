@@ -27,6 +27,7 @@ from spark_jobs.land_checkpoint import (
     PartChecksumError,
     PartRowCountError,
     PartSizeError,
+    SegmentKind,
     files_with_rejects,
     land,
     read_checkpoint,
@@ -34,6 +35,8 @@ from spark_jobs.land_checkpoint import (
     verify_parts,
 )
 from tests.support.staging import (
+    Line,
+    LongLine,
     checkpoint_dir,
     line_offsets,
     write_batch,
@@ -114,6 +117,7 @@ def test_land_writes_rows_rejects_and_summary(spark: SparkSession, tmp_path: Pat
         "no_match": 6,
         "bad_timestamp": 2,
         "invalid_json": 2,
+        "line_too_long": 0,
     }
     assert summary["input_lines"] == 2 * LINES_PER_HOST
     assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
@@ -339,7 +343,67 @@ def test_unterminated_last_line_is_a_line(spark: SparkSession, tmp_path: Path) -
 
     assert summary["rows"] == {"misc": 4}
     messages = [row["message"] for row in lake_rows(spark, tmp_path / "lake", "misc", 5)]
-    assert sorted(messages) == sorted(["free text", "\ufffd\ufffd", "", "last\r"])
+    assert sorted(messages) == sorted(["free text", "\ufffd\ufffd", "", "last"])
+
+
+@pytest.mark.spark
+def test_an_over_long_line_lands_as_one_line_too_long_reject(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Its prefix would parse as a whole line; the line still lands only as its reject."""
+    access: list[Line] = [ACCESS[0], LongLine(ACCESS[1], 5_000_000), ACCESS[7]]
+    misc: list[Line] = [b"free text", LongLine(b"caf\xc3", 2_000_000)]
+    write_batch(tmp_path, PIPELINE, 8, "web-1", "access", "nginx_combined", access, "a" * 16, 100)
+    write_batch(tmp_path, PIPELINE, 8, "web-1", "misc", "raw", misc, "c" * 16)
+    lake = tmp_path / "lake"
+
+    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 8), lake)
+
+    assert summary["rows"] == {"access": 2, "misc": 1}
+    assert summary["rejects"]["line_too_long"] == 2
+    assert sum(summary["rejects"].values()) == 2
+    offsets = line_offsets(access, 100)
+    assert sorted(row["byte_offset"] for row in lake_rows(spark, lake, "access", 8)) == [
+        offsets[0],
+        offsets[2],
+    ]
+    rejects = sorted(
+        (row.asDict() for row in lake_rows(spark, lake, "_rejects", 8)),
+        key=lambda row: str(row["source"]),
+    )
+    assert rejects == [
+        {
+            "event_id": f"{'a' * 16}:{offsets[1]}",
+            "file_fingerprint": "a" * 16,
+            "byte_offset": offsets[1],
+            "host": "web-1",
+            "source": "access",
+            "raw_line": ACCESS[1].decode(),
+            "line_bytes": 5_000_000,
+            "reason": "line_too_long",
+            "checkpoint_id": 8,
+        },
+        {
+            "event_id": f"{'c' * 16}:10",
+            "file_fingerprint": "c" * 16,
+            "byte_offset": 10,
+            "host": "web-1",
+            "source": "misc",
+            "raw_line": "caf\ufffd",
+            "line_bytes": 2_000_000,
+            "reason": "line_too_long",
+            "checkpoint_id": 8,
+        },
+    ]
+
+
+def test_an_over_long_lines_prefix_holding_a_newline_fails(tmp_path: Path) -> None:
+    lines: list[Line] = [b"before", LongLine(b"prefix\n", 5_000_000), b"after"]
+    write_batch(tmp_path, PIPELINE, 8, "web-1", "misc", "raw", lines, "c" * 16)
+    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 8))
+
+    with pytest.raises(PartRowCountError, match=r"the segment at part_offset 7 is an over-long"):
+        verify_parts(checkpoint.parts)
 
 
 @pytest.mark.spark
@@ -361,13 +425,39 @@ def test_manifest_naming_a_missing_part_fails(tmp_path: Path) -> None:
         read_checkpoint(checkpoint_dir(staging, PIPELINE, 7))
 
 
-def test_manifest_of_format_2_fails(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [2, 5, "4"])
+def test_manifest_of_another_format_fails(tmp_path: Path, version: object) -> None:
     batch = write_batch(
         tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16
     )
-    edit_manifest(batch, lambda manifest: manifest.update(format_version=2))
+    edit_manifest(batch, lambda manifest: manifest.update(format_version=version))
 
-    with pytest.raises(ManifestError, match=r"_manifest\.json: unsupported format_version 2"):
+    message = rf"_manifest\.json: unsupported format_version {version!r}"
+    with pytest.raises(ManifestError, match=message):
+        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
+
+
+def _as_format_3(manifest: dict[str, Any]) -> None:
+    """A batch as the collector sealed it before format 4: segments without ``kind``."""
+    manifest["format_version"] = 3
+    for part in manifest["parts"]:
+        for segment in part["segments"]:
+            del segment["kind"]
+
+
+def test_manifest_of_format_3_is_read_as_lines_segments(tmp_path: Path) -> None:
+    batch = write_batch(
+        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
+        lines_per_segment=4,
+    )  # fmt: skip
+    expected = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
+    edit_manifest(batch, _as_format_3)
+
+    assert read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7)) == expected
+    assert {s.kind for p in expected.parts for s in p.segments} == {SegmentKind.LINES}
+
+    edit_manifest(batch, lambda m: m["parts"][0]["segments"][0].update(kind="lines"))
+    with pytest.raises(ManifestError, match=r"segment 0: kind is not part of format_version 3"):
         read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
 
 
@@ -380,7 +470,12 @@ def _segments(manifest: dict[str, Any]) -> list[Any]:
 def _append_segment(manifest: dict[str, Any], length: int, lines: int) -> None:
     """Add a segment after the first part's last one."""
     part = manifest["parts"][0]
-    segment = {"file_fingerprint": "a" * 16, "start_offset": 0, "part_offset": part["bytes"]}
+    segment = {
+        "file_fingerprint": "a" * 16,
+        "start_offset": 0,
+        "part_offset": part["bytes"],
+        "kind": "lines",
+    }
     part["segments"].append({**segment, "length": length, "lines": lines})
 
 
@@ -425,6 +520,27 @@ MALFORMED_SEGMENTS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = 
         r"segment 3: 1 bytes cannot hold 0 lines",
     ),
     "crc32": (lambda m: m["parts"][0].update(crc32="xyz"), r"crc32 'xyz' is not 8 hex digits"),
+    "no kind": (lambda m: _segments(m)[1].pop("kind"), r"segment 1: no 'kind'"),
+    "unknown kind": (
+        lambda m: _segments(m)[1].update(kind="huge"),
+        r"segment 1: kind 'huge' is not one of lines, long_line",
+    ),
+    "long line of several lines": (
+        lambda m: _segments(m)[1].update(kind="long_line", line_bytes=10**6),
+        r"segment 1: a long_line segment holds 1 line, not 4",
+    ),
+    "long line without its length": (
+        lambda m: _segments(m)[2].update(kind="long_line"),
+        r"segment 2: no 'line_bytes'",
+    ),
+    "long line no longer than its prefix": (
+        lambda m: _segments(m)[2].update(kind="long_line", line_bytes=_segments(m)[2]["length"]),
+        r"segment 2: an over-long line of \d+ bytes cannot have a prefix of \d+",
+    ),
+    "line_bytes of lines": (
+        lambda m: _segments(m)[1].update(line_bytes=10**6),
+        r"segment 1: line_bytes belongs to long_line segments only",
+    ),
     "rows": (lambda m: m["parts"][0].update(rows="9"), r"rows '9' is not"),
 }
 

@@ -62,9 +62,14 @@ def write(path: Path, data: bytes) -> str:
     return str(path)
 
 
-def segment_batch(path: str, segments: list[tuple[int, int, int, int]]) -> pa.RecordBatch:
+def segment_batch(
+    path: str,
+    segments: list[tuple[int, int, int, int]],
+    line_bytes: list[int | None] | None = None,
+) -> pa.RecordBatch:
     """``SEGMENT_SCHEMA`` rows as the workers receive them: (start_offset, part_offset, length,
-    lines) of one file of host web-1."""
+    lines) of one file of host web-1, and each segment's ``line_bytes`` (default: none is an
+    over-long line)."""
     count = len(segments)
     return pa.RecordBatch.from_pydict(
         {
@@ -76,6 +81,7 @@ def segment_batch(path: str, segments: list[tuple[int, int, int, int]]) -> pa.Re
             "part_offset": pa.array([s[1] for s in segments], pa.int64()),
             "length": pa.array([s[2] for s in segments], pa.int64()),
             "lines": pa.array([s[3] for s in segments], pa.int64()),
+            "line_bytes": pa.array(line_bytes or [None] * count, pa.int64()),
         }
     )
 
@@ -97,6 +103,21 @@ def test_read_segments_yields_a_batch_of_lines_per_segment(tmp_path: Path) -> No
     assert {(r["file_fingerprint"], r["host"], r["sealed_at"]) for r in rows} == {
         ("f" * 16, "web-1", SEALED_AT)
     }
+
+
+def test_read_segments_gives_an_over_long_lines_prefix_its_full_length(tmp_path: Path) -> None:
+    path = write(tmp_path / "part-a-00000.lines", b"a\n" + b"P" * 1024 + b"b\n")
+    batch = segment_batch(
+        path, [(0, 0, 2, 1), (2, 2, 1024, 1), (5_000_003, 1026, 2, 1)], [None, 5_000_000, None]
+    )
+
+    rows = [row for b in read_segments(iter([batch])) for row in b.to_pylist()]
+
+    assert [(r["byte_offset"], r["line"], r["line_bytes"]) for r in rows] == [
+        (0, b"a", None),
+        (2, b"P" * 1024, 5_000_000),
+        (5_000_003, b"b", None),
+    ]
 
 
 def test_a_segment_of_other_lines_than_its_manifest_fails(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Sealed staging batches (manifest format 3), exactly as the handoff sink writes them.
+"""Sealed staging batches (manifest format 4), exactly as the handoff sink writes them.
 
 Layout (docs/architecture.md, "Staging (handoff) layout")::
 
@@ -6,7 +6,9 @@ Layout (docs/architecture.md, "Staging (handoff) layout")::
     <staging>/<pipeline>/<checkpoint:08d>/<host>/_manifest.json
 
 A part file holds the lines' raw bytes; its manifest entry indexes them by segments of
-``LINES_PER_CHUNK`` lines, so that parts of more lines than that have several segments.
+``LINES_PER_CHUNK`` lines, so that parts of more lines than that have several segments; a
+:class:`LongLine` (a line over ``max_line_bytes``, staged as its first bytes) is a segment of
+its own.
 ``write_batch`` may be called several times for the same host (one call per source or per
 file); each call adds parts and a range to the batch's manifest.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +27,26 @@ LINES_PER_CHUNK = 1000
 """Lines per segment of the parts written here (the collector's segments are byte-sized)."""
 DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
 MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 3
+MANIFEST_FORMAT_VERSION = 4
 PART_SUFFIX = ".lines"
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line over ``max_line_bytes`` as the collector stages it: ``prefix`` (its first bytes)
+    stands for ``line_bytes`` bytes of its file, followed by a newline."""
+
+    prefix: bytes
+    line_bytes: int
+
+
+Line = bytes | LongLine
+"""A line to stage: its bytes (without the newline), or an over-long line."""
+
+
+def file_bytes(line: Line) -> int:
+    """The bytes ``line`` takes in its file, newline included."""
+    return (line.line_bytes if isinstance(line, LongLine) else len(line)) + 1
 
 
 def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
@@ -38,13 +59,13 @@ def part_name(source: str, seq: int) -> str:
     return f"part-{source}-{seq:05d}{PART_SUFFIX}"
 
 
-def line_offsets(lines: Sequence[bytes], start_offset: int) -> list[int]:
+def line_offsets(lines: Sequence[Line], start_offset: int) -> list[int]:
     """The byte offset of each line when the lines follow each other, ``\\n``-terminated."""
     offsets: list[int] = []
     offset = start_offset
     for line in lines:
         offsets.append(offset)
-        offset += len(line) + 1
+        offset += file_bytes(line)
     return offsets
 
 
@@ -52,30 +73,40 @@ def write_part(
     path: Path,
     fingerprint: str,
     offsets: Sequence[int],
-    lines: Sequence[bytes],
+    lines: Sequence[Line],
     *,
     lines_per_segment: int = LINES_PER_CHUNK,
 ) -> list[dict[str, Any]]:
     """One raw part file: the lines (consecutive in their file from ``offsets[0]``), each
-    ``\\n``-terminated. Returns its manifest ``segments``: one per ``lines_per_segment``
-    lines."""
+    ``\\n``-terminated, an over-long line as its prefix alone. Returns its manifest
+    ``segments``: one per ``lines_per_segment`` lines, and one per over-long line."""
     segments: list[dict[str, Any]] = []
     position = 0
     with open(path, "wb") as handle:
-        for begin in range(0, len(lines), lines_per_segment):
-            group = lines[begin : begin + lines_per_segment]
-            data = b"".join(line + b"\n" for line in group)
+        begin = 0
+        while begin < len(lines):
+            first = lines[begin]
+            segment: dict[str, Any] = {
+                "file_fingerprint": fingerprint,
+                "start_offset": offsets[begin],
+            }
+            if isinstance(first, LongLine):
+                data, count = first.prefix, 1
+                segment.update(kind="long_line", line_bytes=first.line_bytes)
+            else:
+                group: list[bytes] = []
+                for line in lines[begin : begin + lines_per_segment]:
+                    if isinstance(line, LongLine):
+                        break
+                    group.append(line)
+                data, count = b"".join(line + b"\n" for line in group), len(group)
+                segment.update(kind="lines")
             handle.write(data)
             segments.append(
-                {
-                    "file_fingerprint": fingerprint,
-                    "start_offset": offsets[begin],
-                    "part_offset": position,
-                    "length": len(data),
-                    "lines": len(group),
-                }
+                {**segment, "part_offset": position, "length": len(data), "lines": count}
             )
             position += len(data)
+            begin += count
     return segments
 
 
@@ -131,7 +162,7 @@ def write_batch(
     host: str,
     source: str,
     format: str,
-    lines: list[bytes],
+    lines: Sequence[Line],
     fingerprint: str,
     start_offset: int = 0,
     *,
@@ -170,7 +201,7 @@ def write_batch(
         manifest["parts"].append(part_entry(path, source, segments))
         seq += 1
 
-    end = offsets[-1] + len(lines[-1]) + 1 if lines else start_offset
+    end = offsets[-1] + file_bytes(lines[-1]) if lines else start_offset
     manifest["ranges"].append(
         {
             "file_fingerprint": fingerprint,

@@ -13,6 +13,7 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import AckerTreeRecord, Metastore
+from pipeline_core.source import LONG_LINE_PREFIX_BYTES, LongLine
 from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
 from tests.pipeline_core.collector.support import delivered, lines, with_stub_group
 from tests.support.pipelines import append
@@ -101,3 +102,27 @@ def test_should_redeliver_sealed_ranges_saved_in_flight_to_the_other_sinks_after
     replays = [c for batch in sink.delivered for c in batch.chunks if c.replay]
     assert [(c.start, c.end) for c in replays] == [(0, len(first_ten))]
     assert sorted(staged_payloads(config)) == sorted(lines("a", 100) + lines("b", 50))
+
+
+@pytest.mark.timeout(60)
+def test_should_redeliver_a_saved_over_long_line_as_its_prefix_after_a_restart(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub(tmp_path, metastore_url, max_line_bytes=1024)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first", b"L" * 50_000, b"last")
+    Collector(config, metastore, sinks={"stub": RecordingSink("stub")}).run_once()
+    (tracked,) = metastore.files(config.name, config.collector.host)
+    metastore.save_acker_trees(
+        config.name,
+        config.collector.host,
+        [AckerTreeRecord(7, 99, "access", tracked.fingerprint, 6, 6 + 50_001, 1)],
+    )
+    sink = RecordingSink("stub")
+
+    Collector(config, metastore, sinks={"stub": sink}).run_once()
+
+    (replay,) = [c for batch in sink.delivered for c in batch.chunks if c.replay]
+    assert (replay.start, replay.end, replay.lines) == (6, 50_007, 1)
+    assert replay.data == b"L" * LONG_LINE_PREFIX_BYTES
+    assert replay.long_line == LongLine(50_000, True)

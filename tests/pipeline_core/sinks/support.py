@@ -17,7 +17,7 @@ from pipeline_core.sinks import (
     SinkProcessor,
     Status,
 )
-from pipeline_core.source import Chunk, count_lines
+from pipeline_core.source import Chunk, LongLine, count_lines
 from pipeline_core.testing import StubSink
 
 FP_A = "00000000000000aa"
@@ -29,6 +29,14 @@ S = TypeVar("S", bound=Sink)
 
 def chunk(data: bytes, start: int = 0, fingerprint: str = FP_A, source: str = "access") -> Chunk:
     return Chunk(source, fingerprint, start, data, count_lines(data))
+
+
+def long_line_chunk(
+    start: int = 0, line_bytes: int = 3_000_000, prefix: bytes = b"x" * 1024
+) -> Chunk:
+    """An over-long line as the reader hands it out: ``prefix`` standing for ``line_bytes``
+    bytes of file ``FP_A`` and their newline."""
+    return Chunk("access", FP_A, start, prefix, 1, long_line=LongLine(line_bytes, True))
 
 
 def make_batch(sequence: int = 0, data: bytes = b"GET /\n") -> DeliveryBatch:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline_core.sinks import DeliveryBatch, LogEvent, event_id
-from tests.pipeline_core.sinks.support import FP_A, FP_B, chunk
+from tests.pipeline_core.sinks.support import FP_A, FP_B, chunk, long_line_chunk
 
 
 def lines(batch: DeliveryBatch) -> list[tuple[str, bytes]]:
@@ -73,3 +73,22 @@ def test_should_count_lines_and_bytes() -> None:
 
 def test_should_build_ids_from_fingerprint_and_offset() -> None:
     assert event_id("abc", 42) == "abc:42"
+
+
+def test_should_make_one_event_of_an_over_long_line_holding_its_prefix() -> None:
+    long_line = long_line_chunk(start=4, line_bytes=3_000_000, prefix=b"x" * 1024)
+    batch = DeliveryBatch(
+        (chunk(b"a\nb\n"), long_line, chunk(b"c\n", start=long_line.end)), sequence=0
+    )
+
+    events = list(batch.events())
+
+    assert [(e.byte_offset, e.line, e.line_bytes) for e in events] == [
+        (0, b"a", None),
+        (2, b"b", None),
+        (4, b"x" * 1024, 3_000_000),
+        (3_000_005, b"c", None),
+    ]
+    assert events[2] == LogEvent(f"{FP_A}:4", "access", FP_A, 4, b"x" * 1024, line_bytes=3_000_000)
+    assert [e.truncated for e in events] == [False, False, True, False]
+    assert batch.lines == 4

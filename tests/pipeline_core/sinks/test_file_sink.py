@@ -10,7 +10,7 @@ import pytest
 
 from pipeline_core.errors import EventDeliveryException
 from pipeline_core.sinks import Barrier, DeliveryBatch, RollingFileSink, Status
-from tests.pipeline_core.sinks.support import chunk, line_batch, wire
+from tests.pipeline_core.sinks.support import chunk, line_batch, long_line_chunk, wire
 
 BARRIER = Barrier(checkpoint_id=1, sealed_at=datetime(2026, 11, 22, tzinfo=UTC), ranges=())
 
@@ -100,6 +100,20 @@ def test_a_line_longer_than_max_bytes_gets_a_file_of_its_own(tmp_path: Path) -> 
         b"a line far longer than ten bytes\n",
         b"end\n",
     ]
+
+
+def test_skips_an_over_long_line_and_counts_it(tmp_path: Path) -> None:
+    path = tmp_path / "lines.log"
+    sink = RollingFileSink("file", path)
+    long_line = long_line_chunk(start=3)
+
+    deliver_all(
+        sink, DeliveryBatch((chunk(b"ok\n"), long_line, chunk(b"next\n", long_line.end)), 0)
+    )
+    sink.stop()
+
+    assert path.read_bytes() == b"ok\nnext\n"
+    assert sink.skipped_long_lines == 1
 
 
 def test_zero_backups_deletes_the_full_file(tmp_path: Path) -> None:

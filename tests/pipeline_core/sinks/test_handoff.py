@@ -17,9 +17,10 @@ from pipeline_core.sinks import (
     HandoffWriter,
     ManifestRange,
     Segment,
+    SegmentKind,
     checkpoint_dir,
 )
-from pipeline_core.source import Chunk, count_lines
+from pipeline_core.source import Chunk, LongLine, count_lines
 
 PIPELINE = "web_access"
 HOST = "web-1"
@@ -104,7 +105,7 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
 
     manifest = manifest_of(sealed.staging_path)
     assert manifest == sealed.manifest
-    assert manifest["format_version"] == 3
+    assert manifest["format_version"] == 4
     assert manifest["pipeline"] == PIPELINE
     assert manifest["checkpoint_id"] == 7
     assert manifest["host"] == HOST
@@ -147,10 +148,54 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
                 "part_offset": 0,
                 "length": 40,
                 "lines": 4,
+                "kind": "lines",
             }
         ],
-        [{"file_fingerprint": FP_B, "start_offset": 0, "part_offset": 0, "length": 20, "lines": 2}],
+        [
+            {
+                "file_fingerprint": FP_B,
+                "start_offset": 0,
+                "part_offset": 0,
+                "length": 20,
+                "lines": 2,
+                "kind": "lines",
+            }
+        ],
     ]
+
+
+def test_should_index_an_over_long_line_as_a_segment_of_its_own(tmp_path: Path) -> None:
+    sink = writer(tmp_path)
+    before = chunk(lines("a", 2), 0)
+    prefix = b"L" * 1024
+    long_line = Chunk("access", FP_A, 20, prefix, 1, long_line=LongLine(5_000_000, True))
+    after = chunk(lines("b", 3), long_line.end)
+    sink.append([before, long_line, after])
+
+    sealed = sink.seal(Barrier(4, SEALED_AT, covering(before, long_line, after)))
+
+    (part,) = sealed.parts
+    assert part.segments == (
+        Segment(FP_A, 0, 0, 20, 2),
+        Segment(FP_A, 20, 20, 1024, 1, SegmentKind.LONG_LINE, 5_000_000),
+        Segment(FP_A, 5_000_021, 1044, 30, 3),
+    )
+    data = (sealed.staging_path / part.name).read_bytes()
+    assert data == lines("a", 2) + prefix + lines("b", 3)
+    assert (part.rows, part.bytes) == (6, len(data))
+    assert (sealed.line_count, sealed.byte_count) == (6, 20 + 5_000_001 + 30)
+    parts = manifest_of(sealed.staging_path)["parts"]
+    assert isinstance(parts, list)
+    assert parts[0]["segments"][1] == {
+        "file_fingerprint": FP_A,
+        "start_offset": 20,
+        "part_offset": 20,
+        "length": 1024,
+        "lines": 1,
+        "kind": "long_line",
+        "line_bytes": 5_000_000,
+    }
+    assert [s["kind"] for s in parts[0]["segments"]] == ["lines", "long_line", "lines"]
 
 
 def test_should_record_the_size_and_crc32_of_every_part(tmp_path: Path) -> None:

@@ -11,7 +11,15 @@ import pytest
 
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
 from pipeline_core.sinks import DeliveryBatch, HttpFormat, HttpSink, Status, event_id
-from tests.pipeline_core.sinks.support import FP_A, SleepLog, chunk, fast_retry, line_batch, wire
+from tests.pipeline_core.sinks.support import (
+    FP_A,
+    SleepLog,
+    chunk,
+    fast_retry,
+    line_batch,
+    long_line_chunk,
+    wire,
+)
 from tests.support.http_server import RecordingHttpServer, Reply
 
 pytestmark = pytest.mark.timeout(20)
@@ -300,6 +308,28 @@ def test_invalid_utf8_and_nul_bytes_survive(server: RecordingHttpServer) -> None
         "nul \x00 inside",
         "truncated \ufffd",
     ]
+
+
+def test_an_over_long_line_is_sent_as_its_prefix_marked_truncated(
+    server: RecordingHttpServer,
+) -> None:
+    long_line = long_line_chunk(start=3, line_bytes=2_000_000, prefix=b"\xc3\xa9" * 512)
+    batch = DeliveryBatch((chunk(b"ok\n"), long_line, chunk(b"next\n", start=long_line.end)), 0)
+
+    assert deliver(http_sink(server), batch) is Status.READY
+
+    records = [record for r in server.accepted() for record in r.ndjson()]
+    assert [r["byte_offset"] for r in records] == [0, 3, 2_000_004]
+    assert records[1] == {
+        "event_id": event_id(FP_A, 3),
+        "source": "access",
+        "file_fingerprint": FP_A,
+        "byte_offset": 3,
+        "message": "é" * 512,
+        "truncated": True,
+        "line_bytes": 2_000_000,
+    }
+    assert "truncated" not in records[0] and "line_bytes" not in records[2]
 
 
 def test_rejects_a_url_that_is_not_http() -> None:

@@ -19,6 +19,7 @@ from tests.pipeline_core.sinks.support import (
     chunk,
     fast_retry,
     line_batch,
+    long_line_chunk,
     wire,
 )
 
@@ -95,6 +96,19 @@ def test_nul_bytes_and_invalid_utf8_become_replacement_characters(
         "bad \ufffd\ufffd utf8",
         "ok é",
     ]
+
+
+def test_skips_an_over_long_line_and_counts_it(sql_sink: SqlSink, metastore_url: str) -> None:
+    long_line = long_line_chunk(start=3)
+    wire([sql_sink], DeliveryBatch((chunk(b"ok\n"), long_line, chunk(b"next\n", long_line.end)), 0))
+
+    assert sql_sink.process() is Status.READY
+
+    assert [(r["byte_offset"], r["message"]) for r in rows(metastore_url)] == [
+        (0, "ok"),
+        (long_line.end, "next"),
+    ]
+    assert sql_sink.skipped_long_lines == 1
 
 
 def test_inserts_large_batches_in_chunks_into_a_named_table(metastore_url: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.metastore import FileState
-from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
+from pipeline_core.source import Chunk, FileWatcher, LongLine, TimeSlicedReader
 from tests.support.pipelines import append
 
 LINE = 10  # every test line is 9 bytes and its newline
@@ -161,6 +161,31 @@ def test_should_stop_when_downstream_is_full_and_resume_at_the_refused_chunk(
     assert resumed.caught_up
     (chunk,) = downstream.chunks
     assert (chunk.start, chunk.lines) == (0, 3)
+    assert tracked.lines_since_barrier == 3
+
+
+def test_should_offer_a_refused_over_long_line_again_whole(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    append(logs / "a.log", b"first", b"L" * 20_000, b"last")
+    watcher.scan()
+    (tracked,) = watcher.files
+    downstream = Downstream()
+    tailer = reader(watcher)
+    assert tailer.read_turn(downstream).chunk is not None  # "first"
+    downstream.full = True
+
+    assert tailer.read_turn(downstream).blocked
+    assert (tracked.read_offset, tracked.lines_since_barrier) == (6, 1)
+
+    downstream.full = False
+    assert tailer.read_slice(downstream).caught_up
+
+    assert [(c.start, c.end, c.lines, c.long_line) for c in downstream.chunks] == [
+        (0, 6, 1, None),
+        (6, 20_007, 1, LongLine(20_000, True)),
+        (20_007, 20_012, 1, None),
+    ]
     assert tracked.lines_since_barrier == 3
 
 

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.metastore import FileRecord, FileState
-from pipeline_core.source import Chunk, Signature, TrackedFile, read_signature
+from pipeline_core.source import (
+    LONG_LINE_PREFIX_BYTES,
+    Chunk,
+    LongLine,
+    Signature,
+    TrackedFile,
+    read_signature,
+)
 from tests.support.pipelines import append
 
 CHUNK = 4096
@@ -230,7 +237,7 @@ def test_should_find_a_line_longer_than_chunk_bytes(log: Path, opened: list[Trac
     assert sum(c.lines for c in chunks) == 2
 
 
-def test_should_cut_a_line_longer_than_max_line_bytes_into_pieces(
+def test_should_stage_a_line_longer_than_max_line_bytes_as_one_chunk_of_its_prefix(
     log: Path, opened: list[TrackedFile]
 ) -> None:
     append(log, b"h" * 2500, b"next")
@@ -239,11 +246,80 @@ def test_should_cut_a_line_longer_than_max_line_bytes_into_pieces(
 
     chunks = read_all(tracked, chunk_bytes=1024, max_line_bytes=1024)
 
-    assert [(c.start, c.data, c.lines) for c in chunks] == [
-        (0, b"h" * 1024, 1),
-        (1024, b"h" * 1024, 1),
-        (2048, b"h" * 452 + b"\nnext\n", 2),
+    assert chunks == [
+        Chunk("access", "00000000000000aa", 0, b"h" * 1024, 1, long_line=LongLine(2500, True)),
+        Chunk("access", "00000000000000aa", 2501, b"next\n", 1),
     ]
+    assert chunks[0].end == 2501
+    assert tracked.read_offset == log.stat().st_size
+    assert tracked.lines_since_barrier == 2
+
+
+def test_should_keep_at_most_long_line_prefix_bytes_of_an_over_long_line(
+    log: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"p" * 10_000)
+    tracked = track(log)
+    opened.append(tracked)
+
+    (chunk,) = read_all(tracked, chunk_bytes=1024, max_line_bytes=4096)
+
+    assert chunk.data == b"p" * LONG_LINE_PREFIX_BYTES
+    assert chunk.long_line == LongLine(10_000, True)
+    assert (chunk.start, chunk.end, chunk.lines) == (0, 10_001, 1)
+
+
+def test_should_ship_the_lines_before_an_over_long_line_found_inside_a_chunk(
+    log: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"a", b"h" * 3000, b"b", b"c" * 1024)
+    tracked = track(log)
+    opened.append(tracked)
+
+    chunks = read_all(tracked, chunk_bytes=8192, max_line_bytes=1024)
+
+    assert [(c.start, c.data, c.lines, c.long_line) for c in chunks] == [
+        (0, b"a\n", 1, None),
+        (2, b"h" * 1024, 1, LongLine(3000, True)),
+        (3003, b"b\n" + b"c" * 1024 + b"\n", 2, None),
+    ]
+
+
+def test_should_wait_for_the_end_of_an_over_long_line_without_moving_its_offset(
+    log: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"a")
+    append(log, b"h" * 3000, newline=False)
+    tracked = track(log)
+    opened.append(tracked)
+
+    assert [c.data for c in read_all(tracked, chunk_bytes=1024, max_line_bytes=1024)] == [b"a\n"]
+    append(log, b"h" * 2000, newline=False)
+    assert tracked.read_chunk(1024, 1024, final=False) is None
+    assert (tracked.read_offset, tracked.lines_since_barrier) == (2, 1)
+
+    append(log, b"", b"next")
+    chunks = read_all(tracked, chunk_bytes=1024, max_line_bytes=1024)
+
+    assert [(c.start, c.end, c.long_line) for c in chunks] == [
+        (2, 5003, LongLine(5000, True)),
+        (5003, 5008, None),
+    ]
+
+
+def test_should_ship_an_unterminated_over_long_line_at_the_end_of_a_final_file(
+    log: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"h" * 3000, newline=False)
+    tracked = track(log)
+    opened.append(tracked)
+
+    assert tracked.read_chunk(1024, 1024, final=False) is None
+    chunk = tracked.read_chunk(1024, 1024, final=True)
+
+    assert chunk is not None
+    assert (chunk.data, chunk.long_line) == (b"h" * 1024, LongLine(3000, False))
+    assert tracked.read_offset == chunk.end == 3000
 
 
 @pytest.mark.parametrize("chunk_bytes", [512, 1024])
