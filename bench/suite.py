@@ -14,6 +14,7 @@ Cases (``--only`` takes the numbers or the names):
  5    checkpoint   checkpoint request -> sealed, while the collector reads at full speed
  6    memory       collector peak RSS for 1 GiB, 10 GiB (``--huge``), 1,000 files
  7    acker        acker tree operations/s; metastore transactions per checkpoint
+ 8    latency      write -> sink latency of a tailed line, file events vs polling
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -41,6 +42,7 @@ from bench.cases import (
     lake,
     memory,
     pygtail_peer,
+    tail_latency,
     tailing,
     throughput,
 )
@@ -54,6 +56,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "5": ("checkpoint", checkpoint_latency.run),
     "6": ("memory", memory.run),
     "7": ("acker", acker_metastore.run),
+    "8": ("latency", tail_latency.run),
 }
 
 
@@ -87,7 +90,9 @@ def selected(only: list[str] | None) -> list[str]:
     for item in only:
         number = item if item in CASES else by_name.get(item)
         if number is None:
-            raise SystemExit(f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-7")
+            raise SystemExit(
+                f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-{len(CASES)}"
+            )
         chosen.append(number)
     return sorted(set(chosen))
 

@@ -1,6 +1,8 @@
 """The ``sluice`` command (also ``python -m pipeline_core``).
 
 Every subcommand prints what it did and exits non-zero with a one-line message on failure.
+Importing this module is quick: what a command needs is imported when it runs, so that
+``sluice collect`` takes stop signals before its slow start-up.
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pipeline_core._stop_request import StopRequest
 from pipeline_core.errors import SluiceError
-from pipeline_core.operations import CheckpointInfo, PipelineOperations
 
-log = logging.getLogger("sluice")
+if TYPE_CHECKING:
+    from pipeline_core.collector import CollectorResult
+    from pipeline_core.operations import CheckpointInfo, PipelineOperations
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    config = PipelineOperations(args.config).config
+    config = _operations(args.config).config
     print(f"pipeline {config.name}: valid")
     for source in config.sources:
         print(f"  source {source.name} ({source.format.value}): {', '.join(source.paths)}")
@@ -104,11 +107,22 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _collect(args: argparse.Namespace) -> int:
+    if args.once:
+        return _collect_once(args)
+    # First, before the slow imports, the configs and the metastore: a stop signal during the
+    # start-up stops the service once it is built instead of killing the process.
+    stop = StopRequest.install(ignore=[signal.SIGHUP])
+    try:
+        return _collect_until_stopped(args, stop)
+    finally:
+        stop.uninstall()
+
+
+def _collect_once(args: argparse.Namespace) -> int:
     from pipeline_core.collector import CollectorService
 
-    if args.once and args.config.is_file():
-        operations = PipelineOperations(args.config)
-        report = operations.collect_once()
+    if args.config.is_file():
+        report = _operations(args.config).collect_once()
         print(
             f"collected {report.lines} lines ({report.bytes} bytes) from {report.files} files "
             f"in {report.seconds:.1f} s"
@@ -116,36 +130,49 @@ def _collect(args: argparse.Namespace) -> int:
         for info in report.sealed:
             _print_checkpoint(info)
         return 0
-    service = CollectorService(args.config, metrics_port=args.metrics_port)
-    if args.once:
-        result = service.run_once()
-    else:
-
-        def stop(signum: int, _frame: FrameType | None) -> None:
-            log.info("signal %d: sealing and stopping", signum)
-            threading.Thread(target=service.stop, name="sluice-stop").start()
-
-        def reload(_signum: int, _frame: FrameType | None) -> None:
-            service.reload()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGHUP, reload)
-        names = service.collector.pipelines
-        what = f"pipeline{'s' if len(names) > 1 else ''} {', '.join(names)}"
-        print(
-            f"collecting {what}; SIGHUP reloads the configs, SIGTERM or Ctrl-C seals and stops",
-            flush=True,
-        )
-        result = service.run()
-    print(f"stopped after {result.lines} lines ({result.bytes} bytes) in {result.seconds:.1f} s")
-    for sealed in result.sealed:
-        print(f"sealed checkpoint {sealed.checkpoint_id}: {sealed.lines} lines")
+    _print_result(CollectorService(args.config, metrics_port=args.metrics_port).run_once())
     return 0
 
 
+def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
+    """Tail until a stop signal; one that came before the service was built ends it unread."""
+    from pipeline_core.collector import CollectorService
+
+    if stop.requested:
+        return _stopped_before_collecting()
+    service = CollectorService(args.config, metrics_port=args.metrics_port)
+    if stop.requested:
+        service.close()
+        return _stopped_before_collecting()
+
+    def reload(_signum: int, _frame: FrameType | None) -> None:
+        service.reload()
+
+    signal.signal(signal.SIGHUP, reload)
+    stop.when_requested(service.stop)
+    names = service.collector.pipelines
+    what = f"pipeline{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    print(
+        f"collecting {what}; SIGHUP reloads the configs, SIGTERM or Ctrl-C seals and stops",
+        flush=True,
+    )
+    _print_result(service.run())
+    return 0
+
+
+def _stopped_before_collecting() -> int:
+    print("stopped before collecting: nothing read, nothing sealed", flush=True)
+    return 0
+
+
+def _print_result(result: CollectorResult) -> None:
+    print(f"stopped after {result.lines} lines ({result.bytes} bytes) in {result.seconds:.1f} s")
+    for sealed in result.sealed:
+        print(f"sealed checkpoint {sealed.checkpoint_id}: {sealed.lines} lines")
+
+
 def _land(args: argparse.Namespace) -> int:
-    operations = PipelineOperations(args.config)
+    operations = _operations(args.config)
     if args.checkpoint is not None:
         targets = [operations.checkpoint(args.checkpoint)]
     else:
@@ -161,7 +188,7 @@ def _land(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from pipeline_core.collector import read_metrics
 
-    operations = PipelineOperations(args.config)
+    operations = _operations(args.config)
     status = operations.status()
     print(f"pipeline {status.pipeline} on {status.host}")
     print(f"  collector lease: {status.lease_holder or 'free'}")
@@ -207,7 +234,7 @@ def _print_live_metrics(live: dict[str, Any]) -> None:
 def _report(args: argparse.Namespace) -> int:
     from pipeline_core.lake import summarize_lake
 
-    operations = PipelineOperations(args.config)
+    operations = _operations(args.config)
     summary = summarize_lake(operations.config)
     for line in summary.lines():
         print(line)
@@ -228,6 +255,12 @@ def _sample_logs(args: argparse.Namespace) -> int:
         + (f", rotated {written.rotated}" if written.rotated else "")
     )
     return 0
+
+
+def _operations(config: Path) -> PipelineOperations:
+    from pipeline_core.operations import PipelineOperations
+
+    return PipelineOperations(config)
 
 
 def _print_checkpoint(info: CheckpointInfo, indent: str = "") -> None:

@@ -22,7 +22,13 @@ from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
 from pipeline_core.landing import SparkJobSpec, landing_job_spec, read_landing_summary
-from pipeline_core.metastore import CheckpointRecord, CheckpointState, FileRecord, Metastore
+from pipeline_core.metastore import (
+    CheckpointRecord,
+    CheckpointState,
+    FileRecord,
+    LeaseHolder,
+    Metastore,
+)
 from pipeline_core.metastore import _schema as tables
 from pipeline_core.sinks import checkpoint_dir
 
@@ -250,10 +256,14 @@ class PipelineOperations:
     # -- collecting --------------------------------------------------------------------------
 
     def worker_is_live(self) -> bool:
-        """True while a collector holds this pipeline's lease on this host."""
+        """True while a collector holds this pipeline's lease on this host, unless this
+        machine can prove it dead (killed: the next collector takes its lease over at once)."""
         with self._metastore() as metastore:
             holder = metastore.lease_holder(self.config.name, self.config.collector.host)
-        return holder is not None
+        if holder is None:
+            return False
+        parsed = LeaseHolder.parse(holder)
+        return parsed is None or not parsed.is_dead_on_this_host()
 
     def collect_once(self) -> CollectReport:
         """Read every file to its current end, seal every requested checkpoint (requesting one

@@ -10,9 +10,10 @@ ruff check .
 ruff format --check .
 echo "== mypy"
 mypy
-echo "== browser and PostgreSQL for the system tests"
+echo "== browser, PostgreSQL and the rotation tools for the system tests"
 bash scripts/browser.sh install
 bash scripts/postgres.sh install
+bash scripts/rotation-tools.sh install
 echo "== pytest (metastore: SQLite)"
 pytest "$@"
 echo "== pytest (metastore: PostgreSQL)"

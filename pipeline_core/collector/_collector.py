@@ -23,8 +23,9 @@ every pipeline whatever its state, so a rotation during a stall loses nothing.
 
 Threading model: every piece of pipeline state (tracked files, offsets, barriers, acker trees,
 the coordinators) is touched only on the mailbox thread, the thread that calls
-:meth:`Collector.run_once` or :meth:`Collector.run`. Stage threads, sink-group threads and the
-control thread (leases, checkpoint requests, sweeps) talk to it only by mail.
+:meth:`Collector.run_once` or :meth:`Collector.run`. Stage threads, sink-group threads, the
+control thread (leases, checkpoint requests, sweeps) and, while tailing, the file events'
+thread (which pipelines' files changed: see ``_file_event_router``) talk to it only by mail.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import threading
 import time
 import uuid
@@ -42,6 +42,7 @@ from enum import Enum
 
 from pipeline_core.collector._checkpoints import SealedCheckpoint
 from pipeline_core.collector._events import PipelineEvent
+from pipeline_core.collector._file_event_router import FileEventRouter
 from pipeline_core.collector._metrics import PipelineMetrics, pipeline_metrics
 from pipeline_core.collector._pipeline import PipelineRuntime, PipelineState
 from pipeline_core.collector._sink_group import BarrierPassed
@@ -55,7 +56,7 @@ from pipeline_core.mailbox import (
     MailboxProcessor,
     RejectedExecutionError,
 )
-from pipeline_core.metastore import Metastore, RequestProbe
+from pipeline_core.metastore import LeaseHolder, Metastore, RequestProbe
 from pipeline_core.queues import BlockedQueue, PushResult, QueueLevel, QueueStats
 from pipeline_core.ring import AlertException, ExceptionHandler, RewindableException
 from pipeline_core.sinks import Sink
@@ -64,7 +65,12 @@ from pipeline_core.source import Chunk
 log = logging.getLogger(__name__)
 
 IDLE_POLL_SECONDS = 0.2
-"""How long a caught-up collector waits before reading again."""
+"""How long a caught-up collector waits before reading again, unless file events wake it
+(then it waits up to ``collector.file_events_fallback_s``)."""
+
+SETTLING_SCAN_SECONDS = 0.1
+"""How soon a pipeline whose last scan saw a possible copy off its paths scans again (the copy
+is adopted once it kept its size from one scan to the next)."""
 
 CONTROL_POLL_SECONDS = 1.0
 """How often the control thread queries the metastore (leases, checkpoint requests)."""
@@ -169,7 +175,7 @@ class Collector:
         self._pipelines: dict[str, PipelineRuntime] = {}
         self._order: list[str] = []  # by priority, highest first; the reader's round order
         self._cursor = 0
-        self._holder_prefix = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._holder_nonce = uuid.uuid4().hex[:8]  # tells this collector from others in the process
         self._send_level: QueueLevel[StageItem] = QueueLevel("send", ready=self._ready_to_send)
         self._process_level: QueueLevel[StageItem] = QueueLevel(
             "process", downstream=self._send_level
@@ -184,6 +190,7 @@ class Collector:
         self._mail: MailboxExecutor | None = None
         self._checkpoints: MailboxExecutor | None = None
         self._suspension: MailboxDefaultAction.Suspension | None = None
+        self._file_events: FileEventRouter | None = None  # tailing only
         self._stop_requested = threading.Event()
         self._control_stop = threading.Event()
         self._mode = CollectorMode.ONCE
@@ -221,8 +228,7 @@ class Collector:
             tuning = config.collector
             self._slice_seconds = tuning.read_slice_ms / 1000
             self._discovery_interval = tuning.discovery_interval_s
-        holder = f"{config.collector.host}:{self._holder_prefix}"
-        self._register(PipelineRuntime(config, metastore, holder, sinks))
+        self._register(PipelineRuntime(config, metastore, self._holder(config), sinks))
 
     def remove_pipeline(self, name: str) -> None:
         """Seal what the pipeline read and stop serving it (by mail; any thread)."""
@@ -298,6 +304,8 @@ class Collector:
         self._processor = MailboxProcessor(self._default_action)
         self._checkpoints = self._processor.get_mailbox_executor(MAX_PRIORITY)
         self._mail = self._processor.get_main_mailbox_executor()
+        if mode is CollectorMode.CONTINUOUS:
+            self._file_events = FileEventRouter(self._file_events_arrived)
         self._running = True
         report = self._processor.report_throwable
         self._process_level.add_feedback_listener(self._on_process_queue_writable)
@@ -317,6 +325,8 @@ class Collector:
             self._processor.run_mailbox_loop()
         finally:
             self._running = False
+            if self._file_events is not None:
+                self._file_events.close()
             self._control_stop.set()
             self._publisher.stopping.set()
             for stage in stages:
@@ -367,8 +377,7 @@ class Collector:
         if config.name in self._pipelines:
             log.error("pipeline %s is served already; not added again", config.name)
             return
-        holder = f"{config.collector.host}:{self._holder_prefix}"
-        runtime = PipelineRuntime(config, metastore, holder, sinks)
+        runtime = PipelineRuntime(config, metastore, self._holder(config), sinks)
         if not runtime.acquire_lease():
             holder_now = metastore.lease_holder(config.name, runtime.host)
             log.error("pipeline %s is being collected by %s: not added", config.name, holder_now)
@@ -379,9 +388,16 @@ class Collector:
         log.info("serving pipeline %s", config.name)
         self._wake()
 
+    def _holder(self, config: PipelineConfig) -> str:
+        """The name this collector holds the pipeline's lease under: one its machine can prove
+        dead after a crash, so a restarted collector takes the lease over at once."""
+        return LeaseHolder.of_this_process(config.collector.host, self._holder_nonce).format()
+
     def _unregister(self, runtime: PipelineRuntime) -> None:
         """Mail: a pipeline removed or finished while others go on."""
         self._finished[runtime.name] = self._result_of(runtime)
+        if self._file_events is not None:
+            self._file_events.forget(runtime.name)
         runtime.close()
         del self._pipelines[runtime.name]
         self._order.remove(runtime.name)
@@ -513,7 +529,7 @@ class Collector:
             if runtime.name not in caught_up:
                 continue
             if self._mode is CollectorMode.ONCE:
-                if not runtime.idle_confirmed:
+                if not runtime.idle_confirmed or runtime.watcher.settling:
                     # Look once more for files that appeared while reading, then finish.
                     runtime.watcher.scan()
                     runtime.last_scan = time.monotonic()
@@ -529,13 +545,29 @@ class Collector:
                 self._wake()  # the feedback came before the suspension: do not wait for it
             return
         if any(p.state is PipelineState.READING for p in self._all()):
-            self._suspend(controller, IDLE_POLL_SECONDS)
+            events = self._file_events
+            wait = (
+                IDLE_POLL_SECONDS
+                if events is None
+                else events.idle_wait(reading, time.monotonic(), IDLE_POLL_SECONDS)
+            )
+            if any(runtime.watcher.settling for runtime in reading):
+                wait = min(wait, SETTLING_SCAN_SECONDS)
+            self._suspend(controller, wait)  # or until file events wake it
 
     def _housekeeping(self, runtime: PipelineRuntime, now: float) -> None:
         """Discovery, acker sweeps and snapshots: for every pipeline, blocked or not."""
-        if now - runtime.last_scan >= runtime.config.collector.discovery_interval_s:
+        events = self._file_events
+        since_scan = now - runtime.last_scan
+        if (
+            since_scan >= runtime.config.collector.discovery_interval_s
+            or (runtime.watcher.settling and since_scan >= SETTLING_SCAN_SECONDS)
+            or (events is not None and events.scan_due(runtime, now))
+        ):
             runtime.watcher.scan()
             runtime.last_scan = now
+            if events is not None:
+                events.follow(runtime)
         runtime.tracking.sweep_if_due()
         if now - runtime.last_snapshot >= runtime.config.collector.acker_snapshot_s:
             runtime.save_in_flight()
@@ -601,6 +633,12 @@ class Collector:
     def _on_process_queue_writable(self, key: str) -> None:
         """The process level's feedback (on the process stage thread)."""
         self._wake()
+
+    def _file_events_arrived(self) -> None:
+        """The file events' thread: changes are recorded (called again only after the mail
+        took them, so at most one such mail is pending)."""
+        with contextlib.suppress(RejectedExecutionError):  # the loop has ended
+            self._main_mail().execute(self._on_file_events, "file events")
 
     # -- mails (mailbox thread) --------------------------------------------------------------
 
@@ -686,6 +724,21 @@ class Collector:
             runtime.last_snapshot = time.monotonic()
             runtime.sink_states.flush()
             self._end_when_sealed(runtime)
+
+    def _on_file_events(self) -> None:
+        """Files of some pipelines changed: resume reading if one of them can read now (scans
+        the events asked for run at the start of the next default action)."""
+        events = self._file_events
+        if events is None:
+            return
+        changed = events.take(self._pipelines)
+        if self._suspension is None:
+            return  # reading is not suspended: the next default action sees the changes
+        for name in changed:
+            runtime = self._pipelines.get(name)
+            if runtime is not None and runtime.state is PipelineState.READING:
+                self._wake()
+                return
 
     def _sweep(self) -> None:
         for runtime in self._all():

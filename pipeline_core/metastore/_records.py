@@ -47,6 +47,9 @@ class FileRecord:
     sig_crc: int
     sealed_offset: int
     state: FileState
+    tail_digest: str | None = None
+    """The last lines before ``sealed_offset`` as CRC-32s (``source.LineDigest``, encoded):
+    lets a restarted collector find where a file cut below its offset stops holding them."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ files = Table(
     Column("sig_crc", BigInteger, nullable=False),
     Column("sealed_offset", BigInteger, nullable=False),
     Column("state", String(16), nullable=False),
+    Column("tail_digest", Text, nullable=True),
     Column("first_seen_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("pipeline", "host", "fingerprint", name="uq_sluice_files_identity"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore import _schema as t
+from pipeline_core.metastore._lease_holder import holder_liveness
 from pipeline_core.metastore._migrations import upgrade_to_head
 from pipeline_core.metastore._records import (
     AckerTreeRecord,
@@ -31,6 +33,8 @@ from pipeline_core.metastore._request_probe import (
     RequestProbe,
     open_request_probe,
 )
+
+log = logging.getLogger(__name__)
 
 _migrate_lock = threading.Lock()
 
@@ -402,6 +406,7 @@ class Metastore:
                 sig_crc=row.sig_crc,
                 sealed_offset=row.sealed_offset,
                 state=FileState(row.state),
+                tail_digest=row.tail_digest,
             )
             for row in rows
         ]
@@ -434,6 +439,7 @@ class Metastore:
                 "sig_crc": record.sig_crc,
                 "sealed_offset": record.sealed_offset,
                 "state": record.state.value,
+                "tail_digest": record.tail_digest,
                 "updated_at": now,
             }
             if record.fingerprint in known:
@@ -567,7 +573,14 @@ class Metastore:
     def acquire_lease(self, pipeline: str, host: str, holder: str, ttl: float) -> bool:
         """Take or renew the lease on (pipeline, host) for ``ttl`` seconds.
 
-        Returns False when another holder's lease has not expired.
+        The lease is granted when it is free, expired, ``holder``'s already, or held by a
+        holder this process proves dead (a collector killed on this machine, see
+        :class:`LeaseHolder`): a collector restarted after a crash takes its predecessor's
+        lease over at once, with a warning naming it. The takeover is conditional on the dead
+        holder still holding the lease, so of two collectors taking it over at once one wins.
+
+        Returns False when another holder's lease has not expired and that holder may be
+        alive (it runs, or cannot be seen from here).
         """
         now = utcnow()
         expires = now + timedelta(seconds=ttl)
@@ -586,9 +599,25 @@ class Metastore:
             ).rowcount
             if taken:
                 return True
-            exists = connection.execute(sa.select(t.leases.c.holder).where(key)).first()
-            if exists is not None:
-                return False
+            current = connection.execute(sa.select(t.leases.c.holder).where(key)).scalar()
+            if current is not None:
+                liveness = holder_liveness(current)
+                if not liveness.is_dead:
+                    return False
+                taken = connection.execute(
+                    t.leases.update()
+                    .where(key, t.leases.c.holder == current)
+                    .values(holder=holder, expires_at=expires, acquired_at=now)
+                ).rowcount
+                if taken:
+                    log.warning(
+                        "lease of pipeline %s on %s taken over from %s: %s",
+                        pipeline,
+                        host,
+                        current,
+                        liveness.value,
+                    )
+                return bool(taken)
             try:
                 with connection.begin_nested():
                     connection.execute(
@@ -615,7 +644,8 @@ class Metastore:
             )
 
     def lease_holder(self, pipeline: str, host: str) -> str | None:
-        """The holder of an unexpired lease on (pipeline, host), if any."""
+        """The holder of an unexpired lease on (pipeline, host), if any. It may be a collector
+        killed since, whose lease the next one takes over (see :meth:`acquire_lease`)."""
         with self.transaction() as connection:
             row = connection.execute(
                 sa.select(t.leases.c.holder, t.leases.c.expires_at).where(

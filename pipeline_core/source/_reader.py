@@ -67,6 +67,7 @@ class TimeSlicedReader:
         self._clock = clock
         self._cursor = 0
         self._idle_turns = 0
+        self._scans_seen = 0
 
     def read_slice(self, publish: Publish, *, rotated_grace: float = 0.0) -> SliceResult:
         """Read one slice. A ROTATED file is finished at its end once it has been rotated for
@@ -105,6 +106,9 @@ class TimeSlicedReader:
         files = self._watcher.readable()
         if not files:
             return TurnResult(None, blocked=False, caught_up=True)
+        if self._watcher.scans != self._scans_seen:  # the files may have changed: a new round
+            self._scans_seen = self._watcher.scans
+            self._idle_turns = 0
         self._cursor %= len(files)
         tracked = files[self._cursor]
         chunk = self._read(tracked, rotated_grace)
@@ -130,6 +134,8 @@ class TimeSlicedReader:
         chunk = tracked.read_chunk(self._chunk_bytes, self._max_line_bytes, final=settled)
         if chunk is None and settled and tracked.read_offset >= tracked.size():
             if tracked.state is FileState.ROTATED:
-                tracked.state = FileState.DONE  # a COPIED file stays claimed at its path
-            tracked.close()
+                tracked.state = FileState.DONE
+                tracked.close()
+            else:  # a COPIED file stays claimed at its path, and open: its inode stays its own
+                tracked.finished = True
         return chunk

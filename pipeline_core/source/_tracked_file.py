@@ -10,6 +10,7 @@ from enum import Enum
 from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
+from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,11 @@ class TrackedFile:
     detached_at: float | None = None
     """When the watcher found the file DETACHED (monotonic clock)."""
     seen_size: int = 0
+    finished: bool = False
+    """A COPIED file read to its end: kept open (so its inode is not handed to another file
+    while it is claimed) but no longer read."""
+    digest: LineDigest | None = field(default=None, repr=False)
+    """The last lines sealed, as the metastore kept them (compared after a restart)."""
     fd: int | None = field(default=None, repr=False)
     _tail: bytes = field(default=b"", repr=False)
     _tail_end: int = field(default=0, repr=False)
@@ -101,10 +107,15 @@ class TrackedFile:
             signature=Signature(record.sig_size, record.sig_crc),
             sealed_offset=record.sealed_offset,
             state=record.state,
+            digest=LineDigest.decode(record.tail_digest),
         )
 
     def record(self, offset: int) -> FileRecord:
-        """This file as the metastore stores it, sealed up to ``offset``."""
+        """This file as the metastore stores it, sealed up to ``offset`` (with the digest of
+        the last lines before it, taken from the last bytes read)."""
+        digest = LineDigest.of(self._tail, self._tail_end, offset)
+        if digest is None and self.digest is not None and self.digest.ends[-1] <= offset:
+            digest = self.digest
         return FileRecord(
             source=self.source,
             fingerprint=self.fingerprint,
@@ -115,6 +126,7 @@ class TrackedFile:
             sig_crc=self.signature.crc,
             sealed_offset=offset,
             state=self.state,
+            tail_digest=None if digest is None else digest.encode(),
         )
 
     # -- descriptor --------------------------------------------------------------------------
@@ -181,39 +193,74 @@ class TrackedFile:
 
     def kept_length(self) -> KeptLength:
         """Where the file, cut below its read offset with its first bytes kept, stops holding
-        the lines that were read: the start of the first line that differs from the kept tail
-        of what was read, or the file's end if none does. A line is new as a whole: one whose
-        first bytes happen to be the old line's, or a line cut in two whose kept half the next
-        write joins, is read again from its start, as it now stands. A cut before the kept
-        tail cannot be checked."""
+        the lines that were read: the start of the first line that differs from what was read,
+        or the file's end if none does. A line is new as a whole: one whose first bytes happen
+        to be the old line's, or a line cut in two whose kept half the next write joins, is
+        read again from its start, as it now stands.
+
+        What was read is compared through the last bytes read (in memory) or, after a
+        restart, the digest of the last lines sealed. A cut before both cannot be checked: it
+        is taken to be at the file's size, or where the first compared line starts if that is
+        sooner."""
         size = self.size()
+        trusted = size
+        if self.fd is not None:
+            try:
+                kept = self._kept_in_tail(size)
+                if kept is not None:
+                    return KeptLength(kept, verified=True)
+                if self._tail:
+                    trusted = min(trusted, self._tail_end - len(self._tail))
+                if self.digest is not None:
+                    end = self.digest.kept_lines_end(self.fd, size)
+                    if end is not None:
+                        return KeptLength(end, verified=True)
+                    trusted = min(trusted, self.digest.start)
+            except OSError:
+                pass
+        return KeptLength(trusted, verified=False)
+
+    def _kept_in_tail(self, size: int) -> int | None:
+        """:meth:`kept_length` from the last bytes read; None if they cannot tell."""
+        assert self.fd is not None
         start = self._tail_end - len(self._tail)
-        if not self._tail or size < start or self.fd is None:
-            return KeptLength(size, verified=False)
-        try:
-            current = os.pread(self.fd, min(size, self._tail_end) - start, start)
-        except OSError:
-            return KeptLength(size, verified=False)
+        if not self._tail or size < start:
+            return None
+        current = os.pread(self.fd, min(size, self._tail_end) - start, start)
         differs = _first_difference(current, self._tail)
         if differs is None:
             if current.endswith(b"\n") or not current:
-                return KeptLength(start + len(current), verified=True)
+                return start + len(current)
             differs = len(current)  # cut within a line: what is written next joins it
         line_start = current.rfind(b"\n", 0, differs) + 1
         if line_start == 0 and start > 0:
-            # The differing line began before the kept tail: its start is not known.
-            return KeptLength(start, verified=False)
-        return KeptLength(start + line_start, verified=True)
+            return None  # the differing line began before the kept bytes
+        return start + line_start
+
+    def holds_what_was_read(self, fd: int) -> bool:
+        """Whether the file at ``fd`` holds the last bytes read of this one where they were
+        read (as far as it is long): what a copy of this file does."""
+        start = self._tail_end - len(self._tail)
+        end = min(self._tail_end, os.fstat(fd).st_size)
+        if not self._tail or end <= start:
+            return True  # nothing kept to compare with
+        return os.pread(fd, end - start, start) == self._tail[: end - start]
 
     def _tail_intact(self) -> bool:
-        """Whether the bytes just before the read offset are still the ones read there."""
+        """Whether the bytes just before the read offset are still the ones read there (or,
+        just after a restart, the last line sealed is)."""
         end = self.read_offset
         start = max(end - TAIL_CHECK_BYTES, self._tail_end - len(self._tail))
-        if self.fd is None or end > self._tail_end or start >= end:
-            return True  # nothing read here is kept to compare with
-        at = len(self._tail) - (self._tail_end - start)
-        expected = self._tail[at : at + end - start]
         try:
+            if self.fd is None:
+                return True
+            if end > self._tail_end or start >= end:
+                digest = self.digest
+                if digest is not None and digest.ends[-1] == end:
+                    return digest.last_line_intact(self.fd)
+                return True  # nothing read here is kept to compare with
+            at = len(self._tail) - (self._tail_end - start)
+            expected = self._tail[at : at + end - start]
             return os.pread(self.fd, end - start, start) == expected
         except OSError:
             return True

@@ -81,6 +81,13 @@ class FileWatcher:
         self._clock = clock
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
         self._first_scan = not self._files
+        self._sibling_sizes: dict[Inode, int] = {}
+        """Sizes of the files off the paths looked at as copies, at the last scan."""
+        self.scans = 0
+        """Scans so far: a reader's "caught up" holds only for the files of the last one."""
+        self.settling = False
+        """The last scan saw a possible copy off the paths that the next scan may adopt (it
+        must keep its size from one scan to the next): scan again before finishing."""
         self.truncated_unread_bytes = 0
         """Bytes seen in files that a truncation destroyed before they were read (a lower
         bound: bytes written after the last look are not known)."""
@@ -91,7 +98,11 @@ class FileWatcher:
         return self._files
 
     def readable(self) -> list[TrackedFile]:
-        return [f for f in self._files if f.fd is not None and f.state is not FileState.DONE]
+        return [
+            f
+            for f in self._files
+            if f.fd is not None and f.state is not FileState.DONE and not f.finished
+        ]
 
     def close(self) -> None:
         for tracked in self._files:
@@ -99,11 +110,18 @@ class FileWatcher:
 
     def scan(self) -> None:
         """Glob every source and reconcile the result with the tracked files."""
+        self.settling = False
+        self.scans += 1
         for source in self._sources:
             found = self._glob(source)
             unclaimed = self._reconcile_known(source.name, found)
             for inode in unclaimed:
                 self._adopt_or_add(source, found[inode], inode)
+            # A copy at the source's paths was adopted above; only then look off them.
+            for tracked in self._files:
+                if tracked.source == source.name and tracked.state is FileState.DETACHED:
+                    self._find_copy(tracked, found)
+                    self._give_up_waiting_for_copy(tracked)
         self._first_scan = False
 
     # -- scan steps --------------------------------------------------------------------------
@@ -136,6 +154,7 @@ class FileWatcher:
                 if tracked.fd is None:
                     tracked.state = FileState.DONE
                 else:
+                    tracked.finished = False
                     tracked.mark_rotated()
             elif tracked.fd is None and self._find_renamed(tracked):
                 log.info(
@@ -152,10 +171,6 @@ class FileWatcher:
                     tracked.read_offset,
                 )
                 tracked.state = FileState.DONE
-        for tracked in self._files:
-            if tracked.source == source and tracked.state is FileState.DETACHED:
-                self._find_copy(tracked, found, claimed)
-                self._give_up_waiting_for_copy(tracked)
         return [inode for inode in found if inode not in claimed]
 
     def _recheck(self, tracked: TrackedFile, entry: tuple[str, int]) -> bool:
@@ -163,10 +178,15 @@ class FileWatcher:
         whether the inode is still tracked (False: it holds a new file now)."""
         path, size = entry
         if tracked.state is FileState.COPIED:
-            # Recorded before all of it was sealed (a restart): read the rest.
-            unread = tracked.fd is None and size > tracked.read_offset
-            if unread and tracked.open(path) and not tracked.still_same_file(self._signature_bytes):
-                tracked.close()
+            # Kept open, so that its inode cannot be handed to another file (the next copy)
+            # while it is claimed; after a restart, opened again and, if not all of it was
+            # sealed, read on.
+            if tracked.fd is None:
+                if not tracked.open(path) or not tracked.still_same_file(self._signature_bytes):
+                    tracked.close()
+                    tracked.state = FileState.DONE  # another file has the inode now
+                    return False
+                tracked.finished = size <= tracked.read_offset
             tracked.path = path
             return True
         if tracked.fd is None or tracked.path != path:
@@ -265,20 +285,24 @@ class FileWatcher:
                 tracked.close()
         return False
 
-    def _find_copy(
-        self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]], claimed: set[Inode]
-    ) -> None:
+    def _find_copy(self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]]) -> None:
         """A DETACHED file's copy may lie outside the source's paths (``access.log.1`` when only
-        ``access.log`` is read): look for it in the file's folder by its signature."""
+        ``access.log`` is read): look for it in the file's folder. Off the paths, any file may
+        share the first bytes (a second log of the same server), so a sibling must also hold
+        the last bytes read where they were read, and have kept its size since the previous
+        scan (a copy is not written to; a log beside it is)."""
         known = {
             (f.dev, f.ino) for f in self._files if f is not tracked and f.state in _CLAIMING_STATES
         }
+        sizes, self._sibling_sizes = self._sibling_sizes, {}
         for path, info in self._siblings(tracked):
             inode = (info.st_dev, info.st_ino)
-            if inode in known or inode in claimed or info.st_size < tracked.signature.size:
+            if inode in known or inode in found or info.st_size < tracked.signature.size:
+                continue  # at the source's paths: the adoption at the paths handled it
+            self._sibling_sizes[inode] = info.st_size
+            if sizes.get(inode) != info.st_size:
+                self.settling = True
                 continue
-            if inode in found:
-                continue  # on the source's paths: the normal adoption handles it
             candidate = TrackedFile(
                 source=tracked.source,
                 fingerprint="",
@@ -289,7 +313,12 @@ class FileWatcher:
                 sealed_offset=0,
                 state=FileState.LIVE,
             )
-            if candidate.open(path) and candidate.still_same_file(self._signature_bytes):
+            if (
+                candidate.open(path)
+                and candidate.still_same_file(self._signature_bytes)
+                and candidate.fd is not None
+                and tracked.holds_what_was_read(candidate.fd)
+            ):
                 self._adopt_copy(tracked, candidate, rotated=True)
                 return
             candidate.close()
@@ -326,9 +355,11 @@ class FileWatcher:
                 original.fingerprint,
                 original.read_offset,
             )
-            original.close()
             if rotated:
+                original.close()
                 original.state = FileState.DONE
+            else:
+                original.finished = True  # kept open: its inode stays its own
             return
         log.info(
             "%s is the copy of %s; resuming at %d",

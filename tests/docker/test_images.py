@@ -22,7 +22,7 @@ SHELL_SCRIPTS = (
     DOCKER / "spark-node.sh",
     *(
         REPO_ROOT / "scripts" / name
-        for name in ("spark-standalone.sh", "postgres.sh", "browser.sh")
+        for name in ("spark-standalone.sh", "postgres.sh", "browser.sh", "rotation-tools.sh")
     ),
 )
 

@@ -221,25 +221,26 @@ def test_a_5_mb_line_between_normal_lines_lands_as_one_line_too_long_reject(
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("keep_head", [False, True], ids=["rewritten", "head-kept"])
+@pytest.mark.parametrize("kept_lines", [0, 390], ids=["rewritten", "head-kept"])
 def test_a_file_truncated_below_its_checkpoint_between_runs_is_read_from_the_cut(
     tmp_path: Path,
     metastore_url: str,
     metastore: Metastore,
     logs: Logs,
     fault_seed: FaultSeed,
-    keep_head: bool,
+    kept_lines: int,
 ) -> None:
-    """Cut below what was sealed while no collector ran, then appended to: the bytes it kept
+    """Cut below what was sealed while no collector ran, then appended to: the lines it kept
     were read already (not again), what was appended after the cut is read once, under a new
-    name. Rewritten from its start, it is a new file."""
+    name. Rewritten from its start, it is a new file. The metastore keeps the last lines
+    sealed as CRC-32s, so a restarted collector finds a cut among them to the line."""
     config = pipeline(tmp_path, metastore_url)
     log = logs.folder / "access.log"
     old = logs.lines(400)
     append(log, *old)
     logs.write_healthy()
     collect_once(config, metastore)
-    kept = old[:100] if keep_head else []
+    kept = old[:kept_lines]
     os.truncate(log, sum(len(line) + 1 for line in kept))
     new = logs.lines(50)
     append(log, *new)
@@ -252,6 +253,41 @@ def test_a_file_truncated_below_its_checkpoint_between_runs_is_read_from_the_cut
     assert new in by_file.values(), fault_seed.note(
         f"lines per file after the cut: {[len(v) for v in by_file.values()]}"
     )
+    assert_healthy_staged_once(config, logs, fault_seed)
+
+
+@pytest.mark.timeout(60)
+def test_a_file_cut_far_below_its_checkpoint_between_runs_reads_nothing_twice_and_says_so(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    logs: Logs,
+    fault_seed: FaultSeed,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Cut to a quarter while no collector ran: further back than the lines the metastore
+    keeps to compare with. The kept bytes are taken as read (never read twice), lines appended
+    after the file's size at the restart are read, and a warning names the bytes taken on
+    trust."""
+    config = pipeline(tmp_path, metastore_url)
+    log = logs.folder / "access.log"
+    old = logs.lines(400)
+    append(log, *old)
+    logs.write_healthy()
+    collect_once(config, metastore)
+    cut = sum(len(line) + 1 for line in old[:100])
+    os.truncate(log, cut)
+
+    collect_once(config, metastore)
+    later = logs.lines(30)
+    append(log, *later)
+    logs.write_healthy()
+    collect_once(config, metastore)
+
+    by_file = staged_by_fingerprint(config)
+    assert old in by_file.values()
+    assert later in by_file.values()
+    assert f"bytes [0, {cut}) are taken as the ones already read" in caplog.text
     assert_healthy_staged_once(config, logs, fault_seed)
 
 

@@ -15,7 +15,9 @@ import yaml
 
 from pipeline_core.cli import main
 from pipeline_core.config import METASTORE_URL_ENV, load_pipeline_config
+from pipeline_core.metastore import Metastore
 from pipeline_core.testing import staged_payloads
+from tests.support.faults import wait_until
 from tests.support.pipelines import append, write_config
 
 
@@ -208,3 +210,78 @@ def test_should_seal_what_it_has_and_exit_cleanly_on_a_stop_signal(
         [f"before {i}".encode() for i in range(200)]
         + [f"while tailing {i}".encode() for i in range(50)]
     )
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGTERM (the ``SigCgt`` mask of its status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def sealed_line_counts(metastore_url: str) -> list[int]:
+    """The line count of every batch sealed for the pipeline, oldest first."""
+    metastore = Metastore.open(metastore_url)
+    try:
+        checkpoints = metastore.checkpoints("web_access")
+        return [b.line_count for c in checkpoints for b in metastore.batches(c.checkpoint_id)]
+    finally:
+        metastore.close()
+
+
+STOP_AFTER_S = [0.0, 0.05, 0.15, 0.3, 0.4, 0.5, 0.8, 1.2, 2.0]
+"""When SIGTERM comes after the start: during the imports, the config load, the metastore's
+opening, the lease, the first read, tailing."""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("stop_after", STOP_AFTER_S, ids=[f"{s}s" for s in STOP_AFTER_S])
+def test_should_exit_0_and_lose_nothing_when_stopped_while_it_starts(
+    tmp_path: Path, metastore_url: str, stop_after: float
+) -> None:
+    """SIGTERM at any moment of the start-up ends ``sluice collect`` with 0: before the
+    service exists it ends unread; once it runs, it seals what it read. A later ``--once``
+    collects the rest: every line is sealed exactly once.
+
+    The moment is counted from the start, but no earlier than the process catches SIGTERM:
+    before that the interpreter itself is starting (tens of milliseconds, no Sluice code run
+    yet) and the signal's default action applies."""
+    config_path = write_config(tmp_path, metastore_url)
+    lines = [f"line {i}".encode() for i in range(500)]
+    append(tmp_path / "logs" / "access.log", *lines)
+    started = time.monotonic()
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "pipeline_core", "collect", str(config_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(
+            lambda: catches_sigterm(collector.pid) or collector.poll() is not None,
+            timeout=30,
+            what="the collector to take SIGTERM",
+            poll=0.001,
+        )
+        time.sleep(max(0.0, started + stop_after - time.monotonic()))
+        collector.send_signal(signal.SIGTERM)
+        out, err = collector.communicate(timeout=60)
+    finally:
+        collector.kill()
+        collector.wait(timeout=30)
+    assert collector.returncode == 0, err
+    sealed_by_the_stop = sealed_line_counts(metastore_url)
+    if "stopped before collecting" in out:
+        assert sealed_by_the_stop == []
+    else:
+        assert "sealed checkpoint" in out, out
+
+    assert main(["collect", str(config_path), "--once"]) == 0
+
+    counts = sealed_line_counts(metastore_url)
+    assert counts[: len(sealed_by_the_stop)] == sealed_by_the_stop
+    assert sum(counts) == len(lines), counts
+    assert sorted(staged_payloads(load_pipeline_config(config_path))) == sorted(lines)

@@ -16,6 +16,7 @@ from pipeline_core.errors import CheckpointError, CollectorBusyError, LandingErr
 from pipeline_core.landing import LANDING_APPLICATION, landing_summary_path
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
+from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, write_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -136,6 +137,22 @@ def test_should_refuse_to_collect_while_a_collector_holds_the_lease(
     assert operations.worker_is_live()
     with pytest.raises(CollectorBusyError, match="someone-else"):
         operations.collect_once()
+
+
+@pytest.mark.timeout(120)
+def test_should_collect_at_once_when_the_lease_holder_was_killed_on_this_machine(
+    operations: PipelineOperations, metastore_url: str, log: Path
+) -> None:
+    config = operations.config
+    with HolderProcess(config.collector.host, metastore_url, config.name) as collector:
+        assert operations.worker_is_live()
+
+        collector.kill()
+
+        assert not operations.worker_is_live()
+        append(log, *lines("after the kill", 3))
+        (info,) = operations.collect_once().sealed
+    assert info.line_count == 3
 
 
 def test_should_list_sealed_checkpoints_as_pending_landings(

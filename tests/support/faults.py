@@ -237,8 +237,8 @@ def sluice_command(*args: str) -> list[str]:
 
 
 def is_busy(returncode: int | None, stderr: str) -> bool:
-    """A collector that exited because another one (maybe a killed one, until its lease
-    expires) holds the pipeline's lease."""
+    """A collector that exited because another one holds the pipeline's lease (a live one, or
+    a killed one its machine cannot prove dead, until its lease expires)."""
     return returncode == 2 and "is being collected by" in stderr
 
 
@@ -561,14 +561,23 @@ class ExactlyOnce:
     distinct_event_ids: int
     distinct_lines: int
     missing: list[bytes]
+    """The first of the lines written that the lake lacks (at most 20)."""
     unexpected: list[bytes]
     mismatched_ids: int
     """Rows whose event id names a staged line other than the row's line (or none)."""
     rejects: int
+    lost: int
+    """Lines written that the lake lacks, all of them."""
 
     @property
     def duplicates(self) -> int:
+        """Rows beyond the first of their event id."""
         return self.rows - self.distinct_event_ids
+
+    @property
+    def duplicated_lines(self) -> int:
+        """Rows beyond the first of their line."""
+        return self.rows - self.distinct_lines
 
     @property
     def holds(self) -> bool:
@@ -586,7 +595,7 @@ class ExactlyOnce:
         return (
             f"lines written {self.written}, rows in lake {self.rows}, duplicate event ids "
             f"{self.duplicates}, distinct lines {self.distinct_lines}, missing "
-            f"{len(self.missing)} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
+            f"{self.lost} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
             f"{self.unexpected[:3]!r}, ids naming another line {self.mismatched_ids}, "
             f"rejects {self.rejects}"
         )
@@ -625,6 +634,7 @@ def check_exactly_once(
         unexpected=sorted(found - wanted)[:20],
         mismatched_ids=mismatched,
         rejects=0 if rejects is None else rejects.num_rows,
+        lost=len(wanted - found),
     )
 
 

@@ -18,12 +18,15 @@ def write_config(
     pattern: str = "logs/access.log*",
     fmt: str = "nginx_combined",
     collector: dict[str, Any] | None = None,
+    source: dict[str, Any] | None = None,
     **extra: Any,
 ) -> Path:
-    """A pipeline config under ``folder`` reading ``folder/<pattern>``; returns its path."""
+    """A pipeline config under ``folder`` reading ``folder/<pattern>``; returns its path.
+
+    ``source``: more keys of the one source (``exclude``, ``time_field``...)."""
     document: dict[str, Any] = {
         "name": name,
-        "sources": [{"name": "access", "paths": [pattern], "format": fmt}],
+        "sources": [{"name": "access", "paths": [pattern], "format": fmt, **(source or {})}],
         "data_dir": "data",
         "metastore": {"url": metastore_url},
         "collector": {"host": "test-host", "discovery_interval_s": 0.05, **(collector or {})},

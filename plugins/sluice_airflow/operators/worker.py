@@ -37,10 +37,12 @@ class CollectorWorkerOperator(BaseOperator):
     ``on_kill`` (the task marked failed or cleared, ``execution_timeout``, the worker told
     to stop) asks the collector to stop the same way, from a helper thread because Airflow
     calls it from a signal handler; the task ends as soon as the seal is written. A worker
-    killed without warning (``SIGKILL``, a lost machine) seals nothing: its lease in the
-    metastore expires ``collector.lease_seconds`` (60 s by default) after its last renewal,
-    and the next worker, which waits up to ``lease_wait`` for it, resumes from the offsets of
-    the last sealed checkpoint; nothing sealed is lost and nothing is read twice into the lake.
+    killed without warning (``SIGKILL``, a lost machine) seals nothing. The next worker on the
+    same machine sees that the lease's holder process is gone and takes the lease over at
+    once; elsewhere the lease expires ``collector.lease_seconds`` (60 s by default) after its
+    last renewal, and the next worker waits up to ``lease_wait`` for it. Either way it resumes
+    from the offsets of the last sealed checkpoint; nothing sealed is lost and nothing is read
+    twice into the lake.
 
     Returns (XCom ``return_value``) ``{"files", "lines", "bytes", "seconds",
     "checkpoints_sealed", "stopped_by"}``: files tracked, lines and bytes read, how long it
@@ -130,7 +132,8 @@ class CollectorWorkerOperator(BaseOperator):
         collector.stop()
 
     def _wait_for_lease(self, hook: SluiceHook, lease_seconds: float) -> None:
-        """Wait while another collector holds the lease (a killed worker's lease expiring)."""
+        """Wait while another live collector holds the lease (a killed worker's lease expiring,
+        when this machine cannot tell that the worker is dead)."""
         wait = self.lease_wait if self.lease_wait is not None else lease_seconds + 10.0
         deadline = time.monotonic() + wait
         while hook.worker_is_live():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -22,6 +24,7 @@ from pipeline_core.metastore import (
     CheckpointState,
     FileRecord,
     FileState,
+    LeaseHolder,
     Metastore,
     SinkStateRecord,
     alembic_config,
@@ -29,6 +32,7 @@ from pipeline_core.metastore import (
 )
 from pipeline_core.metastore import _schema as schema
 from pipeline_core.metastore._migrations import head_revision
+from tests.support.lease_holders import HolderProcess
 
 PIPELINE = "web_access"
 HOST = "web-1"
@@ -430,6 +434,149 @@ def test_should_ignore_a_release_by_someone_else(metastore: Metastore) -> None:
     metastore.release_lease(PIPELINE, HOST, "collector-b")
 
     assert metastore.lease_holder(PIPELINE, HOST) == "collector-a"
+
+
+# -- leases of dead holders (real processes on this machine) -----------------------------------
+
+OTHER_BOOT = "0" * 32
+
+
+def my_holder(nonce: str = "ab12cd34") -> str:
+    return LeaseHolder.of_this_process(HOST, nonce).format()
+
+
+def elsewhere(child: HolderProcess, **changes: Any) -> str:
+    """The child's holder as if it had run on another machine (or an earlier boot)."""
+    parsed = child.parsed
+    return dataclasses.replace(
+        parsed, process=dataclasses.replace(parsed.process, **changes)
+    ).format()
+
+
+@pytest.mark.timeout(120)
+def test_should_refuse_the_lease_of_a_live_holder_process(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    with HolderProcess(HOST, metastore_url) as child:
+        assert not metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+        assert metastore.lease_holder(PIPELINE, HOST) == child.holder
+
+
+@pytest.mark.timeout(120)
+def test_should_take_over_at_once_the_lease_of_a_killed_holder_on_this_machine(
+    metastore: Metastore, metastore_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with HolderProcess(HOST, metastore_url, ttl=60) as child:
+        child.kill()
+
+        assert metastore.lease_holder(PIPELINE, HOST) == child.holder  # until taken over
+        with caplog.at_level(logging.WARNING, logger="pipeline_core.metastore"):
+            assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+    row = lease_row(metastore)
+    assert row["holder"] == my_holder()
+    expires = row["expires_at"].replace(tzinfo=row["expires_at"].tzinfo or UTC)
+    assert expires > datetime.now(UTC) + timedelta(seconds=50)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"taken over from {child.holder}: its process has exited" in warning
+    assert not metastore.acquire_lease(PIPELINE, HOST, my_holder("cd34ab12"), 60)
+
+
+@pytest.mark.timeout(120)
+def test_should_take_over_the_lease_of_a_holder_whose_pid_names_a_later_process(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    with HolderProcess(HOST, metastore_url) as child:
+        reused = elsewhere(child, start_ticks=(child.parsed.process.start_ticks or 0) - 1)
+        metastore.release_lease(PIPELINE, HOST, child.holder)
+        assert metastore.acquire_lease(PIPELINE, HOST, reused, 60)
+
+        assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)  # child runs: its pid
+
+
+@pytest.mark.timeout(120)
+def test_should_take_over_the_lease_of_a_holder_from_an_earlier_boot(
+    metastore: Metastore,
+) -> None:
+    mine = LeaseHolder.parse(my_holder())
+    assert mine is not None
+    if mine.process.machine is None:
+        pytest.skip("this machine has no machine id")
+    earlier = dataclasses.replace(
+        mine, process=dataclasses.replace(mine.process, boot_id=OTHER_BOOT), nonce="0ld0b007"
+    )
+    assert metastore.acquire_lease(PIPELINE, HOST, earlier.format(), 60)
+
+    assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+
+@pytest.mark.timeout(120)
+def test_should_refuse_until_it_expires_the_lease_of_a_dead_looking_holder_on_another_machine(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    with HolderProcess(HOST, metastore_url) as child:
+        child.kill()
+        other_machine = elsewhere(child, boot_id=OTHER_BOOT, machine="f" * 16)
+        metastore.release_lease(PIPELINE, HOST, child.holder)
+        assert metastore.acquire_lease(PIPELINE, HOST, other_machine, 0.5)
+
+        assert not metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+        assert metastore.lease_holder(PIPELINE, HOST) == other_machine
+
+        time.sleep(0.6)
+        assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+
+def test_should_refuse_until_it_expires_the_lease_of_a_holder_in_the_older_form(
+    metastore: Metastore,
+) -> None:
+    old = "web-1:4194303:ab12cd34"  # host:pid:nonce, no process has that pid
+    assert metastore.acquire_lease(PIPELINE, HOST, old, 0.5)
+
+    assert not metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+    time.sleep(0.6)
+    assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
+
+
+def acquire_at_once(stores: list[Metastore], holders: list[str]) -> list[bool]:
+    """Each store takes the lease for its holder, all at the same moment, on threads."""
+    start = threading.Barrier(len(stores))
+    won: list[bool] = []
+
+    def contend(store: Metastore, holder: str) -> None:
+        start.wait(timeout=30)
+        won.append(store.acquire_lease(PIPELINE, HOST, holder, 60))
+
+    threads = [
+        threading.Thread(target=contend, args=pair) for pair in zip(stores, holders, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return won
+
+
+@pytest.mark.timeout(120)
+def test_should_let_exactly_one_of_two_collectors_take_over_a_dead_holder(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    with HolderProcess(HOST, metastore_url) as child:
+        child.kill()
+        contenders = [Metastore.open(metastore_url) for _ in range(2)]
+        try:
+            for attempt in range(8):
+                dead = elsewhere(child, start_ticks=attempt)  # its pid is free: dead too
+                metastore.release_lease(PIPELINE, HOST, lease_row(metastore)["holder"])
+                assert metastore.acquire_lease(PIPELINE, HOST, dead, 60)
+                won = acquire_at_once(contenders, [my_holder(f"{attempt}c{i}") for i in (0, 1)])
+
+                assert sorted(won) == [False, True], f"attempt {attempt}"
+        finally:
+            for store in contenders:
+                store.close()
 
 
 # -- sink penalty/backoff state ----------------------------------------------------------------

@@ -122,7 +122,7 @@ def test_a_copy_read_past_its_end_is_kept_and_never_read_as_new(tmp_path: Path) 
     assert_once(received, numbered(0, 110))
     kept = by_path(watcher)["access.log.2"]
     assert kept.state is FileState.COPIED
-    assert kept.fd is None
+    assert kept.finished and kept not in watcher.readable()
 
 
 def test_a_copy_is_read_to_its_end_with_its_unterminated_last_line(tmp_path: Path) -> None:
@@ -354,3 +354,32 @@ def test_a_truncated_file_whose_copy_never_turns_up_is_given_up_with_what_it_los
 
 def by_path(watcher: FileWatcher) -> dict[str, TrackedFile]:
     return {os.path.basename(f.path): f for f in watcher.files}
+
+
+@pytest.mark.parametrize("cut", ["line_boundary", "mid_line"])
+def test_a_restart_finds_a_cut_among_the_last_lines_sealed_to_the_line(
+    tmp_path: Path, cut: str
+) -> None:
+    """The metastore keeps the last lines sealed as CRC-32s: a file cut among them while no
+    collector ran, then appended to, is read from the cut, to the line."""
+    live = tmp_path / "access.log"
+    content = block(0, 100)
+    live.write_bytes(content)
+    watcher = watch(tmp_path)
+    read_everything(watcher, reader_of(watcher), Received())
+    record = watcher.files[0].record(len(content))
+    watcher.close()
+    at = len(block(0, 90)) + (40 if cut == "mid_line" else 0)
+    os.truncate(live, at)
+    with open(live, "ab") as writer:
+        writer.write(block(500, 5))
+
+    restarted = FileWatcher([source_of(tmp_path)], "test-host", 1024, [record])
+    received = Received()
+    read_everything(restarted, reader_of(restarted), received)
+    restarted.close()
+
+    appended = numbered(500, 5)
+    if cut == "mid_line":
+        appended[0] = content[len(block(0, 90)) : at] + appended[0]
+    assert received.lines() == appended

@@ -1,0 +1,194 @@
+"""File events for a collector's pipelines: which to read again, which to scan, how long to wait.
+
+::
+
+    FileEvents thread --on_changes--> collector mails itself "file events" (at most one pending)
+    mailbox thread: take() -> the pipelines written to (reading resumes), scans wanted
+        (files came, moved or went; or a file being read was truncated) -> the next default
+        action scans them, at most every EVENT_SCAN_SPACING_SECONDS per pipeline
+    after every scan: follow() watches the folders the pipeline's files can change in
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+
+from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.metastore import FileState
+from pipeline_core.source import (
+    FileChange,
+    FileEvents,
+    TrackedFile,
+    WatchTarget,
+    merge_targets,
+    open_file_events,
+    signature_matches,
+    watch_targets,
+)
+
+EVENT_SCAN_SPACING_SECONDS = 0.05
+"""Scans that file events ask for are at least this far apart, per pipeline (a burst of new
+files costs one scan, not one each)."""
+
+
+class FileEventRouter:
+    """Turns a collector's file events into reading and scans.
+
+    A pipeline with ``collector.file_events: inotify`` whose folders are all watched is
+    *covered*: when caught up it waits for an event, or ``file_events_fallback_s`` at most.
+    Others (``poll``, no inotify, limits reached) are polled as before. The file events are
+    opened at the first pipeline that wants them, with its ``file_events_coalesce_ms``.
+
+    A written file that is being read and is now shorter than its read offset, or no longer
+    starts with its signature bytes, was truncated (copytruncate) or replaced: its pipeline is
+    scanned at once, so the watcher adopts the copy and the truncated file without waiting
+    for the next discovery. So is a written file of the pipeline's that is not being read (it
+    was empty at the last scan).
+
+    Threading model: owned by the collector's mailbox thread; ``on_changes`` is called on the
+    file events' thread and must only send a mail.
+    """
+
+    def __init__(
+        self,
+        on_changes: Callable[[], None],
+        open_events: Callable[..., FileEvents] = open_file_events,
+    ) -> None:
+        self._on_changes = on_changes
+        self._open_events = open_events
+        self._events: FileEvents | None = None
+        self._covered: set[str] = set()
+        self._scan_wanted: set[str] = set()
+        self._files: dict[str, dict[str, TrackedFile]] = {}
+        """By pipeline, its files being read by every path their events name."""
+        self._real_paths: dict[tuple[str, int, int], str] = {}
+
+    def follow(self, runtime: PipelineRuntime) -> None:
+        """After a scan of ``runtime``'s files: watch the folders its sources can match in and
+        those of the files it reads (a symlink's target, a file renamed out of the paths)."""
+        name = runtime.name
+        self._scan_wanted.discard(name)
+        if runtime.config.collector.file_events != "inotify":
+            return
+        if self._events is None:
+            coalesce = runtime.config.collector.file_events_coalesce_ms / 1000
+            self._events = self._open_events(self._on_changes, settle=coalesce)
+        targets = watch_targets(path for source in runtime.config.sources for path in source.paths)
+        by_folder = {target.folder: target for target in targets}
+        files: dict[str, TrackedFile] = {}
+        for tracked in runtime.watcher.readable():
+            path = self._event_path(tracked)
+            for spelling in {path, os.path.normpath(tracked.path)}:
+                known = files.get(spelling)
+                if known is None or known.state is not FileState.LIVE:
+                    files[spelling] = tracked  # a live file before one rotated from its path
+            folder, entry = os.path.split(path)
+            folder = folder or os.curdir
+            covering = by_folder.get(folder)
+            if covering is None or not covering.concerns(entry):
+                targets.append(WatchTarget(folder, (glob.escape(entry),)))
+        self._files[name] = files
+        if self._events.watch(name, merge_targets(targets)):
+            self._covered.add(name)
+        else:
+            self._covered.discard(name)
+
+    def forget(self, name: str) -> None:
+        """The pipeline is no longer served."""
+        if self._events is not None:
+            self._events.unwatch(name)
+        self._covered.discard(name)
+        self._scan_wanted.discard(name)
+        self._files.pop(name, None)
+
+    def take(self, pipelines: Mapping[str, PipelineRuntime]) -> set[str]:
+        """The mail ``on_changes`` asked for: the pipelines whose files changed since the
+        last take (reading them again may find something); notes the scans wanted."""
+        if self._events is None:
+            return set()
+        changed = self._events.take()
+        for name, changes in changed.items():
+            runtime = pipelines.get(name)
+            if runtime is None:
+                continue
+            if changes.change & FileChange.SCAN or self._needs_scan(runtime, changes.written):
+                self._scan_wanted.add(name)
+        return set(changed)
+
+    def scan_due(self, runtime: PipelineRuntime, now: float) -> bool:
+        """Whether events asked for a scan of the pipeline and its last one is not too recent."""
+        return (
+            runtime.name in self._scan_wanted
+            and now - runtime.last_scan >= EVENT_SCAN_SPACING_SECONDS
+        )
+
+    def idle_wait(self, reading: Iterable[PipelineRuntime], now: float, poll: float) -> float:
+        """How long caught-up pipelines may wait before they are looked at again: ``poll``
+        if one of them is not covered by events, else until the first fallback look, scan
+        wanted or discovery due."""
+        wait = math.inf
+        for runtime in reading:
+            if runtime.name not in self._covered:
+                return poll
+            tuning = runtime.config.collector
+            wait = min(
+                wait,
+                tuning.file_events_fallback_s,
+                runtime.last_scan + tuning.discovery_interval_s - now,
+            )
+            if runtime.name in self._scan_wanted:
+                wait = min(wait, runtime.last_scan + EVENT_SCAN_SPACING_SECONDS - now)
+        return poll if math.isinf(wait) else max(0.0, wait)
+
+    def close(self) -> None:
+        if self._events is not None:
+            self._events.close()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _needs_scan(self, runtime: PipelineRuntime, written: Iterable[str]) -> bool:
+        """Whether a written file is not being read (a file created empty, or truncated to
+        nothing and written again: the watcher tracks it once it has bytes) or is being read
+        but was truncated or replaced."""
+        files = self._files.get(runtime.name, {})
+        for path in written:
+            tracked = files.get(path)
+            if tracked is None:
+                if not _excluded(runtime, path):
+                    return True
+                continue
+            if tracked.fd is None or tracked.state is not FileState.LIVE:
+                continue
+            try:
+                if tracked.size() < tracked.read_offset or not signature_matches(
+                    tracked.fd, tracked.signature
+                ):
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def _event_path(self, tracked: TrackedFile) -> str:
+        """The path a file's events name: its own, or its target's if it is reached through
+        a symlink (cached by path and inode)."""
+        key = (tracked.path, tracked.dev, tracked.ino)
+        path = self._real_paths.get(key)
+        if path is None:
+            path = os.path.normpath(tracked.path)
+            real = os.path.realpath(path)
+            if real != os.path.abspath(path):
+                path = real
+            if len(self._real_paths) > 4096:
+                self._real_paths.clear()
+            self._real_paths[key] = path
+        return path
+
+
+def _excluded(runtime: PipelineRuntime, path: str) -> bool:
+    """Whether a source's ``exclude`` names ``path`` (compressed rotations being written)."""
+    sources = runtime.config.sources
+    return any(fnmatch.fnmatch(path, pattern) for source in sources for pattern in source.exclude)

@@ -1,0 +1,261 @@
+"""File events from Linux inotify (through ``inotify_simple``), on one thread."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import select
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from inotify_simple import INotify
+from inotify_simple import flags as inotify_flags
+
+from pipeline_core.source._file_events import FileChange, FileChanges, FileEvents
+from pipeline_core.source._watch_targets import WatchTarget
+
+__all__ = ["InotifyFileEvents"]
+
+log = logging.getLogger(__name__)
+
+_READ_EVENTS = inotify_flags.MODIFY | inotify_flags.CLOSE_WRITE
+_SCAN_EVENTS = (
+    inotify_flags.CREATE
+    | inotify_flags.MOVED_FROM
+    | inotify_flags.MOVED_TO
+    | inotify_flags.DELETE
+    | inotify_flags.ATTRIB
+)
+_FOLDER_GONE = inotify_flags.DELETE_SELF | inotify_flags.MOVE_SELF | inotify_flags.IGNORED
+WATCH_MASK = _READ_EVENTS | _SCAN_EVENTS | _FOLDER_GONE | inotify_flags.ONLYDIR
+"""What a folder is watched for (``IN_Q_OVERFLOW`` always comes)."""
+
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES})
+"""``inotify_add_watch`` errors that mean the folder is not there to watch (yet)."""
+
+
+@dataclass
+class _Pending:
+    change: FileChange = FileChange.NONE
+    written: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Watch:
+    """One inotify watch (one folder inode), and every key's target on it by the folder's
+    spelling (two spellings can lead to one folder)."""
+
+    wd: int
+    targets: dict[tuple[str, str], WatchTarget] = field(default_factory=dict)
+    """``(key, folder as spelt)`` -> the key's target."""
+
+
+class InotifyFileEvents(FileEvents):
+    """Watches folders with one inotify descriptor and one thread.
+
+    The thread blocks in ``poll`` on the inotify descriptor and on a pipe that :meth:`close`
+    writes to (with a ``wait_timeout`` so that it never blocks for good); it reads every
+    event waiting, records them per key, and calls ``on_changes`` if nothing was recorded
+    before. With ``settle`` it then waits that long before reading again, so that the
+    writes of a busy file meanwhile come as one event (the kernel merges an event with the
+    same one unread before it).
+
+    Events: ``IN_MODIFY``/``IN_CLOSE_WRITE`` of a concerned name record READ and the path;
+    ``IN_CREATE``, ``IN_MOVED_FROM``/``IN_MOVED_TO``, ``IN_DELETE``, ``IN_ATTRIB`` record
+    SCAN (and READ); so do folders appearing or going in a target with ``subfolders``. A
+    watched folder deleted or moved away records SCAN for its keys and drops the watch (the
+    owner watches it again once it is back). ``IN_Q_OVERFLOW`` (events were lost) records
+    READ and SCAN for every key.
+
+    Threading model: :class:`FileEvents`'. The watch tables and what is recorded are guarded
+    by one lock; a watch is added and entered in the tables under it, so the thread never
+    sees an event of a watch it does not know yet.
+
+    Raises:
+        OSError: the inotify descriptor cannot be made (``EMFILE``: the user's
+            ``max_user_instances`` are taken).
+    """
+
+    def __init__(
+        self,
+        on_changes: Callable[[], None],
+        *,
+        settle: float = 0.0,
+        wait_timeout: float = 1.0,
+    ) -> None:
+        self._on_changes = on_changes
+        self._settle = settle
+        self._wait_timeout = wait_timeout
+        self._inotify = INotify(nonblocking=True)
+        self._stop_read, self._stop_write = os.pipe()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        # Guarded by _lock:
+        self._watches: dict[int, _Watch] = {}  # by watch descriptor
+        self._keys: dict[str, dict[str, tuple[int, WatchTarget]]] = {}  # key -> folder -> wd
+        self._failed = False  # the thread ended on an error: every key is polled
+        self._pending: dict[str, _Pending] = {}
+        self._notified = False  # on_changes was called and nothing was taken since
+        self._warned = False
+        self._thread = threading.Thread(target=self._run, name="sluice-file-events", daemon=True)
+        self._thread.start()
+
+    # -- owner's thread ------------------------------------------------------------------------
+
+    def watch(self, key: str, targets: Sequence[WatchTarget]) -> bool:
+        with self._lock:
+            if self._stopped.is_set() or self._failed:
+                return False
+            watched = self._keys.setdefault(key, {})
+            wanted = {target.folder: target for target in targets}
+            for folder in [f for f in watched if f not in wanted]:
+                self._release(key, folder)
+            covered = True
+            for folder, target in wanted.items():
+                known = watched.get(folder)
+                if known is not None and known[0] in self._watches:
+                    if known[1] != target:
+                        watched[folder] = (known[0], target)
+                        self._watches[known[0]].targets[(key, folder)] = target
+                    continue
+                try:
+                    wd = self._inotify.add_watch(folder, WATCH_MASK)
+                except OSError as exc:
+                    watched.pop(folder, None)
+                    if exc.errno not in _MISSING:
+                        covered = False
+                        self._warn_once(folder, exc)
+                    continue
+                self._watches.setdefault(wd, _Watch(wd)).targets[(key, folder)] = target
+                watched[folder] = (wd, target)
+            return covered
+
+    def unwatch(self, key: str) -> None:
+        with self._lock:
+            for folder in list(self._keys.get(key, {})):
+                self._release(key, folder)
+            self._keys.pop(key, None)
+            self._pending.pop(key, None)
+
+    def take(self) -> dict[str, FileChanges]:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._notified = False
+        return {
+            key: FileChanges(item.change, frozenset(item.written)) for key, item in pending.items()
+        }
+
+    def close(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, b"x")
+        self._thread.join(timeout=10)
+        with self._lock:
+            self._watches.clear()
+            self._keys.clear()
+            self._pending.clear()
+        for fd in (self._stop_read, self._stop_write):
+            os.close(fd)
+        self._inotify.close()
+
+    # -- internals (under the lock) ------------------------------------------------------------
+
+    def _release(self, key: str, folder: str) -> None:
+        wd, _ = self._keys[key].pop(folder)
+        watch = self._watches.get(wd)
+        if watch is None:
+            return
+        watch.targets.pop((key, folder), None)
+        if not watch.targets:
+            del self._watches[wd]
+            with contextlib.suppress(OSError):  # the folder is gone: its watch is too
+                self._inotify.rm_watch(wd)
+
+    def _warn_once(self, folder: str, exc: OSError) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        limit = exc.errno in (errno.ENOSPC, errno.ENOMEM)
+        hint = " (raise fs.inotify.max_user_watches)" if limit else ""
+        log.warning("cannot watch %s for file events: %s%s; polling its files", folder, exc, hint)
+
+    def _record(self, key: str, change: FileChange, path: str | None = None) -> None:
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = _Pending()
+        pending.change |= change
+        if path is not None:
+            pending.written.add(path)
+
+    def _dispatch(self, wd: int, mask: int, name: str) -> None:
+        if mask & inotify_flags.Q_OVERFLOW:
+            for key in self._keys:
+                self._record(key, FileChange.READ | FileChange.SCAN)
+            return
+        watch = self._watches.get(wd)
+        if watch is None:
+            return  # a watch released meanwhile
+        if mask & _FOLDER_GONE:
+            for key, folder in list(watch.targets):
+                self._record(key, FileChange.READ | FileChange.SCAN)
+                self._keys[key].pop(folder, None)
+            del self._watches[wd]
+            if not mask & inotify_flags.IGNORED:
+                with contextlib.suppress(OSError):  # moved away: events no longer fit its path
+                    self._inotify.rm_watch(wd)
+            return
+        for (key, folder), target in watch.targets.items():
+            if mask & inotify_flags.ISDIR:
+                if target.subfolders and mask & _SCAN_EVENTS:
+                    self._record(key, FileChange.READ | FileChange.SCAN)
+            elif target.concerns(name):
+                if mask & _SCAN_EVENTS:
+                    self._record(key, FileChange.READ | FileChange.SCAN)
+                if mask & _READ_EVENTS:
+                    self._record(key, FileChange.READ, os.path.normpath(os.path.join(folder, name)))
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        poller = select.poll()
+        poller.register(self._inotify.fileno(), select.POLLIN)
+        poller.register(self._stop_read, select.POLLIN)
+        timeout_ms = int(self._wait_timeout * 1000)
+        try:
+            while not self._stopped.is_set():
+                if not poller.poll(timeout_ms) or self._stopped.is_set():
+                    continue
+                events = self._inotify.read(timeout=0)
+                if not events:
+                    continue
+                with self._lock:
+                    if self._stopped.is_set():
+                        return
+                    for event in events:
+                        self._dispatch(event.wd, event.mask, event.name)
+                    notify = bool(self._pending) and not self._notified
+                    if notify:
+                        self._notified = True
+                if notify:
+                    self._notify()
+                if self._settle > 0:
+                    self._stopped.wait(self._settle)
+        except Exception:
+            log.exception("file events stopped; every pipeline is polled from now on")
+            with self._lock:
+                self._failed = True
+                for key in self._keys:
+                    self._record(key, FileChange.READ | FileChange.SCAN)
+                self._notified = True
+            self._notify()
+
+    def _notify(self) -> None:
+        try:
+            self._on_changes()
+        except Exception:
+            log.exception("file events: the owner could not be told of changes")

@@ -1,0 +1,189 @@
+"""A tailing collector woken by file events: appended lines, new files and truncations are read
+without waiting for a poll or a discovery scan (both are set to 30 s here)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.collector import Collector
+from pipeline_core.metastore import Metastore
+from pipeline_core.source import _inotify
+from pipeline_core.testing import RecordingSink, staged_payloads
+from tests.pipeline_core.collector.support import (
+    Tailing,
+    delivered,
+    lines,
+    wait_until,
+    with_stub_group,
+)
+from tests.support.pipelines import append
+
+EVENTS_ONLY = {"discovery_interval_s": 30.0, "file_events_fallback_s": 30.0}
+"""Neither the periodic discovery nor the fallback look comes within a test's time."""
+
+PROMPT = 1.0
+"""What "promptly" means here (the latency targets are the benchmark's, case 8)."""
+
+
+def tail(collector: Collector) -> Tailing:
+    return Tailing(collector.run, collector.stop)
+
+
+def delivered_within(sink: RecordingSink, wanted: list[bytes], timeout: float = 10.0) -> float:
+    """Seconds until every line of ``wanted`` reached ``sink``."""
+    started = time.monotonic()
+    wait_until(lambda: set(wanted) <= set(delivered(sink)), timeout)
+    return time.monotonic() - started
+
+
+@pytest.mark.timeout(60)
+def test_should_read_an_appended_line_promptly(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        time.sleep(0.3)  # caught up: reading is suspended
+        append(log, b"second")
+        elapsed = delivered_within(sink, [b"second"])
+    finally:
+        tailing.stop()
+
+    assert elapsed < PROMPT
+    assert sorted(staged_payloads(config)) == [b"first", b"second"]
+
+
+@pytest.mark.timeout(60)
+def test_should_notice_a_new_file_without_waiting_for_discovery(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    logs = tmp_path / "logs"
+    append(logs / "access.log", b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        time.sleep(0.3)
+        append(logs / "access.log.2", *lines("new", 10))
+        elapsed = delivered_within(sink, lines("new", 10))
+    finally:
+        tailing.stop()
+
+    assert elapsed < PROMPT
+
+
+@pytest.mark.timeout(60)
+def test_should_notice_a_file_created_empty_once_it_is_written(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    logs = tmp_path / "logs"
+    append(logs / "access.log", b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        (logs / "access.log.2").touch()
+        time.sleep(0.3)  # scanned while empty: not tracked yet
+        append(logs / "access.log.2", b"late")
+        elapsed = delivered_within(sink, [b"late"])
+    finally:
+        tailing.stop()
+
+    assert elapsed < PROMPT
+
+
+@pytest.mark.timeout(60)
+def test_should_follow_a_copytruncate_without_waiting_for_discovery(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    # Only the live file is on the paths: its copy raises no event the pipeline listens to,
+    # the truncation (a write) alone must lead to the scan that finds the copy.
+    config = with_stub_group(
+        tmp_path, metastore_url, collector=EVENTS_ONLY, pattern="logs/access.log"
+    )
+    log = tmp_path / "logs" / "access.log"
+    append(log, *lines("before", 200))
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, lines("before", 200))
+        append(log, *lines("copied", 20))
+        shutil.copyfile(log, log.with_name("access.log.1"))
+        os.truncate(log, 0)
+        append(log, *lines("after", 30))
+        elapsed = delivered_within(sink, lines("copied", 20) + lines("after", 30))
+    finally:
+        tailing.stop()
+
+    assert elapsed < 5.0
+    written = lines("before", 200) + lines("copied", 20) + lines("after", 30)
+    assert sorted(staged_payloads(config)) == sorted(written)
+
+
+@pytest.mark.timeout(60)
+def test_should_poll_with_one_warning_when_inotify_is_unavailable(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def exhausted(**kwargs: object) -> object:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(_inotify, "INotify", exhausted)
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    with caplog.at_level(logging.WARNING):
+        tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+        try:
+            delivered_within(sink, [b"first"])
+            for index in range(3):
+                time.sleep(0.3)
+                append(log, b"polled %d" % index)
+                elapsed = delivered_within(sink, [b"polled %d" % index])
+                assert elapsed < PROMPT  # the 0.2 s poll, not the 30 s fallback
+        finally:
+            tailing.stop()
+
+    unavailable = [r for r in caplog.records if "inotify is not available" in r.getMessage()]
+    assert len(unavailable) == 1
+
+
+@pytest.mark.timeout(60)
+def test_should_not_watch_files_when_told_to_poll(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub_group(
+        tmp_path, metastore_url, collector={**EVENTS_ONLY, "file_events": "poll"}
+    )
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        append(log, b"second")
+        elapsed = delivered_within(sink, [b"second"])
+        threads = [t.name for t in threading.enumerate()]
+    finally:
+        tailing.stop()
+
+    assert elapsed < PROMPT
+    assert "sluice-file-events" not in threads

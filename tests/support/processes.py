@@ -1,0 +1,54 @@
+"""Processes a test starts: each in a process group of its own (``start_new_session=True``), so
+that the group, children included, can be stopped whatever happened."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still there."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(
+    process: subprocess.Popen[bytes], first: signal.Signals, timeout: float
+) -> int | None:
+    """Send ``first`` to the group ``process`` leads, give the group ``timeout`` seconds to
+    end, then SIGKILL whatever is left of it. Returns the leader's exit status (None if it was
+    not reaped: it cannot be, once SIGKILLed, unless the kernel has lost it).
+
+    The group's id is the leader's PID: start it with ``start_new_session=True``.
+    """
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, first)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        process.poll()  # reap the leader once it has exited
+        if not group_alive(process.pid):
+            break
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=30)
+    return process.returncode
