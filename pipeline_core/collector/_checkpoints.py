@@ -78,19 +78,19 @@ class CheckpointCoordinator:
         """Cut the barrier for ``checkpoint_id`` at the files' current read offsets."""
         ranges = []
         for tracked in watcher.files:
-            if tracked.read_offset > tracked.barrier_offset:
+            cut = tracked.cut_barrier()
+            if cut is not None:
+                start, end, lines = cut
                 ranges.append(
                     ManifestRange(
                         fingerprint=tracked.fingerprint,
                         path=tracked.path,
                         source=tracked.source,
-                        start=tracked.barrier_offset,
-                        end=tracked.read_offset,
-                        lines=tracked.lines_since_barrier,
+                        start=start,
+                        end=end,
+                        lines=lines,
                     )
                 )
-                tracked.barrier_offset = tracked.read_offset
-                tracked.lines_since_barrier = 0
         barrier = Barrier(checkpoint_id, utcnow(), tuple(ranges))
         files = tuple(t.record(t.barrier_offset) for t in watcher.files)
         self._pending[checkpoint_id] = _PendingSeal(barrier, files)
@@ -144,7 +144,7 @@ class CheckpointCoordinator:
         offsets = {f.fingerprint: f.sealed_offset for f in pending.files}
         for tracked in watcher.files:
             if tracked.fingerprint in offsets:
-                tracked.sealed_offset = offsets[tracked.fingerprint]
+                tracked.mark_sealed(offsets[tracked.fingerprint])
         result = SealedCheckpoint(
             sealed.checkpoint_id,
             batch_id,

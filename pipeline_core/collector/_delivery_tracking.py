@@ -150,18 +150,14 @@ class DeliveryTracker:
         data = b""
         long_line: LongLine | None = None
         if tracked is not None:
-            fd = tracked.fd
             try:
-                if fd is None:
-                    fd = os.open(tracked.path, os.O_RDONLY)
+                fd = tracked.with_descriptor()
+                if fd is not None:
                     try:
-                        info = os.fstat(fd)
-                        if (info.st_dev, info.st_ino) == (tracked.dev, tracked.ino):
-                            data, long_line = self._read_range(fd, source)
+                        data, long_line = self._read_range(fd, source)
                     finally:
-                        os.close(fd)
-                else:
-                    data, long_line = self._read_range(fd, source)
+                        if fd != tracked.fd:
+                            os.close(fd)
             except OSError as exc:
                 log.warning("cannot read %s again: %s", tracked.path, exc)
         if (long_line.size if long_line is not None else len(data)) != size:

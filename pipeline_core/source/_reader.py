@@ -87,8 +87,7 @@ class TimeSlicedReader:
                 idle_in_a_row += 1
             else:
                 if not publish(chunk):
-                    tracked.read_offset = chunk.start
-                    tracked.lines_since_barrier -= chunk.lines
+                    tracked.unread(chunk)
                     return SliceResult(chunks, nbytes, lines, blocked=True, caught_up=False)
                 idle_in_a_row = 0
                 chunks += 1
@@ -117,8 +116,7 @@ class TimeSlicedReader:
             self._cursor += 1
             return TurnResult(None, blocked=False, caught_up=self._idle_turns >= len(files))
         if not publish(chunk):
-            tracked.read_offset = chunk.start
-            tracked.lines_since_barrier -= chunk.lines
+            tracked.unread(chunk)
             return TurnResult(None, blocked=True, caught_up=False)
         self._idle_turns = 0
         self._cursor += 1

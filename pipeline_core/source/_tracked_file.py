@@ -129,6 +129,41 @@ class TrackedFile:
             tail_digest=None if digest is None else digest.encode(),
         )
 
+    # -- offsets: every move of them is one of these ---------------------------------------
+
+    def unread(self, chunk: Chunk) -> None:
+        """``chunk``, just read, was refused downstream: it will be read again."""
+        self.read_offset = chunk.start
+        self.lines_since_barrier -= chunk.lines
+
+    def cut_barrier(self) -> tuple[int, int, int] | None:
+        """A checkpoint barrier goes in now: the range read since the previous one, as
+        ``(start, end, lines)`` (None if nothing was read), and the barrier moves to the read
+        offset."""
+        if self.read_offset <= self.barrier_offset:
+            return None
+        cut = (self.barrier_offset, self.read_offset, self.lines_since_barrier)
+        self.barrier_offset = self.read_offset
+        self.lines_since_barrier = 0
+        return cut
+
+    def mark_sealed(self, offset: int) -> None:
+        """Everything before ``offset`` belongs to a sealed batch now."""
+        self.sealed_offset = offset
+
+    def with_descriptor(self) -> int | None:
+        """To read a range again (a re-delivery): the open descriptor, or one opened on the
+        file at its path while that is still this file (the caller closes it when it is not
+        :attr:`fd`); None if the file is gone."""
+        if self.fd is not None:
+            return self.fd
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (self.dev, self.ino):
+            os.close(fd)
+            return None
+        return fd
+
     # -- descriptor --------------------------------------------------------------------------
 
     def open(self, path: str) -> bool:
