@@ -426,7 +426,12 @@ class TrackedFile:
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:
     """Up to ``size`` bytes at ``offset``, in a buffer that can be cut short in place (a
-    ``bytes`` would be copied to drop the partial line at its end)."""
+    ``bytes`` would be copied to drop the partial line at its end). The buffer is no larger
+    than what the file holds there: a tailed file is read often, a few lines at a time, and a
+    whole chunk's buffer for each read costs more than the read."""
+    size = min(size, os.fstat(fd).st_size - offset)
+    if size <= 0:
+        return bytearray()
     buffer = bytearray(size)
     read = os.preadv(fd, [buffer], offset)
     del buffer[read:]

@@ -66,6 +66,42 @@ def test_should_read_an_appended_line_promptly(
 
 
 @pytest.mark.timeout(60)
+def test_should_send_few_mails_for_many_writes(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mails = 0
+    arrived = Collector._file_events_arrived
+
+    def counted(collector: Collector) -> None:
+        nonlocal mails
+        mails += 1
+        arrived(collector)
+
+    monkeypatch.setattr(Collector, "_file_events_arrived", counted)
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        before = mails
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        try:
+            for line in lines("burst", 1000):
+                os.write(fd, line + b"\n")
+        finally:
+            os.close(fd)
+        delivered_within(sink, lines("burst", 1000))
+        burst_mails = mails - before
+    finally:
+        tailing.stop()
+
+    # One mail, then one per coalescing window (20 ms) while the writes go on.
+    assert 1 <= burst_mails <= 50
+
+
+@pytest.mark.timeout(60)
 def test_should_notice_a_new_file_without_waiting_for_discovery(
     tmp_path: Path, metastore_url: str, metastore: Metastore
 ) -> None:
