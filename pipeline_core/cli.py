@@ -266,9 +266,8 @@ def _operations(config: Path) -> PipelineOperations:
 def _print_checkpoint(info: CheckpointInfo, indent: str = "") -> None:
     landing = ""
     if info.landing:
-        rows = sum(int(n) for n in dict(info.landing.get("rows", {})).values())
-        rejects = sum(int(n) for n in dict(info.landing.get("rejects", {})).values())
-        landing = f", landed {rows} rows + {rejects} rejects"
+        landed = info.landed
+        landing = f", landed {landed.rows or 0} rows + {landed.rejects or 0} rejects"
     batches = ",".join(str(b) for b in info.batch_ids) or "-"
     print(
         f"{indent}checkpoint {info.checkpoint_id} {info.state.value}: {info.line_count} lines, "

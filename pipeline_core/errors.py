@@ -42,7 +42,13 @@ class SealError(SluiceError):
 
 
 class LandingError(SluiceError):
-    """The Spark landing job failed or reported counts that do not add up."""
+    """A checkpoint could not be landed, or its landing does not add up: nothing of it may be
+    committed.
+
+    The Spark landing job raises it (its subclasses, in ``spark_jobs`` and
+    ``pipeline_core.staging_contract``, say what was wrong), and so do the operations that submit
+    the job and read its summary. The module imports nothing: the landing job ships it.
+    """
 
 
 class EventDeliveryException(SluiceError):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 
 from pipeline_core.config import PipelineConfig, SourceFormat
+from pipeline_core.staging_contract import REJECTS_TABLE
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def summarize_lake(config: PipelineConfig) -> LakeSummary:
         if "status" in columns:
             statuses[source.name] = Counter(data.column("status").to_pylist())
     rejects: Counter[str] = Counter()
-    reject_table = _table(config.lake_dir / "_rejects")
+    reject_table = _table(config.lake_dir / REJECTS_TABLE)
     if reject_table is not None:
         rejects.update(reject_table.to_table(columns=["reason"]).column("reason").to_pylist())
     return LakeSummary(rows, dict(rejects), statuses, distinct)

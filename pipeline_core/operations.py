@@ -12,25 +12,25 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import sqlalchemy as sa
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
 from pipeline_core.landing import SparkJobSpec, landing_job_spec, read_landing_summary
 from pipeline_core.metastore import (
+    CheckpointFailedError,
     CheckpointRecord,
     CheckpointState,
     FileRecord,
+    LandingCounts,
     LeaseHolder,
     Metastore,
+    as_utc,
 )
-from pipeline_core.metastore import _schema as tables
-from pipeline_core.sinks import checkpoint_dir
+from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 
 __all__ = [
     "CheckpointInfo",
@@ -43,9 +43,6 @@ __all__ = [
 SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
 LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
 log = logging.getLogger(__name__)
-
-LANDABLE = (CheckpointState.SEALED, CheckpointState.COMMITTED)
-"""States whose batches the Spark job can land (again)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +67,11 @@ class CheckpointInfo:
     """Why the checkpoint FAILED (``None`` otherwise, or when nobody said)."""
     hosts: tuple[str, ...] = ()
     """The hosts whose batches the metastore recorded (the batch folders to land)."""
+
+    @property
+    def landed(self) -> LandingCounts:
+        """The totals of ``landing``: rows and rejects (``None`` until committed)."""
+        return LandingCounts.of(self.landing)
 
 
 @dataclass(frozen=True)
@@ -189,30 +191,25 @@ class PipelineOperations:
         """A checkpoint the Spark job can land (again): SEALED, or COMMITTED already.
 
         Raises:
-            CheckpointError: unknown, of another pipeline, or not sealed (requested, failed).
+            CheckpointFailedError: it is FAILED (the message holds its error).
+            CheckpointError: unknown, of another pipeline, or not sealed yet.
         """
         info = self.checkpoint(checkpoint_id)
-        if info.state not in LANDABLE:
-            raise CheckpointError(
-                f"checkpoint {checkpoint_id} is {info.state.value}; only sealed or committed "
-                "checkpoints can be landed"
-            )
+        info.state.check_landable(checkpoint_id, info.error)
         return info
 
     def data_interval(self, checkpoint_id: int) -> tuple[datetime, datetime] | None:
         """The data interval of the DAG run that requested the checkpoint, if one was recorded."""
-        c = tables.checkpoints.c
-        query = sa.select(c.data_interval_start, c.data_interval_end).where(
-            c.id == checkpoint_id, c.pipeline == self.config.name
-        )
-        with self._metastore() as metastore, metastore.transaction() as connection:
-            row = connection.execute(query).first()
-        if row is None:
+        with self._metastore() as metastore:
+            try:
+                record = metastore.checkpoint(checkpoint_id)
+            except CheckpointError:
+                record = None
+        if record is None or record.pipeline != self.config.name:
             raise CheckpointError(
                 f"there is no checkpoint {checkpoint_id} of pipeline {self.config.name!r}"
             )
-        start, end = _utc(row.data_interval_start), _utc(row.data_interval_end)
-        return (start, end) if start is not None and end is not None else None
+        return record.data_interval
 
     def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
         """The sealed or committed checkpoints that belong to ``[start, end)``, oldest first.
@@ -224,28 +221,11 @@ class PipelineOperations:
         (``start == end``, a trigger timetable's run) holds the checkpoints recorded for
         exactly that instant. Read-only.
         """
-        start, end = _as_utc(start), _as_utc(end)
-        if end < start:
+        if as_utc(end) < as_utc(start):
             raise ValueError(f"the interval ends ({end}) before it starts ({start})")
-        c = tables.checkpoints.c
-        if start == end:
-            recorded = c.data_interval_start == start
-        else:
-            recorded = (c.data_interval_start >= start) & (c.data_interval_start < end)
-        unrecorded = c.data_interval_start.is_(None) & (c.sealed_at >= start) & (c.sealed_at < end)
-        query = (
-            sa.select(c.id)
-            .where(
-                c.pipeline == self.config.name,
-                c.state.in_([state.value for state in LANDABLE]),
-                recorded | unrecorded,
-            )
-            .order_by(c.id)
-        )
         with self._metastore() as metastore:
-            with metastore.transaction() as connection:
-                ids = [int(row[0]) for row in connection.execute(query)]
-            return [self._checkpoint(metastore, checkpoint_id) for checkpoint_id in ids]
+            records = metastore.checkpoints_in_interval(self.config.name, start, end)
+            return [self._info(metastore, record) for record in records]
 
     def pending_landings(self) -> list[CheckpointInfo]:
         """Sealed checkpoints not yet committed, oldest first."""
@@ -286,13 +266,25 @@ class PipelineOperations:
     # -- landing -----------------------------------------------------------------------------
 
     def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
-        """The spark-submit spec that lands a sealed checkpoint into the lake."""
-        info = self.checkpoint(checkpoint_id)
-        if info.state not in (CheckpointState.SEALED, CheckpointState.COMMITTED):
-            raise CheckpointError(
-                f"checkpoint {checkpoint_id} is {info.state.value}; only sealed checkpoints "
-                "can be landed"
-            )
+        """The spark-submit spec that lands a sealed checkpoint into the lake.
+
+        A sealed checkpoint one of whose recorded batches is not in staging any more can never
+        be landed: it is marked FAILED with that error (DAG runs waiting for it fail with it).
+
+        Raises:
+            CheckpointFailedError: it is FAILED, or was just marked so.
+            CheckpointError: unknown, of another pipeline, or not sealed yet.
+            LandingError: a committed checkpoint lost a batch: it cannot be landed again.
+        """
+        info = self.landable(checkpoint_id)
+        missing = _missing_batches(info)
+        if missing is not None:
+            if not info.state.can_become(CheckpointState.FAILED):
+                raise LandingError(f"checkpoint {checkpoint_id} cannot be landed again: {missing}")
+            with self._metastore() as metastore:
+                metastore.fail_checkpoint(checkpoint_id, missing)
+            log.error("checkpoint %d failed: %s", checkpoint_id, missing)
+            raise CheckpointFailedError(checkpoint_id, missing)
         return landing_job_spec(self.config, checkpoint_id, info.hosts)
 
     def land(self, checkpoint_id: int) -> CheckpointInfo:
@@ -326,8 +318,8 @@ class PipelineOperations:
         """
         info = self.checkpoint(checkpoint_id)
         summary = read_landing_summary(self.config, checkpoint_id)
-        rows = sum(int(n) for n in dict(summary.get("rows", {})).values())
-        rejects = sum(int(n) for n in dict(summary.get("rejects", {})).values())
+        counts = LandingCounts.of(summary)
+        rows, rejects = counts.rows or 0, counts.rejects or 0
         if rows + rejects != info.line_count:
             raise LandingError(
                 f"checkpoint {checkpoint_id} sealed {info.line_count} lines but the landing "
@@ -373,13 +365,16 @@ class PipelineOperations:
         )
 
 
-def _as_utc(value: datetime) -> datetime:
-    """``value`` in UTC (a naive value is taken to be UTC), as the metastore stores times."""
-    utc = value.astimezone(UTC) if value.tzinfo is not None else value
-    return datetime(
-        utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, UTC
+def _missing_batches(info: CheckpointInfo) -> str | None:
+    """Why the recorded batches of a checkpoint cannot be landed: the error when one of them
+    is not sealed in staging (no folder, or no manifest in it); None when all are there, or
+    when the pipeline's staging folder cannot be seen at all (nothing is known then)."""
+    if not info.staging_dir.parent.is_dir():
+        return None
+    missing = [h for h in info.hosts if not (info.staging_dir / h / MANIFEST_NAME).is_file()]
+    if not missing:
+        return None
+    return (
+        f"recorded batches missing under {info.staging_dir}: {', '.join(missing)} (no sealed "
+        "batch folder holds their lines any more)"
     )
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else _as_utc(value)

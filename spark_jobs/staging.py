@@ -14,7 +14,7 @@ line, its first bytes only; its row carries ``line_bytes``, the whole line's len
 makes it a ``line_too_long`` reject.
 
 The module imports only NumPy, pyarrow, pyspark and the standard library (the executors
-import it; ``--py-files`` ships it).
+import it; ``--py-files`` ships it); the manifest's ``Segment`` is named in its types only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,9 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
+    from pipeline_core.staging_contract import Segment
 
 SEGMENT_SCHEMA = StructType(
     [
@@ -83,17 +87,13 @@ class SegmentError(ValueError):
 
 @dataclass(frozen=True)
 class SegmentRow:
-    """A ``SEGMENT_SCHEMA`` row: one segment of a part file to read."""
+    """A ``SEGMENT_SCHEMA`` row: a manifest's segment of the part file at ``path``, with its
+    batch's ``host`` and ``sealed_at``."""
 
     path: str
     host: str
     sealed_at: datetime
-    file_fingerprint: str
-    start_offset: int
-    part_offset: int
-    length: int
-    lines: int
-    line_bytes: int | None = None
+    segment: Segment
 
 
 # ---------------------------------------------------------------------------- the driver
@@ -112,17 +112,17 @@ def segment_frame(
     splits = max(1, min(len(segments), splits_per_core * context.defaultParallelism))
     rows = [
         (
-            s.path,
-            s.host,
-            s.sealed_at,
-            s.file_fingerprint,
-            s.start_offset,
-            s.part_offset,
-            s.length,
-            s.lines,
-            s.line_bytes,
+            row.path,
+            row.host,
+            row.sealed_at,
+            row.segment.file_fingerprint,
+            row.segment.start_offset,
+            row.segment.part_offset,
+            row.segment.length,
+            row.segment.lines,
+            row.segment.line_bytes,
         )
-        for s in segments
+        for row in segments
     ]
     return spark.createDataFrame(context.parallelize(rows, splits), SEGMENT_SCHEMA)
 

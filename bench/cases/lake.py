@@ -5,7 +5,7 @@ Input: the many-files data set (50 x 20 MiB nginx "combined" logs). Both sides r
 page cache, each writing into a fresh folder.
 
 Sluice: ``Collector.run_once`` (files -> one sealed checkpoint) then
-``spark_jobs.land_checkpoint.land(spark, checkpoint_dir, lake)`` in this process, then the
+``spark_jobs.landing.land(spark, checkpoint_dir, lake)`` in this process, then the
 metastore commit: the wall time of the three.
 
 Baseline: what an Airflow+Spark user would write instead: ``readStream.text(folder)``, one
@@ -105,7 +105,7 @@ def run(ctx: Context) -> list[Row]:
 
 def land_and_commit(spark: SparkSession, work: Path, collected: common.Collected) -> None:
     from pipeline_core.metastore import Metastore
-    from spark_jobs.land_checkpoint import land
+    from spark_jobs.landing import land
 
     summary = land(spark, collected.checkpoint_dir, work / "data" / "lake")
     rows = sum(summary["rows"].values())

@@ -18,8 +18,9 @@ from pipeline_core.metastore import (
     Metastore,
     utcnow,
 )
-from pipeline_core.sinks import Barrier, ManifestRange, SealedBatch
+from pipeline_core.sinks import Barrier, SealedBatch
 from pipeline_core.source import FileWatcher
+from pipeline_core.staging_contract import ManifestRange
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ from pipeline_core.landing._spec import (
     landing_job_spec,
     landing_summary_path,
     read_landing_summary,
+    spark_jobs_archive,
 )
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "landing_job_spec",
     "landing_summary_path",
     "read_landing_summary",
+    "spark_jobs_archive",
 ]

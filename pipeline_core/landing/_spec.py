@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline_core import staging_contract
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import LandingError
-from pipeline_core.sinks import checkpoint_dir
+from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 
 LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land_checkpoint.py"
+SHIPPED_CORE_FILES = ("__init__.py", "errors.py", "staging_contract/*.py")
+"""The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, all standard library only:
+the archive for ``--py-files`` holds them beside ``spark_jobs``."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,7 @@ def landing_job_spec(
         ],
         name=f"sluice-land-{config.name}-{checkpoint_id}",
         conf={
-            "spark.sql.session.timeZone": "UTC",
-            "spark.sql.sources.partitionOverwriteMode": "dynamic",
+            **LAKE_SQL_CONF,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
         },
@@ -63,28 +66,34 @@ def landing_job_spec(
 
 
 def spark_jobs_archive(folder: Path) -> Path:
-    """A zip of the ``spark_jobs`` package for ``--py-files``: executors on other machines
-    import ``spark_jobs.staging`` (chunks are split into lines there). Named by the hash of its
-    content, so it is written once per version of the job."""
-    package = LANDING_APPLICATION.parent
-    sources = sorted(package.glob("*.py"))
+    """A zip of the ``spark_jobs`` package for ``--py-files``, with the ``SHIPPED_CORE_FILES``
+    it imports: executors on other machines import ``spark_jobs.staging`` (chunks are split into
+    lines there), a driver on the cluster the whole job. Named by the hash of its content, so it
+    is written once per version of the job."""
+    root = LANDING_APPLICATION.parents[1]
+    files = [*(root / "spark_jobs").glob("*.py")]
+    files += [
+        path for pattern in SHIPPED_CORE_FILES for path in (root / "pipeline_core").glob(pattern)
+    ]
+    sources = {path.relative_to(root).as_posix(): path for path in sorted(files)}
     digest = hashlib.sha256()
-    for source in sources:
-        digest.update(source.name.encode())
+    for name, source in sources.items():
+        digest.update(name.encode())
         digest.update(source.read_bytes())
     archive = folder / f"spark_jobs-{digest.hexdigest()[:16]}.zip"
     if not archive.exists():
         folder.mkdir(parents=True, exist_ok=True)
         temporary = archive.with_suffix(".tmp")
         with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as zipped:
-            for source in sources:
-                zipped.write(source, f"spark_jobs/{source.name}")
+            for name, source in sources.items():
+                zipped.write(source, name)
         os.replace(temporary, archive)
     return archive
 
 
 def landing_summary_path(config: PipelineConfig, checkpoint_id: int) -> Path:
-    return config.lake_dir / "_landings" / f"checkpoint_id={checkpoint_id}.json"
+    """Where the landing job writes the summary of a checkpoint of ``config``'s pipeline."""
+    return staging_contract.landing_summary_path(config.lake_dir, checkpoint_id)
 
 
 def read_landing_summary(config: PipelineConfig, checkpoint_id: int) -> dict[str, Any]:

@@ -1,22 +1,45 @@
 """The SQL metastore: offsets, checkpoints, batches, leases, sink state (SQLAlchemy + Alembic).
 
 SQLite (a file under the data directory) is the embedded default; PostgreSQL serves
-deployments. Opening a :class:`Metastore` migrates its schema to the newest revision. A lease
-names its holder as a :class:`LeaseHolder`, which the holder's machine can prove dead.
+deployments. Only this package touches the tables::
+
+    Metastore (facade: one transaction per call; opening it migrates the schema)
+      └─► Repositories on one connection: CheckpointRepository, BatchRepository,
+          FileRepository, LeaseRepository, AckerTreeRepository, SinkStateRepository
+    MetastoreView (open_view: read-only, never creates or migrates) ──► the same repositories
+
+A checkpoint's lifecycle is :class:`CheckpointState` with its legal moves
+(:data:`TRANSITIONS`): every state change is checked there, and whether a checkpoint can be
+landed is decided there. A lease names its holder as a :class:`LeaseHolder`, which the
+holder's machine can prove dead.
 """
 
+from pipeline_core.metastore._acker_trees import AckerTreeRepository
+from pipeline_core.metastore._batches import BatchRepository
+from pipeline_core.metastore._checkpoints import CheckpointRepository
+from pipeline_core.metastore._files import FileRepository
 from pipeline_core.metastore._lease_holder import HolderLiveness, LeaseHolder, ProcessIdentity
+from pipeline_core.metastore._leases import LeaseRepository
+from pipeline_core.metastore._lifecycle import (
+    TRANSITIONS,
+    CheckpointFailedError,
+    CheckpointState,
+    IllegalTransitionError,
+)
 from pipeline_core.metastore._migrations import alembic_config, upgrade_to_head
 from pipeline_core.metastore._records import (
     AckerTreeRecord,
+    AckerTreeTotals,
     BatchRecord,
     ByteRange,
     CheckpointRecord,
-    CheckpointState,
     FileRecord,
     FileState,
+    LandingCounts,
+    LeaseRecord,
     SinkStateRecord,
 )
+from pipeline_core.metastore._repositories import Repositories
 from pipeline_core.metastore._request_probe import (
     REQUESTS_CHANNEL,
     DataVersionRequestProbe,
@@ -25,28 +48,48 @@ from pipeline_core.metastore._request_probe import (
     RequestProbe,
     open_request_probe,
 )
-from pipeline_core.metastore._store import Metastore, utcnow
+from pipeline_core.metastore._sink_states import SinkStateRepository
+from pipeline_core.metastore._store import Metastore
+from pipeline_core.metastore._values import as_utc, redacted_url, utcnow
+from pipeline_core.metastore._view import MetastoreView, open_view
 
 __all__ = [
     "REQUESTS_CHANNEL",
+    "TRANSITIONS",
     "AckerTreeRecord",
+    "AckerTreeRepository",
+    "AckerTreeTotals",
     "BatchRecord",
+    "BatchRepository",
     "ByteRange",
+    "CheckpointFailedError",
     "CheckpointRecord",
+    "CheckpointRepository",
     "CheckpointState",
     "DataVersionRequestProbe",
     "FileRecord",
+    "FileRepository",
     "FileState",
     "HolderLiveness",
+    "IllegalTransitionError",
+    "LandingCounts",
     "LeaseHolder",
+    "LeaseRecord",
+    "LeaseRepository",
     "ListeningRequestProbe",
     "Metastore",
+    "MetastoreView",
     "PollingRequestProbe",
     "ProcessIdentity",
+    "Repositories",
     "RequestProbe",
     "SinkStateRecord",
+    "SinkStateRepository",
     "alembic_config",
+    "as_utc",
     "open_request_probe",
+    "open_view",
+    "redacted_url",
     "upgrade_to_head",
     "utcnow",
 ]

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-
-class CheckpointState(StrEnum):
-    """Lifecycle of a checkpoint: REQUESTED -> SEALED -> COMMITTED (or FAILED)."""
-
-    REQUESTED = "requested"
-    SEALED = "sealed"
-    COMMITTED = "committed"
-    FAILED = "failed"
+from pipeline_core.metastore._lifecycle import CheckpointState
 
 
 class FileState(StrEnum):
@@ -54,6 +48,8 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class CheckpointRecord:
+    """A checkpoint as the metastore holds it (times in UTC)."""
+
     checkpoint_id: int
     pipeline: str
     state: CheckpointState
@@ -62,7 +58,34 @@ class CheckpointRecord:
     sealed_at: datetime | None
     committed_at: datetime | None
     landing: dict[str, Any] = field(default_factory=dict)
+    """The landing job's summary, stored when the checkpoint was committed (empty before)."""
     error: str | None = None
+    """Why the checkpoint FAILED (``None`` otherwise)."""
+    data_interval: tuple[datetime, datetime] | None = None
+    """The data interval of the DAG run that requested it, when one was recorded."""
+
+
+@dataclass(frozen=True)
+class LandingCounts:
+    """The totals of a landing job's summary: rows parsed into the lake tables and lines
+    rejected, each ``None`` when the summary does not report it."""
+
+    rows: int | None
+    rejects: int | None
+
+    @classmethod
+    def of(cls, landing: Mapping[str, Any]) -> LandingCounts:
+        """The totals of ``landing`` (``{"rows": {table: n}, "rejects": {reason: n}}``; a
+        count may also be a plain number)."""
+        return cls(_total(landing.get("rows")), _total(landing.get("rejects")))
+
+
+def _total(count: object) -> int | None:
+    if isinstance(count, Mapping):
+        return sum(int(value) for value in count.values())
+    if isinstance(count, int | float | str):
+        return int(count)
+    return None
 
 
 @dataclass(frozen=True)
@@ -115,3 +138,25 @@ class AckerTreeRecord:
     start: int
     end: int
     lines: int
+
+
+@dataclass(frozen=True)
+class AckerTreeTotals:
+    """What the acker trees saved for one host hold, in sum."""
+
+    host: str
+    trees: int
+    lines: int
+    bytes: int
+    saved_at: datetime
+    """When the newest of them was saved (UTC)."""
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """Which collector process holds a pipeline's lease on a host, until when (UTC)."""
+
+    host: str
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime

@@ -44,8 +44,8 @@ def _landed(info: CheckpointInfo) -> dict[str, Any]:
         "checkpoint_ids": [info.checkpoint_id],
         "lines": info.line_count,
         "bytes": info.byte_count,
-        "rows": _total(info.landing.get("rows")),
-        "rejects": _total(info.landing.get("rejects")),
+        "rows": info.landed.rows,
+        "rejects": info.landed.rejects,
         "landing": dict(info.landing),
     }
 
@@ -64,12 +64,3 @@ def _totals(landed: list[dict[str, Any]]) -> dict[str, Any]:
         "rejects": total("rejects"),
         "checkpoints": landed,
     }
-
-
-def _total(count: object) -> int | None:
-    """A count the landing job reported: a number, or numbers per table or per reason."""
-    if isinstance(count, Mapping):
-        return sum(int(value) for value in count.values())
-    if isinstance(count, int | float | str):
-        return int(count)
-    return None

@@ -14,7 +14,8 @@ raises on failure; a processor raises ``EventDeliveryException`` when every sink
 the ring batch is then rewound by the group's ``BatchRewindStrategy``.
 
 The handoff sink stages lines as raw part files and seals them, at each checkpoint barrier,
-into an immutable batch folder that the Spark landing job reads.
+into an immutable batch folder that the Spark landing job reads; the folder's layout and its
+manifest are ``pipeline_core.staging_contract``'s.
 """
 
 from pipeline_core.config._sinks import HttpFormat
@@ -26,17 +27,7 @@ from pipeline_core.sinks._default_processor import DefaultSinkProcessor
 from pipeline_core.sinks._factory import build_sink
 from pipeline_core.sinks._failover import FailoverSinkProcessor
 from pipeline_core.sinks._file import RollingFileSink
-from pipeline_core.sinks._handoff import (
-    MANIFEST_NAME,
-    Barrier,
-    HandoffWriter,
-    ManifestRange,
-    PartFile,
-    SealedBatch,
-    Segment,
-    SegmentKind,
-    checkpoint_dir,
-)
+from pipeline_core.sinks._handoff import Barrier, HandoffWriter, SealedBatch
 from pipeline_core.sinks._handoff_sink import HandoffSink
 from pipeline_core.sinks._http import HttpSink
 from pipeline_core.sinks._load_balancing import LoadBalancingSinkProcessor, SinkSelector
@@ -56,7 +47,6 @@ from pipeline_core.sinks._trial import NullSink, StdoutSink
 
 __all__ = [
     "HEALTHY",
-    "MANIFEST_NAME",
     "SYSTEM_CLOCK",
     "Barrier",
     "BatchChannel",
@@ -74,16 +64,12 @@ __all__ = [
     "InMemorySinkStateStore",
     "LoadBalancingSinkProcessor",
     "LogEvent",
-    "ManifestRange",
     "NullSink",
-    "PartFile",
     "RetryPolicy",
     "RollingFileSink",
     "RunnerCounters",
     "RunnerOutcome",
     "SealedBatch",
-    "Segment",
-    "SegmentKind",
     "Sink",
     "SinkHealth",
     "SinkProcessor",
@@ -97,6 +83,5 @@ __all__ = [
     "SystemClock",
     "Transaction",
     "build_sink",
-    "checkpoint_dir",
     "event_id",
 ]

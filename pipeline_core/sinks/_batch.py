@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -93,3 +94,20 @@ class DeliveryBatch:
                     data[position:end],
                 )
                 position = end + 1
+
+
+def skip_long_lines(batch: DeliveryBatch, log: logging.Logger, sink: str, action: str) -> int:
+    """For a sink whose destination cannot mark a line as cut, which leaves out over-long lines
+    (the lake keeps them as ``line_too_long`` rejects): how many ``batch`` holds, logged on
+    ``log`` as a warning that ``sink`` did not ``action`` (write, insert) them."""
+    skipped = [chunk for chunk in batch.chunks if chunk.long_line is not None]
+    if skipped:
+        log.warning(
+            "%s: %d lines longer than max_line_bytes not %s (first: %s:%d)",
+            sink,
+            len(skipped),
+            action,
+            skipped[0].fingerprint,
+            skipped[0].start,
+        )
+    return len(skipped)

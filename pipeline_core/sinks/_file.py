@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 from pipeline_core.errors import EventDeliveryException, SealError
-from pipeline_core.sinks._batch import DeliveryBatch
+from pipeline_core.sinks._batch import DeliveryBatch, skip_long_lines
 from pipeline_core.sinks._handoff import Barrier, SealedBatch
 from pipeline_core.sinks._sink import BatchSink
+from pipeline_core.sinks._writeback import fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -80,16 +81,9 @@ class RollingFileSink(BatchSink):
             raise EventDeliveryException(
                 f"file sink {self.name!r}: cannot append to {self.path}: {exc}"
             ) from exc
-        skipped = [chunk for chunk in batch.chunks if chunk.long_line is not None]
-        if skipped:
-            self.skipped_long_lines += len(skipped)
-            log.warning(
-                "file sink %r: %d lines longer than max_line_bytes not written (first: %s:%d)",
-                self.name,
-                len(skipped),
-                skipped[0].fingerprint,
-                skipped[0].start,
-            )
+        self.skipped_long_lines += skip_long_lines(
+            batch, log, f"file sink {self.name!r}", "written"
+        )
 
     def on_barrier(self, barrier: Barrier) -> SealedBatch | None:
         if self._file is None:
@@ -97,7 +91,7 @@ class RollingFileSink(BatchSink):
         try:
             os.fsync(self._file.fileno())
             if self._synced_rotations != self._rotations:
-                _fsync_dir(self.path.parent)
+                fsync_path(self.path.parent)
                 self._synced_rotations = self._rotations
         except OSError as exc:
             raise SealError(
@@ -169,11 +163,3 @@ class RollingFileSink(BatchSink):
                 self.path,
                 exc,
             )
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -1,16 +1,17 @@
-"""The handoff sink: lines to raw part files, sealed into a checkpoint's staging folder."""
+"""The handoff sink: lines to raw part files, sealed into a checkpoint's staging folder.
+
+The folders, the part names and the manifest are the staging contract's
+(``pipeline_core.staging_contract``); this module writes them, durably.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +19,26 @@ from zlib_ng import zlib_ng
 
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
-from pipeline_core.sinks._writeback import IncrementalWriteback
+from pipeline_core.sinks import _writeback
 from pipeline_core.source import Chunk
+from pipeline_core.staging_contract import (
+    Manifest,
+    ManifestPart,
+    ManifestRange,
+    Segment,
+    SegmentKind,
+    SourceSpec,
+    batch_dir,
+    inflight_dir,
+    part_name,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 
-MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 4
-"""4: every segment has a ``kind``; an over-long line is a ``long_line`` segment of its prefix."""
-PART_SUFFIX = ".lines"
 SEGMENT_BYTES = 8 * 1024 * 1024
 """Consecutive chunks of a file are indexed as one segment up to this size: the landing job's
 unit of parallel work."""
-
-
-@dataclass(frozen=True)
-class ManifestRange:
-    """Bytes ``[start, end)`` of one file that a batch holds, as whole lines."""
-
-    fingerprint: str
-    path: str
-    source: str
-    start: int
-    end: int
-    lines: int
 
 
 @dataclass(frozen=True)
@@ -53,72 +50,18 @@ class Barrier:
     ranges: tuple[ManifestRange, ...]
 
 
-class SegmentKind(StrEnum):
-    """What a segment's bytes are (the manifest's segment ``kind``)."""
-
-    LINES = "lines"
-    """The file's bytes from ``start_offset``: whole lines."""
-    LONG_LINE = "long_line"
-    """The first bytes of one line longer than ``max_line_bytes``, which is ``line_bytes``
-    long in its file."""
-
-
-@dataclass(frozen=True)
-class Segment:
-    """Bytes ``[part_offset, part_offset + length)`` of a part: whole lines of one file, from
-    ``start_offset`` in it, or the prefix of one over-long line of ``line_bytes`` bytes there
-    (docs/architecture.md, "Part files")."""
-
-    file_fingerprint: str
-    start_offset: int
-    part_offset: int
-    length: int
-    lines: int
-    kind: SegmentKind = SegmentKind.LINES
-    line_bytes: int | None = None
-    """``LONG_LINE`` only: the whole line's length in bytes, without its newline."""
-
-    def manifest_entry(self) -> dict[str, Any]:
-        """The segment as the manifest lists it (``line_bytes`` for a ``long_line`` only)."""
-        entry: dict[str, Any] = {
-            "file_fingerprint": self.file_fingerprint,
-            "start_offset": self.start_offset,
-            "part_offset": self.part_offset,
-            "length": self.length,
-            "lines": self.lines,
-            "kind": self.kind.value,
-        }
-        if self.kind is SegmentKind.LONG_LINE:
-            entry["line_bytes"] = self.line_bytes
-        return entry
-
-
-@dataclass(frozen=True)
-class PartFile:
-    name: str
-    source: str
-    rows: int
-    bytes: int
-    crc32: str
-    segments: tuple[Segment, ...] = ()
-
-
 @dataclass(frozen=True)
 class SealedBatch:
     """A batch written, fsynced and renamed into ``<staging>/<pipeline>/<N>/<host>/``."""
 
     checkpoint_id: int
     staging_path: Path
-    parts: tuple[PartFile, ...]
+    parts: tuple[ManifestPart, ...]
     line_count: int
     byte_count: int
     checksum: str
     manifest: dict[str, Any] = field(repr=False)
-
-
-def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
-    """Where a checkpoint's batches (one folder per host) are sealed."""
-    return staging_root / pipeline / f"{checkpoint_id:08d}"
+    """The manifest as written (``Manifest.to_json``)."""
 
 
 class _OpenPart:
@@ -128,7 +71,7 @@ class _OpenPart:
         self.path = path
         self.source = source
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        self.writeback = IncrementalWriteback(self.fd)
+        self.writeback = _writeback.IncrementalWriteback(self.fd)
         self.size = 0
         self.rows = 0
         self.crc = 0
@@ -191,13 +134,13 @@ class _OpenPart:
             )
         self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
 
-    def close(self) -> PartFile:
+    def close(self) -> ManifestPart:
         """Fsync and close; the part as the manifest lists it."""
         try:
             os.fsync(self.fd)
         finally:
             os.close(self.fd)
-        return PartFile(
+        return ManifestPart(
             self.path.name,
             self.source,
             self.rows,
@@ -237,9 +180,9 @@ class HandoffWriter:
         self._host = host
         self._sources = {s.name: s for s in sources}
         self._max_part_bytes = max_part_bytes
-        self._inflight = staging_root / pipeline / "_inflight" / host
+        self._inflight = inflight_dir(staging_root, pipeline, host)
         self._open: dict[str, _OpenPart] = {}
-        self._closed: list[PartFile] = []
+        self._closed: list[ManifestPart] = []
         self._sequence: dict[str, int] = {}
 
     def reset(self) -> None:
@@ -290,7 +233,7 @@ class HandoffWriter:
         self._inflight.mkdir(parents=True, exist_ok=True)
         number = self._sequence.get(source, 0)
         self._sequence[source] = number + 1
-        return _OpenPart(self._inflight / f"part-{source}-{number:05d}{PART_SUFFIX}", source)
+        return _OpenPart(self._inflight / part_name(source, number), source)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
         parts = tuple(self._closed)
@@ -300,60 +243,33 @@ class HandoffWriter:
         lines = sum(r.lines for r in barrier.ranges)
         if rows != lines:
             raise ValueError(f"parts hold {rows} lines but the barrier's ranges hold {lines}")
-        checksum = f"{zlib.crc32(''.join(p.crc32 for p in parts).encode()):08x}"
-        manifest = {
-            "format_version": MANIFEST_FORMAT_VERSION,
-            "pipeline": self._pipeline,
-            "checkpoint_id": barrier.checkpoint_id,
-            "host": self._host,
-            "sealed_at": barrier.sealed_at.isoformat(),
-            "line_count": lines,
-            "byte_count": sum(r.end - r.start for r in barrier.ranges),
-            "checksum": checksum,
-            "sources": {
-                name: {"format": s.format.value, "time_field": s.time_field}
-                for name, s in self._sources.items()
+        manifest = Manifest.of(
+            pipeline=self._pipeline,
+            checkpoint_id=barrier.checkpoint_id,
+            host=self._host,
+            sealed_at=barrier.sealed_at,
+            sources={
+                name: SourceSpec(s.format.value, s.time_field) for name, s in self._sources.items()
             },
-            "parts": [_part_entry(p) for p in parts],
-            "ranges": [r.__dict__ for r in barrier.ranges],
-        }
+            parts=parts,
+            ranges=barrier.ranges,
+        )
         self._inflight.mkdir(parents=True, exist_ok=True)
-        manifest_path = self._inflight / MANIFEST_NAME
-        manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        _fsync_path(manifest_path)
-        target = checkpoint_dir(self._root, self._pipeline, barrier.checkpoint_id) / self._host
+        _writeback.fsync_path(write_manifest(self._inflight, manifest))
+        target = batch_dir(self._root, self._pipeline, barrier.checkpoint_id, self._host)
         if target.exists():
             log.warning("replacing %s, left unrecorded by an earlier seal", target)
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self._inflight, target)
-        _fsync_path(target.parent)
-        _fsync_path(self._inflight.parent)
+        _writeback.fsync_path(target.parent)
+        _writeback.fsync_path(self._inflight.parent)
         return SealedBatch(
             checkpoint_id=barrier.checkpoint_id,
             staging_path=target,
             parts=parts,
-            line_count=lines,
-            byte_count=int(manifest["byte_count"]),  # type: ignore[call-overload]
-            checksum=checksum,
-            manifest=manifest,
+            line_count=manifest.line_count,
+            byte_count=manifest.byte_count,
+            checksum=manifest.checksum,
+            manifest=manifest.to_json(),
         )
-
-
-def _part_entry(part: PartFile) -> dict[str, Any]:
-    return {
-        "name": part.name,
-        "source": part.source,
-        "rows": part.rows,
-        "bytes": part.bytes,
-        "crc32": part.crc32,
-        "segments": [segment.manifest_entry() for segment in part.segments],
-    }
-
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from pipeline_core.config._sinks import SQL_DIALECTS
 from pipeline_core.errors import EventDeliveryException
-from pipeline_core.sinks._batch import DeliveryBatch
+from pipeline_core.sinks._batch import DeliveryBatch, skip_long_lines
 from pipeline_core.sinks._retry import RetryPolicy, call_with_retry
 from pipeline_core.sinks._sink import BatchSink
 
@@ -125,16 +125,9 @@ class SqlSink(BatchSink):
                 f"sql sink {self.name!r}: inserting {batch.lines} lines into "
                 f"{self.table.name} failed after {attempts} {tries}: {exc}"
             ) from exc
-        skipped = [chunk for chunk in batch.chunks if chunk.long_line is not None]
-        if skipped:
-            self.skipped_long_lines += len(skipped)
-            log.warning(
-                "sql sink %r: %d lines longer than max_line_bytes not inserted (first: %s:%d)",
-                self.name,
-                len(skipped),
-                skipped[0].fingerprint,
-                skipped[0].start,
-            )
+        self.skipped_long_lines += skip_long_lines(
+            batch, log, f"sql sink {self.name!r}", "inserted"
+        )
 
     def _insert(self, batch: DeliveryBatch) -> None:
         engine = self._engine

@@ -8,6 +8,7 @@ one ``window`` steps back, so no more than ``step`` x ``window`` bytes of the fi
 dirty (RocksDB's ``bytes_per_sync``). The seal's fsync then only waits for the last few steps.
 
 On systems without ``sync_file_range`` (not Linux) it does nothing and the fsync does it all.
+``fsync_path`` makes a file or a folder (its entries: a rename, a new file) durable by path.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,19 @@ def _load_sync_file_range() -> _SyncFileRange | None:
 
 
 _sync_file_range = _load_sync_file_range()
+
+
+def fsync_path(path: Path) -> None:
+    """Fsync the file or folder at ``path``.
+
+    Raises:
+        OSError: it cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class IncrementalWriteback:

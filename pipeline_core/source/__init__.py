@@ -8,6 +8,7 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._discovery import find_files
 from pipeline_core.source._file_events import (
     FileChange,
     FileChanges,
@@ -46,6 +47,7 @@ __all__ = [
     "TurnResult",
     "WatchTarget",
     "count_lines",
+    "find_files",
     "merge_targets",
     "new_fingerprint",
     "open_file_events",

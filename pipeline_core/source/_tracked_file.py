@@ -5,45 +5,20 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from enum import Enum
 
 from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
+from pipeline_core.source._read_memory import (
+    TAIL_WINDOW_BYTES,
+    ContentChange,
+    KeptLength,
+    ReadMemory,
+)
 
 log = logging.getLogger(__name__)
-
-TAIL_WINDOW_BYTES = 16 * 1024
-"""How many of the last bytes read are kept, to find where a file cut below its read offset
-(its beginning kept) starts to differ from what was read."""
-TAIL_CHECK_BYTES = 64
-"""How many bytes just before the read offset are compared with what was read, before each read
-and at each scan: a file cut and written again past its read offset differs there."""
-
-
-class FileChange(Enum):
-    """What became of an open file since it was last read (:meth:`TrackedFile.inspect`)."""
-
-    SAME = "same"
-    """Still the file read so far (it may have grown)."""
-    REPLACED = "replaced"
-    """Its first bytes changed: truncated and written again from its start, or another file."""
-    CUT = "cut"
-    """Its first bytes are kept, but it is shorter than what was read of it, or the bytes just
-    before the read offset changed: cut below the read offset (and perhaps written again)."""
-
-
-@dataclass(frozen=True, slots=True)
-class KeptLength:
-    """Where a cut file stops being the bytes that were read (:meth:`TrackedFile.kept_length`)."""
-
-    offset: int
-    """Bytes before it are the ones already read; bytes from it on are new."""
-    verified: bool
-    """False when the cut lies before the bytes kept to compare (or none are kept, after a
-    restart): ``offset`` is then the file's size, taken on trust."""
 
 
 @dataclass
@@ -84,11 +59,9 @@ class TrackedFile:
     finished: bool = False
     """A COPIED file read to its end: kept open (so its inode is not handed to another file
     while it is claimed) but no longer read."""
-    digest: LineDigest | None = field(default=None, repr=False)
-    """The last lines sealed, as the metastore kept them (compared after a restart)."""
+    memory: ReadMemory = field(default_factory=ReadMemory, repr=False)
+    """What it remembers of the bytes read, to tell a cut from a file that grew."""
     fd: int | None = field(default=None, repr=False)
-    _tail: bytes = field(default=b"", repr=False)
-    _tail_end: int = field(default=0, repr=False)
     _long_line: LongLineScan | None = field(default=None, repr=False)
     """The over-long line at (or last at) ``read_offset``, while its end is looked for."""
 
@@ -107,15 +80,13 @@ class TrackedFile:
             signature=Signature(record.sig_size, record.sig_crc),
             sealed_offset=record.sealed_offset,
             state=record.state,
-            digest=LineDigest.decode(record.tail_digest),
+            memory=ReadMemory(LineDigest.decode(record.tail_digest)),
         )
 
     def record(self, offset: int) -> FileRecord:
         """This file as the metastore stores it, sealed up to ``offset`` (with the digest of
         the last lines before it, taken from the last bytes read)."""
-        digest = LineDigest.of(self._tail, self._tail_end, offset)
-        if digest is None and self.digest is not None and self.digest.ends[-1] <= offset:
-            digest = self.digest
+        digest = self.memory.digest_at(offset)
         return FileRecord(
             source=self.source,
             fingerprint=self.fingerprint,
@@ -215,100 +186,29 @@ class TrackedFile:
 
     # -- truncation --------------------------------------------------------------------------
 
-    def inspect(self, signature_bytes: int) -> FileChange:
+    def inspect(self, signature_bytes: int) -> ContentChange:
         """What became of the open file: still the same, replaced, or cut below what was read.
         Grows the signature while the file is shorter than ``signature_bytes``."""
         if not self.still_same_file(signature_bytes):
-            return FileChange.REPLACED
+            return ContentChange.REPLACED
         size = self.size()
         if size < self.read_offset or not self._tail_intact():
-            return FileChange.CUT
+            return ContentChange.CUT
         self.seen_size = max(self.seen_size, size)
-        return FileChange.SAME
+        return ContentChange.SAME
 
     def kept_length(self) -> KeptLength:
         """Where the file, cut below its read offset with its first bytes kept, stops holding
-        the lines that were read: the start of the first line that differs from what was read,
-        or the file's end if none does. A line is new as a whole: one whose first bytes happen
-        to be the old line's, or a line cut in two whose kept half the next write joins, is
-        read again from its start, as it now stands.
-
-        What was read is compared through the last bytes read (in memory) or, after a
-        restart, the digest of the last lines sealed. A cut before both cannot be checked: it
-        is taken to be at the file's size, or where the first compared line starts if that is
-        sooner."""
-        size = self.size()
-        trusted = size
-        if self.fd is not None:
-            try:
-                kept = self._kept_in_tail(size)
-                if kept is not None:
-                    return KeptLength(kept, verified=True)
-                if self._tail:
-                    trusted = min(trusted, self._tail_end - len(self._tail))
-                if self.digest is not None:
-                    end = self.digest.kept_lines_end(self.fd, size)
-                    if end is not None:
-                        return KeptLength(end, verified=True)
-                    trusted = min(trusted, self.digest.start)
-            except OSError:
-                pass
-        return KeptLength(trusted, verified=False)
-
-    def _kept_in_tail(self, size: int) -> int | None:
-        """:meth:`kept_length` from the last bytes read; None if they cannot tell."""
-        assert self.fd is not None
-        start = self._tail_end - len(self._tail)
-        if not self._tail or size < start:
-            return None
-        current = os.pread(self.fd, min(size, self._tail_end) - start, start)
-        differs = _first_difference(current, self._tail)
-        if differs is None:
-            if current.endswith(b"\n") or not current:
-                return start + len(current)
-            differs = len(current)  # cut within a line: what is written next joins it
-        line_start = current.rfind(b"\n", 0, differs) + 1
-        if line_start == 0 and start > 0:
-            return None  # the differing line began before the kept bytes
-        return start + line_start
+        the lines that were read (:meth:`ReadMemory.kept_length`)."""
+        return self.memory.kept_length(self.fd, self.size())
 
     def holds_what_was_read(self, fd: int) -> bool:
         """Whether the file at ``fd`` holds the last bytes read of this one where they were
-        read (as far as it is long): what a copy of this file does."""
-        start = self._tail_end - len(self._tail)
-        end = min(self._tail_end, os.fstat(fd).st_size)
-        if not self._tail or end <= start:
-            return True  # nothing kept to compare with
-        return os.pread(fd, end - start, start) == self._tail[: end - start]
+        read: what a copy of this file does."""
+        return self.memory.holds_what_was_read(fd)
 
     def _tail_intact(self) -> bool:
-        """Whether the bytes just before the read offset are still the ones read there (or,
-        just after a restart, the last line sealed is)."""
-        end = self.read_offset
-        start = max(end - TAIL_CHECK_BYTES, self._tail_end - len(self._tail))
-        try:
-            if self.fd is None:
-                return True
-            if end > self._tail_end or start >= end:
-                digest = self.digest
-                if digest is not None and digest.ends[-1] == end:
-                    return digest.last_line_intact(self.fd)
-                return True  # nothing read here is kept to compare with
-            at = len(self._tail) - (self._tail_end - start)
-            expected = self._tail[at : at + end - start]
-            return os.pread(self.fd, end - start, start) == expected
-        except OSError:
-            return True
-
-    def _remember(self, data: bytes | bytearray, end: int) -> None:
-        """Keep the last bytes read, which end at ``end``."""
-        if len(data) >= TAIL_WINDOW_BYTES:
-            self._tail = bytes(data[-TAIL_WINDOW_BYTES:])
-        elif self._tail_end == end - len(data):
-            self._tail = (self._tail + bytes(data))[-TAIL_WINDOW_BYTES:]
-        else:
-            self._tail = bytes(data)
-        self._tail_end = end
+        return self.fd is None or self.memory.intact(self.fd, self.read_offset)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -377,7 +277,7 @@ class TrackedFile:
             count_lines(data),
             long_line=long_line,
         )
-        self._remember(last_bytes, chunk.end)
+        self.memory.remember(last_bytes, chunk.end)
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk
@@ -436,17 +336,3 @@ def _pread(fd: int, size: int, offset: int) -> bytearray:
     read = os.preadv(fd, [buffer], offset)
     del buffer[read:]
     return buffer
-
-
-def _first_difference(a: bytes, b: bytes) -> int | None:
-    """The first index where ``a`` differs from ``b`` (over ``a``'s length), or None."""
-    if b.startswith(a):
-        return None
-    low, high = 0, len(a)  # a[:low] == b[:low]; a[:high] != b[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle
-    return low

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from pipeline_core.source._watcher import _folders_below
+from pipeline_core.source._discovery import folders_below
 
 __all__ = ["WatchTarget", "merge_targets", "watch_targets"]
 
@@ -74,7 +74,7 @@ def _targets_of(pattern: str) -> list[WatchTarget]:
         return [
             WatchTarget(_spelt(below), (last,), subfolders=True)
             for base in bases
-            for below in _folders_below(base)
+            for below in folders_below(base)
         ]
     if not glob.has_magic(folder):
         return [WatchTarget(_spelt(folder), (name,))]

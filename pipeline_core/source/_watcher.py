@@ -33,24 +33,25 @@ Paths that are not regular files (folders, dangling or looping symlinks) are pas
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import logging
-import os
-import stat
 import time
-import zlib
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from pipeline_core.config import SourceConfig, StartPosition
 from pipeline_core.metastore import FileRecord, FileState
+from pipeline_core.source._copy_detection import (
+    after_last_newline,
+    copy_in_the_making,
+    match_signature,
+    same_bytes_at_end,
+)
+from pipeline_core.source._discovery import Inode, find_files, siblings
 from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
-from pipeline_core.source._tracked_file import FileChange, TrackedFile
+from pipeline_core.source._read_memory import ContentChange
+from pipeline_core.source._tracked_file import TrackedFile
 
 log = logging.getLogger(__name__)
 
-Inode = tuple[int, int]
 
 COPY_WAIT_S = 30.0
 """How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
@@ -113,7 +114,7 @@ class FileWatcher:
         self.settling = False
         self.scans += 1
         for source in self._sources:
-            found = self._glob(source)
+            found = find_files(source)
             unclaimed = self._reconcile_known(source.name, found)
             for inode in unclaimed:
                 self._adopt_or_add(source, found[inode], inode)
@@ -125,20 +126,6 @@ class FileWatcher:
         self._first_scan = False
 
     # -- scan steps --------------------------------------------------------------------------
-
-    def _glob(self, source: SourceConfig) -> dict[Inode, tuple[str, int]]:
-        found: dict[Inode, tuple[str, int]] = {}
-        for pattern in source.paths:
-            for path in sorted(_expand(pattern)):
-                if any(fnmatch.fnmatch(path, ex) for ex in source.exclude):
-                    continue
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode):
-                    found.setdefault((info.st_dev, info.st_ino), (path, info.st_size))
-        return found
 
     def _reconcile_known(self, source: str, found: dict[Inode, tuple[str, int]]) -> list[Inode]:
         claimed: set[Inode] = set()
@@ -192,13 +179,13 @@ class FileWatcher:
         if tracked.fd is None or tracked.path != path:
             tracked.open(path)
         change = tracked.inspect(self._signature_bytes)
-        if change is FileChange.REPLACED:
+        if change is ContentChange.REPLACED:
             log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
             tracked.close()
             tracked.state = FileState.DETACHED
             tracked.detached_at = self._clock()
             return False
-        if change is FileChange.CUT:
+        if change is ContentChange.CUT:
             self._start_generation(tracked)
         else:
             tracked.state = FileState.LIVE
@@ -262,23 +249,10 @@ class FileWatcher:
         else:
             log.info("%s was emptied after everything in it was read", tracked.path)
 
-    def _siblings(self, tracked: TrackedFile) -> Iterable[tuple[str, os.stat_result]]:
-        """Regular files in the folder where ``tracked`` was last seen."""
-        try:
-            entries = list(os.scandir(os.path.dirname(tracked.path) or "."))
-        except OSError:
-            return
-        for entry in entries:
-            try:
-                if entry.is_file():
-                    yield entry.path, entry.stat()
-            except OSError:
-                continue
-
     def _find_renamed(self, tracked: TrackedFile) -> bool:
         """After a restart, find a file renamed out of the source's paths by its inode (its
         old folder only), so the lines written before the rename are not lost."""
-        for path, info in self._siblings(tracked):
+        for path, info in siblings(tracked.path):
             if (info.st_dev, info.st_ino) == (tracked.dev, tracked.ino):
                 if tracked.open(path) and tracked.still_same_file(self._signature_bytes):
                     return True
@@ -295,7 +269,7 @@ class FileWatcher:
             (f.dev, f.ino) for f in self._files if f is not tracked and f.state in _CLAIMING_STATES
         }
         sizes, self._sibling_sizes = self._sibling_sizes, {}
-        for path, info in self._siblings(tracked):
+        for path, info in siblings(tracked.path):
             inode = (info.st_dev, info.st_ino)
             if inode in known or inode in found or info.st_size < tracked.signature.size:
                 continue  # at the source's paths: the adoption at the paths handled it
@@ -397,18 +371,18 @@ class FileWatcher:
                 ),
                 key=lambda f: f.state is not FileState.DETACHED,
             )
-            original = self._match(probe.fd, candidates)
-            if original is None and _copy_in_the_making(probe.fd, size, candidates):
+            original = match_signature(probe.fd, candidates)
+            if original is None and copy_in_the_making(probe.fd, size, candidates):
                 return  # shorter than a signature yet: look again at the next scan
             if original is not None and original.state is FileState.DETACHED:
                 self._adopt_copy(original, probe, rotated=False)
                 return
-            if original is not None and _same_bytes_at_end(probe.fd, original, size):
+            if original is not None and same_bytes_at_end(probe.fd, original, size):
                 return  # a copy of a file still live: wait for the truncation
             signature = read_signature(probe.fd, self._signature_bytes)
             start = size if self._first_scan and source.start_at is StartPosition.END else 0
             if start:
-                start = _after_last_newline(probe.fd, start)
+                start = after_last_newline(probe.fd, start)
             tracked = TrackedFile(
                 source=source.name,
                 fingerprint=new_fingerprint(self._host, inode[0], inode[1], signature),
@@ -424,110 +398,3 @@ class FileWatcher:
             log.info("tracking %s as %s from offset %d", path, tracked.fingerprint, start)
         finally:
             probe.close()
-
-    @staticmethod
-    def _match(fd: int, candidates: list[TrackedFile]) -> TrackedFile | None:
-        """The first candidate whose signature (first bytes) the file at ``fd`` starts with."""
-        heads: dict[int, int] = {}
-        for tracked in candidates:
-            size = tracked.signature.size
-            if size not in heads:
-                head = os.pread(fd, size, 0)
-                heads[size] = -1 if len(head) < size else zlib.crc32(head)
-            if heads[size] == tracked.signature.crc:
-                return tracked
-        return None
-
-
-def _after_last_newline(fd: int, size: int) -> int:
-    """Offset just after the last complete line before ``size`` (reading from the end)."""
-    window = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
-    cut = window.rfind(b"\n")
-    return size - len(window) + cut + 1 if cut >= 0 else 0
-
-
-COPY_PROBE_BYTES = 4096
-"""How many bytes before its end a file is compared with a live file of the same signature."""
-
-
-def _same_bytes_at_end(fd: int, original: TrackedFile, size: int) -> bool:
-    """Whether the file at ``fd`` (``size`` bytes) ends like ``original`` at the same offset:
-    then it is a copy of it (copytruncate, before the truncation). Files that merely share
-    their first bytes (a common header) differ there and are distinct files. A file longer
-    than a live original that was not truncated cannot be its copy. When ``original`` was just
-    truncated (shorter than what was read of it), it counts as a copy: the next scan sees the
-    truncation and adopts the copy properly."""
-    if original.fd is None:
-        return True
-    current = original.size()
-    if current < original.read_offset:
-        return True
-    if current < size:
-        return False
-    probe = min(size, COPY_PROBE_BYTES)
-    offset = size - probe
-    try:
-        return os.pread(fd, probe, offset) == os.pread(original.fd, probe, offset)
-    except OSError:
-        return True
-
-
-def _copy_in_the_making(fd: int, size: int, candidates: list[TrackedFile]) -> bool:
-    """Whether the file at ``fd`` (``size`` bytes) is shorter than the signature of a file
-    still open and holds exactly that file's first bytes: a copy caught while being written
-    (copytruncate), which would otherwise be tracked as a new file and read again in full."""
-    head: bytes | None = None
-    for tracked in candidates:
-        if tracked.fd is None or size >= tracked.signature.size:
-            continue
-        try:
-            head = os.pread(fd, size, 0) if head is None else head
-            if len(head) == size and os.pread(tracked.fd, size, 0) == head:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _expand(pattern: str) -> list[str]:
-    """The paths matching ``pattern`` (``glob`` syntax, ``**`` for any folders below).
-
-    Unlike ``glob.glob(pattern, recursive=True)``, ``**`` walks each real folder once (by
-    device and inode), however many symlinks lead to it: a folder linking to itself or to a
-    parent would otherwise be walked again down every link until the path is too long, which
-    with two such links is exponential."""
-    parts = pattern.split(os.sep)
-    if "**" not in parts:
-        return glob.glob(pattern)
-    at = parts.index("**")
-    head = os.sep.join(parts[:at]) or (os.sep if pattern.startswith(os.sep) else "")
-    rest = parts[at + 1 :] or ["*"]
-    bases = glob.glob(head) if glob.has_magic(head) else [head]  # "": the current folder
-    found: list[str] = []
-    for base in bases:
-        for folder in _folders_below(base):
-            found.extend(_expand(os.path.join(glob.escape(folder), *rest)))
-    return found
-
-
-def _folders_below(base: str) -> Iterator[str]:
-    """``base`` and every folder below it, each real folder once, breadth first; hidden
-    folders are skipped, as ``glob``'s ``**`` does."""
-    seen: set[Inode] = set()
-    queue = deque([base])
-    while queue:
-        folder = queue.popleft()
-        try:
-            info = os.stat(folder or os.curdir)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in seen:
-            continue
-        seen.add((info.st_dev, info.st_ino))
-        yield folder
-        try:
-            with os.scandir(folder or os.curdir) as entries:
-                names = sorted(e.name for e in entries if not e.name.startswith("."))
-        except OSError:
-            continue
-        queue.extend(os.path.join(folder, name) for name in names)

@@ -10,9 +10,10 @@ sink groups with each sink's stored penalty/backoff state, and the collector lea
                              └─► running collector's metrics file (fresh) ──┼─► PipelineSnapshot
     DagRunLookup (optional: Airflow's dag_run rows by run_id) ──────────────┘
 
-Read-only means read-only: the snapshot is built with plain SELECTs over the metastore's tables
-(:mod:`pipeline_core.metastore._schema`); it never migrates a schema and never creates a
-metastore that does not exist yet (a pipeline that never ran shows no state and says so).
+Read-only means read-only: the snapshot reads the metastore through its read-only view
+(:func:`pipeline_core.metastore.open_view`: SELECTs only, one connection outside any pool); it
+never migrates a schema and never creates a metastore that does not exist yet (a pipeline that
+never ran shows no state and says so).
 What only a running collector knows (stage queue depths against their watermarks, read
 offsets, trees in flight now) comes from the metrics file it rewrites every few seconds while
 that report is fresh, and is otherwise reported as not available, never guessed; the acker

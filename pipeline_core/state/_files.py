@@ -9,51 +9,61 @@ know yet are listed as ``untracked``.
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import os
-import stat
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
+from pipeline_core.metastore import FileRecord, FileState
+from pipeline_core.source import find_files
 from pipeline_core.state._models import FileSnapshot, FileStatus
 
 _Inode = tuple[int, int]
 
 
-def file_snapshots(config: PipelineConfig, rows: Sequence[Any]) -> list[FileSnapshot]:
-    """The tracked files (``sluice_files`` rows of every host), then the untracked ones."""
+def file_snapshots(
+    config: PipelineConfig, by_host: Mapping[str, Sequence[FileRecord]]
+) -> list[FileSnapshot]:
+    """The tracked files (the metastore's files of every host), then the untracked ones."""
     found = _found_files(config.sources)
-    return _tracked(config, rows, found) + _untracked(config, rows, found)
+    return _tracked(config, by_host, found) + _untracked(config, by_host, found)
 
 
 def _tracked(
-    config: PipelineConfig, rows: Sequence[Any], found: Mapping[_Inode, tuple[str, str]]
+    config: PipelineConfig,
+    by_host: Mapping[str, Sequence[FileRecord]],
+    found: Mapping[_Inode, tuple[str, str]],
 ) -> list[FileSnapshot]:
     local = config.collector.host
     snapshots = []
-    for row in rows:
-        snapshot = FileSnapshot(
-            source=row.source,
-            host=row.host,
-            path=row.path,
-            fingerprint=row.fingerprint,
-            state=FileStatus(row.state),
-            sealed_offset=row.sealed_offset,
-        )
-        if row.host != local:
-            update: dict[str, Any] = {"note": f"on host {row.host}: not measured here"}
-        elif row.state == FileStatus.DONE:
-            update = {"unread_bytes": 0, "note": "read to its end"}
-        else:
-            update = _measure(row, found.get((row.dev, row.ino)))
-        snapshots.append(snapshot.model_copy(update=update))
+    for host, records in by_host.items():
+        for row in records:
+            snapshot = FileSnapshot(
+                source=row.source,
+                host=host,
+                path=row.path,
+                fingerprint=row.fingerprint,
+                state=FileStatus(row.state.value),
+                sealed_offset=row.sealed_offset,
+            )
+            if host != local:
+                update: dict[str, Any] = {"note": f"on host {host}: not measured here"}
+            elif row.state is FileState.DONE:
+                update = {"unread_bytes": 0, "note": "read to its end"}
+            elif row.state is FileState.COPIED:
+                update = _measure(row, found.get((row.dev, row.ino)))
+                update.update(
+                    note="a copytruncate copy: read (to its end or past it) as its original"
+                )
+                update["unread_bytes"] = max(update.get("size", 0) - row.sealed_offset, 0)
+            else:
+                update = _measure(row, found.get((row.dev, row.ino)))
+            snapshots.append(snapshot.model_copy(update=update))
     return snapshots
 
 
-def _measure(row: Any, found_at: tuple[str, str] | None) -> dict[str, Any]:
+def _measure(row: FileRecord, found_at: tuple[str, str] | None) -> dict[str, Any]:
     """Size and unread bytes of a tracked file, where it was sealed or where it is now."""
     candidates = [row.path] + ([found_at[1]] if found_at and found_at[1] != row.path else [])
     for path in candidates:
@@ -77,14 +87,15 @@ def _measure(row: Any, found_at: tuple[str, str] | None) -> dict[str, Any]:
 
 
 def _untracked(
-    config: PipelineConfig, rows: Sequence[Any], found: Mapping[_Inode, tuple[str, str]]
+    config: PipelineConfig,
+    by_host: Mapping[str, Sequence[FileRecord]],
+    found: Mapping[_Inode, tuple[str, str]],
 ) -> list[FileSnapshot]:
     """Files the sources' paths match that the metastore does not know yet (never sealed)."""
     local = config.collector.host
-    known: dict[_Inode, list[Any]] = {}
-    for row in rows:
-        if row.host == local:
-            known.setdefault((row.dev, row.ino), []).append(row)
+    known: dict[_Inode, list[FileRecord]] = {}
+    for row in by_host.get(local, []):
+        known.setdefault((row.dev, row.ino), []).append(row)
     snapshots = []
     for inode, (source_name, path) in sorted(found.items(), key=lambda i: i[1][1]):
         if any(_same_file(row, path) for row in known.get(inode, [])):
@@ -111,24 +122,17 @@ def _untracked(
     return snapshots
 
 
-def _same_file(row: Any, path: str) -> bool:
-    return row.state != FileStatus.DONE or _signature_matches(path, row.sig_size, row.sig_crc)
+def _same_file(row: FileRecord, path: str) -> bool:
+    return row.state is not FileState.DONE or _signature_matches(path, row.sig_size, row.sig_crc)
 
 
 def _found_files(sources: Iterable[SourceConfig]) -> dict[_Inode, tuple[str, str]]:
-    """``(dev, ino) -> (source, path)`` of the regular files the sources' globs match now."""
+    """``(dev, ino) -> (source, path)`` of the regular files the sources' globs match now,
+    found as the collector finds them."""
     found: dict[_Inode, tuple[str, str]] = {}
     for source in sources:
-        for pattern in source.paths:
-            for path in sorted(glob.glob(pattern, recursive=True)):
-                if any(fnmatch.fnmatch(path, ex) for ex in source.exclude):
-                    continue
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode):
-                    found.setdefault((info.st_dev, info.st_ino), (source.name, path))
+        for inode, (path, _size) in find_files(source).items():
+            found.setdefault(inode, (source.name, path))
     return found
 
 

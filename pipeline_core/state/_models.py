@@ -24,6 +24,7 @@ class FileStatus(StrEnum):
     LIVE = "live"
     ROTATED = "rotated"
     DETACHED = "detached"
+    COPIED = "copied"
     DONE = "done"
     UNTRACKED = "untracked"
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline_core.config import PipelineConfig
-from pipeline_core.sinks import MANIFEST_NAME
+from pipeline_core.staging_contract import MANIFEST_NAME, read_manifest
 
 
 @dataclass(frozen=True, order=True)
@@ -23,24 +22,22 @@ class StagedLine:
 def staged_lines(config: PipelineConfig) -> list[StagedLine]:
     """Every line in every sealed batch folder of the pipeline, sorted by file and offset (an
     over-long line as its staged prefix, with ``line_bytes``)."""
-    root = config.staging_dir / config.name
     lines: list[StagedLine] = []
-    for manifest_path in sorted(root.glob(f"[0-9]*/*/{MANIFEST_NAME}")):
-        manifest = json.loads(manifest_path.read_text())
-        for part in manifest["parts"]:
-            data = (manifest_path.parent / part["name"]).read_bytes()
-            for segment in part["segments"]:
-                fingerprint, offset = str(segment["file_fingerprint"]), int(segment["start_offset"])
-                begin = int(segment["part_offset"])
-                line_bytes = segment.get("line_bytes")
-                for line in _split(data[begin : begin + int(segment["length"])]):
+    for manifest_path in sorted(staging_folder(config).glob(f"[0-9]*/*/{MANIFEST_NAME}")):
+        batch = manifest_path.parent
+        manifest = read_manifest(batch)
+        for part in manifest.parts:
+            data = (batch / part.name).read_bytes()
+            for segment in part.segments:
+                offset, begin = segment.start_offset, segment.part_offset
+                for line in _split(data[begin : begin + segment.length]):
                     lines.append(
                         StagedLine(
-                            fingerprint,
+                            segment.file_fingerprint,
                             offset,
                             line.removesuffix(b"\n"),
-                            int(manifest["checkpoint_id"]),
-                            None if line_bytes is None else int(line_bytes),
+                            manifest.checkpoint_id,
+                            segment.line_bytes,
                         )
                     )
                     offset += len(line)

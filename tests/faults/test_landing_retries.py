@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from pipeline_core.errors import LandingError
 from pipeline_core.metastore import CheckpointState
 from pipeline_core.operations import CheckpointInfo, PipelineOperations
-from spark_jobs import land_checkpoint
-from spark_jobs.land_checkpoint import land
+from spark_jobs import landing
+from spark_jobs.landing import land
 from tests.support.faults import (
     FaultLines,
     FaultSeed,
@@ -29,7 +29,7 @@ from tests.support.pipelines import append, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
-SPARK_FAILURES = (PySparkException, Py4JJavaError, land_checkpoint.LandingError)
+SPARK_FAILURES = (PySparkException, Py4JJavaError, LandingError)
 """What a failed landing job raises: Spark's errors, or the job's own."""
 
 
@@ -130,7 +130,7 @@ def test_a_landing_failing_midway_commits_nothing_and_its_retry_lands_exactly_on
         raise RuntimeError("injected: executor lost")
 
     with monkeypatch.context() as patch:
-        patch.setattr(land_checkpoint, failing_step, executor_lost)
+        patch.setattr(landing, failing_step, executor_lost)
         with pytest.raises(RuntimeError, match="injected"):
             pipeline.land(spark, failing)
     assert pipeline.rows_of(failing) > 0  # it did fail midway: rows without a summary

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.sinks import checkpoint_dir
+from pipeline_core.staging_contract import checkpoint_dir
 from pipeline_core.testing import staged_lines
 from tests.support.faults import (
     FaultLines,

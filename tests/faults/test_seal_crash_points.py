@@ -14,7 +14,7 @@ from pipeline_core.config import load_pipeline_config
 from pipeline_core.errors import CheckpointError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
-from pipeline_core.sinks import checkpoint_dir
+from pipeline_core.staging_contract import checkpoint_dir
 from pipeline_core.testing import staged_lines
 from tests.support.faults import (
     FaultLines,
@@ -76,7 +76,7 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
             assert folder.is_dir() == point.folder_in_place
             # An unrecorded batch folder is never offered for landing, nor landed on request.
             assert crashed_id not in [i.checkpoint_id for i in operations.pending_landings()]
-            with pytest.raises(CheckpointError, match="only sealed checkpoints"):
+            with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
                 operations.landing_job(crashed_id)
         append(log, *after)
         wait_for_free_lease(metastore, config, timeout=10 * LEASE_SECONDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import zipfile
 from datetime import UTC, datetime
@@ -14,8 +15,9 @@ import pytest
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import CheckpointError, CollectorBusyError, LandingError
 from pipeline_core.landing import LANDING_APPLICATION, landing_summary_path
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import CheckpointFailedError, Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
+from pipeline_core.staging_contract import MANIFEST_NAME
 from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, write_config
 
@@ -202,6 +204,50 @@ def test_should_point_the_landing_job_at_the_checkpoint_and_the_lake(
     assert spec.py_files is not None
     with zipfile.ZipFile(spec.py_files) as archive:
         assert {"spark_jobs/land_checkpoint.py", "spark_jobs/staging.py"} <= set(archive.namelist())
+
+
+def test_should_fail_a_sealed_checkpoint_whose_batch_left_staging(
+    operations: PipelineOperations, log: Path
+) -> None:
+    info = sealed_checkpoint(operations, log, 3)
+    shutil.rmtree(info.staging_dir / "test-host")
+
+    with pytest.raises(CheckpointFailedError, match="recorded batches missing under") as raised:
+        operations.landing_job(info.checkpoint_id)
+
+    failed = operations.checkpoint(info.checkpoint_id)
+    assert failed.state is CheckpointState.FAILED
+    assert failed.error == raised.value.error
+    assert failed.error is not None and "test-host" in failed.error
+    assert operations.pending_landings() == []
+    with pytest.raises(CheckpointFailedError, match="recorded batches missing under"):
+        operations.landable(info.checkpoint_id)
+
+
+def test_should_keep_a_committed_checkpoint_whose_batch_left_staging(
+    operations: PipelineOperations, log: Path
+) -> None:
+    info = sealed_checkpoint(operations, log, 3)
+    write_summary(operations, info.checkpoint_id, {"rows": {"access": 3}, "rejects": {}})
+    operations.commit(info.checkpoint_id)
+    (info.staging_dir / "test-host" / MANIFEST_NAME).unlink()
+
+    with pytest.raises(LandingError, match="cannot be landed again: recorded batches missing"):
+        operations.landing_job(info.checkpoint_id)
+
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.COMMITTED
+
+
+def test_should_fail_nothing_while_the_staging_folder_cannot_be_seen(
+    operations: PipelineOperations, log: Path
+) -> None:
+    info = sealed_checkpoint(operations, log, 3)
+    info.staging_dir.parent.rename(info.staging_dir.parent.with_name("elsewhere"))
+
+    spec = operations.landing_job(info.checkpoint_id)  # the landing job says what is wrong
+
+    assert spec.application_args[1] == str(info.staging_dir)
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
 
 
 def test_should_refuse_to_commit_without_a_landing_summary(

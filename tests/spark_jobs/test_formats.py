@@ -12,8 +12,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline_core.staging_contract import ManifestPart
+from spark_jobs.checkpoint import PartFile
 from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
-from spark_jobs.land_checkpoint import PartFile, Segment, StagedPart, read_source
+from spark_jobs.landing import read_source
 from tests.support.staging import DEFAULT_SEALED_AT, Line, LongLine, line_offsets, write_part
 
 pytestmark = pytest.mark.spark
@@ -99,19 +101,10 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     def build(lines: list[Line], source: str = "access") -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
-        part = PartFile(
-            str(path),
-            source,
-            len(lines),
-            HOST,
-            DEFAULT_SEALED_AT,
-            path.stat().st_size,
-            "00000000",  # not checked by read_source
-            tuple(Segment(**segment) for segment in segments),
-        )
-        return read_source(
-            spark, [StagedPart(part, {FINGERPRINT: len(lines)})], source, CHECKPOINT_ID
-        )
+        size = path.stat().st_size
+        entry = ManifestPart(path.name, source, len(lines), size, "00000000", segments)
+        part = PartFile(str(path), HOST, DEFAULT_SEALED_AT, entry)  # crc32 not checked here
+        return read_source(spark, [part], source, CHECKPOINT_ID)
 
     return build
 

@@ -1,574 +1,21 @@
-"""Landing sealed checkpoints into the lake: counts, idempotency, empty and broken batches."""
+"""The landing job's entry point: spark-submit of the file, and the archive it is shipped in."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import zlib
-from collections import Counter
-from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from spark_jobs.land_checkpoint import (
-    MANIFEST_NAME,
-    LandingCountError,
-    ManifestError,
-    PartChecksumError,
-    PartRowCountError,
-    PartSizeError,
-    SegmentKind,
-    files_with_rejects,
-    land,
-    read_checkpoint,
-    read_source,
-    verify_parts,
-)
-from tests.support.staging import (
-    Line,
-    LongLine,
-    checkpoint_dir,
-    line_offsets,
-    write_batch,
-    write_empty_batch,
-)
+from pipeline_core.landing import spark_jobs_archive
+from tests.spark_jobs.support import LINES_PER_HOST, stage
 
 REPO = Path(__file__).resolve().parents[2]
-PIPELINE = "web_access"
-ACCESS = [
-    b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"',
-    b'198.51.100.2 - bob [22/Nov/2026:23:59:59 -0100] "GET /late HTTP/1.1" 200 1 "-" "-"',
-    b'203.0.113.7 - - [22/Nov/2026:10:00:02 +0000] "GET /\xff HTTP/1.1" 200 1 "-" "-"',
-    b"\x00\x00\x00\x00",
-    b'203.0.113.7 - - [22/Nov/2026:10:00:03 +0000] "GET /trunc',
-    b'203.0.113.7 - - [99/Nov/2026:10:00:04 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
-    b"z" * 100 * 1024,
-    b'203.0.113.8 - - [21/Nov/2026:08:00:00 +0000] "HEAD /ping HTTP/1.0" 204 0 "-" "probe"',
-    b"garbage \xff line",
-]
-APP = [
-    b'{"ts": "2026-11-22T10:00:00Z", "msg": "a"}',
-    b'{"msg": "no time"}',
-    b"not json",
-]
-MISC = [b"free text", b"\xfe\xff"]
-LINES_PER_HOST = len(ACCESS) + len(APP) + len(MISC)
-
-
-def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", "web-2")) -> Path:
-    """A checkpoint with three sources (nginx, JSON, raw) on every host."""
-    for number, host in enumerate(hosts):
-        fingerprint = f"{number:04x}00000000aaaa"
-        write_batch(
-            staging, PIPELINE, checkpoint_id, host, "access", "nginx_combined", ACCESS,
-            fingerprint, 1000 * checkpoint_id, rows_per_part=4, lines_per_segment=3,
-        )  # fmt: skip
-        write_batch(
-            staging, PIPELINE, checkpoint_id, host, "app", "json_lines", APP,
-            f"{number:04x}00000000bbbb", 0, time_field="ts",
-        )  # fmt: skip
-        write_batch(
-            staging, PIPELINE, checkpoint_id, host, "misc", "raw", MISC,
-            f"{number:04x}00000000cccc", 0,
-        )  # fmt: skip
-    return checkpoint_dir(staging, PIPELINE, checkpoint_id)
-
-
-def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
-    """Apply ``edit`` to a batch's manifest (in place); returns the manifest's path."""
-    path = batch / MANIFEST_NAME
-    manifest = json.loads(path.read_text())
-    edit(manifest)
-    path.write_text(json.dumps(manifest))
-    return path
-
-
-def lake_rows(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> list[Any]:
-    frame = spark.read.parquet(str(lake / table)).where(F.col("checkpoint_id") == checkpoint_id)
-    return frame.collect()
-
-
-def assert_exactly_once(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> int:
-    rows = lake_rows(spark, lake, table, checkpoint_id)
-    ids = Counter(row["event_id"] for row in rows)
-    assert not [event_id for event_id, count in ids.items() if count > 1]
-    return len(rows)
-
-
-@pytest.mark.spark
-def test_land_writes_rows_rejects_and_summary(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    summary = land(spark, stage(tmp_path / "staging", 3), lake)
-
-    assert summary["checkpoint_id"] == 3
-    assert summary["rows"] == {"access": 6, "app": 4, "misc": 4}
-    assert summary["rejects"] == {  # per host: 5 from access, 1 from app
-        "invalid_utf8": 4,
-        "no_match": 6,
-        "bad_timestamp": 2,
-        "invalid_json": 2,
-        "line_too_long": 0,
-    }
-    assert summary["input_lines"] == 2 * LINES_PER_HOST
-    assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
-    assert summary["batches"] == 2
-    assert json.loads((lake / "_landings" / "checkpoint_id=3.json").read_text()) == summary
-
-    dates = sorted(path.name for path in (lake / "access").glob("event_date=*"))
-    assert dates == ["event_date=2026-11-21", "event_date=2026-11-22", "event_date=2026-11-23"]
-    assert (lake / "access" / "event_date=2026-11-23" / "checkpoint_id=3").is_dir()
-    assert (lake / "_rejects" / "checkpoint_id=3").is_dir()
-    access = lake_rows(spark, lake, "access", 3)
-    assert {row["host"] for row in access} == {"web-1", "web-2"}
-    offsets = line_offsets(ACCESS, 3000)
-    assert sorted(row["event_id"] for row in access if row["host"] == "web-1") == sorted(
-        f"000000000000aaaa:{offsets[index]}" for index in (0, 1, 7)
-    )
-    rejects = lake_rows(spark, lake, "_rejects", 3)
-    assert Counter(row["source"] for row in rejects) == {"access": 12, "app": 2}
-
-
-@pytest.mark.spark
-def test_landing_twice_leaves_one_copy(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    staged = stage(tmp_path / "staging", 4)
-    first = land(spark, staged, lake)
-    stale = lake / "access" / "event_date=1999-01-01" / "checkpoint_id=4"
-    stale.mkdir(parents=True)
-    shutil.copy(
-        next((lake / "access").glob("event_date=2026-11-22/checkpoint_id=4/*.parquet")), stale
-    )
-
-    second = land(spark, staged, lake)
-
-    assert {k: v for k, v in second.items() if k != "landed_at"} == {
-        k: v for k, v in first.items() if k != "landed_at"
-    }
-    assert not stale.parent.exists()
-    for table, rows in second["rows"].items():
-        assert assert_exactly_once(spark, lake, table, 4) == rows
-    assert assert_exactly_once(spark, lake, "_rejects", 4) == sum(second["rejects"].values())
-
-
-@pytest.mark.spark
-def test_two_checkpoints_coexist(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    staging = tmp_path / "staging"
-    one = land(spark, stage(staging, 1, hosts=("web-1",)), lake)
-    two = land(spark, stage(staging, 2), lake)
-    land(spark, checkpoint_dir(staging, PIPELINE, 1), lake)  # again: must not touch 2
-
-    for checkpoint_id, summary in [(1, one), (2, two)]:
-        assert (
-            assert_exactly_once(spark, lake, "access", checkpoint_id) == summary["rows"]["access"]
-        )
-        rejects = assert_exactly_once(spark, lake, "_rejects", checkpoint_id)
-        assert rejects == sum(summary["rejects"].values())
-    everything = spark.read.parquet(str(lake / "access")).groupBy("checkpoint_id").count()
-    assert {row["checkpoint_id"]: row["count"] for row in everything.collect()} == {1: 3, 2: 6}
-    assert sorted(p.name for p in (lake / "_landings").iterdir()) == [
-        "checkpoint_id=1.json",
-        "checkpoint_id=2.json",
-    ]
-
-
-@pytest.mark.spark
-def test_checkpoint_without_rejects_writes_no_rejects(spark: SparkSession, tmp_path: Path) -> None:
-    staging = tmp_path / "staging dir %41"  # Spark names files by URI: %-escapes on the way
-    write_batch(staging, PIPELINE, 5, "web-1", "access", "nginx_combined", [ACCESS[0]], "f" * 16)
-    summary = land(spark, checkpoint_dir(staging, PIPELINE, 5), tmp_path / "lake")
-
-    assert summary["rows"] == {"access": 1}
-    assert set(summary["rejects"].values()) == {0}
-    assert not (tmp_path / "lake" / "_rejects" / "checkpoint_id=5").exists()
-
-
-@pytest.mark.spark
-def test_empty_checkpoints_land_zero_rows(spark: SparkSession, tmp_path: Path) -> None:
-    staging = tmp_path / "staging"
-    write_empty_batch(staging, PIPELINE, 8, "web-1")
-    write_batch(staging, PIPELINE, 8, "web-2", "access", "nginx_combined", [], "e" * 16)
-    checkpoint_dir(staging, PIPELINE, 9).mkdir(parents=True)
-    lake = tmp_path / "lake"
-
-    with_manifests = land(spark, checkpoint_dir(staging, PIPELINE, 8), lake)
-    without = land(spark, checkpoint_dir(staging, PIPELINE, 9), lake)
-
-    assert with_manifests["rows"] == {"access": 0}
-    assert (with_manifests["input_lines"], with_manifests["batches"]) == (0, 2)
-    assert (without["rows"], without["input_lines"], without["batches"]) == ({}, 0, 0)
-    for summary in (with_manifests, without):
-        assert set(summary["rejects"].values()) == {0}
-    assert (lake / "_landings" / "checkpoint_id=9.json").is_file()
-
-
-@pytest.mark.spark
-def test_part_of_another_size_than_its_manifest_fails_before_the_lake_changes(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    staging = tmp_path / "staging"
-    batch = write_batch(staging, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
-    part = batch / "part-access-00000.lines"
-    size = part.stat().st_size
-    part.write_bytes(ACCESS[0] + b"\n")
-
-    found = len(ACCESS[0]) + 1
-    message = rf"part-access-00000\.lines: manifest says {size} bytes, file has {found}"
-    with pytest.raises(PartSizeError, match=message):
-        land(spark, checkpoint_dir(staging, PIPELINE, 6), tmp_path / "lake")
-    assert not (tmp_path / "lake").exists()
-
-
-@pytest.mark.spark
-def test_part_changed_in_place_fails_and_leaves_the_earlier_landing(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    staged = stage(tmp_path / "staging", 6, hosts=("web-1",))
-    lake = tmp_path / "lake"
-    summary = land(spark, staged, lake)
-    part = staged / "web-1" / "part-access-00000.lines"
-    intact = part.read_bytes()
-    part.write_bytes(b"\0" * len(intact))  # a disk error: same size, other bytes
-
-    with pytest.raises(PartChecksumError, match=r"part-access-00000\.lines: manifest says CRC-32"):
-        land(spark, staged, lake)
-
-    assert assert_exactly_once(spark, lake, "access", 6) == summary["rows"]["access"]
-    assert (lake / "_landings" / "checkpoint_id=6.json").is_file()
-
-
-def test_segment_with_other_line_count_than_its_bytes_fails(tmp_path: Path) -> None:
-    batch = write_batch(
-        tmp_path, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
-        lines_per_segment=4,
-    )  # fmt: skip
-
-    def move_a_line(manifest: dict[str, Any]) -> None:
-        first, second = manifest["parts"][0]["segments"][:2]
-        first["lines"] -= 1  # the part's rows stay right; the segments' lines do not
-        second["lines"] += 1
-
-    edit_manifest(batch, move_a_line)
-    second_offset = sum(len(line) + 1 for line in ACCESS[:4])
-    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 6))
-
-    with pytest.raises(PartRowCountError) as raised:
-        verify_parts(checkpoint.parts)
-    message = str(raised.value)
-    assert "part-access-00000.lines: the segment at part_offset 0 holds 4 lines, the " in message
-    assert f"part_offset {second_offset} holds 4 lines, the manifest says 5" in message
-    assert type(raised.value) is PartRowCountError
-
-
-@pytest.mark.spark
-def test_segment_whose_lines_differ_when_read_fails_the_spark_job(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """The executors check every segment again (the part changed after the driver checked)."""
-    batch = write_batch(
-        tmp_path, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
-        lines_per_segment=4,
-    )  # fmt: skip
-    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 6))
-    staged = verify_parts(checkpoint.parts)
-    part = batch / "part-access-00000.lines"
-    data = bytearray(part.read_bytes())
-    second_offset = sum(len(line) + 1 for line in ACCESS[:4])
-    data[second_offset + 1] = ord("\n")  # one more line in the second segment
-    part.write_bytes(bytes(data))
-
-    more = rf"part-access-00000\.lines: the segment at part_offset {second_offset} \("
-    with pytest.raises(Exception, match=more + r"\d+ bytes\) holds 5 lines, the manifest says 4"):
-        read_source(spark, staged, "access", 6).collect()
-
-    part.write_bytes(bytes(data[: second_offset + 10]))
-    # Every segment from the second on is cut short; whichever task fails first is reported.
-    short = r"part-access-00000\.lines: short read: the segment at part_offset \d+ "
-    with pytest.raises(Exception, match=short):
-        read_source(spark, staged, "access", 6).collect()
-
-
-@pytest.mark.spark
-def test_read_source_reads_the_lines_of_the_files_asked_for_in_staging_order(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    staged_dir = stage(tmp_path / "staging", 3)
-    staged = verify_parts(read_checkpoint(staged_dir).parts)
-
-    every = read_source(spark, staged, "access", 3).collect()
-    only = read_source(spark, staged, "access", 3, {("web-2", "000100000000aaaa")}).collect()
-
-    offsets = line_offsets(ACCESS, 3000)
-    assert [(row["host"], row["byte_offset"], row["line"]) for row in every] == [
-        (host, offset, line)
-        for host in ("web-1", "web-2")
-        for offset, line in zip(offsets, ACCESS, strict=True)
-    ]
-    assert {row["file_fingerprint"] for row in every} == {"000000000000aaaa", "000100000000aaaa"}
-    assert [row["line"] for row in only] == ACCESS
-    assert {(row["host"], row["file_fingerprint"]) for row in only} == {
-        ("web-2", "000100000000aaaa")
-    }
-    assert {(row["checkpoint_id"], row["source"]) for row in every} == {(3, "access")}
-    assert {row["sealed_at"] for row in every} == {datetime(2026, 11, 22, 10, 0, 0, 123456)}
-
-
-@pytest.mark.spark
-def test_unterminated_last_line_is_a_line(spark: SparkSession, tmp_path: Path) -> None:
-    batch = write_batch(
-        tmp_path, PIPELINE, 5, "web-1", "misc", "raw", [*MISC, b"", b"last\r"], "c" * 16,
-        lines_per_segment=2,
-    )  # fmt: skip
-    part = batch / "part-misc-00000.lines"
-    part.write_bytes(part.read_bytes()[:-1])  # the last line loses its \n
-
-    def unterminate(manifest: dict[str, Any]) -> None:
-        entry = manifest["parts"][0]
-        entry["bytes"] -= 1
-        entry["segments"][-1]["length"] -= 1
-        entry["crc32"] = f"{zlib.crc32(part.read_bytes()):08x}"
-
-    edit_manifest(batch, unterminate)
-    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 5), tmp_path / "lake")
-
-    assert summary["rows"] == {"misc": 4}
-    messages = [row["message"] for row in lake_rows(spark, tmp_path / "lake", "misc", 5)]
-    assert sorted(messages) == sorted(["free text", "\ufffd\ufffd", "", "last"])
-
-
-@pytest.mark.spark
-def test_an_over_long_line_lands_as_one_line_too_long_reject(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """Its prefix would parse as a whole line; the line still lands only as its reject."""
-    access: list[Line] = [ACCESS[0], LongLine(ACCESS[1], 5_000_000), ACCESS[7]]
-    misc: list[Line] = [b"free text", LongLine(b"caf\xc3", 2_000_000)]
-    write_batch(tmp_path, PIPELINE, 8, "web-1", "access", "nginx_combined", access, "a" * 16, 100)
-    write_batch(tmp_path, PIPELINE, 8, "web-1", "misc", "raw", misc, "c" * 16)
-    lake = tmp_path / "lake"
-
-    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 8), lake)
-
-    assert summary["rows"] == {"access": 2, "misc": 1}
-    assert summary["rejects"]["line_too_long"] == 2
-    assert sum(summary["rejects"].values()) == 2
-    offsets = line_offsets(access, 100)
-    assert sorted(row["byte_offset"] for row in lake_rows(spark, lake, "access", 8)) == [
-        offsets[0],
-        offsets[2],
-    ]
-    rejects = sorted(
-        (row.asDict() for row in lake_rows(spark, lake, "_rejects", 8)),
-        key=lambda row: str(row["source"]),
-    )
-    assert rejects == [
-        {
-            "event_id": f"{'a' * 16}:{offsets[1]}",
-            "file_fingerprint": "a" * 16,
-            "byte_offset": offsets[1],
-            "host": "web-1",
-            "source": "access",
-            "raw_line": ACCESS[1].decode(),
-            "line_bytes": 5_000_000,
-            "reason": "line_too_long",
-            "checkpoint_id": 8,
-        },
-        {
-            "event_id": f"{'c' * 16}:10",
-            "file_fingerprint": "c" * 16,
-            "byte_offset": 10,
-            "host": "web-1",
-            "source": "misc",
-            "raw_line": "caf\ufffd",
-            "line_bytes": 2_000_000,
-            "reason": "line_too_long",
-            "checkpoint_id": 8,
-        },
-    ]
-
-
-def test_an_over_long_lines_prefix_holding_a_newline_fails(tmp_path: Path) -> None:
-    lines: list[Line] = [b"before", LongLine(b"prefix\n", 5_000_000), b"after"]
-    write_batch(tmp_path, PIPELINE, 8, "web-1", "misc", "raw", lines, "c" * 16)
-    checkpoint = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 8))
-
-    with pytest.raises(PartRowCountError, match=r"the segment at part_offset 7 is an over-long"):
-        verify_parts(checkpoint.parts)
-
-
-@pytest.mark.spark
-def test_unsealed_batch_fails(spark: SparkSession, tmp_path: Path) -> None:
-    staging = tmp_path / "staging"
-    write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
-    (checkpoint_dir(staging, PIPELINE, 7) / "web-2").mkdir()
-
-    with pytest.raises(ManifestError, match="web-2"):
-        land(spark, checkpoint_dir(staging, PIPELINE, 7), tmp_path / "lake")
-
-
-def test_manifest_naming_a_missing_part_fails(tmp_path: Path) -> None:
-    staging = tmp_path / "staging"
-    batch = write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
-    (batch / "part-access-00000.lines").unlink()
-
-    with pytest.raises(ManifestError, match=r"missing: .*part-access-00000\.lines"):
-        read_checkpoint(checkpoint_dir(staging, PIPELINE, 7))
-
-
-@pytest.mark.parametrize("version", [2, 5, "4"])
-def test_manifest_of_another_format_fails(tmp_path: Path, version: object) -> None:
-    batch = write_batch(
-        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16
-    )
-    edit_manifest(batch, lambda manifest: manifest.update(format_version=version))
-
-    message = rf"_manifest\.json: unsupported format_version {version!r}"
-    with pytest.raises(ManifestError, match=message):
-        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
-
-
-def _as_format_3(manifest: dict[str, Any]) -> None:
-    """A batch as the collector sealed it before format 4: segments without ``kind``."""
-    manifest["format_version"] = 3
-    for part in manifest["parts"]:
-        for segment in part["segments"]:
-            del segment["kind"]
-
-
-def test_manifest_of_format_3_is_read_as_lines_segments(tmp_path: Path) -> None:
-    batch = write_batch(
-        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
-        lines_per_segment=4,
-    )  # fmt: skip
-    expected = read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
-    edit_manifest(batch, _as_format_3)
-
-    assert read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7)) == expected
-    assert {s.kind for p in expected.parts for s in p.segments} == {SegmentKind.LINES}
-
-    edit_manifest(batch, lambda m: m["parts"][0]["segments"][0].update(kind="lines"))
-    with pytest.raises(ManifestError, match=r"segment 0: kind is not part of format_version 3"):
-        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
-
-
-def _segments(manifest: dict[str, Any]) -> list[Any]:
-    """The first part's segments."""
-    segments: list[Any] = manifest["parts"][0]["segments"]
-    return segments
-
-
-def _append_segment(manifest: dict[str, Any], length: int, lines: int) -> None:
-    """Add a segment after the first part's last one."""
-    part = manifest["parts"][0]
-    segment = {
-        "file_fingerprint": "a" * 16,
-        "start_offset": 0,
-        "part_offset": part["bytes"],
-        "kind": "lines",
-    }
-    part["segments"].append({**segment, "length": length, "lines": lines})
-
-
-MALFORMED_SEGMENTS: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
-    "no segments": (lambda m: m["parts"][0].pop("segments"), r"no 'segments'"),
-    "segments not a list": (
-        lambda m: m["parts"][0].update(segments={}),
-        r"segments is not a list",
-    ),
-    "segment not an object": (lambda m: _segments(m).append(7), r"segment 3: not an object"),
-    "missing field": (lambda m: _segments(m)[1].pop("lines"), r"segment 1: no 'lines'"),
-    "first not at 0": (
-        lambda m: _segments(m)[0].update(part_offset=1),
-        r"segment 0: part_offset 1 is not where the last segment ended \(0\)",
-    ),
-    "gap": (
-        lambda m: _segments(m)[2].update(part_offset=_segments(m)[2]["part_offset"] + 1),
-        r"segment 2: part_offset \d+ is not where the last segment ended",
-    ),
-    "lengths": (
-        lambda m: m["parts"][0].update(bytes=m["parts"][0]["bytes"] + 1),
-        r"segments hold other than its \d+ bytes",
-    ),
-    "lines": (
-        lambda m: _segments(m)[0].update(lines=2),
-        r"segments hold other than its 9 rows",
-    ),
-    "negative": (lambda m: _segments(m)[1].update(start_offset=-1), r"start_offset -1 is not"),
-    "float": (lambda m: _segments(m)[1].update(length=1.5), r"length 1\.5 is not"),
-    "text": (lambda m: _segments(m)[1].update(lines="3"), r"lines '3' is not"),
-    "bool": (lambda m: _segments(m)[1].update(part_offset=True), r"part_offset True is not"),
-    "fingerprint": (
-        lambda m: _segments(m)[1].update(file_fingerprint=7),
-        r"segment 1: file_fingerprint 7 is not a string",
-    ),
-    "more lines than bytes": (
-        lambda m: _append_segment(m, length=1, lines=2),
-        r"segment 3: 1 bytes cannot hold 2 lines",
-    ),
-    "bytes without lines": (
-        lambda m: _append_segment(m, length=1, lines=0),
-        r"segment 3: 1 bytes cannot hold 0 lines",
-    ),
-    "crc32": (lambda m: m["parts"][0].update(crc32="xyz"), r"crc32 'xyz' is not 8 hex digits"),
-    "no kind": (lambda m: _segments(m)[1].pop("kind"), r"segment 1: no 'kind'"),
-    "unknown kind": (
-        lambda m: _segments(m)[1].update(kind="huge"),
-        r"segment 1: kind 'huge' is not one of lines, long_line",
-    ),
-    "long line of several lines": (
-        lambda m: _segments(m)[1].update(kind="long_line", line_bytes=10**6),
-        r"segment 1: a long_line segment holds 1 line, not 4",
-    ),
-    "long line without its length": (
-        lambda m: _segments(m)[2].update(kind="long_line"),
-        r"segment 2: no 'line_bytes'",
-    ),
-    "long line no longer than its prefix": (
-        lambda m: _segments(m)[2].update(kind="long_line", line_bytes=_segments(m)[2]["length"]),
-        r"segment 2: an over-long line of \d+ bytes cannot have a prefix of \d+",
-    ),
-    "line_bytes of lines": (
-        lambda m: _segments(m)[1].update(line_bytes=10**6),
-        r"segment 1: line_bytes belongs to long_line segments only",
-    ),
-    "rows": (lambda m: m["parts"][0].update(rows="9"), r"rows '9' is not"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(MALFORMED_SEGMENTS))
-def test_manifest_with_malformed_segments_fails_naming_the_part(tmp_path: Path, case: str) -> None:
-    edit, message = MALFORMED_SEGMENTS[case]
-    batch = write_batch(
-        tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16,
-        lines_per_segment=4,
-    )  # fmt: skip
-    manifest_path = edit_manifest(batch, edit)
-
-    with pytest.raises(ManifestError) as raised:
-        read_checkpoint(checkpoint_dir(tmp_path, PIPELINE, 7))
-    assert str(raised.value).startswith(f"{manifest_path}: part part-access-00000.lines")
-    assert raised.match(message)
-
-
-def test_files_with_rejects_are_the_short_ones() -> None:
-    staged = Counter(
-        {("access", "web-1", "a"): 3, ("access", "web-2", "b"): 2, ("app", "web-1", "c"): 1}
-    )
-    landed = Counter({("access", "web-1", "a"): 3, ("access", "web-2", "b"): 1})
-
-    assert files_with_rejects(staged, landed) == {("access", "web-2", "b"), ("app", "web-1", "c")}
-    with pytest.raises(LandingCountError, match="web-1"):
-        files_with_rejects(staged, landed + Counter({("access", "web-1", "a"): 1}))
 
 
 @pytest.mark.slow
@@ -598,3 +45,52 @@ def test_spark_submit_lands_a_checkpoint(tmp_path: Path) -> None:
     files = list((lake / "access").glob("event_date=*/checkpoint_id=11/*.parquet"))
     assert sum(pq.read_metadata(path).num_rows for path in files) == summary["rows"]["access"]
     assert pq.read_schema(files[0]).field("event_time").type == pa.timestamp("us", tz="UTC")
+
+
+def imported_from(path: Path, code: str) -> list[tuple[str, str]]:
+    """Run ``code`` in a fresh interpreter with ``path`` first on its import path; the modules
+    of Sluice it imported, each with the file it came from."""
+    script = (
+        f"import sys\nsys.path.insert(0, {str(path)!r})\n{code}\n"
+        "import json\n"
+        "print(json.dumps(sorted((name, getattr(module, '__file__', '') or '')"
+        " for name, module in sys.modules.items()"
+        " if name.split('.')[0] in ('pipeline_core', 'spark_jobs'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return [(name, file) for name, file in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path: Path) -> None:
+    archive = spark_jobs_archive(tmp_path)
+
+    modules = imported_from(archive, "import spark_jobs.land_checkpoint")
+
+    assert {name for name, _ in modules} >= {
+        "spark_jobs.land_checkpoint",
+        "spark_jobs.landing",
+        "pipeline_core.staging_contract",
+    }
+    assert {name for name, _ in modules if name.startswith("pipeline_core")} == {
+        "pipeline_core",
+        "pipeline_core.errors",
+        "pipeline_core.staging_contract",
+        "pipeline_core.staging_contract._fields",
+        "pipeline_core.staging_contract._layout",
+        "pipeline_core.staging_contract._manifest",
+        "pipeline_core.staging_contract._segment",
+    }
+    assert [name for name, file in modules if not file.startswith(str(archive))] == []
+
+
+def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
+    modules = imported_from(REPO, "import spark_jobs.staging")
+
+    assert [name for name, _ in modules] == ["spark_jobs", "spark_jobs.staging"]

@@ -42,7 +42,7 @@ import sqlalchemy as sa
 
 from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
-from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
 from pipeline_core.testing import access_lines
 
 if TYPE_CHECKING:
@@ -421,13 +421,14 @@ def _die() -> None:
 
 def install_crash(point: SealCrashPoint) -> None:
     """Make this process SIGKILL itself when sealing reaches ``point``."""
-    from pipeline_core.sinks import MANIFEST_NAME, HandoffWriter
-    from pipeline_core.sinks import _handoff as handoff
+    from pipeline_core.sinks import HandoffWriter
+    from pipeline_core.sinks import _writeback as writeback
+    from pipeline_core.staging_contract import MANIFEST_NAME
 
     publish = HandoffWriter._publish
     seal = Metastore.seal
-    save_files = Metastore._save_files
-    fsync_path = handoff._fsync_path
+    save_files = FileRepository.save
+    fsync_path = writeback.fsync_path
 
     def publish_hook(self: HandoffWriter, barrier: Any) -> Any:
         if point is SealCrashPoint.PARTS_WRITTEN:
@@ -450,15 +451,15 @@ def install_crash(point: SealCrashPoint) -> None:
             _die()
         return batch_id
 
-    def save_files_hook(self: Metastore, *args: Any, **kwargs: Any) -> None:
+    def save_files_hook(self: FileRepository, *args: Any, **kwargs: Any) -> None:
         if point is SealCrashPoint.MID_TRANSACTION:
             _die()
         save_files(self, *args, **kwargs)
 
     HandoffWriter._publish = publish_hook  # type: ignore[method-assign]
-    handoff._fsync_path = fsync_hook
+    writeback.fsync_path = fsync_hook
     Metastore.seal = seal_hook  # type: ignore[method-assign]
-    Metastore._save_files = save_files_hook  # type: ignore[method-assign]
+    FileRepository.save = save_files_hook  # type: ignore[method-assign]
 
 
 def crash_while_sealing(
@@ -482,7 +483,7 @@ def land_and_commit_sealed(spark: Any, config_path: Path) -> list[dict[str, Any]
     """Land every sealed, uncommitted checkpoint with the real Spark job (in this process, on
     ``spark``) and commit it as the DAG does; the landing summaries, oldest first."""
     from pipeline_core.operations import PipelineOperations
-    from spark_jobs.land_checkpoint import land
+    from spark_jobs.landing import land
 
     operations = PipelineOperations(config_path)
     summaries = []

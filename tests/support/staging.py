@@ -1,6 +1,6 @@
-"""Sealed staging batches (manifest format 4), exactly as the handoff sink writes them.
+"""Sealed staging batches, built with the staging contract as the handoff sink writes them.
 
-Layout (docs/architecture.md, "Staging (handoff) layout")::
+Layout (``pipeline_core.staging_contract``; docs/architecture.md, "Staging (handoff) layout")::
 
     <staging>/<pipeline>/<checkpoint:08d>/<host>/part-<source>-<seq:05d>.lines
     <staging>/<pipeline>/<checkpoint:08d>/<host>/_manifest.json
@@ -15,20 +15,29 @@ file); each call adds parts and a range to the batch's manifest.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+
+from pipeline_core.staging_contract import (
+    MANIFEST_NAME,
+    Manifest,
+    ManifestPart,
+    ManifestRange,
+    Segment,
+    SegmentKind,
+    SourceSpec,
+    batch_dir,
+    part_name,
+    read_manifest,
+    write_manifest,
+)
 
 LINES_PER_CHUNK = 1000
 """Lines per segment of the parts written here (the collector's segments are byte-sized)."""
 DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
-MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT_VERSION = 4
-PART_SUFFIX = ".lines"
 
 
 @dataclass(frozen=True)
@@ -49,16 +58,6 @@ def file_bytes(line: Line) -> int:
     return (line.line_bytes if isinstance(line, LongLine) else len(line)) + 1
 
 
-def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
-    """``<staging>/<pipeline>/<checkpoint:08d>``."""
-    return Path(staging_root) / pipeline / f"{checkpoint_id:08d}"
-
-
-def part_name(source: str, seq: int) -> str:
-    """``part-<source>-<seq:05d>.lines``."""
-    return f"part-{source}-{seq:05d}{PART_SUFFIX}"
-
-
 def line_offsets(lines: Sequence[Line], start_offset: int) -> list[int]:
     """The byte offset of each line when the lines follow each other, ``\\n``-terminated."""
     offsets: list[int] = []
@@ -76,23 +75,19 @@ def write_part(
     lines: Sequence[Line],
     *,
     lines_per_segment: int = LINES_PER_CHUNK,
-) -> list[dict[str, Any]]:
+) -> tuple[Segment, ...]:
     """One raw part file: the lines (consecutive in their file from ``offsets[0]``), each
-    ``\\n``-terminated, an over-long line as its prefix alone. Returns its manifest
-    ``segments``: one per ``lines_per_segment`` lines, and one per over-long line."""
-    segments: list[dict[str, Any]] = []
+    ``\\n``-terminated, an over-long line as its prefix alone. Returns its segments: one per
+    ``lines_per_segment`` lines, and one per over-long line."""
+    segments: list[Segment] = []
     position = 0
     with open(path, "wb") as handle:
         begin = 0
         while begin < len(lines):
             first = lines[begin]
-            segment: dict[str, Any] = {
-                "file_fingerprint": fingerprint,
-                "start_offset": offsets[begin],
-            }
             if isinstance(first, LongLine):
                 data, count = first.prefix, 1
-                segment.update(kind="long_line", line_bytes=first.line_bytes)
+                kind, line_bytes = SegmentKind.LONG_LINE, first.line_bytes
             else:
                 group: list[bytes] = []
                 for line in lines[begin : begin + lines_per_segment]:
@@ -100,58 +95,45 @@ def write_part(
                         break
                     group.append(line)
                 data, count = b"".join(line + b"\n" for line in group), len(group)
-                segment.update(kind="lines")
+                kind, line_bytes = SegmentKind.LINES, None
             handle.write(data)
             segments.append(
-                {**segment, "part_offset": position, "length": len(data), "lines": count}
+                Segment(fingerprint, offsets[begin], position, len(data), count, kind, line_bytes)
             )
             position += len(data)
             begin += count
-    return segments
+    return tuple(segments)
 
 
-def part_entry(path: Path, source: str, segments: list[dict[str, Any]]) -> dict[str, Any]:
+def part_entry(path: Path, source: str, segments: Sequence[Segment]) -> ManifestPart:
     """The manifest's ``parts`` entry of a part file written by ``write_part``."""
     data = path.read_bytes()
-    return {
-        "name": path.name,
-        "source": source,
-        "rows": sum(segment["lines"] for segment in segments),
-        "bytes": len(data),
-        "crc32": f"{zlib.crc32(data):08x}",
-        "segments": segments,
-    }
+    rows = sum(segment.lines for segment in segments)
+    return ManifestPart(
+        path.name, source, rows, len(data), f"{zlib.crc32(data):08x}", tuple(segments)
+    )
 
 
 def empty_manifest(
     pipeline: str, checkpoint_id: int, host: str, sealed_at: datetime = DEFAULT_SEALED_AT
-) -> dict[str, Any]:
-    return {
-        "format_version": MANIFEST_FORMAT_VERSION,
-        "pipeline": pipeline,
-        "checkpoint_id": checkpoint_id,
-        "host": host,
-        "sealed_at": sealed_at.isoformat(),
-        "line_count": 0,
-        "byte_count": 0,
-        "checksum": manifest_checksum([]),
-        "sources": {},
-        "parts": [],
-        "ranges": [],
-    }
-
-
-def manifest_checksum(parts: Sequence[dict[str, Any]]) -> str:
-    """The manifest's ``checksum``: the CRC-32 of its parts' ``crc32`` values, joined."""
-    return f"{zlib.crc32(''.join(part['crc32'] for part in parts).encode()):08x}"
+) -> Manifest:
+    """The manifest of a batch that holds nothing."""
+    return Manifest.of(
+        pipeline=pipeline,
+        checkpoint_id=checkpoint_id,
+        host=host,
+        sealed_at=sealed_at,
+        sources={},
+        parts=(),
+        ranges=(),
+    )
 
 
 def write_empty_batch(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) -> Path:
     """A sealed batch with a manifest and no parts (the host read nothing)."""
-    batch = checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
+    batch = batch_dir(staging_root, pipeline, checkpoint_id, host)
     batch.mkdir(parents=True, exist_ok=True)
-    manifest = empty_manifest(pipeline, checkpoint_id, host)
-    (batch / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2))
+    write_manifest(batch, empty_manifest(pipeline, checkpoint_id, host))
     return batch
 
 
@@ -177,17 +159,16 @@ def write_batch(
     holds ``rows_per_part`` of them (default: all), in segments of ``lines_per_segment``.
     Returns the batch directory ``<staging>/<pipeline>/<checkpoint:08d>/<host>``.
     """
-    batch = checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
+    batch = batch_dir(staging_root, pipeline, checkpoint_id, host)
     batch.mkdir(parents=True, exist_ok=True)
-    manifest_path = batch / MANIFEST_NAME
-    if manifest_path.exists():
-        manifest: dict[str, Any] = json.loads(manifest_path.read_text())
+    if (batch / MANIFEST_NAME).exists():
+        manifest = read_manifest(batch)
     else:
         manifest = empty_manifest(pipeline, checkpoint_id, host, sealed_at)
-    manifest["sources"][source] = {"format": format, "time_field": time_field}
 
     offsets = line_offsets(lines, start_offset)
-    seq = sum(1 for part in manifest["parts"] if part["source"] == source)
+    parts = list(manifest.parts)
+    seq = sum(1 for part in parts if part.source == source)
     step = rows_per_part or max(len(lines), 1)
     for begin in range(0, len(lines), step):
         path = batch / part_name(source, seq)
@@ -198,22 +179,21 @@ def write_batch(
             lines[begin : begin + step],
             lines_per_segment=lines_per_segment,
         )
-        manifest["parts"].append(part_entry(path, source, segments))
+        parts.append(part_entry(path, source, segments))
         seq += 1
 
     end = offsets[-1] + file_bytes(lines[-1]) if lines else start_offset
-    manifest["ranges"].append(
-        {
-            "file_fingerprint": fingerprint,
-            "path": f"/var/log/{source}/{fingerprint}.log",
-            "source": source,
-            "start": start_offset,
-            "end": end,
-            "lines": len(lines),
-        }
+    written = ManifestRange(
+        fingerprint, f"/var/log/{source}/{fingerprint}.log", source, start_offset, end, len(lines)
     )
-    manifest["line_count"] += len(lines)
-    manifest["byte_count"] += end - start_offset
-    manifest["checksum"] = manifest_checksum(manifest["parts"])
-    manifest_path.write_text(json.dumps(manifest, indent=2))
+    updated = Manifest.of(
+        pipeline=manifest.pipeline,
+        checkpoint_id=manifest.checkpoint_id,
+        host=manifest.host,
+        sealed_at=manifest.sealed_at,
+        sources={**manifest.sources, source: SourceSpec(format, time_field)},
+        parts=parts,
+        ranges=(*manifest.ranges, written),
+    )
+    write_manifest(batch, updated)
     return batch

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -126,8 +126,18 @@ class SluiceHook(BaseHook):
         return self.operations.worker_is_live()
 
     def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
-        """The spark-submit spec that lands sealed checkpoint ``checkpoint_id``."""
-        return self.operations.landing_job(checkpoint_id)
+        """The spark-submit spec that lands sealed checkpoint ``checkpoint_id``.
+
+        :raises AirflowFailException: the checkpoint is FAILED, or was found unable to land and
+            marked so (a batch gone from staging): retrying cannot help, so the task fails at
+            once with the checkpoint's error.
+        """
+        from pipeline_core.metastore import CheckpointFailedError
+
+        try:
+            return self.operations.landing_job(checkpoint_id)
+        except CheckpointFailedError as exc:
+            raise AirflowFailException(str(exc)) from exc
 
     def commit(self, checkpoint_id: int) -> CheckpointInfo:
         """Mark a landed checkpoint committed."""

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class CheckpointFailedError(AirflowFailException):
-    """The checkpoint the sensor waits for is FAILED: it will never be sealed.
+    """The checkpoint the sensor waits for is FAILED: it will never be sealed or landed.
 
     Derives from ``AirflowFailException``, so the task fails at once without retries (or is
     skipped with ``soft_fail``), instead of poking until the timeout.
@@ -79,7 +79,7 @@ class CheckpointSealedSensor(BaseSensorOperator):
         if event.get("status") == FAILED:
             raise CheckpointFailedError(
                 f"checkpoint {checkpoint_id} of pipeline {event.get('pipeline')} failed; it "
-                f"will not be sealed: {event.get('reason')}"
+                f"will not be sealed or landed: {event.get('reason')}"
             )
         if event.get("status") != SEALED:
             raise AirflowException(
@@ -111,18 +111,18 @@ class CheckpointSealedSensor(BaseSensorOperator):
 
     def _first_unsealed(self) -> int | None:
         """The first checkpoint not sealed yet (``None`` when all are); raises on a failed one."""
-        from pipeline_core.operations import LANDABLE, CheckpointState
+        from pipeline_core.metastore import CheckpointState
 
         hook = SluiceHook(config_path=self.config_path)
         for checkpoint_id in parse_checkpoint_ids(self.checkpoint_id):
             info = hook.checkpoint(checkpoint_id)
-            if info.state == CheckpointState.FAILED:
-                reason = f": {info.error}" if info.error else " (see the collector's log)"
+            if info.state is CheckpointState.FAILED:
+                reason = f": {info.error}" if info.error else " (no error was recorded)"
                 raise CheckpointFailedError(
                     f"checkpoint {checkpoint_id} of pipeline {info.pipeline} failed; it will not "
-                    f"be sealed{reason}"
+                    f"be sealed or landed{reason}"
                 )
             self.log.info("Checkpoint %d is %s", checkpoint_id, info.state.value)
-            if info.state not in LANDABLE:
+            if not info.state.landable:
                 return checkpoint_id
         return None

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 SEALED = "sealed"
 """Event status: the checkpoint is SEALED or COMMITTED; its batches can be landed."""
 FAILED = "failed"
-"""Event status: the checkpoint is FAILED and will never be sealed; ``reason`` says why."""
+"""Event status: the checkpoint is FAILED and will never be sealed or landed; ``reason`` is the
+error stored with it."""
 ERROR = "error"
 """Event status: the checkpoint cannot be watched (unknown id, broken config); ``reason``."""
 
@@ -80,11 +81,11 @@ class CheckpointSealedTrigger(BaseTrigger):
                 except MetastoreError as exc:
                     self.log.warning("Checkpoint %d: %s; polling again", self.checkpoint_id, exc)
                 else:
-                    if info.state in (CheckpointState.SEALED, CheckpointState.COMMITTED):
+                    if info.state.landable:
                         yield self._event(SEALED, info)
                         return
-                    if info.state == CheckpointState.FAILED:
-                        reason = info.error or "the collector marked it failed (see its log)"
+                    if info.state is CheckpointState.FAILED:
+                        reason = info.error or "no error was recorded"
                         yield self._event(FAILED, info, reason=reason)
                         return
                     self.log.info("Checkpoint %d is %s", self.checkpoint_id, info.state.value)

@@ -24,6 +24,7 @@ from pipeline_core.metastore import (
     CheckpointState,
     FileRecord,
     FileState,
+    IllegalTransitionError,
     LeaseHolder,
     Metastore,
     SinkStateRecord,
@@ -359,6 +360,87 @@ def test_should_refuse_to_commit_a_requested_checkpoint(metastore: Metastore) ->
 def test_should_refuse_to_commit_an_unknown_checkpoint(metastore: Metastore) -> None:
     with pytest.raises(CheckpointError, match="no checkpoint 4242"):
         metastore.commit_checkpoint(4242, {})
+
+
+# -- failing -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["requested", "sealed"])
+def test_should_fail_a_checkpoint_with_its_error(metastore: Metastore, sealed: bool) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    if sealed:
+        metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+
+    failed = metastore.fail_checkpoint(checkpoint_id, "recorded batches missing: web-1")
+
+    assert failed.state is CheckpointState.FAILED
+    assert failed.error == "recorded batches missing: web-1"
+    assert metastore.checkpoint(checkpoint_id) == failed
+    assert metastore.unsealed_for_host(PIPELINE, HOST) == []
+
+
+def test_should_refuse_to_fail_a_committed_checkpoint(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
+    metastore.commit_checkpoint(checkpoint_id, {"rows": {"access": 1}})
+
+    with pytest.raises(
+        IllegalTransitionError,
+        match=f"checkpoint {checkpoint_id} is committed; only requested or sealed checkpoints "
+        "can become failed",
+    ):
+        metastore.fail_checkpoint(checkpoint_id, "too late")
+
+    after = metastore.checkpoint(checkpoint_id)
+    assert (after.state, after.error) == (CheckpointState.COMMITTED, None)
+
+
+def test_should_neither_seal_nor_commit_a_failed_checkpoint(metastore: Metastore) -> None:
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    metastore.fail_checkpoint(checkpoint_id, "gave up")
+
+    with pytest.raises(IllegalTransitionError, match=f"checkpoint {checkpoint_id} is failed"):
+        metastore.seal(PIPELINE, batch_record(checkpoint_id), [file_record()], HOST)
+    with pytest.raises(IllegalTransitionError, match="can become committed"):
+        metastore.commit_checkpoint(checkpoint_id, {})
+
+    assert metastore.batches(checkpoint_id) == []
+    assert metastore.files(PIPELINE, HOST) == []
+    assert metastore.checkpoint(checkpoint_id).error == "gave up"
+
+
+def test_should_refuse_to_fail_an_unknown_checkpoint(metastore: Metastore) -> None:
+    with pytest.raises(CheckpointError, match="no checkpoint 4242"):
+        metastore.fail_checkpoint(4242, "gone")
+
+
+# -- data intervals ----------------------------------------------------------------------------
+
+
+def test_should_keep_the_data_interval_of_the_requesting_run(metastore: Metastore) -> None:
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    interval = (start, start + timedelta(minutes=5))
+
+    recorded = metastore.request_checkpoint(PIPELINE, "run-1", interval)
+    unrecorded = metastore.request_checkpoint(PIPELINE, "run-2")
+
+    assert recorded.data_interval == interval
+    assert unrecorded.data_interval is None
+
+
+def test_should_find_the_landable_checkpoints_of_an_interval(metastore: Metastore) -> None:
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    five = timedelta(minutes=5)
+    inside = metastore.request_checkpoint(PIPELINE, "in", (start, start + five))
+    metastore.seal(PIPELINE, batch_record(inside.checkpoint_id), [], HOST)
+    requested = metastore.request_checkpoint(PIPELINE, "waiting", (start, start + five))
+    later = metastore.request_checkpoint(PIPELINE, "later", (start + five, start + 2 * five))
+    metastore.seal(PIPELINE, batch_record(later.checkpoint_id), [], HOST)
+
+    found = metastore.checkpoints_in_interval(PIPELINE, start, start + five)
+
+    assert [c.checkpoint_id for c in found] == [inside.checkpoint_id]
+    assert requested.checkpoint_id not in [c.checkpoint_id for c in found]
 
 
 # -- leases ------------------------------------------------------------------------------------

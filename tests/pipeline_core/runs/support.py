@@ -11,7 +11,6 @@ from pipeline_core.operations import CheckpointInfo, CheckpointState, CollectRep
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 INTERVAL = (T0, T0 + timedelta(minutes=5))
-LANDABLE = (CheckpointState.SEALED, CheckpointState.COMMITTED)
 
 
 @dataclass
@@ -79,11 +78,7 @@ class StubPipeline:
         info = self.checkpoints.get(checkpoint_id)
         if info is None:
             raise CheckpointError(f"there is no checkpoint {checkpoint_id}")
-        if info.state not in LANDABLE:
-            raise CheckpointError(
-                f"checkpoint {checkpoint_id} is {info.state.value}; only sealed or committed "
-                "checkpoints can be landed"
-            )
+        info.state.check_landable(checkpoint_id, info.error)
         return info
 
     def pending_landings(self) -> list[CheckpointInfo]:
@@ -95,7 +90,7 @@ class StubPipeline:
         return [
             info
             for checkpoint_id, info in self.checkpoints.items()
-            if info.state in LANDABLE
+            if info.state.landable
             and (begins := self.interval_starts[checkpoint_id]) is not None
             and start <= begins < end
         ]

@@ -11,16 +11,15 @@ import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.errors import SealError
-from pipeline_core.sinks import (
+from pipeline_core.sinks import Barrier, HandoffWriter
+from pipeline_core.source import Chunk, LongLine, count_lines
+from pipeline_core.staging_contract import (
     MANIFEST_NAME,
-    Barrier,
-    HandoffWriter,
     ManifestRange,
     Segment,
     SegmentKind,
     checkpoint_dir,
 )
-from pipeline_core.source import Chunk, LongLine, count_lines
 
 PIPELINE = "web_access"
 HOST = "web-1"

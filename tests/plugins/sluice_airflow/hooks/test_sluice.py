@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from airflow.sdk import Connection
+from airflow.sdk.exceptions import AirflowFailException
 from sluice_airflow.hooks.sluice import (
     LAKE_CONN_ID,
     METASTORE_CONN_ID,
@@ -24,6 +26,7 @@ from sluice_airflow.hooks.sluice import (
 from pipeline_core.operations import CheckpointInfo, CheckpointState
 from pipeline_core.runs import Collection, RunMode, plan_run
 from tests.support.fake_pipeline import FakePipeline
+from tests.support.pipelines import append, write_config
 
 
 def request_checkpoint(hook: SluiceHook, run_id: str) -> CheckpointInfo:
@@ -100,6 +103,23 @@ def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
         ("landing_job", 1),
         ("commit", 1),
     ]
+
+
+def test_landing_a_checkpoint_that_lost_its_batch_fails_without_retries(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    config = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", b"one line", b"another")
+    hook = SluiceHook(config_path=config, metastore_conn_id=None, lake_conn_id=None)
+    (sealed,) = hook.operations.collect_once().sealed
+    shutil.rmtree(sealed.staging_dir / "test-host")
+
+    with pytest.raises(AirflowFailException, match="recorded batches missing under"):
+        hook.landing_job(sealed.checkpoint_id)
+    with pytest.raises(AirflowFailException, match="can no longer be sealed or landed"):
+        hook.landing_job(sealed.checkpoint_id)  # a retry finds it FAILED
+
+    assert hook.checkpoint(sealed.checkpoint_id).state is CheckpointState.FAILED
 
 
 @pytest.mark.parametrize(("value", "expected"), [(7, 7), ("7", 7), (" 12 ", 12)])

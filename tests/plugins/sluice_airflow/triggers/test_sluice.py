@@ -7,12 +7,10 @@ import importlib
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.metastore import _schema as tables
 from pipeline_core.operations import PipelineOperations
 from tests.support.pipelines import append, write_config
 
@@ -46,15 +44,10 @@ async def first_event(watcher: BaseTrigger, timeout: float = 20.0) -> TriggerEve
 
 
 def mark_failed(metastore_url: str, checkpoint_id: int, error: str) -> None:
-    """What a collector that gave up on a checkpoint records (no Metastore method does it)."""
+    """What the pipeline records for a checkpoint that can no longer be sealed or landed."""
     store = Metastore.open(metastore_url)
     try:
-        with store.transaction() as connection:
-            connection.execute(
-                tables.checkpoints.update()
-                .where(tables.checkpoints.c.id == checkpoint_id)
-                .values(state=CheckpointState.FAILED.value, error=error)
-            )
+        store.fail_checkpoint(checkpoint_id, error)
     finally:
         store.close()
 
@@ -169,12 +162,8 @@ def test_keeps_polling_while_requested_and_is_cancellable(config: Path, metastor
 
     asyncio.run(scenario())
 
-    engine = sa.create_engine(metastore_url)
-    with engine.connect() as connection:
-        state = connection.execute(
-            sa.select(tables.checkpoints.c.state).where(
-                tables.checkpoints.c.id == requested.checkpoint_id
-            )
-        ).scalar_one()
-    engine.dispose()
-    assert state == CheckpointState.REQUESTED.value
+    store = Metastore.open(metastore_url)
+    try:
+        assert store.checkpoint(requested.checkpoint_id).state is CheckpointState.REQUESTED
+    finally:
+        store.close()

@@ -1,0 +1,66 @@
+"""FileRepository: the files each collector host tracks, at the offsets sealed batches cover."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import Connection
+
+from pipeline_core.metastore import _schema as t
+from pipeline_core.metastore._records import FileRecord, FileState
+from pipeline_core.metastore._values import record_of_row, row_of_record
+
+
+class FileRepository:
+    """The rows of ``sluice_files`` on one connection (the caller's transaction). A host's
+    files are saved in the seal transaction of each of its batches."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def of_host(self, pipeline: str, host: str) -> list[FileRecord]:
+        """The files ``host`` tracks for ``pipeline``, in the order it first saw them."""
+        return self.by_host(pipeline, host).get(host, [])
+
+    def by_host(self, pipeline: str, host: str | None = None) -> dict[str, list[FileRecord]]:
+        """The files of ``pipeline`` per host (only ``host``'s when given), hosts in order."""
+        c = t.files.c
+        query = sa.select(t.files).where(c.pipeline == pipeline)
+        if host is not None:
+            query = query.where(c.host == host)
+        found: dict[str, list[FileRecord]] = {}
+        for row in self._connection.execute(query.order_by(c.host, c.id)):
+            found.setdefault(row.host, []).append(
+                record_of_row(FileRecord, row, state=FileState(row.state))
+            )
+        return found
+
+    def save(self, pipeline: str, host: str, files: Iterable[FileRecord], now: datetime) -> None:
+        """Insert the files ``host`` sees for the first time, update the others."""
+        c = t.files.c
+        known = {
+            row.fingerprint: row.id
+            for row in self._connection.execute(
+                sa.select(c.id, c.fingerprint).where(c.pipeline == pipeline, c.host == host)
+            )
+        }
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        for record in files:
+            values = row_of_record(
+                record, without=["fingerprint"], state=record.state.value, updated_at=now
+            )
+            if record.fingerprint in known:
+                updates.append({"row_id": known[record.fingerprint], **values})
+            else:
+                identity = {"pipeline": pipeline, "host": host, "fingerprint": record.fingerprint}
+                inserts.append({**identity, "first_seen_at": now, **values})
+        if inserts:
+            self._connection.execute(t.files.insert(), inserts)
+        if updates:
+            self._connection.execute(
+                t.files.update().where(c.id == sa.bindparam("row_id")), updates
+            )

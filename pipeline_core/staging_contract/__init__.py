@@ -1,0 +1,78 @@
+"""The staging contract: where sealed batches live, and the manifest that indexes them.
+
+One package owns the format that crosses from the collector to the landing job: the handoff
+sink writes it (``pipeline_core.sinks``), the landing job reads and verifies it
+(``spark_jobs``), and the test helpers build and read batches with it
+(``pipeline_core.testing``, ``tests/support/staging.py``). docs/architecture.md, "Staging
+(handoff) layout", explains it::
+
+    <staging>/<pipeline>/_inflight/<host>/            parts being written (not yet sealed)
+    <staging>/<pipeline>/<checkpoint:08d>/<host>/     one sealed batch (immutable)
+        part-<source>-<seq:05d>.lines                 raw line bytes, indexed by segments
+        _manifest.json                                a Manifest, written last
+    <lake>/_landings/checkpoint_id=<N>.json           the landing job's summary of N
+    <lake>/_rejects/                                  the lines of every source that did not parse
+
+A manifest is written as ``format_version`` 4 (``Manifest.to_json``, ``write_manifest``) and
+read as 4 or 3, whose segments have no ``kind`` and are all ``lines`` (``Manifest.from_json``,
+``read_manifest``). Reading checks every field it reads and raises a ``ManifestError`` naming
+the part, the segment and the field. The values are frozen dataclasses; ``to_json`` gives
+JSON-ready objects, ``from_json`` takes what ``json.loads`` gives.
+
+The package imports only the standard library and ``pipeline_core.errors`` (standard library
+only too): the landing job imports it on the Spark driver, and the archive that ships
+``spark_jobs`` to a cluster holds both (``pipeline_core.landing``).
+"""
+
+from pipeline_core.staging_contract._fields import ManifestError
+from pipeline_core.staging_contract._layout import (
+    INFLIGHT_DIR,
+    LAKE_SQL_CONF,
+    LANDINGS_DIR,
+    MANIFEST_NAME,
+    PART_SUFFIX,
+    REJECTS_TABLE,
+    batch_dir,
+    checkpoint_dir,
+    checkpoint_id_of,
+    inflight_dir,
+    landing_summary_path,
+    part_name,
+)
+from pipeline_core.staging_contract._manifest import (
+    MANIFEST_FORMAT_VERSION,
+    READABLE_FORMAT_VERSIONS,
+    Manifest,
+    ManifestPart,
+    ManifestRange,
+    SourceSpec,
+    read_manifest,
+    write_manifest,
+)
+from pipeline_core.staging_contract._segment import Segment, SegmentKind
+
+__all__ = [
+    "INFLIGHT_DIR",
+    "LAKE_SQL_CONF",
+    "LANDINGS_DIR",
+    "MANIFEST_FORMAT_VERSION",
+    "MANIFEST_NAME",
+    "PART_SUFFIX",
+    "READABLE_FORMAT_VERSIONS",
+    "REJECTS_TABLE",
+    "Manifest",
+    "ManifestError",
+    "ManifestPart",
+    "ManifestRange",
+    "Segment",
+    "SegmentKind",
+    "SourceSpec",
+    "batch_dir",
+    "checkpoint_dir",
+    "checkpoint_id_of",
+    "inflight_dir",
+    "landing_summary_path",
+    "part_name",
+    "read_manifest",
+    "write_manifest",
+]

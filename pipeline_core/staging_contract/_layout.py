@@ -1,0 +1,60 @@
+"""Where sealed batches, their parts and manifests, and the landing job's outputs live."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pipeline_core.staging_contract._fields import ManifestError
+
+MANIFEST_NAME = "_manifest.json"
+PART_SUFFIX = ".lines"
+INFLIGHT_DIR = "_inflight"
+LANDINGS_DIR = "_landings"
+REJECTS_TABLE = "_rejects"
+LAKE_SQL_CONF: Mapping[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # A writer held open per partition (up to 16 per task) instead of sorting every row by
+    # its partition before writing: no sort, rows keep their staging order.
+    "spark.sql.maxConcurrentOutputFileWriters": "16",
+}
+"""Spark settings the lake's content and writes depend on: the landing job sets them on its
+session, and its spark-submit spec passes them too."""
+
+
+def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
+    """``<staging>/<pipeline>/<checkpoint:08d>``: a checkpoint's sealed batches, one per host."""
+    return Path(staging_root) / pipeline / f"{checkpoint_id:08d}"
+
+
+def checkpoint_id_of(folder: Path) -> int:
+    """The checkpoint whose batches ``folder`` holds (named by ``checkpoint_dir``).
+
+    Raises:
+        ManifestError: the folder is not named so.
+    """
+    if not folder.name.isdigit():
+        raise ManifestError(f"checkpoint directory is not named <checkpoint:08d>: {folder}")
+    return int(folder.name)
+
+
+def batch_dir(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) -> Path:
+    """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch."""
+    return checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
+
+
+def inflight_dir(staging_root: Path, pipeline: str, host: str) -> Path:
+    """``<staging>/<pipeline>/_inflight/<host>``: a host's parts until they are sealed."""
+    return Path(staging_root) / pipeline / INFLIGHT_DIR / host
+
+
+def part_name(source: str, seq: int) -> str:
+    """``part-<source>-<seq:05d>.lines``: the ``seq``-th part of ``source`` in a batch."""
+    return f"part-{source}-{seq:05d}{PART_SUFFIX}"
+
+
+def landing_summary_path(lake: Path, checkpoint_id: int) -> Path:
+    """``<lake>/_landings/checkpoint_id=<N>.json``: the counts of N's last landing."""
+    return Path(lake) / LANDINGS_DIR / f"checkpoint_id={checkpoint_id}.json"

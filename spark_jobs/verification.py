@@ -1,0 +1,132 @@
+"""Part files checked against their manifests on the driver, before the lake changes.
+
+First the sizes of all parts (``stat``), then the content of each part in one sequential read
+(no Spark job): its CRC-32 and the lines of each of its segments (an over-long line's segment:
+one line, its prefix, without a newline). A part that differs fails the landing, naming the
+file, with the earlier landing of the checkpoint intact; the executors count each segment's
+lines again as they read it (``spark_jobs.staging``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+try:  # zlib-ng's CRC-32 is SIMD (about 20 GB/s) and the same checksum as zlib's
+    from zlib_ng.zlib_ng import crc32
+except ImportError:  # a driver environment without it: the standard library's
+    from zlib import crc32
+
+from pipeline_core.errors import LandingError
+from pipeline_core.staging_contract import SegmentKind
+from spark_jobs.checkpoint import PartFile
+from spark_jobs.staging import count_newlines
+
+VERIFY_READ_BYTES = 8 * 1024 * 1024
+"""The driver checks part files reading this many bytes at a time (its memory for them)."""
+_NEWLINE = 10
+
+
+class PartRowCountError(LandingError):
+    """A part file does not hold what its manifest says: here, a segment holds another number
+    of lines. The subclasses name the other ways a part differs."""
+
+
+class PartSizeError(PartRowCountError):
+    """A part file's size differs from its manifest's ``bytes``."""
+
+
+class PartChecksumError(PartRowCountError):
+    """A part file's CRC-32 differs from its manifest's ``crc32``."""
+
+
+def verify_parts(parts: Sequence[PartFile]) -> list[PartFile]:
+    """Check every part file against its manifest, on the driver (no Spark job).
+
+    First the sizes of all parts, then the content of each part, ``VERIFY_READ_BYTES`` at a
+    time (a thread per core, each on its own parts): its CRC-32, and the lines of each segment
+    (its ``\\n`` bytes, plus one if it does not end with one).
+
+    Returns:
+        The non-empty parts.
+
+    Raises:
+        PartSizeError: naming every file whose size differs from its manifest.
+        PartChecksumError: naming every file whose CRC-32 differs from its manifest.
+        PartRowCountError: naming every segment whose lines differ from its manifest.
+    """
+    sizes = {part.path: _size(part.path) for part in parts}
+    _fail(
+        PartSizeError,
+        [
+            f"{part.path}: manifest says {part.entry.bytes} bytes, file has {sizes[part.path]}"
+            for part in parts
+            if sizes[part.path] != part.entry.bytes
+        ],
+    )
+    threads = max(1, min(len(parts), os.cpu_count() or 1))
+    with ThreadPoolExecutor(threads, thread_name_prefix="verify-parts") as pool:
+        scanned = dict(zip((part.path for part in parts), pool.map(_scan, parts), strict=True))
+    _fail(
+        PartChecksumError,
+        [
+            f"{part.path}: manifest says CRC-32 {part.entry.crc32}, file has "
+            f"{scanned[part.path][0]}"
+            for part in parts
+            if scanned[part.path][0] != part.entry.crc32
+        ],
+    )
+    _fail(PartRowCountError, [problem for _, problems in scanned.values() for problem in problems])
+    return [part for part in parts if part.entry.rows]
+
+
+def _size(path: str) -> int:
+    """The size of a part file.
+
+    Raises:
+        PartSizeError: it cannot be read.
+    """
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise PartSizeError(f"{path}: {exc}") from exc
+
+
+def _scan(part: PartFile) -> tuple[str, list[str]]:
+    """Read a part file whose size matches its manifest: its CRC-32 (as the manifest writes it)
+    and what is wrong with its segments' line counts. The reads, the CRC and the counting
+    release the GIL, so parts are scanned in parallel threads."""
+    buffer = bytearray(VERIFY_READ_BYTES)
+    view = memoryview(buffer)
+    crc = 0
+    problems: list[str] = []
+    with open(part.path, "rb", buffering=0) as handle:
+        for segment in part.entry.segments:
+            left, newlines, last = segment.length, 0, _NEWLINE
+            while left:
+                got = handle.readinto(view[: min(left, len(buffer))])
+                if not got:
+                    raise PartSizeError(f"{part.path}: ended while being read")
+                crc = crc32(view[:got], crc)
+                newlines += count_newlines(view[:got])
+                last = buffer[got - 1]
+                left -= got
+            lines = newlines + (0 if last == _NEWLINE else 1)
+            if lines != segment.lines:
+                problems.append(
+                    f"{part.path}: the segment at part_offset {segment.part_offset} holds "
+                    f"{lines} lines, the manifest says {segment.lines}"
+                )
+            elif segment.kind is SegmentKind.LONG_LINE and newlines:
+                problems.append(
+                    f"{part.path}: the segment at part_offset {segment.part_offset} is an "
+                    "over-long line's prefix, and holds a newline"
+                )
+    return f"{crc:08x}", problems
+
+
+def _fail(error: type[LandingError], problems: Sequence[str]) -> None:
+    """Raise ``error`` listing ``problems``, if there are any."""
+    if problems:
+        raise error("part files do not match their manifests:\n  " + "\n  ".join(problems))

@@ -1,0 +1,232 @@
+"""The staging contract: paths, and manifests written and read back, errors naming the field."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline_core.errors import LandingError
+from pipeline_core.staging_contract import (
+    MANIFEST_NAME,
+    Manifest,
+    ManifestError,
+    ManifestPart,
+    ManifestRange,
+    Segment,
+    SegmentKind,
+    SourceSpec,
+    batch_dir,
+    checkpoint_dir,
+    checkpoint_id_of,
+    inflight_dir,
+    landing_summary_path,
+    part_name,
+    read_manifest,
+    write_manifest,
+)
+
+SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+FP = "9f1c00000000abcd"
+PART = ManifestPart(
+    "part-access-00000.lines",
+    "access",
+    61,
+    13024,
+    "1a2b3c4d",
+    (
+        Segment(FP, 0, 0, 12000, 60),
+        Segment(FP, 12000, 12000, 1024, 1, SegmentKind.LONG_LINE, 5_000_000),
+    ),
+)
+MANIFEST = Manifest.of(
+    pipeline="web_access",
+    checkpoint_id=3,
+    host="web-1",
+    sealed_at=SEALED_AT,
+    sources={"access": SourceSpec("nginx_combined"), "app": SourceSpec("json_lines", "ts")},
+    parts=[PART],
+    ranges=[ManifestRange(FP, "/var/log/nginx/access.log", "access", 0, 5_012_001, 61)],
+)
+
+
+def document() -> dict[str, Any]:
+    """``MANIFEST`` as JSON gives it back."""
+    loaded: dict[str, Any] = json.loads(json.dumps(MANIFEST.to_json()))
+    return loaded
+
+
+def test_paths_follow_the_staging_layout(tmp_path: Path) -> None:
+    assert checkpoint_dir(tmp_path, "web", 3) == tmp_path / "web" / "00000003"
+    assert batch_dir(tmp_path, "web", 3, "web-1") == tmp_path / "web" / "00000003" / "web-1"
+    assert inflight_dir(tmp_path, "web", "web-1") == tmp_path / "web" / "_inflight" / "web-1"
+    assert part_name("access", 7) == "part-access-00007.lines"
+    assert landing_summary_path(tmp_path, 3) == tmp_path / "_landings" / "checkpoint_id=3.json"
+
+
+def test_a_checkpoint_folder_names_its_checkpoint(tmp_path: Path) -> None:
+    assert checkpoint_id_of(checkpoint_dir(tmp_path, "web", 42)) == 42
+    with pytest.raises(ManifestError, match=r"not named <checkpoint:08d>: .*_inflight$"):
+        checkpoint_id_of(tmp_path / "web" / "_inflight")
+
+
+def test_a_manifest_adds_up_its_ranges_and_checksums_its_parts() -> None:
+    assert (MANIFEST.line_count, MANIFEST.byte_count) == (61, 5_012_001)
+    assert MANIFEST.checksum == f"{zlib.crc32(b'1a2b3c4d'):08x}"
+    assert PART.lines_by_file() == {FP: 61}
+
+
+def test_a_manifest_is_written_as_format_4() -> None:
+    written = document()
+
+    assert written["format_version"] == 4
+    assert written["sealed_at"] == "2026-11-22T10:00:00.123456+00:00"
+    assert written["sources"]["access"] == {"format": "nginx_combined", "time_field": None}
+    assert written["parts"][0]["segments"] == [
+        {
+            "file_fingerprint": FP,
+            "start_offset": 0,
+            "part_offset": 0,
+            "length": 12000,
+            "lines": 60,
+            "kind": "lines",
+        },
+        {
+            "file_fingerprint": FP,
+            "start_offset": 12000,
+            "part_offset": 12000,
+            "length": 1024,
+            "lines": 1,
+            "kind": "long_line",
+            "line_bytes": 5_000_000,
+        },
+    ]
+    assert written["ranges"] == [
+        {
+            "fingerprint": FP,
+            "path": "/var/log/nginx/access.log",
+            "source": "access",
+            "start": 0,
+            "end": 5_012_001,
+            "lines": 61,
+        }
+    ]
+
+
+def test_a_manifest_reads_back_as_it_was_written() -> None:
+    assert Manifest.from_json(document()) == MANIFEST
+    assert Manifest.from_json(document()).to_json() == MANIFEST.to_json()
+
+
+def test_a_format_3_manifest_reads_as_lines_segments() -> None:
+    old = document()
+    old["format_version"] = 3
+    old["parts"][0]["segments"] = [
+        {key: value for key, value in segment.items() if key not in ("kind", "line_bytes")}
+        for segment in old["parts"][0]["segments"]
+    ]
+
+    (part,) = Manifest.from_json(old).parts
+
+    assert [segment.kind for segment in part.segments] == [SegmentKind.LINES] * 2
+    assert part.segments[1] == Segment(FP, 12000, 12000, 1024, 1)
+
+
+def test_a_manifest_keeps_the_offset_of_its_seal_time() -> None:
+    local = document()
+    local["sealed_at"] = "2026-11-22T11:00:00.123456+01:00"
+
+    sealed_at = Manifest.from_json(local).sealed_at
+
+    assert sealed_at == SEALED_AT
+    assert sealed_at.utcoffset() == timedelta(hours=1)
+    assert sealed_at.tzinfo == timezone(timedelta(hours=1))
+
+
+MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "empty": (lambda m: m.clear(), r"^no 'format_version'$"),
+    "version": (lambda m: m.update(format_version=5), r"^unsupported format_version 5$"),
+    "missing host": (lambda m: m.pop("host"), r"^no 'host'$"),
+    "checkpoint": (lambda m: m.update(checkpoint_id="3"), r"^checkpoint_id '3' is not a non-"),
+    "naive time": (
+        lambda m: m.update(sealed_at="2026-11-22T10:00:00"),
+        r"^sealed_at has no UTC offset: '2026-11-22T10:00:00'$",
+    ),
+    "not a time": (lambda m: m.update(sealed_at="soon"), r"^sealed_at 'soon' is not an ISO"),
+    "source name": (
+        lambda m: m["sources"].update({"../x": {"format": "raw"}}),
+        r"^source name '\.\./x' cannot name a lake table$",
+    ),
+    "source format": (
+        lambda m: m["sources"]["app"].pop("format"),
+        r"^source app: no 'format'$",
+    ),
+    "time field": (
+        lambda m: m["sources"]["app"].update(time_field=1),
+        r"^source app: time_field 1 is not a string$",
+    ),
+    "undeclared source": (
+        lambda m: m["sources"].pop("access"),
+        r"^part part-access-00000\.lines belongs to undeclared source 'access'$",
+    ),
+    "part name": (
+        lambda m: m["parts"][0].update(name="../part"),
+        r"^part name '\.\./part' is not a file name$",
+    ),
+    "line count": (
+        lambda m: m.update(line_count=60),
+        r"^line_count 60 != the sum of the parts' rows$",
+    ),
+    "checksum": (lambda m: m.update(checksum=7), r"^checksum 7 is not 8 hex digits$"),
+    "parts": (lambda m: m.update(parts={}), r"^parts is not a list$"),
+    "range": (lambda m: m["ranges"][0].pop("end"), r"^range 0: no 'end'$"),
+    "range object": (lambda m: m["ranges"].append([]), r"^range 1: not an object$"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_manifest_fails_naming_the_field(case: str) -> None:
+    edit, message = MALFORMED[case]
+    malformed = document()
+    edit(malformed)
+
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(malformed)
+
+
+def test_a_manifest_that_is_not_an_object_fails() -> None:
+    with pytest.raises(ManifestError, match=r"^the manifest: not an object$"):
+        Manifest.from_json([])
+
+
+def test_a_broken_manifest_cannot_be_landed() -> None:
+    assert issubclass(ManifestError, LandingError)
+
+
+def test_a_manifest_file_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, MANIFEST)
+
+    assert path == tmp_path / MANIFEST_NAME
+    assert read_manifest(tmp_path) == MANIFEST
+
+
+def test_a_folder_without_a_manifest_is_not_sealed(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match=r"batch is not sealed \(no _manifest\.json\): "):
+        read_manifest(tmp_path)
+
+
+def test_a_manifest_file_that_breaks_the_contract_fails_naming_the_file(tmp_path: Path) -> None:
+    path = re.escape(str(tmp_path / MANIFEST_NAME))
+    (tmp_path / MANIFEST_NAME).write_text("{not json")
+    with pytest.raises(ManifestError, match=rf"^{path}: Expecting "):
+        read_manifest(tmp_path)
+
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps({**document(), "host": ""}))
+    with pytest.raises(ManifestError, match=rf"^{path}: host '' is not a string$"):
+        read_manifest(tmp_path)

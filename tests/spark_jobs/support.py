@@ -1,0 +1,75 @@
+"""Staged checkpoints and lake reads shared by the landing job's tests."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from tests.support.staging import write_batch
+
+PIPELINE = "web_access"
+ACCESS = [
+    b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"',
+    b'198.51.100.2 - bob [22/Nov/2026:23:59:59 -0100] "GET /late HTTP/1.1" 200 1 "-" "-"',
+    b'203.0.113.7 - - [22/Nov/2026:10:00:02 +0000] "GET /\xff HTTP/1.1" 200 1 "-" "-"',
+    b"\x00\x00\x00\x00",
+    b'203.0.113.7 - - [22/Nov/2026:10:00:03 +0000] "GET /trunc',
+    b'203.0.113.7 - - [99/Nov/2026:10:00:04 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
+    b"z" * 100 * 1024,
+    b'203.0.113.8 - - [21/Nov/2026:08:00:00 +0000] "HEAD /ping HTTP/1.0" 204 0 "-" "probe"',
+    b"garbage \xff line",
+]
+APP = [
+    b'{"ts": "2026-11-22T10:00:00Z", "msg": "a"}',
+    b'{"msg": "no time"}',
+    b"not json",
+]
+MISC = [b"free text", b"\xfe\xff"]
+LINES_PER_HOST = len(ACCESS) + len(APP) + len(MISC)
+
+
+def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", "web-2")) -> Path:
+    """A checkpoint with three sources (nginx, JSON, raw) on every host."""
+    for number, host in enumerate(hosts):
+        fingerprint = f"{number:04x}00000000aaaa"
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "access", "nginx_combined", ACCESS,
+            fingerprint, 1000 * checkpoint_id, rows_per_part=4, lines_per_segment=3,
+        )  # fmt: skip
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "app", "json_lines", APP,
+            f"{number:04x}00000000bbbb", 0, time_field="ts",
+        )  # fmt: skip
+        write_batch(
+            staging, PIPELINE, checkpoint_id, host, "misc", "raw", MISC,
+            f"{number:04x}00000000cccc", 0,
+        )  # fmt: skip
+    return checkpoint_dir(staging, PIPELINE, checkpoint_id)
+
+
+def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
+    """Apply ``edit`` to a batch's manifest (in place); returns the manifest's path."""
+    path = batch / MANIFEST_NAME
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+    return path
+
+
+def lake_rows(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> list[Any]:
+    frame = spark.read.parquet(str(lake / table)).where(F.col("checkpoint_id") == checkpoint_id)
+    return frame.collect()
+
+
+def assert_exactly_once(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> int:
+    rows = lake_rows(spark, lake, table, checkpoint_id)
+    ids = Counter(row["event_id"] for row in rows)
+    assert not [event_id for event_id, count in ids.items() if count > 1]
+    return len(rows)
