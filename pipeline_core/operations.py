@@ -24,12 +24,12 @@ from pipeline_core.metastore import (
     CheckpointFailedError,
     CheckpointRecord,
     CheckpointState,
-    FileRecord,
     LandingCounts,
     LeaseHolder,
     Metastore,
     as_utc,
 )
+from pipeline_core.source import FileRecord
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 
 __all__ = [

@@ -14,12 +14,11 @@ from pipeline_core.metastore import (
     AckerTreeRecord,
     BatchRecord,
     ByteRange,
-    FileRecord,
     Metastore,
     utcnow,
 )
 from pipeline_core.sinks import Barrier, SealedBatch
-from pipeline_core.source import FileWatcher
+from pipeline_core.source import FileRecord, FileWatcher
 from pipeline_core.staging_contract import ManifestRange
 
 log = logging.getLogger(__name__)

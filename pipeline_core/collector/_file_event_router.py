@@ -18,10 +18,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 
 from pipeline_core.collector._pipeline import PipelineRuntime
-from pipeline_core.metastore import FileState
 from pipeline_core.source import (
     FileChange,
     FileEvents,
+    FileState,
     TrackedFile,
     WatchTarget,
     merge_targets,

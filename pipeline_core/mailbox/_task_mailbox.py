@@ -90,6 +90,22 @@ class TaskMailbox:
         """True when called on the owner thread."""
         return threading.current_thread() is self._owner_thread
 
+    def check_mailbox_thread(self, what: str) -> None:
+        """Return when called on the owner thread; raise on any other.
+
+        For code whose state belongs to the mailbox thread: a mail handler calls it first, so
+        a handler called directly from another thread fails at once instead of racing.
+
+        Raises:
+            IllegalThreadError: naming ``what``, the owner thread and the calling thread.
+        """
+        current = threading.current_thread()
+        if current is not self._owner_thread:
+            raise IllegalThreadError(
+                f"{what} must be called on the mailbox thread "
+                f"{self._owner_thread.name!r}, not on {current.name!r}"
+            )
+
     def put(self, mail: Mail) -> None:
         """Append ``mail`` to the queue and wake the mailbox thread if it waits.
 

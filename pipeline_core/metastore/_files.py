@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from pipeline_core.metastore import _schema as t
-from pipeline_core.metastore._records import FileRecord, FileState
 from pipeline_core.metastore._values import record_of_row, row_of_record
+from pipeline_core.source import FileRecord, FileState
 
 
 class FileRepository:

@@ -5,45 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from pipeline_core.metastore._lifecycle import CheckpointState
-
-
-class FileState(StrEnum):
-    """Where a tracked file stands."""
-
-    LIVE = "live"
-    """Found at one of the source's paths."""
-    ROTATED = "rotated"
-    """Renamed away from the paths or deleted; read to its end from the open descriptor."""
-    DETACHED = "detached"
-    """Its inode was truncated or reused (copytruncate); waiting for the copy to turn up."""
-    COPIED = "copied"
-    """The copy copytruncate made of a file, found at a source path: never written again, so
-    read to its end (an unterminated last line included), then kept, claimed at its path, so
-    it is never read as a new file."""
-    DONE = "done"
-    """Read to its end after rotation; kept so it is never read again."""
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """A file as the metastore remembers it, at the offset covered by sealed batches."""
-
-    source: str
-    fingerprint: str
-    path: str
-    dev: int
-    ino: int
-    sig_size: int
-    sig_crc: int
-    sealed_offset: int
-    state: FileState
-    tail_digest: str | None = None
-    """The last lines before ``sealed_offset`` as CRC-32s (``source.LineDigest``, encoded):
-    lets a restarted collector find where a file cut below its offset stops holding them."""
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ from pipeline_core.metastore._records import (
     AckerTreeRecord,
     BatchRecord,
     CheckpointRecord,
-    FileRecord,
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
 from pipeline_core.metastore._request_probe import RequestProbe, open_request_probe
 from pipeline_core.metastore._values import redacted_url, utcnow
+from pipeline_core.source import FileRecord
 
 _migrate_lock = threading.Lock()
 

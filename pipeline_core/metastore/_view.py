@@ -11,17 +11,19 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from pipeline_core.errors import MetastoreError
-from pipeline_core.metastore import _schema as t
+from pipeline_core.metastore import (
+    _schema as t,
+)
 from pipeline_core.metastore._records import (
     AckerTreeTotals,
     BatchRecord,
     CheckpointRecord,
-    FileRecord,
     LeaseRecord,
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
 from pipeline_core.metastore._values import redacted_url
+from pipeline_core.source import FileRecord
 
 CONNECT_TIMEOUT_S = 5
 """How long opening a view waits for the database."""

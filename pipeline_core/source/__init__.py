@@ -16,6 +16,7 @@ from pipeline_core.source._file_events import (
     PollingFileEvents,
     open_file_events,
 )
+from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import (
     Signature,
     new_fingerprint,
@@ -35,6 +36,8 @@ __all__ = [
     "FileChange",
     "FileChanges",
     "FileEvents",
+    "FileRecord",
+    "FileState",
     "FileWatcher",
     "InotifyFileEvents",
     "LongLine",

@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline_core.metastore import FileState
 from pipeline_core.source._chunk import Chunk
+from pipeline_core.source._file_record import FileState
 from pipeline_core.source._tracked_file import TrackedFile
 from pipeline_core.source._watcher import FileWatcher
 

@@ -6,8 +6,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes

@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Iterable
 
 from pipeline_core.config import SourceConfig, StartPosition
-from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source._copy_detection import (
     after_last_newline,
     copy_in_the_making,
@@ -46,6 +45,7 @@ from pipeline_core.source._copy_detection import (
     same_bytes_at_end,
 )
 from pipeline_core.source._discovery import Inode, find_files, siblings
+from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
 from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._tracked_file import TrackedFile

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
-from pipeline_core.metastore import FileRecord, FileState
-from pipeline_core.source import find_files
+from pipeline_core.source import FileRecord, FileState, find_files
 from pipeline_core.state._models import FileSnapshot, FileStatus
 
 _Inode = tuple[int, int]

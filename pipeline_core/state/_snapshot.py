@@ -14,7 +14,6 @@ from pipeline_core.metastore import (
     AckerTreeTotals,
     BatchRecord,
     CheckpointRecord,
-    FileRecord,
     LandingCounts,
     LeaseRecord,
     SinkStateRecord,
@@ -22,6 +21,7 @@ from pipeline_core.metastore import (
     redacted_url,
 )
 from pipeline_core.queues import QueueStats
+from pipeline_core.source import FileRecord
 from pipeline_core.state._files import file_snapshots
 from pipeline_core.state._live import (
     live_collector,

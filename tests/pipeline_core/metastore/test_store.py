@@ -22,8 +22,6 @@ from pipeline_core.metastore import (
     BatchRecord,
     ByteRange,
     CheckpointState,
-    FileRecord,
-    FileState,
     IllegalTransitionError,
     LeaseHolder,
     Metastore,
@@ -31,8 +29,11 @@ from pipeline_core.metastore import (
     alembic_config,
     upgrade_to_head,
 )
-from pipeline_core.metastore import _schema as schema
+from pipeline_core.metastore import (
+    _schema as schema,
+)
 from pipeline_core.metastore._migrations import head_revision
+from pipeline_core.source import FileRecord, FileState
 from tests.support.lease_holders import HolderProcess
 
 PIPELINE = "web_access"

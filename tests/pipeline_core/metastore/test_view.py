@@ -12,13 +12,12 @@ from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import (
     AckerTreeRecord,
     BatchRecord,
-    FileRecord,
-    FileState,
     Metastore,
     SinkStateRecord,
     alembic_config,
     open_view,
 )
+from pipeline_core.source import FileRecord, FileState
 
 PIPELINE = "web_access"
 

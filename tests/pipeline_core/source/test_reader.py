@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
-from pipeline_core.metastore import FileState
-from pipeline_core.source import Chunk, FileWatcher, LongLine, TimeSlicedReader
+from pipeline_core.source import Chunk, FileState, FileWatcher, LongLine, TimeSlicedReader
 from tests.support.pipelines import append
 
 LINE = 10  # every test line is 9 bytes and its newline

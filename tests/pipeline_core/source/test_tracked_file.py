@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.metastore import FileRecord, FileState
 from pipeline_core.source import (
     LONG_LINE_PREFIX_BYTES,
     Chunk,
+    FileRecord,
+    FileState,
     LongLine,
     Signature,
     TrackedFile,

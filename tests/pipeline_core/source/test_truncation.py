@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.metastore import FileState
-from pipeline_core.source import FileWatcher, TrackedFile
+from pipeline_core.source import FileState, FileWatcher, TrackedFile
 from pipeline_core.source._watcher import COPY_WAIT_S
 from tests.support.faults import FaultLines
 from tests.support.reading import (

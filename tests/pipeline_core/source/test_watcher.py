@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat, StartPosition
-from pipeline_core.metastore import FileRecord, FileState
-from pipeline_core.source import FileWatcher, TrackedFile
+from pipeline_core.source import FileRecord, FileState, FileWatcher, TrackedFile
 from tests.support.pipelines import append
 
 HOST = "test-host"
