@@ -60,3 +60,12 @@ def read_everything(watcher: FileWatcher, reader: TimeSlicedReader, into: Receiv
             pass
         if len(into) == before:
             return
+
+
+def tail_folder(folder: Path) -> tuple[FileWatcher, TimeSlicedReader, Received]:
+    """A watcher of ``folder/access.log*`` and its reader, having read everything there."""
+    watcher = watch(folder)
+    reader = reader_of(watcher)
+    received = Received()
+    read_everything(watcher, reader, received)
+    return watcher, reader, received

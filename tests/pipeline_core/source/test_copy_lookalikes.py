@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.reading import Received, read_everything, reader_of, watch
+from tests.support.reading import read_everything, tail_folder
 
 
 def lines(first: int, count: int) -> bytes:
@@ -41,10 +41,7 @@ def test_a_sibling_off_the_paths_with_the_same_first_bytes_is_not_taken_for_the_
     live, twin = tmp_path / "access.log", tmp_path / "all.log"  # all.log: off the paths
     for path in (live, twin):
         append(path, lines(0, 1000))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    chunks = Received()
-    read_everything(watcher, reader, chunks)
+    watcher, reader, chunks = tail_folder(tmp_path)
 
     shutil.copyfile(live, tmp_path / "access.log.1")  # copytruncate
     os.truncate(live, 0)
@@ -68,10 +65,7 @@ def test_a_copy_read_to_its_end_does_not_claim_the_next_copy(tmp_path: Path) -> 
     would otherwise do at once), and the next copy is adopted by its own original."""
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
     append(live, lines(0, 1000))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    chunks = Received()
-    read_everything(watcher, reader, chunks)
+    watcher, reader, chunks = tail_folder(tmp_path)
     shutil.copyfile(live, copy)  # rotation 1
     os.truncate(live, 0)
     append(live, lines(1000, 1000))

@@ -23,6 +23,7 @@ from tests.support.reading import (
     read_everything,
     reader_of,
     source_of,
+    tail_folder,
     watch,
 )
 
@@ -70,10 +71,7 @@ def test_copytruncate_keeps_lines_written_between_the_copy_and_the_truncation_if
     again, and the lines it did not read are gone and named in a warning."""
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
     live.write_bytes(block(0, 1000))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     (tracked,) = watcher.files
 
     shutil.copyfile(live, copy)
@@ -103,10 +101,7 @@ def test_copytruncate_keeps_lines_written_between_the_copy_and_the_truncation_if
 def test_a_copy_read_past_its_end_is_kept_and_never_read_as_new(tmp_path: Path) -> None:
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
     live.write_bytes(block(0, 100))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     shutil.copyfile(live, copy)
     with open(live, "ab") as writer:
         writer.write(block(100, 10))
@@ -129,10 +124,7 @@ def test_a_copy_is_read_to_its_end_with_its_unterminated_last_line(tmp_path: Pat
     so its last line is read without its newline instead of waiting for it forever."""
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
     live.write_bytes(block(0, 10) + b"half a li")
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     shutil.copyfile(live, copy)
     os.truncate(live, 0)
     with open(live, "ab") as writer:
@@ -147,10 +139,7 @@ def test_a_restart_reads_the_rest_of_a_copy_recorded_before_it_was_sealed(
 ) -> None:
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
     live.write_bytes(block(0, 100))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, _reader, _received = tail_folder(tmp_path)
     (tracked,) = watcher.files
     record = tracked.record(len(block(0, 40)))  # sealed up to line 40 only
     watcher.close()
@@ -171,10 +160,7 @@ def test_a_restart_reads_the_rest_of_a_copy_recorded_before_it_was_sealed(
 def test_a_file_cut_to_zero_and_written_again_is_read_as_a_new_file(tmp_path: Path) -> None:
     live = tmp_path / "access.log"
     live.write_bytes(block(0, 50))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     os.truncate(live, 0)
     read_everything(watcher, reader, received)
     with open(live, "ab") as writer:
@@ -197,10 +183,7 @@ def test_a_file_cut_below_its_read_offset_with_its_beginning_kept_reads_only_new
     live = tmp_path / "access.log"
     content = block(0, 130)
     live.write_bytes(content)
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     at = int(len(content) * 0.4)
     if cut == "line_boundary":
         at = content.rindex(b"\n", 0, at) + 1
@@ -231,10 +214,7 @@ def test_a_file_cut_and_rewritten_past_its_offset_is_not_read_under_the_old_name
     live = tmp_path / "access.log"
     content = block(0, 100)
     live.write_bytes(content)
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     half = content.rindex(b"\n", 0, len(content) // 2) + 1
     os.truncate(live, half)
     with open(live, "ab") as writer:
@@ -249,10 +229,7 @@ def test_a_file_cut_and_rewritten_past_its_offset_is_not_read_under_the_old_name
 def test_a_file_cut_and_rewritten_with_other_bytes_is_read_as_new(tmp_path: Path) -> None:
     live = tmp_path / "access.log"
     live.write_bytes(block(0, 100))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     with open(live, "r+b") as handle:  # rewritten in place from its start, a little shorter
         handle.truncate(0)
         handle.write(block(300, 60))
@@ -267,10 +244,7 @@ def test_a_line_half_written_when_the_file_is_cut_is_read_as_two_parts(tmp_path:
     written after the cut remains, read as a line of its own."""
     live = tmp_path / "access.log"
     live.write_bytes(block(0, 20) + b"first half of a line")
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     os.truncate(live, 0)
     with open(live, "ab") as writer:
         writer.write(b" and its second half\n" + block(20, 5))
@@ -282,10 +256,7 @@ def test_a_line_half_written_when_the_file_is_cut_is_read_as_two_parts(tmp_path:
 def test_a_reused_inode_after_a_delete_is_read_as_a_new_file(tmp_path: Path) -> None:
     live = tmp_path / "access.log"
     live.write_bytes(block(0, 40))
-    watcher = watch(tmp_path)
-    reader = reader_of(watcher)
-    received = Received()
-    read_everything(watcher, reader, received)
+    watcher, reader, received = tail_folder(tmp_path)
     os.unlink(live)
     read_everything(watcher, reader, received)  # read to its end through its descriptor: DONE
     inodes = set()

@@ -21,7 +21,6 @@ from sluice_airflow.operators.sluice import (
     RequestCheckpointOperator,
     RunMode,
     run_mode,
-    run_note,
     run_plan,
 )
 
@@ -427,24 +426,6 @@ def test_commit_describes_what_landed_on_its_asset_events(
         "landing": {"rows": {"access": 9}, "rejects": {"no_match": 1}},
         "lake": "/data/lake",
     }
-
-
-@pytest.mark.parametrize(
-    ("summary", "note"),
-    [
-        (
-            {"checkpoint_ids": [3], "lines": 10, "bytes": 900, "rows": 9, "rejects": 1},
-            "checkpoint 3: 10 lines (900 bytes) -> 9 rows, 1 rejects",
-        ),
-        (
-            {"checkpoint_ids": [3, 4], "lines": 20, "bytes": 1800, "rows": None, "rejects": 0},
-            "checkpoints 3, 4: 20 lines (1800 bytes) -> ? rows, 0 rejects",
-        ),
-        ({"checkpoint_ids": []}, "no checkpoint to land"),
-    ],
-)
-def test_run_note(summary: dict[str, Any], note: str) -> None:
-    assert run_note(summary) == note
 
 
 # --- modes ------------------------------------------------------------------------------------
