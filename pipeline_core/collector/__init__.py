@@ -7,15 +7,14 @@ with the files' offsets and the acker's in-flight trees, in one metastore transa
 """
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
-from pipeline_core.collector._collector import (
-    AckerStats,
-    Collector,
-    CollectorMode,
-    CollectorResult,
-    PipelineResult,
-)
+from pipeline_core.collector._collector import Collector
 from pipeline_core.collector._config_watch import ConfigChange, ConfigEvent, ConfigSource
 from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.collector._lifecycle import (
+    CollectorMode,
+    IllegalPipelineTransitionError,
+    PipelineState,
+)
 from pipeline_core.collector._metrics import (
     FileMetrics,
     PipelineMetrics,
@@ -24,6 +23,7 @@ from pipeline_core.collector._metrics import (
     prometheus_text,
 )
 from pipeline_core.collector._metrics_export import MetricsExporter, metrics_file, read_metrics
+from pipeline_core.collector._results import AckerStats, CollectorResult, PipelineResult
 from pipeline_core.collector._service import CollectorService
 
 __all__ = [
@@ -38,10 +38,12 @@ __all__ = [
     "ConfigSource",
     "EventKind",
     "FileMetrics",
+    "IllegalPipelineTransitionError",
     "MetricsExporter",
     "PipelineEvent",
     "PipelineMetrics",
     "PipelineResult",
+    "PipelineState",
     "QueueMetrics",
     "SealedCheckpoint",
     "SinkGroupMetrics",

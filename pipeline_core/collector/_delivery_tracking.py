@@ -15,8 +15,6 @@ from pipeline_core.source import Chunk, FileWatcher, LongLine, read_long_line
 
 log = logging.getLogger(__name__)
 
-SWEEP_INTERVAL_SECONDS = 1.0
-
 
 class DeliveryTracker:
     """Tracks every chunk read as an acker tree until every sink group has it.
@@ -51,19 +49,22 @@ class DeliveryTracker:
         self._max_line_bytes = max_line_bytes
         self._max_pending = max_pending
         self._replays_wanted = replays_wanted
-        self._clock = clock
         self.acker = Acker(self, timeout=timeout, clock=clock)
         self.offsets = OffsetTracker()
         self.replays: deque[Chunk] = deque()
         self.replayed = 0
         self.lost = 0
         """Replays that could not be read back (the file's bytes are gone)."""
-        self._last_sweep = clock()
 
     # -- admission ---------------------------------------------------------------------------
 
     def can_admit(self) -> bool:
         return self.acker.pending < self._max_pending and not self.replays
+
+    def can_proceed(self) -> bool:
+        """Whether the reader has work for this pipeline: replays to queue, or room for new
+        trees."""
+        return bool(self.replays) or self.can_admit()
 
     def stamp(self, chunk: Chunk) -> Chunk:
         return dataclasses.replace(chunk, tree=new_id(), edge=new_id())
@@ -76,12 +77,6 @@ class DeliveryTracker:
         )
         if not chunk.replay:
             self.offsets.track(chunk.fingerprint, chunk.start, chunk.end)
-
-    def sweep_if_due(self) -> None:
-        now = self._clock()
-        if now - self._last_sweep >= SWEEP_INTERVAL_SECONDS:
-            self._last_sweep = now
-            self.acker.sweep()
 
     # -- AckerListener -----------------------------------------------------------------------
 

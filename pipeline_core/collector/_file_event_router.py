@@ -15,7 +15,7 @@ import fnmatch
 import glob
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.source import (
@@ -105,14 +105,15 @@ class FileEventRouter:
         self._scan_wanted.discard(name)
         self._files.pop(name, None)
 
-    def take(self, pipelines: Mapping[str, PipelineRuntime]) -> set[str]:
+    def take(self, pipeline_of: Callable[[str], PipelineRuntime | None]) -> set[str]:
         """The mail ``on_changes`` asked for: the pipelines whose files changed since the
-        last take (reading them again may find something); notes the scans wanted."""
+        last take (reading them again may find something); notes the scans wanted.
+        ``pipeline_of(name)`` is the pipeline served under ``name``, if any."""
         if self._events is None:
             return set()
         changed = self._events.take()
         for name, changes in changed.items():
-            runtime = pipelines.get(name)
+            runtime = pipeline_of(name)
             if runtime is None:
                 continue
             if changes.change & FileChange.SCAN or self._needs_scan(runtime, changes.written):

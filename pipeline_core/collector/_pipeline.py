@@ -8,12 +8,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from enum import Enum
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator
 from pipeline_core.collector._delivery_tracking import DeliveryTracker
 from pipeline_core.collector._events import PipelineEvent
 from pipeline_core.collector._flow_control import SendRateLimit
+from pipeline_core.collector._lifecycle import PipelineState
 from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
 from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
 from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
@@ -25,15 +25,6 @@ from pipeline_core.sinks import HandoffWriter, Sink
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 
 log = logging.getLogger(__name__)
-
-
-class PipelineState(Enum):
-    READING = "reading"
-    """Tailing its files."""
-    FINISHING = "finishing"
-    """Barriers for its last checkpoints are in flight; no more reading."""
-    DONE = "done"
-    """Everything it read is sealed; its threads are stopped."""
 
 
 def _run_consumer(consumer: BatchEventProcessor[PipelineEvent]) -> None:
@@ -48,7 +39,8 @@ class PipelineRuntime:
 
     Threading model: the fields are owned by the collector's mailbox thread, except the ring
     (written by the send stage, read by the sink groups' threads), ``rate_limit`` and
-    ``bytes_sent`` (send stage thread), and the sink groups (their own threads).
+    ``bytes_sent`` (send stage thread), and the sink groups (their own threads). Other threads
+    may read fields (metrics), never write them.
     """
 
     def __init__(
@@ -100,10 +92,7 @@ class PipelineRuntime:
         self.rate_limit = SendRateLimit(tuning.max_send_bytes_per_s)
         self.priority = config.priority
         self.state = PipelineState.READING
-        self.idle_confirmed = False
-        self.removing = False
-        self.replacement: tuple[PipelineConfig, Metastore] | None = None
-        """The config to serve the pipeline from once it is removed (a changed config)."""
+        """Moved by ``PipelineRegistry.move`` only (read from any thread by metrics)."""
         self.last_scan = float("-inf")
         self.last_snapshot = time.monotonic()
         self.lines = 0
@@ -201,7 +190,6 @@ class PipelineRuntime:
             self.metastore.release_lease(self.name, self.host, self.holder)
         except Exception as exc:
             log.warning("%s: cannot release the lease (it expires): %s", self.name, exc)
-        self.state = PipelineState.DONE
 
 
 def _check_writable(config: PipelineConfig) -> None:

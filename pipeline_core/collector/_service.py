@@ -6,9 +6,10 @@ import logging
 import threading
 from pathlib import Path
 
-from pipeline_core.collector._collector import Collector, CollectorResult
+from pipeline_core.collector._collector import Collector
 from pipeline_core.collector._config_watch import ConfigChange, ConfigSource
 from pipeline_core.collector._metrics_export import MetricsExporter
+from pipeline_core.collector._results import CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 

@@ -11,6 +11,7 @@ from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.errors import SealError
 from pipeline_core.ring import (
     AlertException,
+    ExceptionHandler,
     RewindableEventHandler,
     RewindableException,
     Sequence,
@@ -199,3 +200,24 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                 sealed = result
         self._done_through = sequence
         self._on_barrier_passed(BarrierPassed(self.group, barrier.checkpoint_id, sealed))
+
+
+class ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
+    """Sends a sink group's failure to the collector's mailbox thread (``report``: the mailbox
+    processor's ``report_throwable``), then stops the group's thread."""
+
+    def __init__(self, report: Callable[[BaseException], None]) -> None:
+        self._report = report
+
+    def handle_event_exception(
+        self, exc: BaseException, sequence: int, event: PipelineEvent | None
+    ) -> None:
+        given_up = isinstance(exc, RewindableException) and exc.__cause__ is not None
+        self._report(exc.__cause__ if given_up and exc.__cause__ is not None else exc)
+        raise exc
+
+    def handle_on_start_exception(self, exc: BaseException) -> None:
+        self._report(exc)
+
+    def handle_on_shutdown_exception(self, exc: BaseException) -> None:
+        log.error("sink shutdown failed: %s", exc)

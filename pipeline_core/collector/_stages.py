@@ -23,7 +23,8 @@ from typing import Generic, Protocol, TypeVar
 from pipeline_core.acker import new_id
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.collector._flow_control import SendRateLimit
-from pipeline_core.queues import BlockedQueue, QueueLevel
+from pipeline_core.config import CollectorConfig
+from pipeline_core.queues import BlockedQueue, QueueLevel, QueueStats, UnknownQueueError
 from pipeline_core.ring import InsufficientCapacityException, RingBuffer
 from pipeline_core.sinks import Barrier
 from pipeline_core.source import Chunk
@@ -40,6 +41,49 @@ POLL_SECONDS = 0.2
 
 BUSY_POLL_SECONDS = 0.001
 """How long it waits while jobs are queued but none is servable."""
+
+
+class StageQueues:
+    """The process and send levels, one queue per pipeline in each, and the blocked queue
+    between them.
+
+    ``pipeline_of(name)`` gives the send level its readiness: a pipeline is ready to send while
+    its ring has a free slot and it is under its send rate.
+
+    Threading model: a pipeline's queues are added with it (before the run by the thread
+    adding it, while no other thread runs; during the run on the mailbox thread) and removed
+    on the mailbox thread; the levels are thread-safe (the reader pushes on the mailbox
+    thread, the stage threads take), and :meth:`stats` may be called from any thread.
+    """
+
+    def __init__(self, pipeline_of: Callable[[str], PublishTarget | None]) -> None:
+        self._pipeline_of = pipeline_of
+        self.send: QueueLevel[StageItem] = QueueLevel("send", ready=self._ready_to_send)
+        self.process: QueueLevel[StageItem] = QueueLevel("process", downstream=self.send)
+        self.to_send = BlockedQueue(self.send)
+
+    def add(self, name: str, tuning: CollectorConfig) -> None:
+        self.process.add_queue(name, tuning.process_queue_size)
+        self.send.add_queue(name, tuning.send_queue_size)
+
+    def remove(self, name: str) -> None:
+        self.process.remove_queue(name)
+        self.send.remove_queue(name)
+
+    def stats(self, name: str) -> dict[str, QueueStats]:
+        """The pipeline's queues (``process``, ``send``) now; empty once it is removed."""
+        try:
+            return {level.name: level.stats(name) for level in (self.process, self.send)}
+        except UnknownQueueError:
+            return {}
+
+    def _ready_to_send(self, name: str) -> bool:
+        """The send stage's thread: the pipeline's ring has a free slot and it is under its
+        rate."""
+        target = self._pipeline_of(name)
+        if target is None:
+            return True
+        return target.ring.remaining_capacity() > 0 and target.rate_limit.ready()
 
 
 class StageThread(Generic[T]):

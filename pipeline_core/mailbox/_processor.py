@@ -8,7 +8,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from ._default_action import DefaultAction, MailboxDefaultAction
-from ._exceptions import IllegalThreadError, MailboxClosedException, ReportedThrowableError
+from ._exceptions import MailboxClosedException, ReportedThrowableError
 from ._executor import MailboxExecutor
 from ._mail import MAX_PRIORITY, MIN_PRIORITY, Mail
 from ._metrics import DEFAULT_LATENCY_WINDOW, MailboxMetrics, MetricsRecorder
@@ -34,11 +34,12 @@ class MailboxProcessor:
     Threading model:
         The mailbox thread is the mailbox's owner. On it only: :meth:`run_mailbox_loop`,
         :meth:`run_mailbox_step`, :meth:`drain`, :meth:`prepare_close`, :meth:`has_mail`,
-        the controller's ``suspend_default_action``, and executors' ``yield_``, ``try_yield``,
-        ``should_interrupt``, ``is_idle``; elsewhere they raise :class:`IllegalThreadError`.
-        From any thread: :meth:`suspend`, :meth:`all_actions_completed`,
-        :meth:`report_throwable`, ``Suspension.resume``, executors' ``execute``/``submit``,
-        :meth:`close`, :meth:`metrics`. Control flags are only written on the mailbox thread;
+        :meth:`resume_default_action`, the controller's ``suspend_default_action``, and
+        executors' ``yield_``, ``try_yield``, ``should_interrupt``, ``is_idle``; elsewhere they
+        raise :class:`IllegalThreadError`. From any thread: :meth:`suspend`,
+        :meth:`all_actions_completed`, :meth:`report_throwable`, ``Suspension.resume``,
+        executors' ``execute``/``submit``, :meth:`close`, :meth:`metrics`,
+        :meth:`check_mailbox_thread`. Control flags are only written on the mailbox thread;
         other threads change them by sending control mails put first.
 
     Lifecycle:
@@ -135,6 +136,20 @@ class MailboxProcessor:
     def has_mail(self) -> bool:
         return self._mailbox.has_mail()
 
+    def resume_default_action(self) -> None:
+        """Make the default action available again if it is suspended; otherwise nothing.
+
+        For mails whose news may let the default action go on (more input, room downstream):
+        the same as resuming the current suspension, without keeping its handle.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("resume_default_action")
+        suspension = self._suspended_default_action
+        if suspension is not None:
+            self._resume_default_action(suspension)
+
     # -- any thread ---------------------------------------------------------------------------
 
     def suspend(self) -> None:
@@ -194,6 +209,15 @@ class MailboxProcessor:
 
     def is_mailbox_thread(self) -> bool:
         return self._mailbox.is_mailbox_thread()
+
+    def check_mailbox_thread(self, what: str) -> None:
+        """Return on the mailbox thread, raise on any other (see
+        :meth:`TaskMailbox.check_mailbox_thread`).
+
+        Raises:
+            IllegalThreadError: naming ``what``, the mailbox thread and the calling thread.
+        """
+        self._mailbox.check_mailbox_thread(what)
 
     def metrics(self) -> MailboxMetrics:
         return self._metrics.snapshot(time.perf_counter())
@@ -283,11 +307,7 @@ class MailboxProcessor:
         self._mailbox.put_first(Mail(action, MAX_PRIORITY, description, *args))
 
     def _check_is_mailbox_thread(self, method: str) -> None:
-        if not self._mailbox.is_mailbox_thread():
-            raise IllegalThreadError(
-                f"MailboxProcessor.{method}() must be called on the mailbox thread "
-                f"{self._mailbox.owner_thread.name!r}"
-            )
+        self._mailbox.check_mailbox_thread(f"MailboxProcessor.{method}()")
 
 
 class _MailboxController(MailboxDefaultAction.Controller):

@@ -32,7 +32,8 @@ class TaskMailbox:
         :meth:`create_batch`, :meth:`try_take_from_batch`, :meth:`has_mail`, :meth:`drain` and
         :meth:`quiesce`. These may be called from any thread: :meth:`put`, :meth:`put_first`
         (which behaves differently on the owner thread, see there), :meth:`run_exclusively`,
-        :meth:`size`, :attr:`state`, :attr:`has_new_mail` and :meth:`close`. ``close`` is allowed
+        :meth:`size`, :attr:`state`, :attr:`has_new_mail`, :meth:`is_mailbox_thread`,
+        :meth:`check_mailbox_thread` and :meth:`close`. ``close`` is allowed
         off the owner thread because Python cannot interrupt a blocked thread: closing is how
         another thread wakes a mailbox thread blocked in :meth:`take`.
 
@@ -328,12 +329,7 @@ class TaskMailbox:
             raise MailboxClosedException("mailbox is CLOSED: no mail can be taken")
 
     def _check_is_mailbox_thread(self, method: str) -> None:
-        current = threading.current_thread()
-        if current is not self._owner_thread:
-            raise IllegalThreadError(
-                f"TaskMailbox.{method}() must be called on the mailbox thread "
-                f"{self._owner_thread.name!r}, not on {current.name!r}"
-            )
+        self.check_mailbox_thread(f"TaskMailbox.{method}()")
 
     def __repr__(self) -> str:
         return (

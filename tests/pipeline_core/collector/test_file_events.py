@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.collector import Collector
+from pipeline_core.collector._feedback import Feedback
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import _inotify
 from pipeline_core.testing import RecordingSink, staged_payloads
@@ -70,14 +71,14 @@ def test_should_send_few_mails_for_many_writes(
     tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mails = 0
-    arrived = Collector._file_events_arrived
+    arrived = Feedback._file_events_arrived
 
-    def counted(collector: Collector) -> None:
+    def counted(feedback: Feedback) -> None:
         nonlocal mails
         mails += 1
-        arrived(collector)
+        arrived(feedback)
 
-    monkeypatch.setattr(Collector, "_file_events_arrived", counted)
+    monkeypatch.setattr(Feedback, "_file_events_arrived", counted)
     config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
     log = tmp_path / "logs" / "access.log"
     append(log, b"first")

@@ -19,6 +19,7 @@ from pipeline_core.collector import (
     prometheus_text,
 )
 from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.collector._scheduler import ReadScheduler
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import Chunk
@@ -112,15 +113,15 @@ def test_should_interleave_pipelines_fairly_and_read_higher_priorities_first(
     tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     order: list[str] = []
-    publish = Collector._publish_chunk
+    publish = ReadScheduler._publish_chunk
 
-    def recording_publish(self: Collector, runtime: PipelineRuntime, chunk: Chunk) -> bool:
+    def recording_publish(self: ReadScheduler, runtime: PipelineRuntime, chunk: Chunk) -> bool:
         published = publish(self, runtime, chunk)
         if published:
             order.append(runtime.name)
         return published
 
-    monkeypatch.setattr(Collector, "_publish_chunk", recording_publish)
+    monkeypatch.setattr(ReadScheduler, "_publish_chunk", recording_publish)
     collector = Collector()
     for name, priority in (("low", 0), ("high", 5), ("mid", 1)):
         config = pipeline(tmp_path, metastore_url, name, priority=priority)
@@ -174,6 +175,42 @@ def test_should_add_and_remove_pipelines_while_running_and_lose_nothing(
     assert sorted(staged_payloads(first)) == lines("first", 500)
     assert sorted(staged_payloads(second)) == lines("second", 300)
     assert result.pipelines is not None and set(result.pipelines) == {"first", "second"}
+
+
+@pytest.mark.timeout(90)
+def test_should_follow_changes_of_a_pipeline_that_arrive_while_it_seals(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    web = pipeline(tmp_path, metastore_url, "web")
+    down = SwitchableSink("stub", up=False)  # holds the barrier back: it stays sealing
+    collector = Collector(web, metastore, sinks={"stub": down})
+    tailing = Tailing(collector.run, collector.stop)
+    append(tmp_path / "web" / "app.log", *lines("web", 300))
+    wait_until(lambda: collector.metrics()[0].lines_read == 300)
+
+    def state() -> tuple[str, int]:
+        """The state of the pipeline served as ``web`` and the lines it read; none a moment
+        while it is replaced."""
+        served = collector.metrics()
+        return (served[0].state, served[0].lines_read) if served else ("", 0)
+
+    collector.remove_pipeline("web")
+    wait_until(lambda: state() == ("removing", 300))
+    collector.remove_pipeline("web")  # removed again: nothing changes
+    changed = web.model_copy(
+        update={"collector": web.collector.model_copy(update={"read_chunk_bytes": 8192})}
+    )
+    collector.replace_pipeline(changed, metastore)  # its config is back, changed
+    wait_until(lambda: state() == ("replacing", 300))
+    down.up = True
+    wait_until(lambda: state() == ("reading", 0))  # served again, from its sealed offsets
+    append(tmp_path / "web" / "app.log", *lines("after", 50))
+    wait_until(lambda: state() == ("reading", 50))
+    result = tailing.stop()
+
+    assert delivered(down) == lines("web", 300)
+    assert sorted(staged_payloads(web)) == sorted(lines("web", 300) + lines("after", 50))
+    assert result.pipelines is not None and set(result.pipelines) == {"web"}
 
 
 @pytest.mark.timeout(90)

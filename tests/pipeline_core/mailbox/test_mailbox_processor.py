@@ -322,6 +322,25 @@ def test_resume_on_the_mailbox_thread_takes_effect_at_once() -> None:
     assert log == ["action#0", "action#1"]
 
 
+def test_resume_default_action_resumes_the_current_suspension_if_any() -> None:
+    processor, log = processor_with(ScriptedAction(suspend, complete, log=[]))
+    processor.resume_default_action()  # not suspended: nothing to do
+    processor.run_mailbox_step()
+    assert not processor.is_default_action_available()
+
+    processor.resume_default_action()
+
+    assert processor.is_default_action_available()
+    processor.run_mailbox_loop()
+    assert log == ["action#0", "action#1"]
+
+
+def test_resume_default_action_off_the_mailbox_thread_is_refused() -> None:
+    processor = MailboxProcessor(lambda controller: None)
+    with pytest.raises(IllegalThreadError, match=r"MailboxProcessor\.resume_default_action"):
+        run_on_other_thread(processor.resume_default_action)
+
+
 def test_suspending_twice_returns_the_same_suspension() -> None:
     suspensions: list[MailboxDefaultAction.Suspension] = []
 

@@ -197,6 +197,15 @@ def test_owner_only_methods_raise_illegal_thread_error_elsewhere(
         run_on_other_thread(lambda: OWNER_ONLY[method](mailbox))
 
 
+def test_check_mailbox_thread_names_what_was_called_and_both_threads(
+    mailbox: TaskMailbox,
+) -> None:
+    mailbox.check_mailbox_thread("Reader.on_mail()")  # the owner: nothing happens
+
+    with pytest.raises(IllegalThreadError, match=r"Reader\.on_mail\(\).*'MainThread'.*'other'"):
+        run_on_other_thread(lambda: mailbox.check_mailbox_thread("Reader.on_mail()"))
+
+
 def test_the_owner_defaults_to_the_constructing_thread(mailbox: TaskMailbox) -> None:
     assert mailbox.owner_thread is threading.current_thread()
     assert mailbox.is_mailbox_thread()

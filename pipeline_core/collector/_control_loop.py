@@ -1,0 +1,205 @@
+"""The collector's control thread: leases, checkpoint requests, the acker's sweep timer."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
+from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.metastore import Metastore, RequestProbe
+
+log = logging.getLogger(__name__)
+
+CONTROL_POLL_SECONDS = 1.0
+"""How often the control thread queries the metastore (leases, checkpoint requests)."""
+
+REQUEST_PROBE_SECONDS = 0.02
+"""How often it asks the metastores' request probes whether a checkpoint was requested."""
+
+
+@dataclass(frozen=True)
+class WatchedPipeline:
+    """What the control thread needs of a pipeline: whose lease to renew, where requests are."""
+
+    name: str
+    host: str
+    holder: str
+    metastore: Metastore
+    lease_seconds: float
+
+
+@dataclass(frozen=True)
+class WatchList:
+    """What the control thread watches: the pipelines not DONE, and how often the acker's
+    timeout sweep is due (a third of the shortest acker timeout, at most a second)."""
+
+    pipelines: tuple[WatchedPipeline, ...]
+    sweep_every: float
+
+    @classmethod
+    def of(cls, runtimes: Iterable[PipelineRuntime]) -> WatchList:
+        """Taken on the mailbox thread, which owns the runtimes."""
+        served = list(runtimes)
+        return cls(
+            pipelines=tuple(
+                WatchedPipeline(
+                    runtime.name,
+                    runtime.host,
+                    runtime.holder,
+                    runtime.metastore,
+                    runtime.config.collector.lease_seconds,
+                )
+                for runtime in served
+                if runtime.state is not PipelineState.DONE
+            ),
+            sweep_every=min(
+                [
+                    CONTROL_POLL_SECONDS,
+                    *(runtime.config.collector.acker_timeout_s / 3 for runtime in served),
+                ]
+            ),
+        )
+
+
+class ControlLoop:
+    """Renews the leases; in continuous mode, forwards new checkpoint requests; sends the
+    acker's timeout sweep (reading may be suspended meanwhile, so the sweep cannot wait for
+    it).
+
+    The metastore is queried once a second (``CONTROL_POLL_SECONDS``); in between, every
+    ``REQUEST_PROBE_SECONDS``, each metastore's :class:`RequestProbe` tells cheaply whether a
+    request may have arrived, and only then is it queried at once. A metastore that fails is
+    logged and tried again at the next turn: nothing ends the loop but :meth:`stop`.
+
+    What it sends, it sends through the callables it is given, which put mail: ``sweep()``,
+    ``request_checkpoint(pipeline, checkpoint_id)`` (each request once) and
+    ``lease_lost(pipeline)`` (another collector took the lease over).
+
+    Threading model: its own thread. :meth:`watch` and :meth:`stop` are called from the mailbox
+    thread and only put into the loop's inbox: the loop never reads collector state, it works
+    from the last :class:`WatchList` it received. Its own fields (lease renewals, requests
+    forwarded, probes) belong to its thread.
+    """
+
+    def __init__(
+        self,
+        mode: CollectorMode,
+        *,
+        sweep: Callable[[], None],
+        request_checkpoint: Callable[[str, int], None],
+        lease_lost: Callable[[str], None],
+    ) -> None:
+        self._mode = mode
+        self._sweep = sweep
+        self._request_checkpoint = request_checkpoint
+        self._lease_lost = lease_lost
+        self._inbox: queue.SimpleQueue[WatchList | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="sluice-control", daemon=True)
+        self._watching = WatchList((), CONTROL_POLL_SECONDS)
+        self._renewals: dict[str, float] = {}
+        self._forwarded: set[tuple[str, int]] = set()
+        self._probes: dict[int, RequestProbe] = {}
+
+    def watch(self, watching: WatchList) -> None:
+        """Watch these pipelines from now on (mailbox thread, at each change of the
+        registry)."""
+        self._inbox.put(watching)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the loop soon (any thread); :meth:`join` waits for it."""
+        self._inbox.put(None)
+
+    def join(self, timeout: float) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # -- the control thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        now = time.monotonic()
+        next_sweep = now + self._watching.sweep_every
+        next_poll = now + CONTROL_POLL_SECONDS
+        try:
+            while self._receive(REQUEST_PROBE_SECONDS):
+                now = time.monotonic()
+                # A shorter acker timeout (a pipeline added) takes effect at once.
+                next_sweep = min(next_sweep, now + self._watching.sweep_every)
+                sweeping = now >= next_sweep
+                if sweeping:
+                    next_sweep = now + self._watching.sweep_every
+                polling = now >= next_poll
+                if polling:
+                    next_poll = now + CONTROL_POLL_SECONDS
+                try:
+                    if sweeping:
+                        self._sweep()
+                    self._turn(polling)
+                except Exception as exc:  # a metastore briefly unreachable: next turn
+                    log.warning("control loop: %s", exc)
+        finally:
+            for probe in self._probes.values():
+                probe.close()
+
+    def _receive(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the inbox; take what came. False once stopped."""
+        try:
+            message = self._inbox.get(timeout=timeout)
+            while True:
+                if message is None:
+                    return False
+                self._watching = message
+                message = self._inbox.get_nowait()
+        except queue.Empty:
+            return True
+
+    def _turn(self, polling: bool) -> None:
+        watched = self._watching.pipelines
+        probed = self._probe_requests(watched) if not polling else set()
+        for pipeline in watched:
+            try:
+                if polling:
+                    self._renew_lease(pipeline)
+                if polling or id(pipeline.metastore) in probed:
+                    self._forward_requests(pipeline)
+            except Exception as exc:  # the metastore may be briefly unreachable
+                log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
+
+    def _probe_requests(self, watched: tuple[WatchedPipeline, ...]) -> set[int]:
+        """The metastores (by ``id``) whose probe says a request may have arrived."""
+        if self._mode is not CollectorMode.CONTINUOUS:
+            return set()
+        changed: set[int] = set()
+        for metastore in {id(p.metastore): p.metastore for p in watched}.values():
+            probe = self._probes.get(id(metastore))
+            if probe is None:
+                probe = self._probes[id(metastore)] = metastore.request_probe()
+            if probe.changed():
+                changed.add(id(metastore))
+        return changed
+
+    def _renew_lease(self, pipeline: WatchedPipeline) -> None:
+        renew_every = max(0.5, pipeline.lease_seconds / 3)
+        now = time.monotonic()
+        if now >= self._renewals.setdefault(pipeline.name, now + renew_every):
+            if not pipeline.metastore.acquire_lease(
+                pipeline.name, pipeline.host, pipeline.holder, pipeline.lease_seconds
+            ):
+                self._lease_lost(pipeline.name)
+                return
+            self._renewals[pipeline.name] = time.monotonic() + renew_every
+
+    def _forward_requests(self, pipeline: WatchedPipeline) -> None:
+        if self._mode is not CollectorMode.CONTINUOUS:
+            return
+        for checkpoint_id in pipeline.metastore.unsealed_for_host(pipeline.name, pipeline.host):
+            if (pipeline.name, checkpoint_id) not in self._forwarded:
+                self._forwarded.add((pipeline.name, checkpoint_id))
+                self._request_checkpoint(pipeline.name, checkpoint_id)

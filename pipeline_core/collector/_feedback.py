@@ -1,0 +1,129 @@
+"""News from the collector's other threads that may let reading go on, turned into mail."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable
+
+from pipeline_core.collector._file_event_router import FileEventRouter
+from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
+from pipeline_core.collector._registry import PipelineRegistry
+from pipeline_core.mailbox import MailboxProcessor, RejectedExecutionError
+
+
+class Feedback:
+    """What other threads tell the mailbox thread that may let reading go on, one mail each.
+
+    ========================  ==================  ==========================================
+    news                      told by             its mail (on the mailbox thread)
+    ========================  ==================  ==========================================
+    a process queue drained   process stage       resume reading
+    a chunk anchored          send stage          XOR into its acker tree; resume reading if
+                                                  the pipeline can read now
+    chunks delivered          a sink group        the same
+    timeout sweep             control loop        sweep every acker (failed trees become
+                                                  replays); resume if a pipeline can read
+    files changed             file events         note the scans wanted (``file_events``);
+                                                  resume if a READING pipeline's files changed
+    ========================  ==================  ==========================================
+
+    ``file_events`` (continuous mode only) routes the file events; the reader asks it when to
+    scan and how long to wait.
+
+    Threading model: :meth:`queue_writable`, :meth:`anchored`, :meth:`delivered`,
+    :meth:`sweep` and ``_file_events_arrived`` run on the threads above and only put a mail
+    (none once the loop has ended); every ``_on_…`` handler runs on the mailbox thread and
+    checks it first; :meth:`forget` and :meth:`close` are for the mailbox thread.
+    """
+
+    def __init__(
+        self, processor: MailboxProcessor, registry: PipelineRegistry, mode: CollectorMode
+    ) -> None:
+        self._processor = processor
+        self._mail = processor.get_main_mailbox_executor()
+        self._registry = registry
+        self.file_events = (
+            FileEventRouter(self._file_events_arrived) if mode is CollectorMode.CONTINUOUS else None
+        )
+
+    # -- other threads: mail only ------------------------------------------------------------
+
+    def queue_writable(self, key: str) -> None:
+        """The process level's feedback (process stage thread)."""
+        self._send(functools.partial(self._on_queue_writable, key), "queue of %s writable", key)
+
+    def anchored(self, name: str, tree: int, ack_value: int) -> None:
+        """The send stage anchored a chunk's edges, one per sink group."""
+        self._send(functools.partial(self._on_acks, name, [(tree, ack_value)]), "chunk anchored")
+
+    def delivered(self, name: str, acks: list[tuple[int, int]]) -> None:
+        """A sink group delivered chunks (its thread)."""
+        self._send(functools.partial(self._on_acks, name, acks), "chunks delivered")
+
+    def sweep(self) -> None:
+        """Time for the acker's timeout sweep (control thread)."""
+        self._send(self._on_sweep, "acker timeout sweep")
+
+    def _file_events_arrived(self) -> None:
+        """The file events' thread: changes are recorded (called again only after the mail
+        took them, so at most one such mail is pending)."""
+        self._send(self._on_file_events, "file events")
+
+    # -- mailbox thread ----------------------------------------------------------------------
+
+    def forget(self, name: str) -> None:
+        """The pipeline is no longer served."""
+        if self.file_events is not None:
+            self.file_events.forget(name)
+
+    def close(self) -> None:
+        if self.file_events is not None:
+            self.file_events.close()
+
+    def _on_queue_writable(self, key: str) -> None:
+        self._processor.check_mailbox_thread("Feedback._on_queue_writable()")
+        self._processor.resume_default_action()
+
+    def _on_acks(self, name: str, acks: list[tuple[int, int]]) -> None:
+        self._processor.check_mailbox_thread("Feedback._on_acks()")
+        runtime = self._registry.get(name)
+        if runtime is None:
+            return
+        runtime.tracking.acker.ack_all(acks)
+        # Only this pipeline's admission can have changed: no scan of every pipeline per ack.
+        if self._reading_suspended() and runtime.tracking.can_proceed():
+            self._processor.resume_default_action()
+
+    def _on_sweep(self) -> None:
+        self._processor.check_mailbox_thread("Feedback._on_sweep()")
+        runtimes = self._registry.runtimes()
+        for runtime in runtimes:
+            runtime.tracking.acker.sweep()
+        if self._reading_suspended() and any(r.tracking.can_proceed() for r in runtimes):
+            self._processor.resume_default_action()
+
+    def _on_file_events(self) -> None:
+        """Files of some pipelines changed: resume reading if one of them can read now (scans
+        the events asked for run at the start of the next default action)."""
+        self._processor.check_mailbox_thread("Feedback._on_file_events()")
+        events = self.file_events
+        if events is None:
+            return
+        changed = events.take(self._registry.get)
+        if not self._reading_suspended():
+            return  # the next default action sees the changes
+        for name in changed:
+            runtime = self._registry.get(name)
+            if runtime is not None and runtime.state is PipelineState.READING:
+                self._processor.resume_default_action()
+                return
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _reading_suspended(self) -> bool:
+        return not self._processor.is_default_action_available()
+
+    def _send(self, command: Callable[[], None], description: str, *args: object) -> None:
+        with contextlib.suppress(RejectedExecutionError):  # the loop has ended
+            self._mail.execute(command, description, *args)

@@ -1,0 +1,220 @@
+"""The collector's reading: the mailbox's default action, one time slice of rounds at a time."""
+
+from __future__ import annotations
+
+import functools
+import time
+from enum import Enum
+
+from pipeline_core.collector._checkpoint_driver import CheckpointDriver
+from pipeline_core.collector._file_event_router import FileEventRouter
+from pipeline_core.collector._lifecycle import CollectorMode
+from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.collector._registry import PipelineRegistry
+from pipeline_core.collector._stages import StageQueues
+from pipeline_core.mailbox import MailboxDefaultAction, TaskMailbox
+from pipeline_core.queues import PushResult
+from pipeline_core.source import Chunk
+
+IDLE_POLL_SECONDS = 0.2
+"""How long a caught-up collector waits before reading again, unless file events wake it
+(then it waits up to ``collector.file_events_fallback_s``)."""
+
+SETTLING_SCAN_SECONDS = 0.1
+"""How soon a pipeline whose last scan saw a possible copy off its paths scans again (the copy
+is adopted once it kept its size from one scan to the next)."""
+
+
+class _Turn(Enum):
+    READ = "read"
+    """A chunk was read and queued."""
+    EMPTY = "empty"
+    """The file in turn had nothing new; others may."""
+    CAUGHT_UP = "caught_up"
+    """A whole round of the pipeline's files had nothing new."""
+    BLOCKED = "blocked"
+    """The pipeline's process queue is full or its acker is at its limit."""
+
+
+class ReadScheduler(MailboxDefaultAction):
+    """Reads every READING pipeline's files, fairly, one time slice per default-action call.
+
+    Each call first does every reading pipeline's housekeeping (discovery scans, when file
+    events ask for one, and acker snapshots), then reads in rounds until the slice ends: a
+    round gives each pipeline one turn (one chunk of one of its files), higher priorities
+    first, and resumes where an interrupted round stopped. A pipeline whose process queue is
+    full or whose acker is at its limit is skipped (BLOCKED) without holding the others up.
+    When no pipeline can read, reading is suspended: until feedback resumes it (a queue
+    drained, acks, file events: see ``Feedback``), or a poll interval. In one-shot mode a
+    pipeline caught up twice in a row (with a scan for files that appeared meanwhile in
+    between) is finished through the ``CheckpointDriver``.
+
+    Threading model: mailbox thread only (the default action checks it).
+    """
+
+    def __init__(
+        self,
+        mailbox: TaskMailbox,
+        registry: PipelineRegistry,
+        queues: StageQueues,
+        driver: CheckpointDriver,
+        file_events: FileEventRouter | None,
+        mode: CollectorMode,
+        *,
+        slice_seconds: float,
+    ) -> None:
+        self._mailbox = mailbox
+        self._registry = registry
+        self._queues = queues
+        self._driver = driver
+        self._file_events = file_events
+        self._mode = mode
+        self._slice_seconds = slice_seconds
+        self._cursor = 0
+        self._idle_confirmed: set[str] = set()
+        """One-shot mode: pipelines caught up once and scanned again since."""
+
+    def run_default_action(self, controller: MailboxDefaultAction.Controller) -> None:
+        self._mailbox.check_mailbox_thread("ReadScheduler.run_default_action()")
+        now = time.monotonic()
+        reading = self._registry.reading()
+        if not reading:
+            controller.suspend_default_action()  # the last barriers are in flight
+            return
+        for runtime in reading:
+            self._housekeeping(runtime, now)
+        rounds = self._read_rounds(reading, now)
+        if rounds is None:
+            return  # the slice ended
+        caught_up, blocked = rounds
+        if self._mode is CollectorMode.ONCE and self._confirm_idle(reading, caught_up):
+            return
+        if blocked and len(blocked) + len(caught_up) >= len(reading) and not caught_up:
+            # Woken by feedback or acks.
+            suspension = controller.suspend_default_action(resume_after=IDLE_POLL_SECONDS)
+            if any(self._servable(self._registry.runtime(name)) for name in blocked):
+                suspension.resume()  # the feedback came before the suspension: no waiting
+            return
+        if self._registry.any_reading():
+            events = self._file_events
+            wait = (
+                IDLE_POLL_SECONDS
+                if events is None
+                else events.idle_wait(reading, time.monotonic(), IDLE_POLL_SECONDS)
+            )
+            if any(runtime.watcher.settling for runtime in reading):
+                wait = min(wait, SETTLING_SCAN_SECONDS)
+            controller.suspend_default_action(resume_after=wait)  # or until file events
+
+    def _read_rounds(
+        self, reading: list[PipelineRuntime], now: float
+    ) -> tuple[set[str], set[str]] | None:
+        """Rounds until every pipeline is caught up or blocked: the names of those caught up
+        and of those blocked; None when the slice ended first."""
+        deadline = now + self._slice_seconds
+        caught_up: set[str] = set()
+        blocked: set[str] = set()
+        while True:
+            # A round: one turn per pipeline. Rounds go on while some pipeline may still have
+            # something to read (it read a chunk, or the file in turn was empty but others of
+            # its files may not be); they stop when every pipeline is caught up or blocked.
+            going_on = False
+            for _ in range(len(reading)):
+                runtime = reading[self._cursor % len(reading)]
+                self._cursor = (self._cursor + 1) % len(reading)
+                turn = self._serve(runtime)
+                runtime.mark_blocked(turn is _Turn.BLOCKED, now)
+                if turn is _Turn.READ:
+                    going_on = True
+                    self._idle_confirmed.discard(runtime.name)
+                    caught_up.discard(runtime.name)
+                    blocked.discard(runtime.name)
+                elif turn is _Turn.EMPTY:
+                    going_on = True
+                elif turn is _Turn.CAUGHT_UP:
+                    caught_up.add(runtime.name)
+                else:
+                    blocked.add(runtime.name)
+                if time.monotonic() >= deadline:
+                    return None
+            if not going_on:
+                return caught_up, blocked
+
+    def _confirm_idle(self, reading: list[PipelineRuntime], caught_up: set[str]) -> bool:
+        """One-shot mode: finish the pipelines caught up again since their last look; look
+        once more for files that appeared while reading the others. True while looking."""
+        confirming = False
+        for runtime in reading:
+            if runtime.name not in caught_up:
+                continue
+            if runtime.name not in self._idle_confirmed or runtime.watcher.settling:
+                runtime.watcher.scan()
+                runtime.last_scan = time.monotonic()
+                self._idle_confirmed.add(runtime.name)
+                confirming = True
+            else:
+                self._driver.finish(runtime)
+        return confirming
+
+    def _housekeeping(self, runtime: PipelineRuntime, now: float) -> None:
+        """Discovery and acker snapshots: for every pipeline, blocked or not (the acker's
+        timeout sweep comes by mail, reading or not)."""
+        events = self._file_events
+        since_scan = now - runtime.last_scan
+        if (
+            since_scan >= runtime.config.collector.discovery_interval_s
+            or (runtime.watcher.settling and since_scan >= SETTLING_SCAN_SECONDS)
+            or (events is not None and events.scan_due(runtime, now))
+        ):
+            runtime.watcher.scan()
+            runtime.last_scan = now
+            if events is not None:
+                events.follow(runtime)
+        if now - runtime.last_snapshot >= runtime.config.collector.acker_snapshot_s:
+            runtime.save_in_flight()
+
+    def _serve(self, runtime: PipelineRuntime) -> _Turn:
+        if not self._push_replays(runtime):
+            return _Turn.BLOCKED
+        if not self._queues.process.is_writable(runtime.name):
+            return _Turn.BLOCKED
+        if not runtime.tracking.can_admit():
+            return _Turn.BLOCKED
+        grace = (
+            0.0 if self._mode is CollectorMode.ONCE else runtime.config.collector.rotated_grace_s
+        )
+        result = runtime.reader.read_turn(
+            functools.partial(self._publish_chunk, runtime), rotated_grace=grace
+        )
+        if result.chunk is not None:
+            runtime.lines += result.chunk.lines
+            runtime.bytes += len(result.chunk.data)
+            return _Turn.READ
+        if result.blocked:
+            return _Turn.BLOCKED
+        return _Turn.CAUGHT_UP if result.caught_up else _Turn.EMPTY
+
+    def _servable(self, runtime: PipelineRuntime) -> bool:
+        """Whether nothing holds the pipeline's reading back now (queue, acker)."""
+        return self._queues.process.is_writable(runtime.name) and runtime.tracking.can_proceed()
+
+    def _publish_chunk(self, runtime: PipelineRuntime, chunk: Chunk) -> bool:
+        if not runtime.tracking.can_admit():
+            return False
+        chunk = runtime.tracking.stamp(chunk)
+        if self._queues.process.push(runtime.name, chunk) is not PushResult.ACCEPTED:
+            return False
+        runtime.tracking.started(chunk)
+        return True
+
+    def _push_replays(self, runtime: PipelineRuntime) -> bool:
+        """Queue the ranges to re-deliver, before any new reading; False while the process
+        queue is full."""
+        replays = runtime.tracking.replays
+        while replays:
+            chunk = runtime.tracking.stamp(replays[0])
+            if self._queues.process.push(runtime.name, chunk) is not PushResult.ACCEPTED:
+                return False
+            replays.popleft()
+            runtime.tracking.started(chunk)
+        return True

@@ -1,0 +1,158 @@
+"""The control loop: it works from the snapshot it was sent, and nothing but a stop ends it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from pipeline_core.collector import CollectorMode, PipelineState
+from pipeline_core.collector._control_loop import (
+    CONTROL_POLL_SECONDS,
+    ControlLoop,
+    WatchedPipeline,
+    WatchList,
+)
+from pipeline_core.collector._launcher import lease_holder
+from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.errors import MetastoreError
+from pipeline_core.metastore import Metastore, RequestProbe
+from tests.pipeline_core.collector.support import wait_until
+from tests.support.pipelines import load
+
+
+class AlwaysChanged(RequestProbe):
+    def changed(self) -> bool:
+        return True
+
+
+class FlakyMetastore:
+    """Unreachable for the first ``outages`` queries of each kind; one request pending."""
+
+    def __init__(self, *, outages: int = 1, lease_free: bool = True) -> None:
+        self.outages = outages
+        self.lease_free = lease_free
+        self.renewals = 0
+        self.queries = 0
+
+    def acquire_lease(self, name: str, host: str, holder: str, seconds: float) -> bool:
+        self.renewals += 1
+        if self.renewals <= self.outages:
+            raise MetastoreError("the metastore is unreachable")
+        return self.lease_free
+
+    def unsealed_for_host(self, name: str, host: str) -> list[int]:
+        self.queries += 1
+        if self.queries <= self.outages:
+            raise MetastoreError("the metastore is unreachable")
+        return [7]
+
+    def request_probe(self) -> RequestProbe:
+        return AlwaysChanged()
+
+
+def watching(metastore: FlakyMetastore, sweep_every: float = 0.05) -> WatchList:
+    watched = WatchedPipeline("web", "test-host", "me", cast(Metastore, metastore), 1.5)
+    return WatchList((watched,), sweep_every)
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.sweeps = 0
+        self.requests: list[tuple[str, int]] = []
+        self.lost: list[str] = []
+        self.threads: set[threading.Thread] = set()
+
+    def sweep(self) -> None:
+        self.threads.add(threading.current_thread())
+        self.sweeps += 1
+
+    def request(self, name: str, checkpoint_id: int) -> None:
+        self.requests.append((name, checkpoint_id))
+
+    def lease_lost(self, name: str) -> None:
+        self.lost.append(name)
+
+    def loop(self, mode: CollectorMode = CollectorMode.CONTINUOUS) -> ControlLoop:
+        return ControlLoop(
+            mode, sweep=self.sweep, request_checkpoint=self.request, lease_lost=self.lease_lost
+        )
+
+
+@pytest.mark.timeout(20)
+def test_should_renew_forward_and_sweep_through_metastore_outages() -> None:
+    outbox = Outbox()
+    metastore = FlakyMetastore()
+    loop = outbox.loop()
+    loop.watch(watching(metastore))
+    loop.start()
+    try:
+        wait_until(lambda: metastore.renewals >= 2 and bool(outbox.requests) and outbox.sweeps >= 3)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    assert outbox.requests == [("web", 7)]  # once, after the outage
+    assert outbox.lost == []
+    assert outbox.threads != {threading.current_thread()}
+
+
+@pytest.mark.timeout(20)
+def test_should_report_a_lease_another_collector_took_over() -> None:
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=0, lease_free=False)
+    loop = outbox.loop(CollectorMode.ONCE)
+    loop.watch(watching(metastore))
+    loop.start()
+    try:
+        wait_until(lambda: outbox.lost == ["web"])
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    assert outbox.requests == []  # one-shot runs forward no requests
+    assert metastore.queries == 0
+
+
+@pytest.mark.timeout(20)
+def test_should_watch_only_what_the_last_snapshot_names() -> None:
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=0)
+    loop = outbox.loop()
+    loop.watch(watching(metastore))
+    loop.watch(WatchList((), CONTROL_POLL_SECONDS))  # the pipeline was removed meanwhile
+    loop.start()
+    try:
+        wait_until(lambda: outbox.sweeps >= 1, timeout=5)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    assert (metastore.renewals, metastore.queries, outbox.requests) == (0, 0, [])
+
+
+def test_should_snapshot_the_pipelines_not_done_and_the_shortest_sweep(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    configs = [
+        load(tmp_path / "fast", metastore_url, name="fast", collector={"acker_timeout_s": 0.9}),
+        load(tmp_path / "slow", metastore_url, name="slow"),
+    ]
+    runtimes = [
+        PipelineRuntime(config, metastore, lease_holder(config, "test"), None) for config in configs
+    ]
+
+    snapshot = WatchList.of(runtimes)
+    runtimes[0].state = PipelineState.DONE  # its lease is no longer renewed
+
+    assert [(p.name, p.holder, p.lease_seconds) for p in snapshot.pipelines] == [
+        (r.name, r.holder, r.config.collector.lease_seconds) for r in runtimes
+    ]
+    assert [p.name for p in WatchList.of(runtimes).pipelines] == ["slow"]
+    assert snapshot.sweep_every == pytest.approx(0.3)
+    assert WatchList.of(runtimes).sweep_every == pytest.approx(0.3)
+    assert WatchList.of([]).sweep_every == CONTROL_POLL_SECONDS
+    for runtime in runtimes:
+        runtime.watcher.close()
