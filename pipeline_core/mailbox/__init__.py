@@ -39,7 +39,7 @@ from ._executor import MailboxExecutor
 from ._mail import MAX_PRIORITY, MIN_PRIORITY, Mail
 from ._metrics import DEFAULT_LATENCY_WINDOW, MailboxMetrics
 from ._processor import MailboxProcessor
-from ._task_mailbox import TaskMailbox
+from ._task_mailbox import MailboxState, TaskMailbox
 
 __all__ = [
     "DEFAULT_LATENCY_WINDOW",
@@ -54,6 +54,7 @@ __all__ = [
     "MailboxExecutor",
     "MailboxMetrics",
     "MailboxProcessor",
+    "MailboxState",
     "RejectedExecutionError",
     "ReportedThrowableError",
     "TaskMailbox",

@@ -12,7 +12,7 @@ from ._exceptions import MailboxClosedException, ReportedThrowableError
 from ._executor import MailboxExecutor
 from ._mail import MAX_PRIORITY, MIN_PRIORITY, Mail
 from ._metrics import DEFAULT_LATENCY_WINDOW, MailboxMetrics, MetricsRecorder
-from ._task_mailbox import TaskMailbox
+from ._task_mailbox import MailboxState, TaskMailbox
 
 __all__ = ["MailboxProcessor"]
 
@@ -90,7 +90,7 @@ class MailboxProcessor:
         """
         self._check_is_mailbox_thread("run_mailbox_loop")
         mailbox = self._mailbox
-        if mailbox.state is not TaskMailbox.State.OPEN:
+        if mailbox.state is not MailboxState.OPEN:
             raise MailboxClosedException(
                 f"run_mailbox_loop needs an OPEN mailbox, it is {mailbox.state.name}"
             )
@@ -296,7 +296,7 @@ class MailboxProcessor:
 
         def put_if_open() -> None:
             # State check and put under one lock hold: a close cannot slip in between.
-            if mailbox.state is TaskMailbox.State.OPEN:
+            if mailbox.state is MailboxState.OPEN:
                 self._send_control_mail(action, description)
 
         mailbox.run_exclusively(put_if_open)

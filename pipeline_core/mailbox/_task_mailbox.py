@@ -17,6 +17,23 @@ __all__ = ["TaskMailbox"]
 _T = TypeVar("_T")
 
 
+class MailboxState(enum.Enum):
+    """Lifecycle of a :class:`TaskMailbox`: ``OPEN`` → ``QUIESCED`` → ``CLOSED``, only forward.
+
+    ``OPEN`` accepts puts and takes. ``QUIESCED`` (:meth:`TaskMailbox.quiesce`) refuses puts
+    with :class:`MailboxClosedException` but still hands out the mails already in. ``CLOSED``
+    (:meth:`TaskMailbox.close`) drops every mail, cancels their futures and makes every put and
+    take raise :class:`MailboxClosedException`, including a take that was blocked.
+    """
+
+    OPEN = "open"
+    QUIESCED = "quiesced"
+    CLOSED = "closed"
+
+    def is_accepting_mails(self) -> bool:
+        return self is MailboxState.OPEN
+
+
 class TaskMailbox:
     """A mailbox of :class:`Mail` with many producers and one consumer, the mailbox thread.
 
@@ -42,23 +59,8 @@ class TaskMailbox:
         the lock and with single atomic deque operations, so each mail is either taken by the
         owner or dropped by ``close``, never both).
 
-    Lifecycle:
-        ``OPEN`` → ``QUIESCED`` → ``CLOSED``. ``OPEN`` accepts puts and takes. ``QUIESCED``
-        (:meth:`quiesce`) refuses puts with :class:`MailboxClosedException` but still hands out
-        the mails already in. ``CLOSED`` (:meth:`close`) drops every mail, cancels their futures
-        and makes every put and take raise :class:`MailboxClosedException`, including a take
-        that was blocked. States only move forward.
+    Lifecycle: see :class:`MailboxState`.
     """
-
-    class State(enum.Enum):
-        """Lifecycle of a :class:`TaskMailbox`."""
-
-        OPEN = "open"
-        QUIESCED = "quiesced"
-        CLOSED = "closed"
-
-        def is_accepting_mails(self) -> bool:
-            return self is TaskMailbox.State.OPEN
 
     def __init__(self, owner_thread: threading.Thread | None = None) -> None:
         self._owner_thread = (
@@ -67,7 +69,7 @@ class TaskMailbox:
         self._lock = threading.RLock()
         self._not_empty = threading.Condition(self._lock)
         self._queue: deque[Mail] = deque()  # guarded by _lock
-        self._state = TaskMailbox.State.OPEN  # guarded by _lock (read without it)
+        self._state = MailboxState.OPEN  # guarded by _lock (read without it)
         self._takers_waiting = 0  # guarded by _lock
         self._batch: deque[Mail] = deque()  # owner thread
         self._has_new_mail = False  # == bool(_queue); written under _lock, read without
@@ -79,7 +81,7 @@ class TaskMailbox:
         return self._owner_thread
 
     @property
-    def state(self) -> TaskMailbox.State:
+    def state(self) -> MailboxState:
         return self._state
 
     @property
@@ -100,12 +102,7 @@ class TaskMailbox:
         Raises:
             IllegalThreadError: naming ``what``, the owner thread and the calling thread.
         """
-        current = threading.current_thread()
-        if current is not self._owner_thread:
-            raise IllegalThreadError(
-                f"{what} must be called on the mailbox thread "
-                f"{self._owner_thread.name!r}, not on {current.name!r}"
-            )
+        _require_thread(self._owner_thread, what)
 
     def put(self, mail: Mail) -> None:
         """Append ``mail`` to the queue and wake the mailbox thread if it waits.
@@ -163,10 +160,10 @@ class TaskMailbox:
         :class:`MailboxClosedException`). Idempotent: a second call returns an empty list.
         """
         with self._lock:
-            if self._state is TaskMailbox.State.CLOSED:
+            if self._state is MailboxState.CLOSED:
                 return []
             dropped = self._drain_locked()
-            self._state = TaskMailbox.State.CLOSED
+            self._state = MailboxState.CLOSED
             self._not_empty.notify_all()
         for mail in dropped:
             mail.try_cancel()
@@ -293,8 +290,8 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("quiesce")
         with self._lock:
-            if self._state is TaskMailbox.State.OPEN:
-                self._state = TaskMailbox.State.QUIESCED
+            if self._state is MailboxState.OPEN:
+                self._state = MailboxState.QUIESCED
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -321,11 +318,11 @@ class TaskMailbox:
 
     def _check_put_allowed(self) -> None:
         state = self._state
-        if state is not TaskMailbox.State.OPEN:
+        if state is not MailboxState.OPEN:
             raise MailboxClosedException(f"mailbox is {state.name}: it accepts no more mail")
 
     def _check_take_allowed(self) -> None:
-        if self._state is TaskMailbox.State.CLOSED:
+        if self._state is MailboxState.CLOSED:
             raise MailboxClosedException("mailbox is CLOSED: no mail can be taken")
 
     def _check_is_mailbox_thread(self, method: str) -> None:
@@ -335,6 +332,14 @@ class TaskMailbox:
         return (
             f"TaskMailbox(state={self._state.name}, owner={self._owner_thread.name!r}, "
             f"queued={len(self._queue)}, batch={len(self._batch)})"
+        )
+
+
+def _require_thread(owner: threading.Thread, what: str) -> None:
+    current = threading.current_thread()
+    if current is not owner:
+        raise IllegalThreadError(
+            f"{what} must be called on the mailbox thread {owner.name!r}, not on {current.name!r}"
         )
 
 

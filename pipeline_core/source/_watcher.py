@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from pipeline_core.config import SourceConfig, StartPosition
+from pipeline_core.source._copy_adoption import CopyAdoption
 from pipeline_core.source._copy_detection import (
     after_last_newline,
     copy_in_the_making,
@@ -52,11 +53,6 @@ from pipeline_core.source._tracked_file import TrackedFile
 
 log = logging.getLogger(__name__)
 
-
-COPY_WAIT_S = 30.0
-"""How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
-so a copy that is not there by then is elsewhere (``olddir`` off the paths), already
-compressed and deleted, or there is none (the file was emptied)."""
 
 _CLAIMING_STATES = (FileState.LIVE, FileState.ROTATED, FileState.COPIED)
 """States whose inode belongs to the tracked file: another file found there is not new."""
@@ -82,16 +78,19 @@ class FileWatcher:
         self._clock = clock
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
         self._first_scan = not self._files
-        self._sibling_sizes: dict[Inode, int] = {}
-        """Sizes of the files off the paths looked at as copies, at the last scan."""
+        self._copies = CopyAdoption(signature_bytes, clock)
         self.scans = 0
         """Scans so far: a reader's "caught up" holds only for the files of the last one."""
-        self.settling = False
-        """The last scan saw a possible copy off the paths that the next scan may adopt (it
-        must keep its size from one scan to the next): scan again before finishing."""
-        self.truncated_unread_bytes = 0
-        """Bytes seen in files that a truncation destroyed before they were read (a lower
-        bound: bytes written after the last look are not known)."""
+
+    @property
+    def settling(self) -> bool:
+        """The last scan saw a possible copy off the paths: scan again before finishing."""
+        return self._copies.settling
+
+    @property
+    def truncated_unread_bytes(self) -> int:
+        """Bytes seen in files that a truncation destroyed before they were read."""
+        return self._copies.truncated_unread_bytes
 
     @property
     def files(self) -> list[TrackedFile]:
@@ -111,7 +110,7 @@ class FileWatcher:
 
     def scan(self) -> None:
         """Glob every source and reconcile the result with the tracked files."""
-        self.settling = False
+        self._copies.settling = False
         self.scans += 1
         for source in self._sources:
             found = find_files(source)
@@ -121,8 +120,13 @@ class FileWatcher:
             # A copy at the source's paths was adopted above; only then look off them.
             for tracked in self._files:
                 if tracked.source == source.name and tracked.state is FileState.DETACHED:
-                    self._find_copy(tracked, found)
-                    self._give_up_waiting_for_copy(tracked)
+                    known = {
+                        (f.dev, f.ino)
+                        for f in self._files
+                        if f is not tracked and f.state in _CLAIMING_STATES
+                    }
+                    self._copies.find_off_paths(tracked, found, known)
+                    self._copies.give_up_if_due(tracked)
         self._first_scan = False
 
     # -- scan steps --------------------------------------------------------------------------
@@ -181,9 +185,7 @@ class FileWatcher:
         change = tracked.inspect(self._signature_bytes)
         if change is ContentChange.REPLACED:
             log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
-            tracked.close()
-            tracked.state = FileState.DETACHED
-            tracked.detached_at = self._clock()
+            self._copies.detached(tracked)
             return False
         if change is ContentChange.CUT:
             self._start_generation(tracked)
@@ -228,27 +230,6 @@ class FileWatcher:
         tracked.state = FileState.DONE
         self._files.append(generation)
 
-    def _give_up_waiting_for_copy(self, tracked: TrackedFile) -> None:
-        if tracked.state is not FileState.DETACHED:
-            return
-        now = self._clock()
-        if tracked.detached_at is None:
-            tracked.detached_at = now  # remembered DETACHED across a restart
-        if now - tracked.detached_at < COPY_WAIT_S:
-            return
-        tracked.state = FileState.DONE
-        if tracked.seen_size > tracked.read_offset:
-            self.truncated_unread_bytes += tracked.seen_size - tracked.read_offset
-            log.warning(
-                "%s: no copy of it turned up after its truncation; bytes [%d, %d) it held "
-                "were not read and are gone",
-                tracked.path,
-                tracked.read_offset,
-                tracked.seen_size,
-            )
-        else:
-            log.info("%s was emptied after everything in it was read", tracked.path)
-
     def _find_renamed(self, tracked: TrackedFile) -> bool:
         """After a restart, find a file renamed out of the source's paths by its inode (its
         old folder only), so the lines written before the rename are not lost."""
@@ -258,89 +239,6 @@ class FileWatcher:
                     return True
                 tracked.close()
         return False
-
-    def _find_copy(self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]]) -> None:
-        """A DETACHED file's copy may lie outside the source's paths (``access.log.1`` when only
-        ``access.log`` is read): look for it in the file's folder. Off the paths, any file may
-        share the first bytes (a second log of the same server), so a sibling must also hold
-        the last bytes read where they were read, and have kept its size since the previous
-        scan (a copy is not written to; a log beside it is)."""
-        known = {
-            (f.dev, f.ino) for f in self._files if f is not tracked and f.state in _CLAIMING_STATES
-        }
-        sizes, self._sibling_sizes = self._sibling_sizes, {}
-        for path, info in siblings(tracked.path):
-            inode = (info.st_dev, info.st_ino)
-            if inode in known or inode in found or info.st_size < tracked.signature.size:
-                continue  # at the source's paths: the adoption at the paths handled it
-            self._sibling_sizes[inode] = info.st_size
-            if sizes.get(inode) != info.st_size:
-                self.settling = True
-                continue
-            candidate = TrackedFile(
-                source=tracked.source,
-                fingerprint="",
-                path=path,
-                dev=inode[0],
-                ino=inode[1],
-                signature=tracked.signature,
-                sealed_offset=0,
-                state=FileState.LIVE,
-            )
-            if (
-                candidate.open(path)
-                and candidate.still_same_file(self._signature_bytes)
-                and candidate.fd is not None
-                and tracked.holds_what_was_read(candidate.fd)
-            ):
-                self._adopt_copy(tracked, candidate, rotated=True)
-                return
-            candidate.close()
-
-    def _adopt_copy(self, original: TrackedFile, copy: TrackedFile, *, rotated: bool) -> None:
-        """``copy`` (an open probe) is ``original``'s copytruncate copy: the original's
-        fingerprint and offsets move to it. ``rotated``: the copy lies off the source's paths."""
-        size = copy.size()
-        lost_from = max(size, original.read_offset)
-        if original.seen_size > lost_from:
-            self.truncated_unread_bytes += original.seen_size - lost_from
-            log.warning(
-                "%s: bytes [%d, %d) written after its copy %s was made were truncated away "
-                "before they were read",
-                original.path,
-                lost_from,
-                original.seen_size,
-                copy.path,
-            )
-        original.close()
-        original.fd, copy.fd = copy.fd, None
-        original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino
-        original.detached_at = None
-        original.still_same_file(self._signature_bytes)
-        if rotated:
-            original.mark_rotated()  # off the paths: read to its end, then done
-        else:
-            original.state = FileState.COPIED
-        if size <= original.read_offset:
-            log.info(
-                "%s is the copy of %s, which was read to offset %d past the copy's end: "
-                "nothing in it is left to read",
-                copy.path,
-                original.fingerprint,
-                original.read_offset,
-            )
-            if rotated:
-                original.close()
-                original.state = FileState.DONE
-            else:
-                original.finished = True  # kept open: its inode stays its own
-            return
-        log.info(
-            "%s is the copy of %s; resuming at %d",
-            copy.path,
-            original.fingerprint,
-            original.read_offset,
-        )
 
     def _adopt_or_add(self, source: SourceConfig, entry: tuple[str, int], inode: Inode) -> None:
         path, size = entry
@@ -375,7 +273,7 @@ class FileWatcher:
             if original is None and copy_in_the_making(probe.fd, size, candidates):
                 return  # shorter than a signature yet: look again at the next scan
             if original is not None and original.state is FileState.DETACHED:
-                self._adopt_copy(original, probe, rotated=False)
+                self._copies.adopt(original, probe, rotated=False)
                 return
             if original is not None and same_bytes_at_end(probe.fd, original, size):
                 return  # a copy of a file still live: wait for the truncation

@@ -218,7 +218,8 @@ def test_should_seal_requested_checkpoints_while_tailing_and_seal_on_stop(
         os.rename(logs / "access.log", logs / "access.log.1")
         append(logs / "access.log", *lines("c", 20))
         wait_until(lambda: len(metastore.files(config.name, config.collector.host)) >= 1)
-        time.sleep(0.5)
+        # A stop seals what was read: wait until the lines written are (not for a fixed time).
+        wait_until(lambda: collector.metrics()[0].lines_read >= 150)
     finally:
         collector.stop()
         thread.join(timeout=30)

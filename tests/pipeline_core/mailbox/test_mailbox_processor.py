@@ -14,6 +14,7 @@ from pipeline_core.mailbox import (
     MailboxClosedException,
     MailboxDefaultAction,
     MailboxProcessor,
+    MailboxState,
     RejectedExecutionError,
     ReportedThrowableError,
     TaskMailbox,
@@ -512,7 +513,7 @@ def test_close_from_another_thread_stops_a_busy_loop_after_its_current_slice() -
 def test_the_processor_closes_its_mailbox_on_exiting_a_with_block() -> None:
     with MailboxProcessor(complete) as processor:
         processor.run_mailbox_loop()
-    assert processor.mailbox.state is TaskMailbox.State.CLOSED
+    assert processor.mailbox.state is MailboxState.CLOSED
 
 
 # -- metrics ----------------------------------------------------------------------------------

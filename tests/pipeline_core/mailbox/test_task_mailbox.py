@@ -14,6 +14,7 @@ from pipeline_core.mailbox import (
     IllegalThreadError,
     Mail,
     MailboxClosedException,
+    MailboxState,
     TaskMailbox,
 )
 from tests.pipeline_core.mailbox.support import (
@@ -25,7 +26,7 @@ from tests.pipeline_core.mailbox.support import (
     run_on_other_thread,
 )
 
-State = TaskMailbox.State
+State = MailboxState
 
 
 def run_all(mailbox: TaskMailbox) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.source import FileState, FileWatcher, TrackedFile
-from pipeline_core.source._watcher import COPY_WAIT_S
+from pipeline_core.source._copy_adoption import COPY_WAIT_S
 from tests.support.faults import FaultLines
 from tests.support.reading import (
     MiB,

@@ -1,0 +1,154 @@
+"""Handing a truncated file's fingerprint and offsets to its copytruncate copy.
+
+A DETACHED file (its first bytes changed: truncated) waits for its copy: at the source's paths
+the watcher's adoption finds it; off them :meth:`CopyAdoption.find_off_paths` looks in the
+file's folder, more warily. A copy that does not turn up within :data:`COPY_WAIT_S` is given
+up, with the bytes it held beyond what was read named.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from pipeline_core.source._discovery import Inode, siblings
+from pipeline_core.source._file_record import FileState
+from pipeline_core.source._tracked_file import TrackedFile
+
+log = logging.getLogger("pipeline_core.source._watcher")
+
+COPY_WAIT_S = 30.0
+"""How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
+so a copy that is not there by then is elsewhere (``olddir`` off the paths), already
+compressed and deleted, or there is none (the file was emptied)."""
+
+
+class CopyAdoption:
+    """The copy side of a :class:`FileWatcher`'s scans.
+
+    Threading model: owned by the watcher, on the collector's mailbox thread.
+    """
+
+    def __init__(self, signature_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._signature_bytes = signature_bytes
+        self._clock = clock
+        self._sizes: dict[Inode, int] = {}
+        """Sizes of the files off the paths looked at as copies, at the last scan."""
+        self.settling = False
+        """The last scan saw a possible copy off the paths that the next scan may adopt (it
+        must keep its size from one scan to the next): scan again before finishing."""
+        self.truncated_unread_bytes = 0
+        """Bytes seen in files that a truncation destroyed before they were read (a lower
+        bound: bytes written after the last look are not known)."""
+
+    def detached(self, tracked: TrackedFile) -> None:
+        """``tracked`` was truncated (its first bytes changed): it waits for its copy."""
+        tracked.close()
+        tracked.state = FileState.DETACHED
+        tracked.detached_at = self._clock()
+
+    def give_up_if_due(self, tracked: TrackedFile) -> None:
+        """A DETACHED file whose copy has not turned up within :data:`COPY_WAIT_S` is DONE."""
+        if tracked.state is not FileState.DETACHED:
+            return
+        now = self._clock()
+        if tracked.detached_at is None:
+            tracked.detached_at = now  # remembered DETACHED across a restart
+        if now - tracked.detached_at < COPY_WAIT_S:
+            return
+        tracked.state = FileState.DONE
+        if tracked.seen_size > tracked.read_offset:
+            self.truncated_unread_bytes += tracked.seen_size - tracked.read_offset
+            log.warning(
+                "%s: no copy of it turned up after its truncation; bytes [%d, %d) it held "
+                "were not read and are gone",
+                tracked.path,
+                tracked.read_offset,
+                tracked.seen_size,
+            )
+        else:
+            log.info("%s was emptied after everything in it was read", tracked.path)
+
+    def find_off_paths(
+        self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]], known: set[Inode]
+    ) -> None:
+        """A DETACHED file's copy may lie outside the source's paths (``access.log.1`` when only
+        ``access.log`` is read): look for it in the file's folder. Off the paths, any file may
+        share the first bytes (a second log of the same server), so a sibling must also hold
+        the last bytes read where they were read, and have kept its size since the previous
+        scan (a copy is not written to; a log beside it is). ``known``: the inodes other
+        tracked files claim."""
+        sizes, self._sizes = self._sizes, {}
+        for path, info in siblings(tracked.path):
+            inode = (info.st_dev, info.st_ino)
+            if inode in known or inode in found or info.st_size < tracked.signature.size:
+                continue  # at the source's paths: the adoption at the paths handled it
+            self._sizes[inode] = info.st_size
+            if sizes.get(inode) != info.st_size:
+                self.settling = True
+                continue
+            candidate = TrackedFile(
+                source=tracked.source,
+                fingerprint="",
+                path=path,
+                dev=inode[0],
+                ino=inode[1],
+                signature=tracked.signature,
+                sealed_offset=0,
+                state=FileState.LIVE,
+            )
+            if (
+                candidate.open(path)
+                and candidate.still_same_file(self._signature_bytes)
+                and candidate.fd is not None
+                and tracked.holds_what_was_read(candidate.fd)
+            ):
+                self.adopt(tracked, candidate, rotated=True)
+                return
+            candidate.close()
+
+    def adopt(self, original: TrackedFile, copy: TrackedFile, *, rotated: bool) -> None:
+        """``copy`` (an open probe) is ``original``'s copytruncate copy: the original's
+        fingerprint and offsets move to it. ``rotated``: the copy lies off the source's paths."""
+        size = copy.size()
+        lost_from = max(size, original.read_offset)
+        if original.seen_size > lost_from:
+            self.truncated_unread_bytes += original.seen_size - lost_from
+            log.warning(
+                "%s: bytes [%d, %d) written after its copy %s was made were truncated away "
+                "before they were read",
+                original.path,
+                lost_from,
+                original.seen_size,
+                copy.path,
+            )
+        original.close()
+        original.fd, copy.fd = copy.fd, None
+        original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino
+        original.detached_at = None
+        original.still_same_file(self._signature_bytes)
+        if rotated:
+            original.mark_rotated()  # off the paths: read to its end, then done
+        else:
+            original.state = FileState.COPIED
+        if size <= original.read_offset:
+            log.info(
+                "%s is the copy of %s, which was read to offset %d past the copy's end: "
+                "nothing in it is left to read",
+                copy.path,
+                original.fingerprint,
+                original.read_offset,
+            )
+            if rotated:
+                original.close()
+                original.state = FileState.DONE
+            else:
+                original.finished = True  # kept open: its inode stays its own
+            return
+        log.info(
+            "%s is the copy of %s; resuming at %d",
+            copy.path,
+            original.fingerprint,
+            original.read_offset,
+        )
