@@ -88,16 +88,7 @@ class CopyAdoption:
             if sizes.get(inode) != info.st_size:
                 self.settling = True
                 continue
-            candidate = TrackedFile(
-                source=tracked.source,
-                fingerprint="",
-                path=path,
-                dev=inode[0],
-                ino=inode[1],
-                signature=tracked.signature,
-                sealed_offset=0,
-                state=FileState.LIVE,
-            )
+            candidate = TrackedFile.probe(tracked.source, path, inode, tracked.signature)
             if (
                 candidate.open(path)
                 and candidate.still_same_file(self._signature_bytes)

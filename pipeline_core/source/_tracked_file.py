@@ -83,6 +83,19 @@ class TrackedFile:
             memory=ReadMemory(LineDigest.decode(record.tail_digest)),
         )
 
+    @classmethod
+    def probe(
+        cls,
+        source: str,
+        path: str,
+        inode: tuple[int, int],
+        signature: Signature | None = None,
+    ) -> TrackedFile:
+        """A file at ``path`` looked at before it is known what it is (nothing is read of it
+        under this name): open it, compare it, then hand its descriptor on or close it."""
+        known = signature if signature is not None else Signature(0, 0)
+        return cls(source, "", path, inode[0], inode[1], known, 0, FileState.LIVE)
+
     def record(self, offset: int) -> FileRecord:
         """This file as the metastore stores it, sealed up to ``offset`` (with the digest of
         the last lines before it, taken from the last bytes read)."""

@@ -47,7 +47,7 @@ from pipeline_core.source._copy_detection import (
 )
 from pipeline_core.source._discovery import Inode, find_files, siblings
 from pipeline_core.source._file_record import FileRecord, FileState
-from pipeline_core.source._fingerprint import Signature, new_fingerprint, read_signature
+from pipeline_core.source._fingerprint import new_fingerprint, read_signature
 from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._tracked_file import TrackedFile
 
@@ -244,16 +244,7 @@ class FileWatcher:
         path, size = entry
         if size == 0:
             return
-        probe = TrackedFile(
-            source=source.name,
-            fingerprint="",
-            path=path,
-            dev=inode[0],
-            ino=inode[1],
-            signature=Signature(0, 0),
-            sealed_offset=0,
-            state=FileState.LIVE,
-        )
+        probe = TrackedFile.probe(source.name, path, inode)
         if not probe.open(path):
             return
         assert probe.fd is not None
