@@ -17,12 +17,10 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV_PYTHON="$REPO_ROOT/.venv/bin/python"
-SUDO=()
 
 # shellcheck source=scripts/lib.sh
 . "$REPO_ROOT/scripts/lib.sh"
 
-is_root() { ((EUID == 0)); }
 
 # chromium_path: print the Chromium binary, or fail.
 chromium_path() {
@@ -44,34 +42,11 @@ playwright_pin() {
 playwright_ok() { [[ -x "$VENV_PYTHON" ]] && "$VENV_PYTHON" -c 'import playwright.sync_api' 2>/dev/null; }
 
 install_chromium() {
-    local apt_opts candidate updated=""
     if chromium_path >/dev/null; then
         return 0
     fi
-    if ! is_root; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            SUDO=(sudo -n env DEBIAN_FRONTEND=noninteractive)
-        else
-            die "Chromium is not installed and installing it needs root (apt-get install chromium)"
-        fi
-    fi
-    command -v apt-get >/dev/null 2>&1 ||
-        die "Chromium is not installed and this is not a Debian system; set SLUICE_CHROMIUM"
-    export DEBIAN_FRONTEND=noninteractive
-    apt_opts=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600)
-    candidate="$(apt-cache policy chromium 2>/dev/null | awk '/Candidate:/ {print $2; exit}')"
-    if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
-        log "apt-get update (package lists do not know chromium)"
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-        updated=1
-    fi
-    log "apt-get install chromium"
-    if ! "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends chromium >&2; then
-        [[ -z "$updated" ]] || die "apt-get install chromium failed"
-        log "apt-get install failed; refreshing package lists and retrying"
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends chromium >&2
-    fi
+    need_apt Chromium chromium "set SLUICE_CHROMIUM"
+    apt_install chromium
     chromium_path >/dev/null || die "chromium installed but no binary found"
 }
 

@@ -15,3 +15,70 @@ usage() {
     sed -n '2,/^# Environment:/{/^# Environment:/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[-1]}" >&2
     exit 2
 }
+
+# -- installing Debian packages ----------------------------------------------------------------
+
+SUDO=()
+INSTALL_GUARDS=()
+APT_OPTS=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600)
+
+is_root() { ((EUID == 0)); }
+
+# need_apt WHAT PACKAGES [HINT]: run as root (or through passwordless sudo) on a Debian system,
+# or die saying that WHAT is missing and how to install it (HINT: what to do elsewhere).
+need_apt() {
+    if ! is_root; then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            SUDO=(sudo -n env DEBIAN_FRONTEND=noninteractive)
+        else
+            die "$1 is not installed and installing it needs root (apt-get install $2)"
+        fi
+    fi
+    command -v apt-get >/dev/null 2>&1 ||
+        die "$1 is not installed and this is not a Debian system${3:+; $3}"
+    export DEBIAN_FRONTEND=noninteractive
+}
+
+# has_candidate PACKAGE: the package lists know PACKAGE.
+has_candidate() {
+    local candidate
+    candidate="$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')"
+    [[ -n "$candidate" && "$candidate" != "(none)" ]]
+}
+
+remove_install_guards() {
+    ((${#INSTALL_GUARDS[@]} == 0)) || "${SUDO[@]}" rm -f "${INSTALL_GUARDS[@]}"
+}
+
+# block_service_starts: packages installed from now on do not start their services (there is
+# no systemd here); the guard is removed on exit, with any other INSTALL_GUARDS.
+block_service_starts() {
+    trap remove_install_guards EXIT
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        INSTALL_GUARDS+=(/usr/sbin/policy-rc.d)
+        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+        "${SUDO[@]}" chmod 0755 /usr/sbin/policy-rc.d
+    fi
+}
+
+# apt_install PACKAGE...: install without recommends; the package lists are refreshed first if
+# they do not know a package, or once after a failed install (stale lists point at files the
+# mirror no longer has).
+apt_install() {
+    local package updated=""
+    for package in "$@"; do
+        if ! has_candidate "$package"; then
+            log "apt-get update (package lists do not know $package)"
+            "${SUDO[@]}" apt-get "${APT_OPTS[@]}" update >&2
+            updated=1
+            break
+        fi
+    done
+    log "apt-get install $*"
+    if ! "${SUDO[@]}" apt-get "${APT_OPTS[@]}" install --no-install-recommends "$@" >&2; then
+        [[ -z "$updated" ]] || die "apt-get install $* failed"
+        log "apt-get install failed; refreshing package lists and retrying"
+        "${SUDO[@]}" apt-get "${APT_OPTS[@]}" update >&2
+        "${SUDO[@]}" apt-get "${APT_OPTS[@]}" install --no-install-recommends "$@" >&2
+    fi
+}

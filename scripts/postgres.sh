@@ -56,7 +56,6 @@ pg_url() {
     printf 'postgresql+psycopg://%s@%s:%s/%s\n' "$PG_SUPERUSER" "$PG_HOST" "${1:-$PG_PORT}" "$PG_DB"
 }
 
-is_root() { ((EUID == 0)); }
 
 # ---------------------------------------------------------------------------
 # Binaries
@@ -267,63 +266,23 @@ ensure_db() {
 # ---------------------------------------------------------------------------
 # Subcommands
 
-SUDO=()
-INSTALL_GUARDS=()
-
-remove_install_guards() {
-    ((${#INSTALL_GUARDS[@]} == 0)) || "${SUDO[@]}" rm -f "${INSTALL_GUARDS[@]}"
-}
-
 cmd_install() {
-    local started pkgs=(postgresql) apt_opts
+    local started
     if find_bindir >/dev/null; then
         return 0
     fi
-    if ! is_root; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            SUDO=(sudo -n env DEBIAN_FRONTEND=noninteractive)
-        else
-            die "PostgreSQL is not installed and installing it needs root (apt-get install postgresql)"
-        fi
-    fi
-    command -v apt-get >/dev/null 2>&1 ||
-        die "PostgreSQL is not installed and this is not a Debian system; set SLUICE_PG_BINDIR"
+    need_apt PostgreSQL postgresql "set SLUICE_PG_BINDIR"
     started="$(date +%s)"
-    apt_opts=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600)
-
-    # Do not let the package create or start its own cluster (there is no
-    # systemd here, and the tests use a private cluster). Both guards are
-    # removed again on exit.
-    trap remove_install_guards EXIT
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        INSTALL_GUARDS+=(/usr/sbin/policy-rc.d)
-        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-        "${SUDO[@]}" chmod 0755 /usr/sbin/policy-rc.d
-    fi
+    # Do not let the package start a service or create its own cluster (the tests use a
+    # private cluster); the guards are removed again on exit.
+    block_service_starts
     if [[ ! -e /etc/postgresql-common/createcluster.conf ]]; then
         local guard=/etc/postgresql-common/createcluster.d/00-sluice-no-main-cluster.conf
         INSTALL_GUARDS+=("$guard")
         "${SUDO[@]}" mkdir -p "$(dirname "$guard")"
         echo 'create_main_cluster = false' | "${SUDO[@]}" tee "$guard" >/dev/null
     fi
-
-    export DEBIAN_FRONTEND=noninteractive
-    local candidate
-    candidate="$(apt-cache policy postgresql 2>/dev/null | awk '/Candidate:/ {print $2; exit}')"
-    local updated=""
-    if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
-        log "apt-get update (package lists do not know postgresql)"
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-        updated=1
-    fi
-    log "apt-get install ${pkgs[*]}"
-    if ! "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends "${pkgs[@]}" >&2; then
-        [[ -z "$updated" ]] || die "apt-get install ${pkgs[*]} failed"
-        # Stale package lists point at files the mirror no longer has.
-        log "apt-get install failed; refreshing package lists and retrying"
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends "${pkgs[@]}" >&2
-    fi
+    apt_install postgresql
     local bindir
     bindir="$(find_bindir)" || die "postgresql installed but no server binaries under /usr/lib/postgresql/*/bin"
     log "installed $("$bindir/postgres" --version) in $(($(date +%s) - started))s"

@@ -17,13 +17,10 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS=(nginx logrotate wrk)
-SUDO=()
-INSTALL_GUARDS=()
 
 # shellcheck source=scripts/lib.sh
 . "$REPO_ROOT/scripts/lib.sh"
 
-is_root() { ((EUID == 0)); }
 
 # tool_path TOOL: print TOOL's binary (PATH, then /usr/sbin and /usr/bin, which a non-root
 # PATH may lack), or fail.
@@ -38,13 +35,6 @@ tool_path() {
     return 1
 }
 
-# has_candidate PACKAGE: the package lists know PACKAGE.
-has_candidate() {
-    local candidate
-    candidate="$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}')"
-    [[ -n "$candidate" && "$candidate" != "(none)" ]]
-}
-
 # package_of TOOL: the Debian package that brings TOOL.
 package_of() {
     if [[ "$1" == nginx ]]; then
@@ -55,53 +45,18 @@ package_of() {
     fi
 }
 
-remove_install_guards() {
-    ((${#INSTALL_GUARDS[@]} == 0)) || "${SUDO[@]}" rm -f "${INSTALL_GUARDS[@]}"
-}
-
 cmd_install() {
-    local tool missing=() packages=() apt_opts updated=""
+    local tool missing=() packages=()
     for tool in "${TOOLS[@]}"; do
         tool_path "$tool" >/dev/null || missing+=("$tool")
     done
     ((${#missing[@]} > 0)) || return 0
-    if ! is_root; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            SUDO=(sudo -n env DEBIAN_FRONTEND=noninteractive)
-        else
-            die "${missing[*]} not installed and installing needs root (apt-get install nginx-light logrotate wrk)"
-        fi
-    fi
-    command -v apt-get >/dev/null 2>&1 ||
-        die "${missing[*]} not installed and this is not a Debian system"
-    export DEBIAN_FRONTEND=noninteractive
-    apt_opts=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600)
-
-    # Do not let the nginx package start its service (port 80, no systemd here); the guard
-    # is removed again on exit.
-    trap remove_install_guards EXIT
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        INSTALL_GUARDS+=(/usr/sbin/policy-rc.d)
-        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-        "${SUDO[@]}" chmod 0755 /usr/sbin/policy-rc.d
-    fi
-
+    need_apt "${missing[*]}" "nginx-light logrotate wrk"
+    block_service_starts # nginx's package would start nginx on port 80
     for tool in "${missing[@]}"; do
-        if ! has_candidate "$(package_of "$tool")" && [[ -z "$updated" ]]; then
-            log "apt-get update (package lists do not know $(package_of "$tool"))"
-            "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-            updated=1
-        fi
         packages+=("$(package_of "$tool")")
     done
-    log "apt-get install ${packages[*]}"
-    if ! "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends "${packages[@]}" >&2; then
-        [[ -z "$updated" ]] || die "apt-get install ${packages[*]} failed"
-        # Stale package lists point at files the mirror no longer has.
-        log "apt-get install failed; refreshing package lists and retrying"
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" update >&2
-        "${SUDO[@]}" apt-get "${apt_opts[@]}" install --no-install-recommends "${packages[@]}" >&2
-    fi
+    apt_install "${packages[@]}"
     for tool in "${missing[@]}"; do
         tool_path "$tool" >/dev/null || die "$(package_of "$tool") installed but no $tool binary found"
     done

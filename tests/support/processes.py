@@ -38,17 +38,29 @@ def stop_group(
 
     The group's id is the leader's PID: start it with ``start_new_session=True``.
     """
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, first)
+    stop_groups([process], first, timeout)
+    return process.returncode
+
+
+def stop_groups(
+    processes: list[subprocess.Popen[bytes]], first: signal.Signals, timeout: float
+) -> None:
+    """:func:`stop_group` for several groups at once: each gets ``first`` now, all have until
+    one shared deadline to end (the whole group, not just its leader), then whatever is left
+    of any gets SIGKILL."""
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, first)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        process.poll()  # reap the leader once it has exited
-        if not group_alive(process.pid):
+        for process in processes:
+            process.poll()  # reap the leader once it has exited
+        if not any(group_alive(process.pid) for process in processes):
             break
         time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=30)
-    return process.returncode
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=30)

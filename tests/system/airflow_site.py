@@ -23,7 +23,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ import sqlalchemy as sa
 
 from tests.support.airflow_env import REPO_ROOT, airflow_env
 from tests.support.postgres import postgres_url
+from tests.support.processes import free_port, stop_groups
 
 STARTUP_SECONDS = 180.0
 STOP_SECONDS = 30.0
@@ -76,12 +76,6 @@ class AirflowSite:
             tail = "\n".join((completed.stdout + completed.stderr).splitlines()[-30:])
             pytest.fail(f"airflow {' '.join(args)} failed ({completed.returncode}):\n{tail}")
         return completed.stdout
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def http_status(url: str, headers: dict[str, str] | None = None) -> int:
@@ -356,38 +350,10 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 
 def _stop_all(processes: list[subprocess.Popen[bytes]]) -> None:
-    """Stop the process groups of ``processes`` (each group's id is the PID started).
-
-    Every group gets SIGTERM at once, then has until one shared deadline to end (the whole
-    group, not just its leader: task processes and the Spark JVMs they start shut down
-    cleanly); whatever is left of any group then gets SIGKILL.
-    """
-    for process in processes:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_SECONDS
-    while time.monotonic() < deadline:
-        for process in processes:
-            process.poll()  # reap the leader once it has exited
-        if not any(_group_alive(process.pid) for process in processes):
-            break
-        time.sleep(0.2)
-    for process in processes:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=STOP_SECONDS)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Stop the process groups of ``processes`` (each group's id is the PID started): SIGTERM
+    to every group at once (task processes and the Spark JVMs they start shut down cleanly),
+    SIGKILL to what is left of any after one shared deadline."""
+    stop_groups(processes, signal.SIGTERM, STOP_SECONDS)
 
 
 def _tail(log: Path, lines: int = 40) -> str:
