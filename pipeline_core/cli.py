@@ -80,7 +80,18 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics on 127.0.0.1:PORT/metrics while collecting",
     )
     land = command("land", _land, "land sealed checkpoints into the lake with Spark and commit")
-    land.add_argument("--checkpoint", type=int, help="land only this checkpoint")
+    land.add_argument(
+        "--checkpoint",
+        type=int,
+        action="append",
+        help="land this checkpoint (repeatable; default: every sealed one not committed yet)",
+    )
+    land.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace what the lake holds of the checkpoints (reprocess) instead of leaving "
+        "out what it holds already",
+    )
     command("status", _status, "files and offsets, checkpoints and batches")
     command("report", _report, "what the lake holds: rows, rows per HTTP status, rejects")
     sample = command("sample-logs", _sample_logs, "append sample nginx access logs to a folder")
@@ -172,16 +183,20 @@ def _print_result(result: CollectorResult) -> None:
 
 
 def _land(args: argparse.Namespace) -> int:
+    from pipeline_core.lake import LandingMode
+
     operations = _operations(args.config)
-    if args.checkpoint is not None:
-        targets = [operations.checkpoint(args.checkpoint)]
+    if args.checkpoint:
+        ids = list(args.checkpoint)
     else:
-        targets = operations.pending_landings()
-    if not targets:
+        ids = [info.checkpoint_id for info in operations.pending_landings()]
+    if not ids:
         print("nothing to land: every sealed checkpoint is committed")
-    for info in targets:
-        landed = operations.land(info.checkpoint_id)
-        _print_checkpoint(landed)
+        return 0
+    mode = LandingMode.REPLACE if args.replace else LandingMode.APPEND
+    print(f"landing checkpoints {', '.join(map(str, ids))} in one Spark job ({mode.value})")
+    for info in operations.land(ids, mode=mode):
+        _print_checkpoint(info)
     return 0
 
 

@@ -51,6 +51,11 @@ class LandingError(SluiceError):
     """
 
 
+class LakeError(SluiceError):
+    """The lake's catalog or tables could not be read or changed (the catalog database is
+    unreachable, a commit kept conflicting, a table is not what Sluice declared)."""
+
+
 class EventDeliveryException(SluiceError):
     """A sink, or every sink of a sink group, failed to deliver a batch (Flume's name).
 

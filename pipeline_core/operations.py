@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
-from pipeline_core.landing import SparkJobSpec, landing_job_spec, read_landing_summary
+from pipeline_core.lake import LandingMode, lake_location, landed_checkpoints, open_lake
+from pipeline_core.landing import LandingInput, SparkJobSpec, landing_job_spec
 from pipeline_core.metastore import (
     CheckpointFailedError,
     CheckpointRecord,
@@ -62,7 +65,8 @@ class CheckpointInfo:
     sealed_at: datetime | None
     committed_at: datetime | None
     landing: dict[str, Any] = field(default_factory=dict)
-    """The counts the Spark landing job reported (empty until committed)."""
+    """What the lake tables held of it when it was committed: ``rows`` per table, ``rejects``
+    per reason, the tables' ``snapshots`` (empty until committed)."""
     error: str | None = None
     """Why the checkpoint FAILED (``None`` otherwise, or when nobody said)."""
     hosts: tuple[str, ...] = ()
@@ -265,69 +269,124 @@ class PipelineOperations:
 
     # -- landing -----------------------------------------------------------------------------
 
-    def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
-        """The spark-submit spec that lands a sealed checkpoint into the lake.
+    def landing_job(
+        self,
+        checkpoint_ids: Sequence[int],
+        landing_id: str,
+        mode: LandingMode = LandingMode.APPEND,
+    ) -> SparkJobSpec | None:
+        """The spark-submit spec of one job landing ``checkpoint_ids`` into the lake tables, or
+        None when none of them is left to land.
 
         A sealed checkpoint one of whose recorded batches is not in staging any more can never
-        be landed: it is marked FAILED with that error (DAG runs waiting for it fail with it).
+        be landed: it is marked FAILED with that error (DAG runs waiting for it fail with it). A
+        committed one whose staging was removed (``handoff.retain_hours``) is left out with a
+        warning: its rows stay in the tables as they are.
 
         Raises:
-            CheckpointFailedError: it is FAILED, or was just marked so.
-            CheckpointError: unknown, of another pipeline, or not sealed yet.
-            LandingError: a committed checkpoint lost a batch: it cannot be landed again.
+            CheckpointFailedError: one is FAILED, or was just marked so.
+            CheckpointError: one is unknown, of another pipeline, or not sealed yet.
         """
-        info = self.landable(checkpoint_id)
-        missing = _missing_batches(info)
-        if missing is not None:
-            if not info.state.can_become(CheckpointState.FAILED):
-                raise LandingError(f"checkpoint {checkpoint_id} cannot be landed again: {missing}")
-            with self._metastore() as metastore:
-                metastore.fail_checkpoint(checkpoint_id, missing)
-            log.error("checkpoint %d failed: %s", checkpoint_id, missing)
-            raise CheckpointFailedError(checkpoint_id, missing)
-        return landing_job_spec(self.config, checkpoint_id, info.hosts)
+        inputs = []
+        for checkpoint_id in dict.fromkeys(checkpoint_ids):
+            info = self.landable(checkpoint_id)
+            missing = _missing_batches(info)
+            if missing is None:
+                inputs.append(LandingInput(checkpoint_id, info.hosts))
+            elif info.state is CheckpointState.COMMITTED:
+                log.warning(
+                    "checkpoint %d is not landed again: %s; its rows stay in the lake as they are",
+                    checkpoint_id,
+                    missing,
+                )
+            else:
+                with self._metastore() as metastore:
+                    metastore.fail_checkpoint(checkpoint_id, missing)
+                log.error("checkpoint %d failed: %s", checkpoint_id, missing)
+                raise CheckpointFailedError(checkpoint_id, missing)
+        if not inputs:
+            return None
+        return landing_job_spec(self.config, inputs, landing_id, mode)
 
-    def land(self, checkpoint_id: int) -> CheckpointInfo:
-        """Submit the landing job (the provider's SparkSubmitHook, as the DAG does) and commit.
+    def land(
+        self,
+        checkpoint_ids: Sequence[int],
+        *,
+        landing_id: str | None = None,
+        mode: LandingMode = LandingMode.APPEND,
+    ) -> list[CheckpointInfo]:
+        """Land ``checkpoint_ids`` in one Spark job (the provider's SparkSubmitHook, as the DAG
+        does) and commit them.
 
         Raises:
-            LandingError: spark-submit failed or the job's counts do not add up.
+            LandingError: spark-submit failed or what the tables hold does not add up.
         """
-        spec = self.landing_job(checkpoint_id)
-        os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        ids = list(dict.fromkeys(checkpoint_ids))
+        spec = self.landing_job(ids, landing_id or f"sluice-land-{uuid.uuid4().hex}", mode)
+        if spec is not None:
+            os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
+            from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        hook = SparkSubmitHook(
-            conf=spec.conf,
-            name=spec.name,
-            application_args=spec.application_args,
-            env_vars=spec.env_vars,
-            py_files=spec.py_files,
-        )
-        try:
-            hook.submit(spec.application)
-        except Exception as exc:
-            raise LandingError(f"landing checkpoint {checkpoint_id} failed: {exc}") from exc
-        return self.commit(checkpoint_id)
-
-    def commit(self, checkpoint_id: int) -> CheckpointInfo:
-        """Mark a landed checkpoint committed, with the counts its landing job reported.
-
-        Raises:
-            LandingError: the job left no summary, or rows + rejects != sealed lines.
-        """
-        info = self.checkpoint(checkpoint_id)
-        summary = read_landing_summary(self.config, checkpoint_id)
-        counts = LandingCounts.of(summary)
-        rows, rejects = counts.rows or 0, counts.rejects or 0
-        if rows + rejects != info.line_count:
-            raise LandingError(
-                f"checkpoint {checkpoint_id} sealed {info.line_count} lines but the landing "
-                f"job reports {rows} rows and {rejects} rejects"
+            hook = SparkSubmitHook(
+                conf=spec.conf,
+                name=spec.name,
+                application_args=spec.application_args,
+                env_vars=spec.env_vars,
+                py_files=spec.py_files,
             )
+            try:
+                hook.submit(spec.application)
+            except Exception as exc:
+                raise LandingError(f"landing checkpoints {ids} failed: {exc}") from exc
+        return self.commit(ids)
+
+    def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
+        """Mark landed checkpoints committed, with what the lake tables hold of each (rows per
+        table, rejects per reason, the tables' snapshots).
+
+        Raises:
+            LandingError: the tables hold another number of lines than a checkpoint sealed
+                (it was not landed, or only into some tables).
+        """
+        ids = list(dict.fromkeys(checkpoint_ids))
+        infos = [self.checkpoint(checkpoint_id) for checkpoint_id in ids]
+        sources = [source.name for source in self.config.sources]
+        with open_lake(lake_location(self.config)) as lake:
+            landed = landed_checkpoints(lake, sources, ids)
+        for info in infos:
+            found = landed[info.checkpoint_id]
+            if found.lines != info.line_count:
+                raise LandingError(
+                    f"checkpoint {info.checkpoint_id} sealed {info.line_count} lines but the "
+                    f"lake tables hold {sum(found.rows.values())} rows and "
+                    f"{sum(found.rejects.values())} rejects of it"
+                )
+        committed = []
         with self._metastore() as metastore:
-            record = metastore.commit_checkpoint(checkpoint_id, summary)
-            return self._info(metastore, record)
+            for info in infos:
+                summary = {**landed[info.checkpoint_id].to_json(), "input_lines": info.line_count}
+                record = metastore.commit_checkpoint(info.checkpoint_id, summary)
+                committed.append(self._info(metastore, record))
+        self.remove_committed_staging()
+        return committed
+
+    def remove_committed_staging(self, now: datetime | None = None) -> list[int]:
+        """Delete the staging folders of committed checkpoints sealed more than
+        ``handoff.retain_hours`` ago; returns their ids."""
+        cutoff = (now or datetime.now(UTC)) - timedelta(hours=self.config.handoff.retain_hours)
+        with self._metastore() as metastore:
+            records = metastore.checkpoints(self.config.name, [CheckpointState.COMMITTED])
+        removed = []
+        for record in records:
+            if record.sealed_at is None or as_utc(record.sealed_at) > cutoff:
+                continue
+            folder = checkpoint_dir(self.config.staging_dir, self.config.name, record.checkpoint_id)
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(record.checkpoint_id)
+        if removed:
+            log.info("Removed the staging of committed checkpoints %s", removed)
+        return removed
 
     # -- status ------------------------------------------------------------------------------
 

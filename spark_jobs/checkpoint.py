@@ -30,17 +30,19 @@ from pipeline_core.staging_contract import (
 )
 from spark_jobs.formats import SourceFormat
 
-FileKey = tuple[str, str, str]
-"""``(source, host, file_fingerprint)``: one source file's lines in one batch."""
-FILE_KEY_COLUMNS = ("source", "host", "file_fingerprint")
+FileKey = tuple[int, str, str, str]
+"""``(checkpoint_id, source, host, file_fingerprint)``: one source file's lines in one batch."""
+FILE_KEY_COLUMNS = ("checkpoint_id", "source", "host", "file_fingerprint")
 
 
 @dataclass(frozen=True)
 class PartFile:
     """A part file of a sealed batch: where it is (an absolute path, seen alike by the driver
-    and the executors), its batch's ``host`` and ``sealed_at`` (UTC), and its manifest entry."""
+    and the executors), its batch's checkpoint, ``host`` and ``sealed_at`` (UTC), and its
+    manifest entry."""
 
     path: str
+    checkpoint_id: int
     host: str
     sealed_at: datetime
     entry: ManifestPart
@@ -133,14 +135,15 @@ def _read_batch(
         path = batch_dir / entry.name
         if not path.is_file():
             raise ManifestError(f"{where}: part listed in the manifest is missing: {path}")
-        parts.append(PartFile(str(path), manifest.host, sealed_at, entry))
+        parts.append(PartFile(str(path), checkpoint_id, manifest.host, sealed_at, entry))
     return manifest.sources, parts
 
 
 def staged_lines(parts: Iterable[PartFile]) -> Counter[FileKey]:
-    """Input lines per ``(source, host, file_fingerprint)``: the manifests' segment counts."""
+    """Input lines per ``(checkpoint_id, source, host, file_fingerprint)``: the manifests'
+    segment counts."""
     lines: Counter[FileKey] = Counter()
     for part in parts:
         for fingerprint, rows in part.entry.lines_by_file().items():
-            lines[(part.entry.source, part.host, fingerprint)] += rows
+            lines[(part.checkpoint_id, part.entry.source, part.host, fingerprint)] += rows
     return lines

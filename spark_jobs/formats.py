@@ -12,7 +12,7 @@ Parsed rows carry ``event_id`` (``"<file_fingerprint>:<byte_offset>"``), ``file_
 (the UTC date of ``event_time``) and ``checkpoint_id``. Rejects carry ``event_id``,
 ``file_fingerprint``, ``byte_offset``, ``host``, ``source``, ``raw_line`` (the line with invalid
 UTF-8 replaced by U+FFFD, verbatim otherwise), ``line_bytes`` (the line's length in bytes),
-``reason`` (a ``RejectReason``) and ``checkpoint_id``.
+``reason`` (a ``RejectReason``), ``sealed_at`` (its batch's) and ``checkpoint_id``.
 
 A row whose ``line_bytes`` is set is a line longer than the collector's ``max_line_bytes``,
 staged as its first bytes only: in every format it is a ``line_too_long`` reject (its
@@ -99,6 +99,7 @@ REJECT_COLUMNS = (
     "raw_line",
     "line_bytes",
     "reason",
+    "sealed_at",
     "checkpoint_id",
 )
 DEFAULT_TIME_FIELD = "time"
@@ -334,6 +335,7 @@ def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResu
             "line_bytes"
         ),
         F.col(_REASON).alias("reason"),
+        "sealed_at",
         "checkpoint_id",
     )
     return parsed, rejects

@@ -1,108 +1,108 @@
-"""The lake the landing job writes (docs/architecture.md, "Lake layout")::
+"""A landing's data files: written by Spark into a table's data folder, listed and counted.
 
-    <lake>/<source>/event_date=YYYY-MM-DD/checkpoint_id=N/part-*.parquet   parsed rows
-    <lake>/_rejects/checkpoint_id=N/part-*.parquet       lines that did not parse
-    <lake>/_landings/checkpoint_id=N.json                counts of the last landing
+Spark writes the rows of one table for every checkpoint of the landing into a folder of its
+own under the table's location::
 
-Writes use dynamic partition overwrite (``LAKE_SQL_CONF`` of the staging contract), so they
-replace only the partitions they produce; ``clear_checkpoint`` removes every partition of a
-checkpoint first, so that a re-run's output replaces all of the earlier one's.
+    <table location>/data/landing-<uuid>/checkpoint=N/<day>=YYYY-MM-DD/part-*.parquet
+
+One folder per checkpoint, so that the driver can commit (or leave out) each checkpoint's files
+on their own; one per UTC day of the table's partition column, so that every file belongs to one
+``day(...)`` partition of the Iceberg table. ``checkpoint`` and the day are folder names only:
+the rows keep ``checkpoint_id`` and their timestamp, and the table's hidden partition is
+computed from the timestamp. Nothing of the folder is visible to readers until the driver
+commits its files (``pipeline_core.lake.commit_files``); files of a landing that crashed or was
+committed already are orphans that maintenance removes.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
+import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from functools import reduce
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from urllib.parse import urlparse
 
+import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline_core.staging_contract import REJECTS_TABLE, landing_summary_path
 from spark_jobs.checkpoint import FILE_KEY_COLUMNS, FileKey
-from spark_jobs.formats import RejectReason
+from spark_jobs.formats import utc_date
+
+CHECKPOINT_FOLDER = "checkpoint"
+DATA_FILE_SUFFIX = ".parquet"
 
 
-def clear_checkpoint(lake: Path, sources: Iterable[str], checkpoint_id: int) -> None:
-    """Delete the summary and every lake directory of ``checkpoint_id``: its
-    ``event_date=*/checkpoint_id=N`` directories in the tables of ``sources`` (and an
-    ``event_date`` directory left empty) and its partition of the rejects."""
-    landing_summary_path(lake, checkpoint_id).unlink(missing_ok=True)
-    partition = f"checkpoint_id={checkpoint_id}"
-    for source in sources:
-        for date_dir in sorted((lake / source).glob("event_date=*")):
-            if (date_dir / partition).exists():
-                shutil.rmtree(date_dir / partition)
-                if not any(date_dir.iterdir()):
-                    date_dir.rmdir()
-    shutil.rmtree(lake / REJECTS_TABLE / partition, ignore_errors=True)
+def landing_folder(table_location: str, landing_uuid: str | None = None) -> str:
+    """A new folder for a landing's files of the table at ``table_location`` (a URI)."""
+    return f"{table_location.rstrip('/')}/data/landing-{landing_uuid or uuid.uuid4().hex}"
 
 
-def write_rows(frame: DataFrame, lake: Path, source: str) -> None:
-    """Write parsed rows of ``source`` into its table, by ``event_date`` and
-    ``checkpoint_id``."""
-    _write_table(frame, lake / source, ("event_date", "checkpoint_id"))
-
-
-def write_rejects(frames: Sequence[DataFrame], lake: Path) -> None:
-    """Write the rejects of every source (if there are any) into ``_rejects``, by
-    ``checkpoint_id``."""
-    if frames:
-        _write_table(
-            reduce(DataFrame.unionByName, frames), lake / REJECTS_TABLE, ("checkpoint_id",)
-        )
-
-
-def _write_table(frame: DataFrame, table: Path, partitions: Sequence[str]) -> None:
-    """Write ``frame`` into ``table``, replacing only the partitions it produces."""
+def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, list[str]]:
+    """Write ``frame`` into ``folder`` (by checkpoint and UTC day of ``time_column``) and
+    return the data files written per checkpoint (URIs, sorted)."""
+    day = f"{time_column}_date"
     (
-        frame.write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy(*partitions)
-        .parquet(str(table))
+        frame.withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
+        .withColumn(day, utc_date(F.col(time_column)))
+        .drop("event_date")
+        .write.mode("errorifexists")
+        .partitionBy(CHECKPOINT_FOLDER, day)
+        .parquet(folder)
     )
+    return data_files(folder)
 
 
-def landed_lines(
-    spark: SparkSession, lake: Path, sources: Iterable[str], checkpoint_id: int
-) -> Counter[FileKey]:
-    """Parsed rows of ``checkpoint_id`` in the lake per ``(source, host, file_fingerprint)``."""
-    frames = []
-    for source in sources:
-        table = lake / source
-        dirs = sorted(str(d) for d in table.glob(f"event_date=*/checkpoint_id={checkpoint_id}"))
-        if dirs:
-            frame = spark.read.option("basePath", str(table)).parquet(*dirs)
-            frames.append(frame.select(F.lit(source).alias("source"), "host", "file_fingerprint"))
+def data_files(folder: str) -> dict[int, list[str]]:
+    """The Parquet files under ``folder`` per checkpoint folder (URIs, sorted)."""
+    filesystem, root = pafs.FileSystem.from_uri(folder)
+    scheme = urlparse(folder).scheme or "file"
+    selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+    files: dict[int, list[str]] = {}
+    for info in filesystem.get_file_info(selector):
+        name = info.path.rsplit("/", 1)[-1]
+        if info.type != pafs.FileType.File or not name.endswith(DATA_FILE_SUFFIX):
+            continue
+        if name.startswith((".", "_")):
+            continue
+        checkpoint_id = _checkpoint_of(info.path)
+        files.setdefault(checkpoint_id, []).append(f"{scheme}://{info.path}")
+    return {key: sorted(paths) for key, paths in sorted(files.items())}
+
+
+def _checkpoint_of(path: str) -> int:
+    for part in path.split("/"):
+        if part.startswith(f"{CHECKPOINT_FOLDER}="):
+            return int(part.split("=", 1)[1])
+    raise ValueError(f"a data file outside any checkpoint folder: {path}")
+
+
+def landed_lines(spark: SparkSession, files: Sequence[str], source: str) -> Counter[FileKey]:
+    """Rows of ``files`` (a source table's) per ``(checkpoint_id, source, host,
+    file_fingerprint)``."""
     landed: Counter[FileKey] = Counter()
-    if frames:
-        counts = reduce(DataFrame.unionByName, frames).groupBy(*FILE_KEY_COLUMNS).count()
-        for row in counts.collect():
-            key = (str(row["source"]), str(row["host"]), str(row["file_fingerprint"]))
-            landed[key] = int(row["count"])
+    if not files:
+        return landed
+    frame = spark.read.parquet(*files).select(
+        "checkpoint_id", F.lit(source).alias("source"), "host", "file_fingerprint"
+    )
+    for row in frame.groupBy(*FILE_KEY_COLUMNS).count().collect():
+        key = (
+            int(row["checkpoint_id"]),
+            str(row["source"]),
+            str(row["host"]),
+            str(row["file_fingerprint"]),
+        )
+        landed[key] = int(row["count"])
     return landed
 
 
-def count_rejects(spark: SparkSession, lake: Path, checkpoint_id: int) -> dict[str, int]:
-    """Rejects of ``checkpoint_id`` by reason, every known reason present."""
-    counts = {reason.value: 0 for reason in RejectReason}
-    partition = lake / REJECTS_TABLE / f"checkpoint_id={checkpoint_id}"
-    if partition.is_dir():
-        for row in spark.read.parquet(str(partition)).groupBy("reason").count().collect():
-            counts[str(row["reason"])] = int(row["count"])
+def count_rejects(spark: SparkSession, files: Sequence[str]) -> dict[int, Counter[str]]:
+    """Rejects of ``files`` per checkpoint and reason."""
+    counts: dict[int, Counter[str]] = {}
+    if files:
+        frame = spark.read.parquet(*files)
+        for row in frame.groupBy("checkpoint_id", "reason").count().collect():
+            counts.setdefault(int(row["checkpoint_id"]), Counter())[str(row["reason"])] = int(
+                row["count"]
+            )
     return counts
-
-
-def write_summary(lake: Path, summary: Mapping[str, Any]) -> Path:
-    """Write the landing summary atomically (temporary file, then rename)."""
-    path = landing_summary_path(lake, int(summary["checkpoint_id"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return path

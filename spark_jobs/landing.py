@@ -1,147 +1,201 @@
-"""Land one sealed checkpoint of staging batches into the Parquet lake (idempotently).
+"""Land sealed checkpoints of staging batches into the lake's Iceberg tables, in one job.
 
-Steps, for checkpoint N (docs/architecture.md is the contract):
+Steps, for the checkpoints of one landing (docs/architecture.md is the contract):
 
-1. Read every ``<host>/_manifest.json`` of the checkpoint directory (``spark_jobs.checkpoint``).
-2. Check every part file against its manifest on the driver, before the lake changes: its
+1. Read every ``<host>/_manifest.json`` of each checkpoint directory (``spark_jobs.checkpoint``).
+2. Check every part file against its manifest on the driver, before anything is written: its
    size, CRC-32 and the lines of each segment (``spark_jobs.verification``). The staged lines
-   per source file (``file_fingerprint``) are the manifests' segment counts.
-3. Remove what an earlier landing of N left in the lake (``spark_jobs.lake``): the summary,
-   every ``<lake>/<source>/event_date=*/checkpoint_id=N`` directory of the checkpoint's sources
-   and ``<lake>/_rejects/checkpoint_id=N``.
-4. Read the parts' segments once per source across hosts (``spark_jobs.staging``: the
-   executors read each segment's bytes and split them into lines, checking each segment's line
-   count again), parse them with the source's format (``spark_jobs.formats``) and write the
-   parsed rows to ``<lake>/<source>/``, partitioned by ``event_date`` and ``checkpoint_id``.
-   No shuffle and no sort: each input split (a run of consecutive segments) is written by one
-   task, keeping the staging order of its rows.
-5. Reconcile: count the landed rows per (source, host, source file) and compare them with the
-   staged counts of step 2. More landed than staged fails the run; the source files with fewer
-   are the only ones holding rejects, so only their segments are read and parsed a second
-   time and their rejects written to ``<lake>/_rejects/``, partitioned by ``checkpoint_id``.
-   A checkpoint without rejects is read once.
-6. Check that rows + rejects in the lake equal the input lines and write
-   ``<lake>/_landings/checkpoint_id=N.json`` (atomically, by rename).
+   per source file are the manifests' segment counts.
+3. Create the tables that are missing, and add the columns a declared schema gained
+   (``pipeline_core.lake.LakeCatalog``).
+4. Read the parts' segments once per source across hosts and checkpoints (``spark_jobs.staging``:
+   the executors read each segment's bytes and split them into lines), parse them with the
+   source's format (``spark_jobs.formats``) and write the parsed rows as Parquet data files into
+   a new folder of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
+5. Reconcile: count the written rows per (checkpoint, source, host, source file) and compare
+   them with the staged counts. More written than staged fails the job; only the source files
+   with fewer hold rejects, so only their segments are read and parsed a second time and their
+   rejects written for ``_rejects``. A landing without rejects reads its input once.
+6. Check, per checkpoint, that rows + rejects equal its input lines.
+7. Commit each table's files in one Iceberg commit (``pipeline_core.lake.commit_files``): the
+   source tables, then ``_rejects``. In ``append`` mode a checkpoint a table holds already is
+   left out (a retried landing never duplicates); in ``replace`` mode (reprocess, backfill) the
+   checkpoints' rows are replaced in the same commit.
 
-Idempotency: the writes use dynamic partition overwrite, so they replace only the partitions
-they produce. On its own that would let stale output survive a re-run whose output differs (a
-parser change that moves a row to another ``event_date``, or rows that now all reject), so step
-3 deletes every partition of N first; the lake then holds exactly the new landing of N. Until
-the re-run finishes N is absent from the lake (never duplicated), and so is its summary, so
-nothing commits a half-landed checkpoint.
-
-The staging and lake paths are filesystem paths seen alike by the driver and the executors
-(local disks, or a shared mount on a cluster). The only Python that runs on the executors is
-``spark_jobs.staging.read_segments``.
+The staging paths are filesystem paths seen alike by the driver and the executors (local disks,
+or a shared mount on a cluster). The only Python that runs on the executors is
+``spark_jobs.staging.read_segments``; the driver needs pyiceberg.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.errors import LandingError
-from pipeline_core.staging_contract import LAKE_SQL_CONF
+from pipeline_core.lake import (
+    REJECTS_TABLE,
+    LakeLocation,
+    LandingMode,
+    TableCommit,
+    commit_files,
+    open_lake,
+)
+from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceSpec
 from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_lines
 from spark_jobs.formats import parse
-from spark_jobs.lake import (
-    clear_checkpoint,
-    count_rejects,
-    landed_lines,
-    write_rejects,
-    write_rows,
-    write_summary,
-)
+from spark_jobs.lake import count_rejects, landed_lines, landing_folder, write_files
 from spark_jobs.staging import SegmentRow, read_lines
 from spark_jobs.verification import verify_parts
 
 SPLITS_PER_CORE = 4
 """Read tasks per core of the session: a source's segments are split into this many runs per
 core (at most one per segment), so that cores do not idle behind a few slow tasks."""
+log = logging.getLogger(__name__)
 
 
 class LandingCountError(LandingError):
-    """The lake holds a different number of lines for the checkpoint than were staged."""
+    """The written rows and rejects of a checkpoint differ from the lines that were staged."""
 
 
-def land(
-    spark: SparkSession,
-    checkpoint_dir: str | os.PathLike[str],
-    lake: str | os.PathLike[str],
-    hosts: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Land one sealed checkpoint into ``lake`` and return its summary.
+@dataclass(frozen=True)
+class CheckpointInput:
+    """A sealed checkpoint to land: its staging folder and the hosts whose batches the
+    metastore recorded (``None``: every batch folder)."""
 
-    ``hosts``: only the batches of these hosts (those the metastore recorded; see
-    ``read_checkpoint``). ``LAKE_SQL_CONF`` is set on ``spark``.
+    folder: str
+    hosts: tuple[str, ...] | None = None
 
-    Returns:
-        ``{"checkpoint_id", "rows": {source: n}, "rejects": {reason: n}, "input_lines",
-        "batches", "landed_at"}``, also written to ``<lake>/_landings/checkpoint_id=N.json``.
+
+@dataclass(frozen=True)
+class Landing:
+    """One landing: which checkpoints, into which lake, as which landing and how."""
+
+    checkpoints: tuple[CheckpointInput, ...]
+    lake: LakeLocation
+    landing_id: str
+    """Names the landing in the snapshot summaries (the DAG run); a retry passes the same."""
+    mode: LandingMode = LandingMode.APPEND
+
+
+def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
+    """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
+    ``{"landing_id", "mode", "checkpoints": [{"checkpoint_id", "rows", "rejects",
+    "input_lines", "batches"}], "tables": {table: {"snapshot_id", "committed",
+    "already_committed"}}, "landed_at"}``. ``LAKE_SQL_CONF`` is set on ``spark``.
 
     Raises:
-        ManifestError: a batch is unsealed or its manifest is inconsistent.
-        PartRowCountError: a part file differs from its manifest (its size, CRC-32 or the
-            lines of a segment: the subclasses ``PartSizeError``, ``PartChecksumError``).
-        LandingCountError: the lake holds a different number of lines than were staged.
+        ManifestError: a batch is unsealed or its manifest is inconsistent, or a source is
+            declared differently by two checkpoints.
+        PartRowCountError: a part file differs from its manifest.
+        LandingCountError: the written rows + rejects differ from the staged lines.
     """
-    checkpoint = read_checkpoint(checkpoint_dir, hosts)
-    checkpoint_id = checkpoint.checkpoint_id
-    lake_root = Path(os.path.abspath(lake))
     for key, value in LAKE_SQL_CONF.items():
         spark.conf.set(key, value)
-    parts = verify_parts(checkpoint.parts)
-    clear_checkpoint(lake_root, checkpoint.sources, checkpoint_id)
+    checkpoints = [read_checkpoint(c.folder, c.hosts) for c in landing.checkpoints]
+    ids = tuple(c.checkpoint_id for c in checkpoints)
+    sources = _sources(checkpoints)
+    parts = verify_parts([part for c in checkpoints for part in c.parts])
+    with open_lake(landing.lake) as lake:
+        tables = lake.ensure_tables({name: spec.format for name, spec in sources.items()})
+        written: dict[str, dict[int, list[str]]] = {}
+        landed: Counter[FileKey] = Counter()
+        for source, spec in sources.items():
+            rows = parse(
+                read_source(spark, parts, source), spec.format, time_field=spec.time_field
+            )[0]
+            written[source] = write_files(
+                rows, landing_folder(tables[source].location()), "event_time"
+            )
+            landed.update(landed_lines(spark, _all(written[source]), source))
+        short = files_with_rejects(staged_lines(parts), landed)
+        rejects = rejects_of(spark, sources, parts, short)
+        written[REJECTS_TABLE] = (
+            write_files(
+                reduce(DataFrame.unionByName, rejects),
+                landing_folder(tables[REJECTS_TABLE].location()),
+                "sealed_at",
+            )
+            if rejects
+            else {}
+        )
+        reasons = count_rejects(spark, _all(written[REJECTS_TABLE]))
+        summaries = [
+            summarize(c, landed, reasons.get(c.checkpoint_id, Counter())) for c in checkpoints
+        ]
+        committed = {}
+        for table_name, files in written.items():
+            result = commit_files(
+                tables[table_name], TableCommit(files, ids, landing.landing_id, landing.mode)
+            )
+            committed[table_name] = {
+                "snapshot_id": result.snapshot_id,
+                **{
+                    outcome.value: sorted(i for i, o in result.outcomes.items() if o is outcome)
+                    for outcome in set(result.outcomes.values())
+                },
+            }
+    return {
+        "landing_id": landing.landing_id,
+        "mode": landing.mode.value,
+        "checkpoints": summaries,
+        "tables": committed,
+        "landed_at": datetime.now(UTC).isoformat(),
+    }
 
-    for source in sorted({part.entry.source for part in parts}):
-        spec = checkpoint.sources[source]
-        rows = read_source(spark, parts, source, checkpoint_id)
-        write_rows(parse(rows, spec.format, time_field=spec.time_field)[0], lake_root, source)
 
-    landed = landed_lines(spark, lake_root, checkpoint.sources, checkpoint_id)
-    short = files_with_rejects(staged_lines(parts), landed)
-    write_rejects(rejects_of(spark, checkpoint, parts, short), lake_root)
+def _all(files: Mapping[int, Sequence[str]]) -> list[str]:
+    return [path for paths in files.values() for path in paths]
 
-    summary = summarize(checkpoint, landed, count_rejects(spark, lake_root, checkpoint_id))
-    write_summary(lake_root, summary)
-    return summary
+
+def _sources(checkpoints: Sequence[Checkpoint]) -> dict[str, SourceSpec]:
+    """The sources of every checkpoint, which must declare each source alike."""
+    sources: dict[str, SourceSpec] = {}
+    for checkpoint in checkpoints:
+        for name, spec in checkpoint.sources.items():
+            if sources.setdefault(name, spec) != spec:
+                raise ManifestError(
+                    f"source {name!r} is declared as {sources[name]} and, in checkpoint "
+                    f"{checkpoint.checkpoint_id}, as {spec}: land those checkpoints apart"
+                )
+    return dict(sorted(sources.items()))
 
 
 def read_source(
     spark: SparkSession,
     parts: Sequence[PartFile],
     source: str,
-    checkpoint_id: int,
-    files: Collection[tuple[str, str]] | None = None,
+    files: Collection[tuple[int, str, str]] | None = None,
 ) -> DataFrame:
-    """The staged lines of ``source`` (one read across hosts; segments read and split into
-    lines on the executors), with ``host``, ``checkpoint_id``, ``source`` and ``sealed_at``
-    added from each part's batch, and ``line_bytes`` (an over-long line's whole length; null
-    for the other lines).
+    """The staged lines of ``source`` (one read across hosts and checkpoints; segments read and
+    split into lines on the executors), with ``checkpoint_id``, ``host``, ``source`` and
+    ``sealed_at`` of each part's batch, and ``line_bytes`` (an over-long line's whole length;
+    null for the other lines).
 
-    ``files``: only the segments of these ``(host, file_fingerprint)`` source files (``None``:
-    every segment).
+    ``files``: only the segments of these ``(checkpoint_id, host, file_fingerprint)`` source
+    files (``None``: every segment).
     """
     segments = [
-        SegmentRow(part.path, part.host, part.sealed_at, segment)
+        SegmentRow(part.path, part.checkpoint_id, part.host, part.sealed_at, segment)
         for part in parts
         if part.entry.source == source
         for segment in part.entry.segments
-        if files is None or (part.host, segment.file_fingerprint) in files
+        if files is None or (part.checkpoint_id, part.host, segment.file_fingerprint) in files
     ]
     return read_lines(spark, segments, SPLITS_PER_CORE).select(
         "file_fingerprint",
         "byte_offset",
         "line",
         "host",
-        F.lit(checkpoint_id).cast("long").alias("checkpoint_id"),
+        "checkpoint_id",
         F.lit(source).alias("source"),
         "sealed_at",
         "line_bytes",
@@ -156,50 +210,52 @@ def files_with_rejects(staged: Counter[FileKey], landed: Counter[FileKey]) -> se
     """
     surplus = sorted(key for key, rows in landed.items() if rows > staged[key])
     if surplus:
-        raise LandingCountError(f"more rows landed than staged for (source, host, file): {surplus}")
+        raise LandingCountError(
+            f"more rows landed than staged for (checkpoint, source, host, file): {surplus}"
+        )
     return {key for key, rows in staged.items() if landed[key] < rows}
 
 
 def rejects_of(
     spark: SparkSession,
-    checkpoint: Checkpoint,
+    sources: Mapping[str, SourceSpec],
     parts: Sequence[PartFile],
     short: set[FileKey],
 ) -> list[DataFrame]:
     """The rejects of every source file in ``short``, reading only the segments of those
     files."""
     frames = []
-    for source, spec in checkpoint.sources.items():
-        files = {(host, fingerprint) for s, host, fingerprint in short if s == source}
-        if not files:
-            continue
-        rows = read_source(spark, parts, source, checkpoint.checkpoint_id, files)
-        frames.append(parse(rows, spec.format, time_field=spec.time_field)[1])
+    for source, spec in sources.items():
+        files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
+        if files:
+            rows = read_source(spark, parts, source, files)
+            frames.append(parse(rows, spec.format, time_field=spec.time_field)[1])
     return frames
 
 
 def summarize(
     checkpoint: Checkpoint, landed: Counter[FileKey], rejects: Mapping[str, int]
 ) -> dict[str, Any]:
-    """The landing summary; rows + rejects must add up to the input lines.
+    """One checkpoint's part of the landing summary; its rows + rejects must add up to its
+    input lines.
 
     Raises:
         LandingCountError: they do not.
     """
     rows = dict.fromkeys(checkpoint.sources, 0)
-    for (source, _, _), count in landed.items():
-        rows[source] += count
+    for (checkpoint_id, source, _, _), count in landed.items():
+        if checkpoint_id == checkpoint.checkpoint_id:
+            rows[source] += count
     total = sum(rows.values()) + sum(rejects.values())
     if total != checkpoint.input_lines:
         raise LandingCountError(
             f"checkpoint {checkpoint.checkpoint_id}: {sum(rows.values())} rows + "
-            f"{sum(rejects.values())} rejects landed != {checkpoint.input_lines} input lines"
+            f"{sum(rejects.values())} rejects written != {checkpoint.input_lines} input lines"
         )
     return {
         "checkpoint_id": checkpoint.checkpoint_id,
         "rows": rows,
-        "rejects": dict(rejects),
+        "rejects": dict(sorted(rejects.items())),
         "input_lines": checkpoint.input_lines,
         "batches": checkpoint.batches,
-        "landed_at": datetime.now(UTC).isoformat(),
     }

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_c
 SEGMENT_SCHEMA = StructType(
     [
         StructField("path", StringType(), nullable=False),
+        StructField("checkpoint_id", LongType(), nullable=False),
         StructField("host", StringType(), nullable=False),
         StructField("sealed_at", TimestampType(), nullable=False),
         StructField("file_fingerprint", StringType(), nullable=False),
@@ -54,14 +55,15 @@ SEGMENT_SCHEMA = StructType(
     ]
 )
 """One row per segment to read: the part file (an absolute path, seen alike by the driver and
-the executors), its batch's ``host`` and ``sealed_at``, and the segment's manifest fields
-(``line_bytes``: null unless the segment is an over-long line's prefix)."""
+the executors), its batch's checkpoint, ``host`` and ``sealed_at``, and the segment's manifest
+fields (``line_bytes``: null unless the segment is an over-long line's prefix)."""
 
 LINE_SCHEMA = StructType(
     [
         StructField("file_fingerprint", StringType()),
         StructField("byte_offset", LongType()),
         StructField("line", BinaryType()),
+        StructField("checkpoint_id", LongType()),
         StructField("host", StringType()),
         StructField("sealed_at", TimestampType()),
         StructField("line_bytes", LongType()),
@@ -88,9 +90,10 @@ class SegmentError(ValueError):
 @dataclass(frozen=True)
 class SegmentRow:
     """A ``SEGMENT_SCHEMA`` row: a manifest's segment of the part file at ``path``, with its
-    batch's ``host`` and ``sealed_at``."""
+    batch's checkpoint, ``host`` and ``sealed_at``."""
 
     path: str
+    checkpoint_id: int
     host: str
     sealed_at: datetime
     segment: Segment
@@ -113,6 +116,7 @@ def segment_frame(
     rows = [
         (
             row.path,
+            row.checkpoint_id,
             row.host,
             row.sealed_at,
             row.segment.file_fingerprint,
@@ -167,6 +171,7 @@ def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     pa.repeat(columns["file_fingerprint"][row], count),
                     byte_offset,
                     line,
+                    pa.repeat(columns["checkpoint_id"][row], count),
                     pa.repeat(columns["host"][row], count),
                     pa.repeat(columns["sealed_at"][row], count),
                     pa.repeat(columns["line_bytes"][row], count),

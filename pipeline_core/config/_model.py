@@ -66,6 +66,10 @@ class SourceConfig(_Strict):
 class HandoffConfig(_Strict):
     """The handoff sink: where sealed batches are staged for Spark."""
 
+    retain_hours: Annotated[float, Field(ge=0)] = 24
+    """A committed checkpoint's staging batches are deleted once they are this old (by seal
+    time); until then the checkpoint can be reprocessed from them."""
+
     staging_dir: Path | None = None
     """Default: ``<data_dir>/staging``."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
@@ -73,8 +77,13 @@ class HandoffConfig(_Strict):
 
 
 class LakeConfig(_Strict):
+    """The lake: Iceberg tables in a SQL catalog kept in the metastore's database."""
+
     path: Path | None = None
-    """Root of the lake tables. Default: ``<data_dir>/lake``."""
+    """The warehouse: table data and metadata live in ``<path>/<namespace>/<table>/``.
+    Default: ``<data_dir>/lake``."""
+    namespace: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")] | None = None
+    """The catalog namespace of the pipeline's tables. Default: the pipeline's name."""
 
 
 class MetastoreConfig(_Strict):
@@ -228,6 +237,10 @@ class PipelineConfig(_Strict):
     @property
     def lake_dir(self) -> Path:
         return self.lake.path or self.data_dir / "lake"
+
+    @property
+    def lake_namespace(self) -> str:
+        return self.lake.namespace or self.name
 
     @property
     def metastore_url(self) -> str:

@@ -1,19 +1,19 @@
-"""Landing a sealed checkpoint into the lake: the spark-submit spec and the job's summary."""
+"""Landing sealed checkpoints into the lake: the spark-submit spec of the landing job."""
 
 from pipeline_core.landing._spec import (
     LANDING_APPLICATION,
+    METASTORE_URL_ENV,
+    LandingInput,
     SparkJobSpec,
     landing_job_spec,
-    landing_summary_path,
-    read_landing_summary,
     spark_jobs_archive,
 )
 
 __all__ = [
     "LANDING_APPLICATION",
+    "METASTORE_URL_ENV",
+    "LandingInput",
     "SparkJobSpec",
     "landing_job_spec",
-    "landing_summary_path",
-    "read_landing_summary",
     "spark_jobs_archive",
 ]

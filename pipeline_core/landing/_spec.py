@@ -1,4 +1,4 @@
-"""What a spark-submit of ``spark_jobs/land_checkpoint.py`` needs for one checkpoint.
+"""What a spark-submit of ``spark_jobs/land.py`` needs for the checkpoints of one landing.
 
 The Airflow DAG (through the provider's ``SparkSubmitOperator``) and ``sluice land`` (through the
 provider's ``SparkSubmitHook``) both submit exactly this spec.
@@ -7,29 +7,28 @@ provider's ``SparkSubmitHook``) both submit exactly this spec.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pipeline_core import staging_contract
 from pipeline_core.config import PipelineConfig
-from pipeline_core.errors import LandingError
+from pipeline_core.lake import LandingMode
 from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 
-LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land_checkpoint.py"
-SHIPPED_CORE_FILES = ("__init__.py", "errors.py", "staging_contract/*.py")
+LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land.py"
+METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
+"""The landing job's driver reads the metastore URL (the lake catalog's database) from here."""
+SHIPPED_CORE_FILES = ("__init__.py", "errors.py", "staging_contract/*.py", "lake/*.py")
 """The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, all standard library only:
 the archive for ``--py-files`` holds them beside ``spark_jobs``."""
 
 
 @dataclass(frozen=True)
 class SparkJobSpec:
-    """Everything a spark-submit of the landing job for one checkpoint needs."""
+    """Everything a spark-submit of the landing job needs."""
 
     application: str
     application_args: list[str]
@@ -39,28 +38,58 @@ class SparkJobSpec:
     py_files: str | None
 
 
+@dataclass(frozen=True)
+class LandingInput:
+    """A checkpoint to land and the hosts whose batches the metastore recorded for it (the
+    job lands only those folders)."""
+
+    checkpoint_id: int
+    hosts: tuple[str, ...] | None = None
+
+
 def landing_job_spec(
-    config: PipelineConfig, checkpoint_id: int, hosts: Sequence[str] | None = None
+    config: PipelineConfig,
+    checkpoints: Sequence[LandingInput],
+    landing_id: str,
+    mode: LandingMode = LandingMode.APPEND,
 ) -> SparkJobSpec:
-    """``hosts``: the hosts whose batches the metastore recorded for the checkpoint; the job
-    lands only those folders."""
-    host_args = ["--hosts", ",".join(sorted(hosts))] if hosts is not None else []
+    """The spec of one job landing every checkpoint of ``checkpoints`` (one commit per table).
+
+    :raises ValueError: ``checkpoints`` is empty.
+    """
+    if not checkpoints:
+        raise ValueError("a landing job needs at least one checkpoint")
+    arguments: list[str] = []
+    for item in checkpoints:
+        folder = str(checkpoint_dir(config.staging_dir, config.name, item.checkpoint_id))
+        hosts = "" if item.hosts is None else "=" + ",".join(sorted(item.hosts))
+        arguments += ["--checkpoint", folder + hosts]
+    ids = [item.checkpoint_id for item in checkpoints]
+    span = f"{ids[0]}" if len(ids) == 1 else f"{min(ids)}-{max(ids)}"
     return SparkJobSpec(
         application=str(LANDING_APPLICATION),
         application_args=[
-            "--checkpoint-dir",
-            str(checkpoint_dir(config.staging_dir, config.name, checkpoint_id)),
+            *arguments,
             "--lake",
             str(config.lake_dir),
-            *host_args,
+            "--namespace",
+            config.lake_namespace,
+            "--landing-id",
+            landing_id,
+            "--mode",
+            mode.value,
         ],
-        name=f"sluice-land-{config.name}-{checkpoint_id}",
+        name=f"sluice-land-{config.name}-{span}",
         conf={
             **LAKE_SQL_CONF,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
         },
-        env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
+        env_vars={
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            METASTORE_URL_ENV: config.metastore_url,
+        },
         py_files=str(spark_jobs_archive(config.data_dir / "spark")),
     )
 
@@ -89,25 +118,3 @@ def spark_jobs_archive(folder: Path) -> Path:
                 zipped.write(source, name)
         os.replace(temporary, archive)
     return archive
-
-
-def landing_summary_path(config: PipelineConfig, checkpoint_id: int) -> Path:
-    """Where the landing job writes the summary of a checkpoint of ``config``'s pipeline."""
-    return staging_contract.landing_summary_path(config.lake_dir, checkpoint_id)
-
-
-def read_landing_summary(config: PipelineConfig, checkpoint_id: int) -> dict[str, Any]:
-    """The counts the landing job wrote for a checkpoint.
-
-    Raises:
-        LandingError: the job has not written them (it did not run or did not finish).
-    """
-    path = landing_summary_path(config, checkpoint_id)
-    try:
-        summary: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise LandingError(
-            f"checkpoint {checkpoint_id} has no landing summary at {path}: "
-            "the Spark job did not land it"
-        ) from exc
-    return summary

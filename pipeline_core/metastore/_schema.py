@@ -144,3 +144,25 @@ checkpoint_hosts = Table(
     Column("host", String(255), primary_key=True),
     Column("sealed", Integer, nullable=False),
 )
+
+# The lake's Iceberg catalog (pipeline_core.lake): the tables of Iceberg's JDBC catalog, which
+# pyiceberg's SQL catalog reads and commits through. Table -> its current metadata file.
+iceberg_tables = Table(
+    "iceberg_tables",
+    metadata,
+    Column("catalog_name", String(255), primary_key=True),
+    Column("table_namespace", String(255), primary_key=True),
+    Column("table_name", String(255), primary_key=True),
+    Column("metadata_location", String(1000), nullable=True),
+    Column("previous_metadata_location", String(1000), nullable=True),
+    Column("iceberg_type", String(5), nullable=True),
+)
+
+iceberg_namespace_properties = Table(
+    "iceberg_namespace_properties",
+    metadata,
+    Column("catalog_name", String(255), primary_key=True),
+    Column("namespace", String(255), primary_key=True),
+    Column("property_key", String(255), primary_key=True),
+    Column("property_value", String(1000), nullable=False),
+)

@@ -90,6 +90,12 @@ class RunPlan:
     """For ``REQUESTED``: land earlier checkpoints sealed but not committed along with it
     (those a collector worker sealed as it stopped belong to no run)."""
 
+    @property
+    def replaces_landed(self) -> bool:
+        """Whether the run replaces what the lake holds of its checkpoints (reprocess and
+        backfill) rather than leaving out what it holds already."""
+        return self.selection in (Selection.NAMED, Selection.INTERVAL)
+
     def __post_init__(self) -> None:
         if self.selection is Selection.NAMED and self.checkpoint_id is None:
             raise ValueError("a plan landing a named checkpoint needs its checkpoint_id")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -14,6 +15,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundExceptio
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
+    from pipeline_core.lake import LandingMode
     from pipeline_core.operations import CheckpointInfo, PipelineOperations, SparkJobSpec
     from pipeline_core.runs import PlanResult, RunPlan
 
@@ -125,23 +127,26 @@ class SluiceHook(BaseHook):
         """True while a long-running collector holds the pipeline's lease on this host."""
         return self.operations.worker_is_live()
 
-    def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
-        """The spark-submit spec that lands sealed checkpoint ``checkpoint_id``.
+    def landing_job(
+        self, checkpoint_ids: Sequence[int], landing_id: str, mode: LandingMode
+    ) -> SparkJobSpec | None:
+        """The spark-submit spec of one job landing ``checkpoint_ids`` (None: nothing is left
+        to land).
 
-        :raises AirflowFailException: the checkpoint is FAILED, or was found unable to land and
+        :raises AirflowFailException: a checkpoint is FAILED, or was found unable to land and
             marked so (a batch gone from staging): retrying cannot help, so the task fails at
             once with the checkpoint's error.
         """
         from pipeline_core.metastore import CheckpointFailedError
 
         try:
-            return self.operations.landing_job(checkpoint_id)
+            return self.operations.landing_job(checkpoint_ids, landing_id, mode)
         except CheckpointFailedError as exc:
             raise AirflowFailException(str(exc)) from exc
 
-    def commit(self, checkpoint_id: int) -> CheckpointInfo:
-        """Mark a landed checkpoint committed."""
-        return self.operations.commit(checkpoint_id)
+    def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
+        """Mark landed checkpoints committed, with what the lake tables hold of them."""
+        return self.operations.commit(checkpoint_ids)
 
     def lake_dir(self) -> Path:
         """The root of the pipeline's lake tables, as the landing job writes them."""

@@ -154,8 +154,10 @@ class LandCheckpointOperator(SparkSubmitOperator):
     through. When ``spark-submit`` is not on ``PATH`` and no ``spark_binary`` is given, the
     one installed next to the running Python (the virtualenv's pyspark) is used.
 
-    A list of checkpoints is landed one spark-submit after the other, oldest first; an empty
-    list lands nothing. Landing a checkpoint again replaces its output in the lake.
+    A list of checkpoints is landed by one spark-submit, one commit per lake table; an empty
+    list lands nothing. Reprocess and backfill runs replace the checkpoints' rows in the same
+    commit; the other runs leave out checkpoints a table holds already (a retry never
+    duplicates).
 
     :param config_path: the pipeline's config file. (templated)
     :param checkpoint_id: the sealed checkpoint, usually
@@ -182,32 +184,37 @@ class LandCheckpointOperator(SparkSubmitOperator):
         self.checkpoint_id = checkpoint_id
 
     def execute(self, context: Context) -> None:
+        from pipeline_core.lake import LandingMode
+
         checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)
         if not checkpoint_ids:
             self.log.info("No checkpoint to land")
             return
-        hook = SluiceHook(config_path=self.config_path)
-        operator_conf = dict(self.conf or {})
-        operator_env = dict(self.env_vars or {})
-        for checkpoint_id in checkpoint_ids:
-            spec = hook.landing_job(checkpoint_id)
-            # SparkSubmitOperator builds its SparkSubmitHook from these attributes in execute().
-            self.application = spec.application
-            self.application_args = list(spec.application_args)
-            self.name = spec.name
-            self.conf = {**spec.conf, **operator_conf}
-            self.env_vars = {**spec.env_vars, **operator_env}
-            self.py_files = spec.py_files
-            if self._spark_binary is None:
-                self._spark_binary = _fallback_spark_submit()
-            self._hook = None  # never reuse a hook built for another checkpoint
-            self.log.info(
-                "Landing checkpoint %d: %s %s",
-                checkpoint_id,
-                spec.application,
-                spec.application_args,
-            )
-            super().execute(context)
+        plan = run_plan(context)
+        mode = LandingMode.REPLACE if plan.replaces_landed else LandingMode.APPEND
+        spec = SluiceHook(config_path=self.config_path).landing_job(
+            checkpoint_ids, landing_id=str(context["run_id"]), mode=mode
+        )
+        if spec is None:
+            self.log.info("Nothing left to land of checkpoints %s", checkpoint_ids)
+            return
+        # SparkSubmitOperator builds its SparkSubmitHook from these attributes in execute().
+        self.application = spec.application
+        self.application_args = list(spec.application_args)
+        self.name = spec.name
+        self.conf = {**spec.conf, **(self.conf or {})}
+        self.env_vars = {**spec.env_vars, **(self.env_vars or {})}
+        self.py_files = spec.py_files
+        if self._spark_binary is None:
+            self._spark_binary = _fallback_spark_submit()
+        self.log.info(
+            "Landing checkpoints %s in one job (%s): %s %s",
+            checkpoint_ids,
+            mode.value,
+            spec.application,
+            spec.application_args,
+        )
+        super().execute(context)
 
 
 class CommitCheckpointOperator(BaseOperator):
@@ -243,7 +250,7 @@ class CommitCheckpointOperator(BaseOperator):
         from pipeline_core.runs import commit_summary, names_one_checkpoint
 
         hook = SluiceHook(config_path=self.config_path)
-        committed = [hook.commit(id_) for id_ in parse_checkpoint_ids(self.checkpoint_id)]
+        committed = hook.commit(parse_checkpoint_ids(self.checkpoint_id))
         summary = commit_summary(committed, single=names_one_checkpoint(self.checkpoint_id))
         self.log.info("Committed: %s", run_note(summary))
         self._describe_asset_events(context, hook, summary)

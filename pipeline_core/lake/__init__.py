@@ -1,0 +1,99 @@
+"""The lake: Apache Iceberg tables in a SQL catalog that lives in the metastore's database.
+
+Each source of a pipeline lands into ``<namespace>.<source>`` and the lines that did not parse
+into ``<namespace>._rejects`` (the namespace is ``lake.namespace``, by default the pipeline's
+name). Table data and metadata are under the warehouse, ``lake.path``.
+
+* :mod:`._schemas`: the declared schema per source format, partitioned by ``day(event_time)``.
+* :mod:`._catalog`: :class:`LakeCatalog`, the catalog on the metastore's database; creates
+  tables and adds the columns a declared schema gained.
+* :mod:`._commits`: :func:`commit_files`, one atomic and idempotent commit of a landing's data
+  files into a table (``LandingMode.APPEND`` or ``REPLACE``).
+* :mod:`._reading`: what landed per checkpoint and a summary of the tables, read from them.
+* :mod:`._maintenance`: compaction, snapshot expiry and orphan file removal.
+
+The landing job (``spark_jobs``) imports the catalog, schemas and commits on its driver, so
+those modules import nothing of the rest of ``pipeline_core`` but ``errors``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline_core.lake._catalog import (
+    CATALOG_NAME,
+    LakeCatalog,
+    LakeLocation,
+    catalog_url,
+    open_lake,
+)
+from pipeline_core.lake._commits import (
+    CHECKPOINT_IDS_PROPERTY,
+    LANDING_ID_PROPERTY,
+    CommitOutcome,
+    CommitResult,
+    LandingMode,
+    TableCommit,
+    checkpoints_with_rows,
+    commit_files,
+)
+from pipeline_core.lake._reading import (
+    LakeSummary,
+    LandedCheckpoint,
+    landed_checkpoints,
+    summarize_tables,
+    table_names,
+)
+from pipeline_core.lake._schemas import (
+    CHECKPOINT_COLUMN,
+    REJECTS_SCHEMA,
+    REJECTS_TABLE,
+    TARGET_FILE_BYTES,
+    partition_spec,
+    source_schema,
+    time_column,
+)
+
+if TYPE_CHECKING:
+    from pipeline_core.config import PipelineConfig
+
+__all__ = [
+    "CATALOG_NAME",
+    "CHECKPOINT_COLUMN",
+    "CHECKPOINT_IDS_PROPERTY",
+    "LANDING_ID_PROPERTY",
+    "REJECTS_SCHEMA",
+    "REJECTS_TABLE",
+    "TARGET_FILE_BYTES",
+    "CommitOutcome",
+    "CommitResult",
+    "LakeCatalog",
+    "LakeLocation",
+    "LakeSummary",
+    "LandedCheckpoint",
+    "LandingMode",
+    "TableCommit",
+    "catalog_url",
+    "checkpoints_with_rows",
+    "commit_files",
+    "lake_location",
+    "landed_checkpoints",
+    "open_lake",
+    "partition_spec",
+    "source_schema",
+    "summarize_lake",
+    "summarize_tables",
+    "table_names",
+    "time_column",
+]
+
+
+def lake_location(config: PipelineConfig) -> LakeLocation:
+    """Where the lake tables of ``config``'s pipeline are."""
+    return LakeLocation(config.metastore_url, config.lake_dir, config.lake_namespace)
+
+
+def summarize_lake(config: PipelineConfig) -> LakeSummary:
+    """What the pipeline's lake tables hold (see :func:`summarize_tables`)."""
+    with open_lake(lake_location(config)) as lake:
+        return summarize_tables(lake, [source.name for source in config.sources])

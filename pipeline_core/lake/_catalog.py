@@ -1,0 +1,154 @@
+"""The lake's Iceberg catalog: a SQL catalog in the metastore's own database.
+
+The catalog tables (``iceberg_tables``, ``iceberg_namespace_properties``) are the layout
+Iceberg's JDBC catalog uses, created by the metastore's migrations; pyiceberg's ``SqlCatalog``
+reads and commits through them, and any engine with an Iceberg JDBC catalog (Spark with the
+Iceberg runtime, Trino, Flink) or pyiceberg (DuckDB over its scans) reads the same tables.
+Table data and metadata live under the warehouse, ``<lake>/<namespace>/<table>/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.name_mapping import NameMapping
+
+from pipeline_core.errors import LakeError
+from pipeline_core.lake._schemas import (
+    REJECTS_SCHEMA,
+    REJECTS_TABLE,
+    partition_spec,
+    source_schema,
+    table_properties,
+)
+
+CATALOG_NAME = "sluice"
+"""The catalog's name in the catalog tables (an engine's JDBC catalog must use the same)."""
+NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+SQLITE_BUSY_SECONDS = "30"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LakeLocation:
+    """Where a pipeline's lake tables are: the catalog's database, the warehouse folder and
+    the namespace (the pipeline's name unless configured)."""
+
+    catalog_url: str
+    """SQLAlchemy URL of the metastore database, which holds the catalog tables."""
+    warehouse: Path
+    namespace: str
+
+    def identifier(self, table: str) -> str:
+        return f"{self.namespace}.{table}"
+
+
+class LakeCatalog:
+    """The lake tables of one namespace. Open with :meth:`open`; close when done."""
+
+    def __init__(self, catalog: SqlCatalog, location: LakeLocation) -> None:
+        self.catalog = catalog
+        self.location = location
+
+    @classmethod
+    def open(cls, location: LakeLocation) -> LakeCatalog:
+        """Connect to the catalog of ``location`` (whose metastore must be migrated).
+
+        :raises LakeError: the database cannot be reached or holds no catalog tables.
+        """
+        warehouse = Path(os.path.abspath(location.warehouse))
+        try:
+            warehouse.mkdir(parents=True, exist_ok=True)
+            catalog = SqlCatalog(
+                CATALOG_NAME,
+                uri=catalog_url(location.catalog_url),
+                warehouse=warehouse.as_uri(),
+                init_catalog_tables="false",
+            )
+        except Exception as exc:
+            raise LakeError(f"cannot open the lake catalog of {warehouse}: {exc}") from exc
+        return cls(catalog, LakeLocation(location.catalog_url, warehouse, location.namespace))
+
+    def close(self) -> None:
+        self.catalog.engine.dispose()
+
+    def __enter__(self) -> LakeCatalog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def load(self, table: str) -> Table | None:
+        """The table named ``table`` of the namespace, or None when it does not exist."""
+        try:
+            return self.catalog.load_table(self.location.identifier(table))
+        except NoSuchTableError:
+            return None
+
+    def ensure_tables(self, formats: Mapping[str, str]) -> dict[str, Table]:
+        """Every source table of ``formats`` (``{table: format}``) and the rejects table,
+        created when missing and evolved to their declared schemas (new columns only)."""
+        self.catalog.create_namespace_if_not_exists(self.location.namespace)
+        tables = {
+            name: self.ensure_table(name, source_schema(fmt), fmt) for name, fmt in formats.items()
+        }
+        tables[REJECTS_TABLE] = self.ensure_table(REJECTS_TABLE, REJECTS_SCHEMA, REJECTS_TABLE)
+        return tables
+
+    def ensure_table(self, name: str, schema: Schema, fmt: str) -> Table:
+        """Table ``name``: created with ``schema`` when missing; otherwise the columns of
+        ``schema`` it lacks are added (an Iceberg schema update: old files read them as null,
+        nothing is rewritten)."""
+        identifier = self.location.identifier(name)
+        properties = {**table_properties(fmt), NAME_MAPPING_PROPERTY: _name_mapping(schema)}
+        table = self.catalog.create_table_if_not_exists(
+            identifier,
+            schema=schema,
+            partition_spec=partition_spec(schema),
+            properties=properties,
+        )
+        present = {field.name for field in table.schema().fields}
+        missing = [field.name for field in schema.fields if field.name not in present]
+        if missing:
+            log.info("Adding columns %s to lake table %s", missing, identifier)
+            with table.transaction() as transaction:
+                with transaction.update_schema() as update:
+                    update.union_by_name(schema)
+                evolved = transaction.table_metadata.schema()
+                transaction.set_properties({NAME_MAPPING_PROPERTY: _name_mapping(evolved)})
+            table = self.catalog.load_table(identifier)
+        return table
+
+
+def _name_mapping(schema: Schema) -> str:
+    """How files written without Iceberg field ids (Spark's) map to the schema: by name."""
+    mapping: NameMapping = schema.name_mapping
+    return mapping.model_dump_json()
+
+
+def catalog_url(metastore_url: str) -> str:
+    """The metastore URL as the catalog connects with it (SQLite waits for a busy database)."""
+    url = sa.make_url(metastore_url)
+    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
+        url = url.update_query_dict({"timeout": SQLITE_BUSY_SECONDS})
+    return url.render_as_string(hide_password=False)
+
+
+@contextmanager
+def open_lake(location: LakeLocation) -> Iterator[LakeCatalog]:
+    """:meth:`LakeCatalog.open`, closed on exit."""
+    catalog = LakeCatalog.open(location)
+    try:
+        yield catalog
+    finally:
+        catalog.close()

@@ -1,0 +1,142 @@
+"""The lake tables' schemas, partitioning and properties, declared per source format.
+
+Every source lands into one Iceberg table of its format's schema (``source_schema``); the lines
+of every source that did not parse land into ``_rejects`` (``REJECTS_SCHEMA``). Event time is a
+hidden partition: tables are partitioned by ``day(event_time)`` (rejects by ``day(sealed_at)``),
+so a reader filters on the timestamp and never names a partition column.
+
+Field ids are fixed here for the columns a table is created with; a column added later gets the
+next free id from Iceberg (``pipeline_core.lake.LakeCatalog`` evolves a table by name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from pyiceberg.expressions import BooleanExpression, In
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import DayTransform
+from pyiceberg.types import (
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestamptzType,
+)
+
+REJECTS_TABLE = "_rejects"
+"""The table of the lines that did not parse, of every source."""
+CHECKPOINT_COLUMN = "checkpoint_id"
+"""The column every table has: the checkpoint a row landed with. A landing of checkpoint N
+adds (or, reprocessed, replaces) exactly the rows whose ``checkpoint_id`` is N."""
+TARGET_FILE_BYTES = 256 * 1024 * 1024
+"""Compaction rewrites a day's files into files of about this size."""
+PARTITION_FIELD_ID = 1000
+
+_COMMON: tuple[tuple[str, IcebergType], ...] = (
+    ("event_id", StringType()),
+    ("file_fingerprint", StringType()),
+    ("byte_offset", LongType()),
+    ("host", StringType()),
+    ("event_time", TimestamptzType()),
+    (CHECKPOINT_COLUMN, LongType()),
+)
+_FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
+    "nginx_combined": (
+        ("remote_addr", StringType()),
+        ("remote_user", StringType()),
+        ("request", StringType()),
+        ("method", StringType()),
+        ("path", StringType()),
+        ("protocol", StringType()),
+        ("status", IntegerType()),
+        ("body_bytes_sent", LongType()),
+        ("http_referer", StringType()),
+        ("http_user_agent", StringType()),
+    ),
+    "json_lines": (("payload", StringType()),),
+    "raw": (("message", StringType()),),
+}
+_REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
+    ("event_id", StringType()),
+    ("file_fingerprint", StringType()),
+    ("byte_offset", LongType()),
+    ("host", StringType()),
+    ("source", StringType()),
+    ("raw_line", StringType()),
+    ("line_bytes", LongType()),
+    ("reason", StringType()),
+    ("sealed_at", TimestamptzType()),
+    (CHECKPOINT_COLUMN, LongType()),
+)
+
+
+def _schema(columns: tuple[tuple[str, IcebergType], ...]) -> Schema:
+    # Every column is optional: Spark writes every Parquet column as optional.
+    return Schema(
+        *(
+            NestedField(field_id, name, kind, required=False)
+            for field_id, (name, kind) in enumerate(columns, start=1)
+        )
+    )
+
+
+def _day_partition(schema: Schema, column: str) -> PartitionSpec:
+    source_id = schema.find_field(column).field_id
+    return PartitionSpec(
+        PartitionField(
+            source_id=source_id,
+            field_id=PARTITION_FIELD_ID,
+            transform=DayTransform(),
+            name=f"{column}_day",
+        )
+    )
+
+
+def formats() -> tuple[str, ...]:
+    """The source formats that have a table schema."""
+    return tuple(_FORMAT_COLUMNS)
+
+
+def source_schema(fmt: str) -> Schema:
+    """The schema of a source table of format ``fmt``.
+
+    :raises ValueError: ``fmt`` is not a known format.
+    """
+    try:
+        columns = _FORMAT_COLUMNS[fmt]
+    except KeyError:
+        raise ValueError(f"no table schema for format {fmt!r}") from None
+    return _schema((*_COMMON[:5], *columns, _COMMON[5]))
+
+
+REJECTS_SCHEMA = _schema(_REJECT_COLUMNS)
+
+
+def partition_spec(schema: Schema) -> PartitionSpec:
+    """``day(event_time)`` for a source table, ``day(sealed_at)`` for the rejects."""
+    return _day_partition(schema, time_column(schema))
+
+
+def time_column(schema: Schema) -> str:
+    """The timestamp a table is partitioned by day on."""
+    names = {field.name for field in schema.fields}
+    return "event_time" if "event_time" in names else "sealed_at"
+
+
+def table_properties(fmt: str) -> dict[str, str]:
+    """Properties a lake table is created with (``fmt``: its source format, or ``_rejects``)."""
+    return {
+        "format-version": "2",
+        "write.target-file-size-bytes": str(TARGET_FILE_BYTES),
+        "write.parquet.compression-codec": "zstd",
+        "sluice.format": fmt,
+    }
+
+
+def checkpoint_filter(checkpoint_ids: Collection[int]) -> BooleanExpression:
+    """A row filter: the rows of these checkpoints."""
+    # pydantic's generated __init__ hides In's (term, literals) signature from type checkers.
+    return In(CHECKPOINT_COLUMN, tuple(checkpoint_ids))  # type: ignore[call-arg, arg-type]
