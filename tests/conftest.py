@@ -14,6 +14,7 @@ import pytest
 from tests.support.airflow_env import ensure_airflow_env
 
 pytest_plugins = [
+    "tests.support.lake",
     "tests.support.metastore",
     "tests.support.spark",
 ]

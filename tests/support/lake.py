@@ -1,0 +1,64 @@
+"""The lake each landing test gets, and reads of its Iceberg tables.
+
+``lake`` is a :class:`LakeLocation` on the test's metastore (SQLite, or a fresh PostgreSQL
+database in the PostgreSQL pass), migrated, with its warehouse in the test's folder.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline_core.lake import LakeLocation, open_lake
+from pipeline_core.metastore import Metastore
+
+NAMESPACE = "web_access"
+
+
+@pytest.fixture
+def lake(metastore_url: str, tmp_path: Path) -> LakeLocation:
+    Metastore.open(metastore_url).close()  # migrated: the catalog tables exist
+    return LakeLocation(metastore_url, tmp_path / "lake", NAMESPACE)
+
+
+def table_rows(lake: LakeLocation, table: str, checkpoint_id: int | None = None) -> pa.Table:
+    """The rows of ``table`` (of one checkpoint, or all), read through the catalog; an empty
+    table when it does not exist or holds nothing."""
+    with open_lake(lake) as catalog:
+        loaded = catalog.load(table)
+        if loaded is None or loaded.current_snapshot() is None:
+            return pa.table({})
+        scan = (
+            loaded.scan()
+            if checkpoint_id is None
+            else loaded.scan(row_filter=f"checkpoint_id == {checkpoint_id}")
+        )
+        return scan.to_arrow()
+
+
+def assert_exactly_once(lake: LakeLocation, table: str, checkpoint_id: int | None = None) -> int:
+    """No event id twice in ``table``; returns its rows (of ``checkpoint_id``)."""
+    rows = table_rows(lake, table, checkpoint_id)
+    if rows.num_rows == 0:
+        return 0
+    ids = Counter(rows.column("event_id").to_pylist())
+    assert not [event_id for event_id, count in ids.items() if count > 1]
+    return rows.num_rows
+
+
+def snapshot_operations(lake: LakeLocation, table: str) -> list[tuple[str, str | None]]:
+    """``(operation, sluice.checkpoint-ids)`` of each snapshot of ``table``, oldest first."""
+    with open_lake(lake) as catalog:
+        loaded = catalog.load(table)
+        if loaded is None:
+            return []
+        return [
+            (
+                s.summary.operation.value if s.summary else "",
+                s.summary.get("sluice.checkpoint-ids") if s.summary else None,
+            )
+            for s in loaded.snapshots()
+        ]
