@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace what the lake holds of the checkpoints (reprocess) instead of leaving "
         "out what it holds already",
+    )
+    compact = command(
+        "compact",
+        _compact,
+        "compact the lake tables' small files, expire old snapshots, remove orphan files and "
+        "the staging of committed checkpoints past handoff.retain_hours",
+    )
+    compact.add_argument(
+        "--day",
+        type=_day,
+        help="compact this day partition (YYYY-MM-DD; default: every day before today with "
+        "more than one file)",
     )
     command("status", _status, "files and offsets, checkpoints and batches")
     command("report", _report, "what the lake holds: rows, rows per HTTP status, rejects")
@@ -198,6 +211,32 @@ def _land(args: argparse.Namespace) -> int:
     for info in operations.land(ids, mode=mode):
         _print_checkpoint(info)
     return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    report = _operations(args.config).maintain(args.day)
+    for compaction in report.compactions:
+        if compaction.committed:
+            print(
+                f"compacted {compaction.table} {compaction.day}: {compaction.files_before} "
+                f"files -> {compaction.files_after} ({compaction.rows} rows)"
+            )
+        else:
+            print(
+                f"left {compaction.table} {compaction.day} as it is "
+                f"({compaction.files_before} files)"
+            )
+    print(
+        f"expired {report.expired_snapshots} snapshots, removed {report.orphan_files} orphan files"
+    )
+    return 0
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a day (YYYY-MM-DD): {value!r}") from None
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -14,14 +14,21 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
-from pipeline_core.lake import LandingMode, lake_location, landed_checkpoints, open_lake
+from pipeline_core.lake import (
+    LandingMode,
+    MaintenanceReport,
+    lake_location,
+    landed_checkpoints,
+    maintain_lake,
+    open_lake,
+)
 from pipeline_core.landing import LandingInput, SparkJobSpec, landing_job_spec
 from pipeline_core.metastore import (
     CheckpointFailedError,
@@ -387,6 +394,14 @@ class PipelineOperations:
         if removed:
             log.info("Removed the staging of committed checkpoints %s", removed)
         return removed
+
+    def maintain(self, day: date | None = None) -> MaintenanceReport:
+        """Compact the lake tables (``day``, or every day before today with more than one
+        file), expire old snapshots, remove orphan files and the staging of committed
+        checkpoints past ``handoff.retain_hours``."""
+        report = maintain_lake(self.config, day)
+        self.remove_committed_staging()
+        return report
 
     # -- status ------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ those modules import nothing of the rest of ``pipeline_core`` but ``errors``.
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from pipeline_core.lake._catalog import (
@@ -36,6 +37,14 @@ from pipeline_core.lake._commits import (
     TableCommit,
     checkpoints_with_rows,
     commit_files,
+)
+from pipeline_core.lake._maintenance import (
+    Compaction,
+    MaintenanceReport,
+    compact_table,
+    expire_snapshots,
+    files_per_day,
+    remove_orphan_files,
 )
 from pipeline_core.lake._reading import (
     LakeSummary,
@@ -67,19 +76,26 @@ __all__ = [
     "TARGET_FILE_BYTES",
     "CommitOutcome",
     "CommitResult",
+    "Compaction",
     "LakeCatalog",
     "LakeLocation",
     "LakeSummary",
     "LandedCheckpoint",
     "LandingMode",
+    "MaintenanceReport",
     "TableCommit",
     "catalog_url",
     "checkpoints_with_rows",
     "commit_files",
+    "compact_table",
+    "expire_snapshots",
+    "files_per_day",
     "lake_location",
     "landed_checkpoints",
+    "maintain_lake",
     "open_lake",
     "partition_spec",
+    "remove_orphan_files",
     "source_schema",
     "summarize_lake",
     "summarize_tables",
@@ -97,3 +113,32 @@ def summarize_lake(config: PipelineConfig) -> LakeSummary:
     """What the pipeline's lake tables hold (see :func:`summarize_tables`)."""
     with open_lake(lake_location(config)) as lake:
         return summarize_tables(lake, [source.name for source in config.sources])
+
+
+def maintain_lake(config: PipelineConfig, day: date | None = None) -> MaintenanceReport:
+    """Compact, expire and clean every table of the pipeline.
+
+    ``day``: compact only this day partition; by default every day before today (UTC) that
+    has more than one data file.
+    """
+    report = MaintenanceReport()
+    today = datetime.now(UTC).date()
+    with open_lake(lake_location(config)) as lake:
+        for name in table_names({s.name: s.format.value for s in config.sources}):
+            table = lake.load(name)
+            if table is None:
+                continue
+            days = (
+                [day]
+                if day is not None
+                else [
+                    d
+                    for d, files in files_per_day(table).items()
+                    if d is not None and d < today and files > 1
+                ]
+            )
+            for each in days:
+                report.compactions.append(compact_table(table, each))
+            report.expired_snapshots += expire_snapshots(table)
+            report.orphan_files += remove_orphan_files(table)
+    return report

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ FINGERPRINT = "9f1c00000000abcd"
 HOST = "web-1"
 CHECKPOINT_ID = 7
 SEALED_AT_TEXT = "2026-11-22 10:00:00.123456"
+COLLECTED_SEALED_AT = datetime.fromtimestamp(DEFAULT_SEALED_AT.timestamp())
+"""``DEFAULT_SEALED_AT`` as ``collect()`` returns it: naive, in the process's local time."""
 UA = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0"
 
 NGINX_GOOD = [
@@ -90,6 +93,7 @@ REJECT_SCHEMA = {
     "raw_line": "string",
     "line_bytes": "bigint",
     "reason": "string",
+    "sealed_at": "timestamp",
     "checkpoint_id": "bigint",
 }
 
@@ -103,8 +107,8 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
         size = path.stat().st_size
         entry = ManifestPart(path.name, source, len(lines), size, "00000000", segments)
-        part = PartFile(str(path), HOST, DEFAULT_SEALED_AT, entry)  # crc32 not checked here
-        return read_source(spark, [part], source, CHECKPOINT_ID)
+        part = PartFile(str(path), CHECKPOINT_ID, HOST, DEFAULT_SEALED_AT, entry)  # no crc32 check
+        return read_source(spark, [part], source)
 
     return build
 
@@ -249,6 +253,7 @@ def test_rejects_carry_the_line_with_invalid_utf8_replaced(staging_rows: Staging
         "raw_line": line.decode("utf-8", errors="replace"),
         "line_bytes": len(line),
         "reason": "invalid_utf8",
+        "sealed_at": COLLECTED_SEALED_AT,
         "checkpoint_id": CHECKPOINT_ID,
     }
     assert rows[0]["reason"] == "no_match"
@@ -460,6 +465,7 @@ def test_an_over_long_line_is_one_line_too_long_reject_in_every_format(
         "raw_line": good.decode(),
         "line_bytes": 5_000_000,
         "reason": "line_too_long",
+        "sealed_at": COLLECTED_SEALED_AT,
         "checkpoint_id": CHECKPOINT_ID,
     }
     assert rows[offsets[2]]["raw_line"] == "cut in a character \ufffd"

@@ -11,6 +11,7 @@ import pytest
 from spark_jobs.staging import SegmentError, read_segment, read_segments, split_segment
 
 SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+CHECKPOINT_ID = 12
 
 
 def lines_of(data: bytes, start_offset: int = 0) -> list[tuple[int, bytes]]:
@@ -68,12 +69,13 @@ def segment_batch(
     line_bytes: list[int | None] | None = None,
 ) -> pa.RecordBatch:
     """``SEGMENT_SCHEMA`` rows as the workers receive them: (start_offset, part_offset, length,
-    lines) of one file of host web-1, and each segment's ``line_bytes`` (default: none is an
-    over-long line)."""
+    lines) of one file of host web-1 in checkpoint ``CHECKPOINT_ID``, and each segment's
+    ``line_bytes`` (default: none is an over-long line)."""
     count = len(segments)
     return pa.RecordBatch.from_pydict(
         {
             "path": [path] * count,
+            "checkpoint_id": pa.array([CHECKPOINT_ID] * count, pa.int64()),
             "host": ["web-1"] * count,
             "sealed_at": pa.array([SEALED_AT] * count, pa.timestamp("us", tz="UTC")),
             "file_fingerprint": ["f" * 16] * count,
@@ -100,9 +102,9 @@ def test_read_segments_yields_a_batch_of_lines_per_segment(tmp_path: Path) -> No
         (500, b"ccc"),
         (504, b"d"),
     ]
-    assert {(r["file_fingerprint"], r["host"], r["sealed_at"]) for r in rows} == {
-        ("f" * 16, "web-1", SEALED_AT)
-    }
+    assert {
+        (r["file_fingerprint"], r["checkpoint_id"], r["host"], r["sealed_at"]) for r in rows
+    } == {("f" * 16, CHECKPOINT_ID, "web-1", SEALED_AT)}
 
 
 def test_read_segments_gives_an_over_long_lines_prefix_its_full_length(tmp_path: Path) -> None:
