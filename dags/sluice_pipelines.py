@@ -5,6 +5,8 @@
   depends on the run (scheduled, backfill) and its ``mode`` param (manual triggers).
 * ``sluice_<name>_worker``: the long-running collector as a continuous DAG (paused when
   created; unpause it to collect continuously instead of once per run).
+* ``sluice_<name>_maintenance``: daily compaction of the lake tables, snapshot expiry, orphan
+  file and old staging removal (paused when created).
 
 The configs are the ``*.yaml`` files of ``$SLUICE_PIPELINES_DIR`` (default: ``pipelines/`` in
 the repository). Parsing this file reads only each config's ``name`` and ``schedule`` (plain
@@ -20,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG, Param
+from sluice_airflow.operators.maintenance import LakeMaintenanceOperator
 from sluice_airflow.operators.sluice import (
     CommitCheckpointOperator,
     LandCheckpointOperator,
@@ -46,6 +49,7 @@ __all__ = [
     "PIPELINE_NAME",
     "SCHEDULE",
     "build_dag",
+    "build_maintenance_dag",
     "build_worker_dag",
     "dag_settings",
     "pipeline_configs",
@@ -209,10 +213,43 @@ def build_worker_dag(config: Path, run_for: timedelta = WORKER_RUN_FOR) -> DAG:
     return dag
 
 
+MAINTENANCE_DOC_MD = """\
+### Sluice lake maintenance `{name}`
+
+Config: `{config}`
+
+Once a day: rewrites each lake table's small files of the previous days into files of about
+256 MB (one atomic commit per table and day: readers see the old files or the new ones, and
+no query result changes), expires snapshots older than a week, deletes files no snapshot
+references (left by landings that crashed) and the staging batches of committed checkpoints
+older than `handoff.retain_hours`. Paused when created. `sluice compact` does the same.
+"""
+
+
+def build_maintenance_dag(config: Path) -> DAG:
+    """The daily lake maintenance DAG of the pipeline configured by ``config``."""
+    name, _ = dag_settings(config)
+    config_path = str(config.resolve())
+    with DAG(
+        dag_id=f"sluice_{name}_maintenance",
+        description=f"Sluice lake maintenance of {name}: compact, expire, remove orphans",
+        doc_md=MAINTENANCE_DOC_MD.format(name=name, config=config_path),
+        schedule="@daily",
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=True,
+        tags=["sluice", "lake", "maintenance"],
+        default_args={"retries": 1, "retry_delay": timedelta(minutes=5)},
+    ) as dag:
+        LakeMaintenanceOperator(task_id="maintain", config_path=config_path)
+    return dag
+
+
 def _sensor_deferrable() -> bool:
     return os.environ.get(SENSOR_DEFERRABLE_ENV, "true").strip().lower() not in ("0", "false", "no")
 
 
 for _config in pipeline_configs(pipelines_dir()):
-    for _dag in (build_dag(_config), build_worker_dag(_config)):
+    for _dag in (build_dag(_config), build_worker_dag(_config), build_maintenance_dag(_config)):
         globals()[_dag.dag_id] = _dag

@@ -54,8 +54,14 @@ def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, li
 
 def data_files(folder: str) -> dict[int, list[str]]:
     """The Parquet files under ``folder`` per checkpoint folder (URIs, sorted)."""
-    filesystem, root = pafs.FileSystem.from_uri(folder)
-    scheme = urlparse(folder).scheme or "file"
+    parsed = urlparse(folder)
+    scheme = parsed.scheme or "file"
+    if scheme == "file":
+        # A location is a path as it is written, as pyiceberg and Spark read it: never %-decoded
+        # (``FileSystem.from_uri`` decodes, and would list another folder).
+        filesystem, root = pafs.LocalFileSystem(), parsed.path
+    else:
+        filesystem, root = pafs.FileSystem.from_uri(folder)
     selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
     files: dict[int, list[str]] = {}
     for info in filesystem.get_file_info(selector):

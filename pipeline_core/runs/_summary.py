@@ -16,9 +16,11 @@ def commit_summary(committed: Sequence[CheckpointInfo], *, single: bool) -> dict
     ``{"checkpoint_id", "checkpoint_ids", "lines", "bytes", "rows", "rejects", "landing"}``:
     lines and bytes sealed into it, the totals of parsed rows and rejected lines its landing
     job reported (``None`` when it did not report them) and the job's summary itself (rows
-    per source table, rejects per reason). Otherwise (a list of checkpoints, maybe empty)
+    per source table, rejects per reason) and ``snapshots``, each lake table's snapshot as
+    the commit read it. Otherwise (a list of checkpoints, maybe empty)
     ``checkpoint_id`` is ``None``, the counts are totals over the list (zeros for none, ``None``
-    when one checkpoint's count is unknown) and ``checkpoints`` holds each one's summary.
+    when one checkpoint's count is unknown), ``snapshots`` are the last one's and
+    ``checkpoints`` holds each one's summary.
     """
     landed = [_landed(info) for info in committed]
     return landed[0] if single else _totals(landed)
@@ -47,6 +49,7 @@ def _landed(info: CheckpointInfo) -> dict[str, Any]:
         "rows": info.landed.rows,
         "rejects": info.landed.rejects,
         "landing": dict(info.landing),
+        "snapshots": dict(info.landing.get("snapshots") or {}),
     }
 
 
@@ -62,5 +65,6 @@ def _totals(landed: list[dict[str, Any]]) -> dict[str, Any]:
         "bytes": total("bytes"),
         "rows": total("rows"),
         "rejects": total("rejects"),
+        "snapshots": landed[-1]["snapshots"] if landed else {},
         "checkpoints": landed,
     }

@@ -92,9 +92,11 @@ def test_a_pipeline_and_a_worker_dag_per_config_and_one_consumer_example(
 ) -> None:
     assert sorted(two_pipelines.dag_ids) == [
         "sluice_app_events",
+        "sluice_app_events_maintenance",
         "sluice_app_events_worker",
         "sluice_lake_consumers",
         "sluice_web_access",
+        "sluice_web_access_maintenance",
         "sluice_web_access_worker",
     ]
 
@@ -253,11 +255,25 @@ def test_dags_survive_serialization(two_pipelines: DagBag) -> None:
         assert [asset.uri for asset in restored.get_task("commit").outlets] == [
             f"sluice://lake/{dag_id.removeprefix('sluice_')}"
         ]
-    for dag_id in ("sluice_web_access_worker", "sluice_lake_consumers"):
+    for dag_id in (
+        "sluice_web_access_worker",
+        "sluice_web_access_maintenance",
+        "sluice_lake_consumers",
+    ):
         restored = DagSerialization.deserialize_dag(
             DagSerialization.serialize_dag(two_pipelines.dags[dag_id])
         )
         assert restored.dag_id == dag_id
+
+
+def test_the_maintenance_dag_is_paused_daily_and_runs_one_maintenance_task(
+    two_pipelines: DagBag,
+) -> None:
+    dag = two_pipelines.dags["sluice_web_access_maintenance"]
+
+    assert dag.is_paused_upon_creation is True
+    assert dag.max_active_runs == 1
+    assert [task.task_type for task in dag.tasks] == ["LakeMaintenanceOperator"]
 
 
 def test_an_empty_pipelines_folder_gives_no_dags_and_no_errors(
@@ -293,6 +309,7 @@ def test_name_and_schedule_come_from_the_config(
 
     assert sorted(bag.dag_ids) == [
         "sluice_audit_logs",
+        "sluice_audit_logs_maintenance",
         "sluice_audit_logs_worker",
         "sluice_lake_consumers",
     ]
@@ -333,7 +350,12 @@ def test_a_broken_config_never_breaks_parsing(
 
     bag = load_dags(tmp_path / "pipelines", monkeypatch)
 
-    assert sorted(bag.dag_ids) == ["sluice_broken", "sluice_broken_worker", "sluice_lake_consumers"]
+    assert sorted(bag.dag_ids) == [
+        "sluice_broken",
+        "sluice_broken_maintenance",
+        "sluice_broken_worker",
+        "sluice_lake_consumers",
+    ]
     assert bag.import_errors == {}
 
 
@@ -351,6 +373,7 @@ def test_files_that_are_not_pipeline_names_are_skipped(
     assert sorted(bag.dag_ids) == [
         "sluice_lake_consumers",
         "sluice_web_access",
+        "sluice_web_access_maintenance",
         "sluice_web_access_worker",
     ]
     assert bag.import_errors == {}
@@ -369,6 +392,7 @@ def test_parsing_does_not_import_pipeline_core(tmp_path: Path) -> None:
         "import sys, sluice_pipelines, sluice_lake_consumers\n"
         "assert 'sluice_web_access' in vars(sluice_pipelines)\n"
         "assert 'sluice_web_access_worker' in vars(sluice_pipelines)\n"
+        "assert 'sluice_web_access_maintenance' in vars(sluice_pipelines)\n"
         "assert 'sluice_lake_consumers' in vars(sluice_lake_consumers)\n"
         "print(sorted(name for name in sys.modules if name.startswith('pipeline_core')))"
     )

@@ -1,17 +1,16 @@
-"""Staged checkpoints and lake reads shared by the landing job's tests."""
+"""Staged checkpoints and landings shared by the landing job's tests (reads of the lake
+tables are in ``tests.support.lake``)."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
+from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from spark_jobs.landing import CheckpointInput, Landing
 from tests.support.staging import write_batch
 
 PIPELINE = "web_access"
@@ -36,7 +35,9 @@ LINES_PER_HOST = len(ACCESS) + len(APP) + len(MISC)
 
 
 def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", "web-2")) -> Path:
-    """A checkpoint with three sources (nginx, JSON, raw) on every host."""
+    """A checkpoint with three sources (nginx, JSON, raw) on every host. Each host's files
+    are read from byte ``1000 * checkpoint_id`` on, so that the event ids of the checkpoints a
+    test stages differ."""
     for number, host in enumerate(hosts):
         fingerprint = f"{number:04x}00000000aaaa"
         write_batch(
@@ -45,13 +46,32 @@ def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", 
         )  # fmt: skip
         write_batch(
             staging, PIPELINE, checkpoint_id, host, "app", "json_lines", APP,
-            f"{number:04x}00000000bbbb", 0, time_field="ts",
+            f"{number:04x}00000000bbbb", 1000 * checkpoint_id, time_field="ts",
         )  # fmt: skip
         write_batch(
             staging, PIPELINE, checkpoint_id, host, "misc", "raw", MISC,
-            f"{number:04x}00000000cccc", 0,
+            f"{number:04x}00000000cccc", 1000 * checkpoint_id,
         )  # fmt: skip
     return checkpoint_dir(staging, PIPELINE, checkpoint_id)
+
+
+def landing(
+    lake: LakeLocation,
+    *checkpoints: Path | CheckpointInput,
+    landing_id: str = "landing-1",
+    mode: LandingMode = LandingMode.APPEND,
+) -> Landing:
+    """A landing of ``checkpoints`` (staging folders: every batch of each) into ``lake``."""
+    inputs = tuple(
+        c if isinstance(c, CheckpointInput) else CheckpointInput(str(c)) for c in checkpoints
+    )
+    return Landing(inputs, lake, landing_id, mode)
+
+
+def checkpoint_summary(summary: dict[str, Any], checkpoint_id: int) -> dict[str, Any]:
+    """The part of a landing's summary about one checkpoint."""
+    (found,) = [c for c in summary["checkpoints"] if c["checkpoint_id"] == checkpoint_id]
+    return dict(found)
 
 
 def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
@@ -61,15 +81,3 @@ def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path
     edit(manifest)
     path.write_text(json.dumps(manifest))
     return path
-
-
-def lake_rows(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> list[Any]:
-    frame = spark.read.parquet(str(lake / table)).where(F.col("checkpoint_id") == checkpoint_id)
-    return frame.collect()
-
-
-def assert_exactly_once(spark: SparkSession, lake: Path, table: str, checkpoint_id: int) -> int:
-    rows = lake_rows(spark, lake, table, checkpoint_id)
-    ids = Counter(row["event_id"] for row in rows)
-    assert not [event_id for event_id, count in ids.items() if count > 1]
-    return len(rows)

@@ -1,145 +1,421 @@
-"""Landing sealed checkpoints into the lake: counts, idempotency, empty and broken batches."""
+"""Landing sealed checkpoints into the lake tables: counts, commits, idempotency, schema
+evolution, empty and broken batches."""
 
 from __future__ import annotations
 
-import json
-import shutil
+import dataclasses
 import zlib
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+import pyarrow.compute as pc
 import pytest
+from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
 
+from pipeline_core.lake import (
+    LakeLocation,
+    LandingMode,
+    TableCommit,
+    commit_files,
+    landed_checkpoints,
+    open_lake,
+    source_schema,
+)
 from pipeline_core.staging_contract import ManifestError, checkpoint_dir
-from spark_jobs.checkpoint import read_checkpoint
-from spark_jobs.landing import LandingCountError, files_with_rejects, land, read_source
+from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
+from spark_jobs.formats import parse
+from spark_jobs.lake import landing_folder, write_files
+from spark_jobs.landing import (
+    CheckpointInput,
+    LandingCountError,
+    files_with_rejects,
+    land,
+    read_source,
+)
 from spark_jobs.verification import PartChecksumError, PartSizeError, verify_parts
 from tests.spark_jobs.support import (
     ACCESS,
+    APP,
     LINES_PER_HOST,
     MISC,
     PIPELINE,
-    assert_exactly_once,
+    checkpoint_summary,
     edit_manifest,
-    lake_rows,
+    landing,
     stage,
 )
-from tests.support.staging import Line, LongLine, line_offsets, write_batch, write_empty_batch
+from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
+from tests.support.staging import (
+    DEFAULT_SEALED_AT,
+    Line,
+    LongLine,
+    line_offsets,
+    write_batch,
+    write_empty_batch,
+)
+
+SOURCES = ("access", "app", "misc")
+TABLES = (*SOURCES, "_rejects")
+STAGED = {"access": (ACCESS, "aaaa"), "app": (APP, "bbbb"), "misc": (MISC, "cccc")}
+"""The lines ``stage`` writes per source, and the end of their files' fingerprints."""
+
+
+def table_files(lake: LakeLocation, table: str) -> set[str]:
+    """The data files of ``table``'s current snapshot."""
+    with open_lake(lake) as catalog:
+        loaded = catalog.load(table)
+        assert loaded is not None
+        return set(loaded.inspect.files().column("file_path").to_pylist())
+
+
+def table_commits(lake: LakeLocation, table: str) -> int:
+    """How many times ``table`` was committed since it was created (each commit writes one
+    metadata file)."""
+    with open_lake(lake) as catalog:
+        loaded = catalog.load(table)
+        assert loaded is not None
+        return len(loaded.metadata.metadata_log)
+
+
+def rows_by_checkpoint(lake: LakeLocation, table: str) -> dict[int, int]:
+    counts = Counter(table_rows(lake, table).column("checkpoint_id").to_pylist())
+    return dict(sorted(counts.items()))
+
+
+def event_ids(lake: LakeLocation, table: str, checkpoint_id: int) -> list[str]:
+    return sorted(table_rows(lake, table, checkpoint_id).column("event_id").to_pylist())
+
+
+def staged_event_ids(checkpoint_id: int, hosts: dict[str, int]) -> set[tuple[int, str]]:
+    """``(checkpoint_id, event_id)`` of every line ``stage`` wrote for ``hosts`` (each host
+    with its position in the hosts it was staged with)."""
+    return {
+        (checkpoint_id, f"{number:04x}00000000{suffix}:{offset}")
+        for number in hosts.values()
+        for lines, suffix in STAGED.values()
+        for offset in line_offsets(lines, 1000 * checkpoint_id)
+    }
 
 
 @pytest.mark.spark
-def test_land_writes_rows_rejects_and_summary(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    summary = land(spark, stage(tmp_path / "staging", 3), lake)
+def test_land_writes_rows_rejects_and_summary(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    summary = land(spark, landing(lake, stage(tmp_path / "staging", 3)))
 
-    assert summary["checkpoint_id"] == 3
-    assert summary["rows"] == {"access": 6, "app": 4, "misc": 4}
-    assert summary["rejects"] == {  # per host: 5 from access, 1 from app
-        "invalid_utf8": 4,
-        "no_match": 6,
-        "bad_timestamp": 2,
-        "invalid_json": 2,
-        "line_too_long": 0,
-    }
-    assert summary["input_lines"] == 2 * LINES_PER_HOST
-    assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
-    assert summary["batches"] == 2
-    assert json.loads((lake / "_landings" / "checkpoint_id=3.json").read_text()) == summary
+    assert (summary["landing_id"], summary["mode"]) == ("landing-1", "append")
+    assert summary["checkpoints"] == [
+        {
+            "checkpoint_id": 3,
+            "rows": {"access": 6, "app": 4, "misc": 4},
+            "rejects": {  # per host: 5 from access, 1 from app
+                "bad_timestamp": 2,
+                "invalid_json": 2,
+                "invalid_utf8": 4,
+                "no_match": 6,
+            },
+            "input_lines": 2 * LINES_PER_HOST,
+            "batches": 2,
+        }
+    ]
+    with open_lake(lake) as catalog:
+        for table in TABLES:
+            loaded = catalog.load(table)
+            assert loaded is not None
+            snapshot = loaded.current_snapshot()
+            assert snapshot is not None
+            assert summary["tables"][table] == {
+                "snapshot_id": snapshot.snapshot_id,
+                "committed": [3],
+            }
+        access = catalog.load("access")
+        assert access is not None
+        files = access.inspect.files().to_pylist()
+    for table, rows in summary["checkpoints"][0]["rows"].items():
+        assert table_rows(lake, table, 3).num_rows == rows
 
-    dates = sorted(path.name for path in (lake / "access").glob("event_date=*"))
-    assert dates == ["event_date=2026-11-21", "event_date=2026-11-22", "event_date=2026-11-23"]
-    assert (lake / "access" / "event_date=2026-11-23" / "checkpoint_id=3").is_dir()
-    assert (lake / "_rejects" / "checkpoint_id=3").is_dir()
-    access = lake_rows(spark, lake, "access", 3)
-    assert {row["host"] for row in access} == {"web-1", "web-2"}
+    # Partitioned by the UTC day of event_time (23:59:59 -0100 is on the 23rd), each data file
+    # in the folder of its day.
+    days = {row["partition"]["event_time_day"] for row in files}
+    assert days == {date(2026, 11, 21), date(2026, 11, 22), date(2026, 11, 23)}
+    for row in files:
+        day = row["partition"]["event_time_day"]
+        assert f"/checkpoint=3/event_time_date={day.isoformat()}/" in row["file_path"]
+    access_rows = table_rows(lake, "access", 3).to_pylist()
+    assert {row["host"] for row in access_rows} == {"web-1", "web-2"}
     offsets = line_offsets(ACCESS, 3000)
-    assert sorted(row["event_id"] for row in access if row["host"] == "web-1") == sorted(
+    assert sorted(row["event_id"] for row in access_rows if row["host"] == "web-1") == sorted(
         f"000000000000aaaa:{offsets[index]}" for index in (0, 1, 7)
     )
-    rejects = lake_rows(spark, lake, "_rejects", 3)
+    assert {row["event_time"].tzinfo is not None for row in access_rows} == {True}
+    rejects = table_rows(lake, "_rejects", 3).to_pylist()
     assert Counter(row["source"] for row in rejects) == {"access": 12, "app": 2}
+    assert {row["sealed_at"] for row in rejects} == {DEFAULT_SEALED_AT}
 
 
 @pytest.mark.spark
-def test_landing_twice_leaves_one_copy(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    staged = stage(tmp_path / "staging", 4)
-    first = land(spark, staged, lake)
-    stale = lake / "access" / "event_date=1999-01-01" / "checkpoint_id=4"
-    stale.mkdir(parents=True)
-    shutil.copy(
-        next((lake / "access").glob("event_date=2026-11-22/checkpoint_id=4/*.parquet")), stale
+def test_checkpoints_landed_together_make_one_snapshot_per_table(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    folders = [stage(staging, 1, ("web-1",)), stage(staging, 2), stage(staging, 3, ("web-2",))]
+
+    summary = land(spark, landing(lake, *folders))
+
+    assert [c["checkpoint_id"] for c in summary["checkpoints"]] == [1, 2, 3]
+    for table in TABLES:
+        assert snapshot_operations(lake, table) == [("append", "1,2,3")]
+        assert summary["tables"][table]["committed"] == [1, 2, 3]
+        assert "already_committed" not in summary["tables"][table]
+        assert table_commits(lake, table) == 1
+    assert rows_by_checkpoint(lake, "access") == {1: 3, 2: 6, 3: 3}
+    for checkpoint in summary["checkpoints"]:
+        for table, rows in checkpoint["rows"].items():
+            assert assert_exactly_once(lake, table, checkpoint["checkpoint_id"]) == rows
+
+
+@pytest.mark.spark
+def test_landing_the_same_checkpoints_again_commits_nothing(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    """A retried landing (the job crashed after its commits, before the metastore's) finds
+    every checkpoint in the tables: the files it wrote again are orphans, never read."""
+    staging = tmp_path / "staging"
+    folders = [stage(staging, 4), stage(staging, 5, ("web-1",))]
+    first = land(spark, landing(lake, *folders))
+    files = {table: table_files(lake, table) for table in TABLES}
+
+    second = land(spark, landing(lake, *folders, landing_id="landing-2"))
+
+    assert second["checkpoints"] == first["checkpoints"]
+    for table in TABLES:
+        assert second["tables"][table] == {
+            "snapshot_id": first["tables"][table]["snapshot_id"],
+            "already_committed": [4, 5],
+        }
+        assert snapshot_operations(lake, table) == [("append", "4,5")]
+        assert table_files(lake, table) == files[table]
+    for table in SOURCES:
+        total = sum(c["rows"][table] for c in first["checkpoints"])
+        assert assert_exactly_once(lake, table) == total
+    assert assert_exactly_once(lake, "_rejects") == sum(
+        sum(c["rejects"].values()) for c in first["checkpoints"]
+    )
+    with open_lake(lake) as catalog:
+        access = catalog.load("access")
+        assert access is not None
+        data = Path(urlparse(access.location()).path) / "data"
+    assert len(list(data.glob("landing-*"))) == 2  # both landings wrote; one was committed
+
+
+@pytest.mark.spark
+def test_append_leaves_out_the_checkpoints_a_table_holds(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    one, two = stage(staging, 1, hosts=("web-1",)), stage(staging, 2)
+    first = land(spark, landing(lake, one))
+
+    both = land(spark, landing(lake, one, two, landing_id="landing-2"))
+
+    for table in TABLES:
+        assert {k: v for k, v in both["tables"][table].items() if k != "snapshot_id"} == {
+            "already_committed": [1],
+            "committed": [2],
+        }
+        assert snapshot_operations(lake, table) == [("append", "1"), ("append", "2")]
+    assert checkpoint_summary(both, 1) == checkpoint_summary(first, 1)
+    assert rows_by_checkpoint(lake, "access") == {1: 3, 2: 6}
+    for table in TABLES:
+        assert assert_exactly_once(lake, table) == sum(rows_by_checkpoint(lake, table).values())
+
+
+@pytest.mark.spark
+def test_replace_swaps_a_checkpoints_rows_in_one_commit(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    one, two = stage(staging, 1), stage(staging, 2)
+    land(spark, landing(lake, one, two))
+    kept = {table: event_ids(lake, table, 1) for table in TABLES}
+    files = {table: table_files(lake, table) for table in TABLES}
+    commits = {table: table_commits(lake, table) for table in TABLES}
+    # Reprocess checkpoint 2 as made of web-1's batch only.
+    reprocess = landing(
+        lake,
+        CheckpointInput(str(two), ("web-1",)),
+        landing_id="reprocess-1",
+        mode=LandingMode.REPLACE,
     )
 
-    second = land(spark, staged, lake)
+    summary = land(spark, reprocess)
 
-    assert {k: v for k, v in second.items() if k != "landed_at"} == {
-        k: v for k, v in first.items() if k != "landed_at"
-    }
-    assert not stale.parent.exists()
-    for table, rows in second["rows"].items():
-        assert assert_exactly_once(spark, lake, table, 4) == rows
-    assert assert_exactly_once(spark, lake, "_rejects", 4) == sum(second["rejects"].values())
+    assert checkpoint_summary(summary, 2)["batches"] == 1
+    for table in TABLES:
+        assert summary["tables"][table]["committed"] == [2]
+        assert table_commits(lake, table) == commits[table] + 1  # readers see old or new rows
+        assert snapshot_operations(lake, table) == [
+            ("append", "1,2"),
+            ("delete", "2"),
+            ("append", "2"),
+        ]
+        assert event_ids(lake, table, 1) == kept[table]
+        assert {path for path in table_files(lake, table) if "/checkpoint=1/" in path} == {
+            path for path in files[table] if "/checkpoint=1/" in path
+        }
+        assert set(table_rows(lake, table, 2).column("host").to_pylist()) == {"web-1"}
+    for table, rows in checkpoint_summary(summary, 2)["rows"].items():
+        assert assert_exactly_once(lake, table, 2) == rows
+    rejects = sum(checkpoint_summary(summary, 2)["rejects"].values())
+    assert assert_exactly_once(lake, "_rejects", 2) == rejects
+    replaced = {table: event_ids(lake, table, 2) for table in TABLES}
+
+    retried = land(spark, reprocess)  # the same landing again: its task was retried
+
+    for table in TABLES:
+        assert retried["tables"][table] == {
+            "snapshot_id": summary["tables"][table]["snapshot_id"],
+            "already_committed": [2],
+        }
+        assert table_commits(lake, table) == commits[table] + 1
+        assert event_ids(lake, table, 2) == replaced[table]
+        assert event_ids(lake, table, 1) == kept[table]
 
 
 @pytest.mark.spark
-def test_two_checkpoints_coexist(spark: SparkSession, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
+def test_a_column_the_declared_schema_gained_is_added_and_old_rows_read_it_as_null(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
     staging = tmp_path / "staging"
-    one = land(spark, stage(staging, 1, hosts=("web-1",)), lake)
-    two = land(spark, stage(staging, 2), lake)
-    land(spark, checkpoint_dir(staging, PIPELINE, 1), lake)  # again: must not touch 2
-
-    for checkpoint_id, summary in [(1, one), (2, two)]:
-        assert (
-            assert_exactly_once(spark, lake, "access", checkpoint_id) == summary["rows"]["access"]
+    older = Schema(
+        *(f for f in source_schema("nginx_combined").fields if f.name != "http_user_agent")
+    )
+    parts = verify_parts(read_checkpoint(stage(staging, 1, hosts=("web-1",))).parts)
+    with open_lake(lake) as catalog:  # checkpoint 1 landed when access had no user agent
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        table = catalog.ensure_table("access", older, "nginx_combined")
+        rows = parse(read_source(spark, parts, "access"), "nginx_combined")[0]
+        written = write_files(
+            rows.drop("http_user_agent"), landing_folder(table.location()), "event_time"
         )
-        rejects = assert_exactly_once(spark, lake, "_rejects", checkpoint_id)
-        assert rejects == sum(summary["rejects"].values())
-    everything = spark.read.parquet(str(lake / "access")).groupBy("checkpoint_id").count()
-    assert {row["checkpoint_id"]: row["count"] for row in everything.collect()} == {1: 3, 2: 6}
-    assert sorted(p.name for p in (lake / "_landings").iterdir()) == [
-        "checkpoint_id=1.json",
-        "checkpoint_id=2.json",
+        commit_files(table, TableCommit(written, (1,), "older-job", LandingMode.APPEND))
+    old_files = table_files(lake, "access")
+    assert len(old_files) > 0
+
+    land(spark, landing(lake, stage(staging, 2, hosts=("web-1",))))
+
+    with open_lake(lake) as catalog:
+        access = catalog.load("access")
+        assert access is not None
+        assert [s.schema_id for s in access.schemas().values()] == [0, 1]
+        assert [f.name for f in access.schema().fields][-1] == "http_user_agent"
+        assert "http_user_agent" not in {f.name for f in access.schemas()[0].fields}
+    assert snapshot_operations(lake, "access") == [("append", "1"), ("append", "2")]
+    new_files = table_files(lake, "access") - old_files
+    assert old_files < table_files(lake, "access")
+    assert {"/checkpoint=2/" in path for path in new_files} == {True}
+    old = table_rows(lake, "access", 1)
+    assert old.num_rows == 3
+    assert old.column("http_user_agent").null_count == 3
+    assert pc.min(old.column("event_time")).as_py() == datetime(2026, 11, 21, 8, tzinfo=UTC)
+    new = table_rows(lake, "access", 2)
+    assert sorted(new.column("http_user_agent").to_pylist()) == ["-", "curl/8.5.0", "probe"]
+
+
+@pytest.mark.spark
+def test_rows_and_rejects_of_each_checkpoint_are_its_staged_lines(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    stage(staging, 1, ("web-1",))
+    stage(staging, 2, ("web-1", "web-2"))
+    stage(staging, 3, ("web-1", "web-2", "web-3"))
+    inputs = [
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 1))),
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 2))),
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 3)), ("web-1", "web-3")),
     ]
 
+    summary = land(spark, landing(lake, *inputs))
+
+    staged: Counter[FileKey] = Counter()
+    for item in inputs:
+        staged.update(staged_lines(read_checkpoint(item.folder, item.hosts).parts))
+    landed: Counter[FileKey] = Counter()
+    ids: set[tuple[int, str]] = set()
+    for table in TABLES:
+        for row in table_rows(lake, table).to_pylist():
+            source = row["source"] if table == "_rejects" else table
+            landed[(row["checkpoint_id"], source, row["host"], row["file_fingerprint"])] += 1
+            ids.add((row["checkpoint_id"], row["event_id"]))
+    assert landed == staged
+    assert ids == (
+        staged_event_ids(1, {"web-1": 0})
+        | staged_event_ids(2, {"web-1": 0, "web-2": 1})
+        | staged_event_ids(3, {"web-1": 0, "web-3": 2})
+    )
+    assert sum(landed.values()) == len(ids) == 5 * LINES_PER_HOST
+    with open_lake(lake) as catalog:
+        found = landed_checkpoints(catalog, list(SOURCES), [1, 2, 3])
+    for checkpoint in summary["checkpoints"]:
+        read_back = found[checkpoint["checkpoint_id"]]
+        assert read_back.rows == checkpoint["rows"]
+        assert read_back.rejects == checkpoint["rejects"]
+        assert read_back.lines == checkpoint["input_lines"]
+
 
 @pytest.mark.spark
-def test_checkpoint_without_rejects_writes_no_rejects(spark: SparkSession, tmp_path: Path) -> None:
+def test_checkpoint_without_rejects_writes_no_rejects(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
     staging = tmp_path / "staging dir %41"  # Spark names files by URI: %-escapes on the way
+    lake = dataclasses.replace(lake, warehouse=tmp_path / "lake dir %41")
     write_batch(staging, PIPELINE, 5, "web-1", "access", "nginx_combined", [ACCESS[0]], "f" * 16)
-    summary = land(spark, checkpoint_dir(staging, PIPELINE, 5), tmp_path / "lake")
 
-    assert summary["rows"] == {"access": 1}
-    assert set(summary["rejects"].values()) == {0}
-    assert not (tmp_path / "lake" / "_rejects" / "checkpoint_id=5").exists()
+    summary = land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 5)))
+
+    assert checkpoint_summary(summary, 5)["rows"] == {"access": 1}
+    assert checkpoint_summary(summary, 5)["rejects"] == {}
+    assert summary["tables"]["_rejects"] == {"snapshot_id": None, "committed": [5]}
+    assert snapshot_operations(lake, "_rejects") == []
+    assert table_rows(lake, "_rejects").num_rows == 0
+    assert event_ids(lake, "access", 5) == [f"{'f' * 16}:0"]
 
 
 @pytest.mark.spark
-def test_empty_checkpoints_land_zero_rows(spark: SparkSession, tmp_path: Path) -> None:
+def test_empty_checkpoints_land_zero_rows(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
     staging = tmp_path / "staging"
     write_empty_batch(staging, PIPELINE, 8, "web-1")
     write_batch(staging, PIPELINE, 8, "web-2", "access", "nginx_combined", [], "e" * 16)
     checkpoint_dir(staging, PIPELINE, 9).mkdir(parents=True)
-    lake = tmp_path / "lake"
 
-    with_manifests = land(spark, checkpoint_dir(staging, PIPELINE, 8), lake)
-    without = land(spark, checkpoint_dir(staging, PIPELINE, 9), lake)
+    with_manifests = land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 8)))
+    without = land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 9)))
 
-    assert with_manifests["rows"] == {"access": 0}
-    assert (with_manifests["input_lines"], with_manifests["batches"]) == (0, 2)
-    assert (without["rows"], without["input_lines"], without["batches"]) == ({}, 0, 0)
-    for summary in (with_manifests, without):
-        assert set(summary["rejects"].values()) == {0}
-    assert (lake / "_landings" / "checkpoint_id=9.json").is_file()
+    eight, nine = checkpoint_summary(with_manifests, 8), checkpoint_summary(without, 9)
+    assert eight["rows"] == {"access": 0}
+    assert (eight["input_lines"], eight["batches"]) == (0, 2)
+    assert (nine["rows"], nine["input_lines"], nine["batches"]) == ({}, 0, 0)
+    assert eight["rejects"] == nine["rejects"] == {}
+    assert with_manifests["tables"] == {
+        "access": {"snapshot_id": None, "committed": [8]},
+        "_rejects": {"snapshot_id": None, "committed": [8]},
+    }
+    assert without["tables"] == {"_rejects": {"snapshot_id": None, "committed": [9]}}
+    for table in ("access", "_rejects"):
+        assert snapshot_operations(lake, table) == []
+        assert table_rows(lake, table).num_rows == 0
 
 
 @pytest.mark.spark
 def test_part_of_another_size_than_its_manifest_fails_before_the_lake_changes(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
 ) -> None:
     staging = tmp_path / "staging"
     batch = write_batch(staging, PIPELINE, 6, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
@@ -150,26 +426,45 @@ def test_part_of_another_size_than_its_manifest_fails_before_the_lake_changes(
     found = len(ACCESS[0]) + 1
     message = rf"part-access-00000\.lines: manifest says {size} bytes, file has {found}"
     with pytest.raises(PartSizeError, match=message):
-        land(spark, checkpoint_dir(staging, PIPELINE, 6), tmp_path / "lake")
-    assert not (tmp_path / "lake").exists()
+        land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 6)))
+    assert not lake.warehouse.exists()
+    with open_lake(lake) as catalog:
+        assert catalog.load("access") is None
 
 
 @pytest.mark.spark
 def test_part_changed_in_place_fails_and_leaves_the_earlier_landing(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
 ) -> None:
     staged = stage(tmp_path / "staging", 6, hosts=("web-1",))
-    lake = tmp_path / "lake"
-    summary = land(spark, staged, lake)
+    summary = land(spark, landing(lake, staged))
     part = staged / "web-1" / "part-access-00000.lines"
     intact = part.read_bytes()
     part.write_bytes(b"\0" * len(intact))  # a disk error: same size, other bytes
 
     with pytest.raises(PartChecksumError, match=r"part-access-00000\.lines: manifest says CRC-32"):
-        land(spark, staged, lake)
+        land(spark, landing(lake, staged, mode=LandingMode.REPLACE))
 
-    assert assert_exactly_once(spark, lake, "access", 6) == summary["rows"]["access"]
-    assert (lake / "_landings" / "checkpoint_id=6.json").is_file()
+    assert (
+        assert_exactly_once(lake, "access", 6) == checkpoint_summary(summary, 6)["rows"]["access"]
+    )
+    for table in TABLES:
+        assert snapshot_operations(lake, table) == [("append", "6")]
+
+
+@pytest.mark.spark
+def test_checkpoints_that_declare_a_source_differently_are_refused(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    write_batch(staging, PIPELINE, 1, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
+    write_batch(staging, PIPELINE, 2, "web-1", "access", "raw", MISC, "b" * 16)
+    folders = [checkpoint_dir(staging, PIPELINE, 1), checkpoint_dir(staging, PIPELINE, 2)]
+
+    message = r"source 'access' is declared as .* in checkpoint 2, as .*: land those checkpoints"
+    with pytest.raises(ManifestError, match=message):
+        land(spark, landing(lake, *folders))
+    assert not lake.warehouse.exists()
 
 
 @pytest.mark.spark
@@ -191,42 +486,50 @@ def test_segment_whose_lines_differ_when_read_fails_the_spark_job(
 
     more = rf"part-access-00000\.lines: the segment at part_offset {second_offset} \("
     with pytest.raises(Exception, match=more + r"\d+ bytes\) holds 5 lines, the manifest says 4"):
-        read_source(spark, staged, "access", 6).collect()
+        read_source(spark, staged, "access").collect()
 
     part.write_bytes(bytes(data[: second_offset + 10]))
     # Every segment from the second on is cut short; whichever task fails first is reported.
     short = r"part-access-00000\.lines: short read: the segment at part_offset \d+ "
     with pytest.raises(Exception, match=short):
-        read_source(spark, staged, "access", 6).collect()
+        read_source(spark, staged, "access").collect()
 
 
 @pytest.mark.spark
 def test_read_source_reads_the_lines_of_the_files_asked_for_in_staging_order(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    staged_dir = stage(tmp_path / "staging", 3)
-    staged = verify_parts(read_checkpoint(staged_dir).parts)
+    staged = verify_parts(
+        [
+            *read_checkpoint(stage(tmp_path / "staging", 3)).parts,
+            *read_checkpoint(stage(tmp_path / "staging", 4, ("web-1",))).parts,
+        ]
+    )
 
-    every = read_source(spark, staged, "access", 3).collect()
-    only = read_source(spark, staged, "access", 3, {("web-2", "000100000000aaaa")}).collect()
+    every = read_source(spark, staged, "access").collect()
+    only = read_source(spark, staged, "access", {(3, "web-2", "000100000000aaaa")}).collect()
 
-    offsets = line_offsets(ACCESS, 3000)
-    assert [(row["host"], row["byte_offset"], row["line"]) for row in every] == [
-        (host, offset, line)
-        for host in ("web-1", "web-2")
-        for offset, line in zip(offsets, ACCESS, strict=True)
+    assert [
+        (row["checkpoint_id"], row["host"], row["byte_offset"], row["line"]) for row in every
+    ] == [
+        (checkpoint_id, host, offset, line)
+        for checkpoint_id, hosts in ((3, ("web-1", "web-2")), (4, ("web-1",)))
+        for host in hosts
+        for offset, line in zip(line_offsets(ACCESS, 1000 * checkpoint_id), ACCESS, strict=True)
     ]
     assert {row["file_fingerprint"] for row in every} == {"000000000000aaaa", "000100000000aaaa"}
     assert [row["line"] for row in only] == ACCESS
-    assert {(row["host"], row["file_fingerprint"]) for row in only} == {
-        ("web-2", "000100000000aaaa")
+    assert {(row["checkpoint_id"], row["host"], row["file_fingerprint"]) for row in only} == {
+        (3, "web-2", "000100000000aaaa")
     }
-    assert {(row["checkpoint_id"], row["source"]) for row in every} == {(3, "access")}
+    assert {row["source"] for row in every} == {"access"}
     assert {row["sealed_at"] for row in every} == {datetime(2026, 11, 22, 10, 0, 0, 123456)}
 
 
 @pytest.mark.spark
-def test_unterminated_last_line_is_a_line(spark: SparkSession, tmp_path: Path) -> None:
+def test_unterminated_last_line_is_a_line(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
     batch = write_batch(
         tmp_path, PIPELINE, 5, "web-1", "misc", "raw", [*MISC, b"", b"last\r"], "c" * 16,
         lines_per_segment=2,
@@ -241,37 +544,34 @@ def test_unterminated_last_line_is_a_line(spark: SparkSession, tmp_path: Path) -
         entry["crc32"] = f"{zlib.crc32(part.read_bytes()):08x}"
 
     edit_manifest(batch, unterminate)
-    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 5), tmp_path / "lake")
+    summary = land(spark, landing(lake, checkpoint_dir(tmp_path, PIPELINE, 5)))
 
-    assert summary["rows"] == {"misc": 4}
-    messages = [row["message"] for row in lake_rows(spark, tmp_path / "lake", "misc", 5)]
+    assert checkpoint_summary(summary, 5)["rows"] == {"misc": 4}
+    messages = table_rows(lake, "misc", 5).column("message").to_pylist()
     assert sorted(messages) == sorted(["free text", "\ufffd\ufffd", "", "last"])
 
 
 @pytest.mark.spark
 def test_an_over_long_line_lands_as_one_line_too_long_reject(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
 ) -> None:
     """Its prefix would parse as a whole line; the line still lands only as its reject."""
     access: list[Line] = [ACCESS[0], LongLine(ACCESS[1], 5_000_000), ACCESS[7]]
     misc: list[Line] = [b"free text", LongLine(b"caf\xc3", 2_000_000)]
     write_batch(tmp_path, PIPELINE, 8, "web-1", "access", "nginx_combined", access, "a" * 16, 100)
     write_batch(tmp_path, PIPELINE, 8, "web-1", "misc", "raw", misc, "c" * 16)
-    lake = tmp_path / "lake"
 
-    summary = land(spark, checkpoint_dir(tmp_path, PIPELINE, 8), lake)
+    summary = land(spark, landing(lake, checkpoint_dir(tmp_path, PIPELINE, 8)))
 
-    assert summary["rows"] == {"access": 2, "misc": 1}
-    assert summary["rejects"]["line_too_long"] == 2
-    assert sum(summary["rejects"].values()) == 2
+    assert checkpoint_summary(summary, 8)["rows"] == {"access": 2, "misc": 1}
+    assert checkpoint_summary(summary, 8)["rejects"] == {"line_too_long": 2}
     offsets = line_offsets(access, 100)
-    assert sorted(row["byte_offset"] for row in lake_rows(spark, lake, "access", 8)) == [
+    assert sorted(table_rows(lake, "access", 8).column("byte_offset").to_pylist()) == [
         offsets[0],
         offsets[2],
     ]
     rejects = sorted(
-        (row.asDict() for row in lake_rows(spark, lake, "_rejects", 8)),
-        key=lambda row: str(row["source"]),
+        table_rows(lake, "_rejects", 8).to_pylist(), key=lambda row: str(row["source"])
     )
     assert rejects == [
         {
@@ -283,6 +583,7 @@ def test_an_over_long_line_lands_as_one_line_too_long_reject(
             "raw_line": ACCESS[1].decode(),
             "line_bytes": 5_000_000,
             "reason": "line_too_long",
+            "sealed_at": DEFAULT_SEALED_AT,
             "checkpoint_id": 8,
         },
         {
@@ -294,27 +595,43 @@ def test_an_over_long_line_lands_as_one_line_too_long_reject(
             "raw_line": "caf\ufffd",
             "line_bytes": 2_000_000,
             "reason": "line_too_long",
+            "sealed_at": DEFAULT_SEALED_AT,
             "checkpoint_id": 8,
         },
     ]
 
 
 @pytest.mark.spark
-def test_unsealed_batch_fails(spark: SparkSession, tmp_path: Path) -> None:
+def test_unsealed_batch_fails(spark: SparkSession, lake: LakeLocation, tmp_path: Path) -> None:
     staging = tmp_path / "staging"
     write_batch(staging, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16)
     (checkpoint_dir(staging, PIPELINE, 7) / "web-2").mkdir()
 
     with pytest.raises(ManifestError, match="web-2"):
-        land(spark, checkpoint_dir(staging, PIPELINE, 7), tmp_path / "lake")
+        land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 7)))
 
 
 def test_files_with_rejects_are_the_short_ones() -> None:
     staged = Counter(
-        {("access", "web-1", "a"): 3, ("access", "web-2", "b"): 2, ("app", "web-1", "c"): 1}
+        {
+            (1, "access", "web-1", "a"): 3,
+            (1, "access", "web-2", "b"): 2,
+            (1, "app", "web-1", "c"): 1,
+            (2, "access", "web-1", "a"): 3,
+        }
     )
-    landed = Counter({("access", "web-1", "a"): 3, ("access", "web-2", "b"): 1})
+    landed = Counter(
+        {
+            (1, "access", "web-1", "a"): 3,
+            (1, "access", "web-2", "b"): 1,
+            (2, "access", "web-1", "a"): 2,
+        }
+    )
 
-    assert files_with_rejects(staged, landed) == {("access", "web-2", "b"), ("app", "web-1", "c")}
-    with pytest.raises(LandingCountError, match="web-1"):
-        files_with_rejects(staged, landed + Counter({("access", "web-1", "a"): 1}))
+    assert files_with_rejects(staged, landed) == {
+        (1, "access", "web-2", "b"),
+        (1, "app", "web-1", "c"),
+        (2, "access", "web-1", "a"),
+    }
+    with pytest.raises(LandingCountError, match=r"\(1, 'access', 'web-1', 'a'\)"):
+        files_with_rejects(staged, landed + Counter({(1, "access", "web-1", "a"): 1}))
