@@ -1,4 +1,5 @@
-"""The landing job's entry point: spark-submit of the file, and the archive it is shipped in."""
+"""The landing job's entry point: its arguments, ``main``, spark-submit of the file, and the
+archive it is shipped in."""
 
 from __future__ import annotations
 
@@ -7,30 +8,151 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
-from pipeline_core.landing import spark_jobs_archive
+from pipeline_core.lake import LakeLocation, LandingMode, open_lake
+from pipeline_core.landing import (
+    METASTORE_URL_ENV,
+    LandingInput,
+    landing_job_spec,
+    spark_jobs_archive,
+)
+from pipeline_core.staging_contract import checkpoint_dir
+from spark_jobs import land as entry_point
+from spark_jobs.land import main, parse_args
+from spark_jobs.landing import CheckpointInput
 from tests.spark_jobs.support import LINES_PER_HOST, stage
+from tests.support.lake import snapshot_operations, table_rows
+from tests.support.pipelines import load
 
 REPO = Path(__file__).resolve().parents[2]
+TABLES = ("access", "app", "misc", "_rejects")
+REQUIRED = ["--checkpoint", "/c", "--lake", "/lake", "--namespace", "n", "--landing-id", "r"]
+
+
+def test_arguments_name_each_checkpoint_with_the_hosts_to_land() -> None:
+    args = parse_args(
+        [
+            "--checkpoint", "/staging/web_access/00000003=web-1,web-2",
+            "--checkpoint", "/staging/web_access/00000004",
+            "--checkpoint", "/staging/web_access/00000005=",
+            "--lake", "/lake", "--namespace", "web", "--landing-id", "run-1",
+        ]
+    )  # fmt: skip
+
+    assert args.checkpoint == [
+        CheckpointInput("/staging/web_access/00000003", ("web-1", "web-2")),
+        CheckpointInput("/staging/web_access/00000004", None),
+        CheckpointInput("/staging/web_access/00000005", ()),
+    ]
+    assert (args.lake, args.namespace, args.landing_id) == ("/lake", "web", "run-1")
+    assert (args.mode, args.shuffle_partitions) == ("append", None)
+    assert parse_args([*REQUIRED, "--mode", "replace"]).mode == "replace"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        REQUIRED[2:],  # no checkpoint
+        REQUIRED[:-2],  # no landing id
+        [*REQUIRED, "--mode", "overwrite"],
+    ],
+)
+def test_arguments_that_are_missing_or_unknown_are_refused(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+
+
+def test_the_landing_specs_arguments_parse_back_into_its_checkpoints(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sluice.db'}"
+    config = load(tmp_path, url)
+    inputs = [LandingInput(3, ("web-2", "web-1")), LandingInput(4), LandingInput(5, ())]
+
+    spec = landing_job_spec(config, inputs, "run-7", LandingMode.REPLACE)
+    args = parse_args(spec.application_args)
+
+    folder = config.staging_dir
+    assert args.checkpoint == [
+        CheckpointInput(str(checkpoint_dir(folder, config.name, 3)), ("web-1", "web-2")),
+        CheckpointInput(str(checkpoint_dir(folder, config.name, 4)), None),
+        CheckpointInput(str(checkpoint_dir(folder, config.name, 5)), ()),
+    ]
+    assert (Path(args.lake), args.namespace) == (config.lake_dir, config.lake_namespace)
+    assert (args.landing_id, args.mode) == ("run-7", "replace")
+    assert spec.application == str(REPO / "spark_jobs" / "land.py")
+    assert spec.env_vars[entry_point.METASTORE_URL_ENV] == url
+    assert METASTORE_URL_ENV == entry_point.METASTORE_URL_ENV
+
+
+def test_main_needs_the_metastore_url_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(entry_point.METASTORE_URL_ENV, raising=False)
+
+    with pytest.raises(SystemExit, match=entry_point.METASTORE_URL_ENV):
+        main(REQUIRED)
+
+
+@pytest.mark.spark
+def test_main_lands_every_checkpoint_once_and_prints_the_summary(
+    spark: SparkSession,
+    lake: LakeLocation,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    staging = tmp_path / "staging"
+    eleven, twelve = stage(staging, 11), stage(staging, 12, hosts=("web-1",))
+    monkeypatch.setenv(entry_point.METASTORE_URL_ENV, lake.catalog_url)
+    monkeypatch.setattr(SparkSession, "stop", lambda self: None)  # the tests' session stays up
+
+    main(
+        [
+            "--checkpoint", f"{eleven}=web-2",
+            "--checkpoint", str(twelve),
+            "--checkpoint", str(twelve),  # named twice, landed once
+            "--lake", str(lake.warehouse), "--namespace", lake.namespace,
+            "--landing-id", "run-1",
+        ]
+    )  # fmt: skip
+
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (summary["landing_id"], summary["mode"]) == ("run-1", "append")
+    assert [(c["checkpoint_id"], c["batches"]) for c in summary["checkpoints"]] == [
+        (11, 1),
+        (12, 1),
+    ]
+    for table in TABLES:
+        assert summary["tables"][table]["committed"] == [11, 12]
+        assert snapshot_operations(lake, table) == [("append", "11,12")]
+    for checkpoint in summary["checkpoints"]:
+        for table, rows in checkpoint["rows"].items():
+            assert table_rows(lake, table, checkpoint["checkpoint_id"]).num_rows == rows
+    assert set(table_rows(lake, "access", 11).column("host").to_pylist()) == {"web-2"}
 
 
 @pytest.mark.slow
-def test_spark_submit_lands_a_checkpoint(tmp_path: Path) -> None:
+def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> None:
     staged = stage(tmp_path / "staging", 11)
-    lake = tmp_path / "lake"
     spark_submit = Path(sys.executable).parent / "spark-submit"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        entry_point.METASTORE_URL_ENV: lake.catalog_url,
+    }
     command = [
         str(spark_submit), "--master", "local[2]",
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "spark_jobs/land_checkpoint.py",
-        "--checkpoint-dir", str(staged), "--lake", str(lake),
+        "spark_jobs/land.py",
+        "--checkpoint", f"{staged}=web-1,web-2",
+        "--lake", str(lake.warehouse), "--namespace", lake.namespace,
+        "--landing-id", "run-1",
     ]  # fmt: skip
 
     done = subprocess.run(
@@ -39,12 +161,20 @@ def test_spark_submit_lands_a_checkpoint(tmp_path: Path) -> None:
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary == json.loads((lake / "_landings" / "checkpoint_id=11.json").read_text())
-    assert summary["input_lines"] == 2 * LINES_PER_HOST
-    assert sum(summary["rows"].values()) + sum(summary["rejects"].values()) == 2 * LINES_PER_HOST
-    files = list((lake / "access").glob("event_date=*/checkpoint_id=11/*.parquet"))
-    assert sum(pq.read_metadata(path).num_rows for path in files) == summary["rows"]["access"]
-    assert pq.read_schema(files[0]).field("event_time").type == pa.timestamp("us", tz="UTC")
+    (checkpoint,) = summary["checkpoints"]
+    assert checkpoint["input_lines"] == 2 * LINES_PER_HOST
+    assert sum(checkpoint["rows"].values()) + sum(checkpoint["rejects"].values()) == (
+        2 * LINES_PER_HOST
+    )
+    for table in TABLES:
+        assert snapshot_operations(lake, table) == [("append", "11")]
+    assert table_rows(lake, "access", 11).num_rows == checkpoint["rows"]["access"]
+    with open_lake(lake) as catalog:
+        access = catalog.load("access")
+        assert access is not None
+        files = access.inspect.files().column("file_path").to_pylist()
+    schemas = [pq.read_schema(urlparse(path).path) for path in files]
+    assert {schema.field("event_time").type for schema in schemas} == {pa.timestamp("us", tz="UTC")}
 
 
 def imported_from(path: Path, code: str) -> list[tuple[str, str]]:
@@ -71,22 +201,24 @@ def imported_from(path: Path, code: str) -> list[tuple[str, str]]:
 def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path: Path) -> None:
     archive = spark_jobs_archive(tmp_path)
 
-    modules = imported_from(archive, "import spark_jobs.land_checkpoint")
+    modules = imported_from(archive, "import spark_jobs.land")
 
-    assert {name for name, _ in modules} >= {
-        "spark_jobs.land_checkpoint",
+    names = {name for name, _ in modules}
+    assert names >= {
+        "spark_jobs.land",
         "spark_jobs.landing",
         "pipeline_core.staging_contract",
+        "pipeline_core.lake",
     }
-    assert {name for name, _ in modules if name.startswith("pipeline_core")} == {
-        "pipeline_core",
-        "pipeline_core.errors",
-        "pipeline_core.staging_contract",
-        "pipeline_core.staging_contract._fields",
-        "pipeline_core.staging_contract._layout",
-        "pipeline_core.staging_contract._manifest",
-        "pipeline_core.staging_contract._segment",
-    }
+    # Of pipeline_core, only the packages the archive ships: never the config, metastore...
+    shipped = ("pipeline_core.staging_contract", "pipeline_core.lake")
+    assert [
+        name
+        for name in names
+        if name.startswith("pipeline_core")
+        and name not in ("pipeline_core", "pipeline_core.errors")
+        and not name.startswith(shipped)
+    ] == []
     assert [name for name, file in modules if not file.startswith(str(archive))] == []
 
 
