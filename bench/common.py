@@ -140,7 +140,7 @@ def make_spark(local_dir: Path) -> SparkSession:
     """A ``local[2]`` session set up as the landing job sets up its own (``build_session``)."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs.land_checkpoint import build_session
+    from spark_jobs.land import build_session
 
     os.environ.setdefault("PYSPARK_PYTHON", PYTHON)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", PYTHON)

@@ -40,6 +40,7 @@ from bench.cases import (
     acker_metastore,
     checkpoint_latency,
     lake,
+    lake_tables,
     memory,
     pygtail_peer,
     tail_latency,
@@ -57,6 +58,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "6": ("memory", memory.run),
     "7": ("acker", acker_metastore.run),
     "8": ("latency", tail_latency.run),
+    "9": ("tables", lake_tables.run),
 }
 
 

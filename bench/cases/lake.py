@@ -5,8 +5,10 @@ Input: the many-files data set (50 x 20 MiB nginx "combined" logs). Both sides r
 page cache, each writing into a fresh folder.
 
 Sluice: ``Collector.run_once`` (files -> one sealed checkpoint) then
-``spark_jobs.landing.land(spark, checkpoint_dir, lake)`` in this process, then the
-metastore commit: the wall time of the three.
+``spark_jobs.landing.land(spark, Landing(...))`` in this process (the checkpoint's rows written
+and committed into the pipeline's Iceberg tables, whose catalog is in the run's SQLite
+metastore), then the metastore commit (the landed counts read back from the tables, as
+``sluice land`` does): the wall time of the three.
 
 Baseline: what an Airflow+Spark user would write instead: ``readStream.text(folder)``, one
 ``regexp_extract`` per field of the nginx combined format (the landing job's own pattern,
@@ -20,8 +22,9 @@ has no byte offsets (no ``event_id``) and no rejects table, so it does less than
 The ratio is Sluice / baseline wall time. Target: at most 1.0.
 
 Once per run of the suite (unless ``--no-spark-submit``), the landing of the last checkpoint
-is timed again through ``spark-submit`` (a fresh JVM, as ``sluice land`` and the DAG run it),
-to show what a submission adds to the in-process landing.
+is timed again through ``spark-submit`` (a fresh JVM, as ``sluice land`` and the DAG run it), in
+``replace`` mode so that it writes and commits as much as the first landing, to show what a
+submission adds to the in-process landing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import functools
 import shutil
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +42,8 @@ from bench.common import Context, Row, Stat, paired_ratio
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from pipeline_core.lake import LakeLocation
 
 TARGET = 1.0
 
@@ -52,7 +58,7 @@ def run(ctx: Context) -> list[Row]:
     collect_s: list[float] = []
     land_s: list[float] = []
     baseline_s: list[float] = []
-    last: tuple[str, Path, float] | None = None
+    last: tuple[str, LakeLocation, float] | None = None
     for _ in range(ctx.sizes.runs):
         work = ctx.work("lake-streaming")
         common.warm(folder)
@@ -60,11 +66,11 @@ def run(ctx: Context) -> list[Row]:
         work = ctx.work("lake-sluice")
         common.warm(folder)
         collected = common.collect_once(common.pipeline_config(work, folder))
-        lake_root = work / "data" / "lake"
-        landing = common.timed(functools.partial(land_and_commit, spark, work, collected))
+        lake = lake_location(work)
+        landing = common.timed(functools.partial(land_and_commit, spark, lake, collected))
         collect_s.append(collected.seconds)
         land_s.append(landing)
-        last = (collected.checkpoint_dir, lake_root, landing)
+        last = (collected.checkpoint_dir, lake, landing)
     sluice = Stat([c + lnd for c, lnd in zip(collect_s, land_s, strict=True)], "s")
     baseline = Stat(baseline_s, "s")
     ratio = paired_ratio(sluice.values, baseline.values)
@@ -87,8 +93,8 @@ def run(ctx: Context) -> list[Row]:
         )
     ]
     if ctx.spark_submit and last is not None:
-        checkpoint_dir, lake_root, in_process = last
-        submitted = spark_submit_landing(checkpoint_dir, lake_root)
+        checkpoint_dir, lake, in_process = last
+        submitted = spark_submit_landing(checkpoint_dir, lake)
         rows.append(
             Row(
                 case="3",
@@ -103,17 +109,40 @@ def run(ctx: Context) -> list[Row]:
     return rows
 
 
-def land_and_commit(spark: SparkSession, work: Path, collected: common.Collected) -> None:
+def lake_location(work: Path) -> LakeLocation:
+    """The lake of the pipeline collecting into ``work/data``: its tables in the catalog of the
+    run's SQLite metastore (migrated here if the collector has not yet)."""
+    from pipeline_core.lake import LakeLocation
     from pipeline_core.metastore import Metastore
-    from spark_jobs.landing import land
 
-    summary = land(spark, collected.checkpoint_dir, work / "data" / "lake")
-    rows = sum(summary["rows"].values())
+    url = f"sqlite:///{work / 'data' / 'sluice.db'}"
+    Metastore.open(url).close()
+    return LakeLocation(url, work / "data" / "lake", common.PIPELINE)
+
+
+def land_and_commit(spark: SparkSession, lake: LakeLocation, collected: common.Collected) -> None:
+    from pipeline_core.lake import landed_checkpoints, open_lake
+    from pipeline_core.metastore import Metastore
+    from spark_jobs.landing import CheckpointInput, Landing, land
+
+    landing = Landing(
+        (CheckpointInput(collected.checkpoint_dir),), lake, f"bench-{uuid.uuid4().hex}"
+    )
+    summary = land(spark, landing)
+    (landed,) = summary["checkpoints"]
+    rows = sum(landed["rows"].values())
     if rows != collected.lines:
         raise AssertionError(f"landed {rows} rows of {collected.lines} lines")
-    metastore = Metastore.open(f"sqlite:///{work / 'data' / 'sluice.db'}")
+    with open_lake(lake) as catalog:
+        found = landed_checkpoints(catalog, list(landed["rows"]), [collected.checkpoint_id])
+    counts = found[collected.checkpoint_id]
+    if counts.lines != collected.lines:
+        raise AssertionError(f"the tables hold {counts.lines} lines of {collected.lines}")
+    metastore = Metastore.open(lake.catalog_url)
     try:
-        metastore.commit_checkpoint(collected.checkpoint_id, summary)
+        metastore.commit_checkpoint(
+            collected.checkpoint_id, {**counts.to_json(), "input_lines": collected.lines}
+        )
     finally:
         metastore.close()
 
@@ -162,10 +191,11 @@ def structured_streaming(spark: SparkSession, folder: Path, work: Path) -> float
     return seconds
 
 
-def spark_submit_landing(checkpoint_dir: str, lake_root: Path) -> float:
-    """Land the checkpoint again (idempotently) through ``spark-submit``, as ``sluice land``
-    submits it; returns the wall time."""
-    from pipeline_core.landing import LANDING_APPLICATION
+def spark_submit_landing(checkpoint_dir: str, lake: LakeLocation) -> float:
+    """Land the checkpoint again through ``spark-submit``, as ``sluice land`` submits it (the
+    metastore URL in the environment), replacing its rows; returns the wall time."""
+    from pipeline_core.lake import LandingMode
+    from pipeline_core.landing import LANDING_APPLICATION, METASTORE_URL_ENV
 
     submit = Path(common.PYTHON).parent / "spark-submit"
     command = [
@@ -177,12 +207,22 @@ def spark_submit_landing(checkpoint_dir: str, lake_root: Path) -> float:
         "--conf",
         "spark.ui.showConsoleProgress=false",
         str(LANDING_APPLICATION),
-        "--checkpoint-dir",
+        "--checkpoint",
         checkpoint_dir,
         "--lake",
-        str(lake_root),
+        str(lake.warehouse),
+        "--namespace",
+        lake.namespace,
+        "--landing-id",
+        f"bench-submit-{uuid.uuid4().hex}",
+        "--mode",
+        LandingMode.REPLACE.value,
     ]
-    env = {**common.child_env(), "PYSPARK_PYTHON": common.PYTHON}
+    env = {
+        **common.child_env(),
+        "PYSPARK_PYTHON": common.PYTHON,
+        METASTORE_URL_ENV: lake.catalog_url,
+    }
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env, timeout=3600)
     return time.perf_counter() - started

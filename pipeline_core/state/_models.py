@@ -92,6 +92,9 @@ class CheckpointSnapshot(_Snapshot):
     landing_rows: int | None
     """Rows the landing job wrote (None until committed)."""
     landing_rejects: int | None
+    landing_snapshots: dict[str, int | None] = {}
+    """Each lake table's Iceberg snapshot when the checkpoint was committed (what the rows and
+    rejects were read from)."""
     error: str | None
     batches: list[BatchSnapshot]
     dag_run: DagRunSnapshot | None = None

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import MetastoreError, SluiceError
@@ -242,6 +243,7 @@ def _checkpoints(
                 bytes=sum(b.bytes for b in own),
                 landing_rows=counts.rows,
                 landing_rejects=counts.rejects,
+                landing_snapshots=_snapshots(record.landing),
                 batches=own,
                 dag_run=runs.get(record.run_id) if record.run_id else None,
             )
@@ -313,3 +315,11 @@ def _sink(
 
 def _epoch(seconds: float) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
+
+
+def _snapshots(landing: dict[str, Any]) -> dict[str, int | None]:
+    """The lake tables' snapshots a commit read (none for a checkpoint not committed)."""
+    found = landing.get("snapshots")
+    if not isinstance(found, dict):
+        return {}
+    return {str(table): s if isinstance(s, int) else None for table, s in found.items()}

@@ -197,7 +197,14 @@ def test_should_show_checkpoints_newest_first_with_batches_and_landing_counts(
     (second,) = collect(config)
     metastore = Metastore.open(config.metastore_url)
     try:
-        metastore.commit_checkpoint(first, {"rows": {"access": 9}, "rejects": {"no_match": 1}})
+        metastore.commit_checkpoint(
+            first,
+            {
+                "rows": {"access": 9},
+                "rejects": {"no_match": 1},
+                "snapshots": {"access": 41, "_rejects": None},
+            },
+        )
     finally:
         metastore.close()
 
@@ -208,6 +215,8 @@ def test_should_show_checkpoints_newest_first_with_batches_and_landing_counts(
     assert (newest.state, newest.lines, newest.landing_rows) == ("sealed", 4, None)
     assert (oldest.state, oldest.lines, oldest.bytes) == ("committed", 10, size(lines("a", 10)))
     assert (oldest.landing_rows, oldest.landing_rejects) == (9, 1)
+    assert oldest.landing_snapshots == {"access": 41, "_rejects": None}
+    assert newest.landing_snapshots == {}
     assert oldest.committed_at is not None and oldest.committed_at.tzinfo is not None
     (batch,) = oldest.batches
     assert (batch.host, batch.lines, batch.bytes) == (HOST, 10, size(lines("a", 10)))
