@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from pipeline_core.metastore import (
     Metastore,
     as_utc,
 )
-from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from pipeline_core.staging_contract import checkpoint_dir
 
 __all__ = [
     "CheckpointInfo",
@@ -243,7 +244,7 @@ class PipelineOperations:
         inputs = []
         for checkpoint_id in dict.fromkeys(checkpoint_ids):
             info = self.landable(checkpoint_id)
-            missing = _missing_batches(info)
+            missing = info.missing_batches()
             if missing is None:
                 inputs.append(LandingInput(checkpoint_id, info.hosts))
             elif info.state is CheckpointState.COMMITTED:
@@ -278,6 +279,10 @@ class PipelineOperations:
         spec = self.landing_job(ids, landing_id or f"sluice-land-{uuid.uuid4().hex}", mode)
         if spec is not None:
             os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
+            if shutil.which("spark-submit") is None:  # pyspark's, beside this Python
+                os.environ["PATH"] = (
+                    f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+                )
             from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
             hook = SparkSubmitHook(
@@ -383,18 +388,3 @@ class PipelineOperations:
             landing=record.landing,
             error=record.error,
         )
-
-
-def _missing_batches(info: CheckpointInfo) -> str | None:
-    """Why the recorded batches of a checkpoint cannot be landed: the error when one of them
-    is not sealed in staging (no folder, or no manifest in it); None when all are there, or
-    when the pipeline's staging folder cannot be seen at all (nothing is known then)."""
-    if not info.staging_dir.parent.is_dir():
-        return None
-    missing = [h for h in info.hosts if not (info.staging_dir / h / MANIFEST_NAME).is_file()]
-    if not missing:
-        return None
-    return (
-        f"recorded batches missing under {info.staging_dir}: {', '.join(missing)} (no sealed "
-        "batch folder holds their lines any more)"
-    )

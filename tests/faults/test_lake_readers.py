@@ -62,10 +62,12 @@ class ReaderLog:
     violations: list[str] = field(default_factory=list)
 
     def check(self, rows: pa.Table, snapshot: int | None) -> None:
-        counts = duckdb.sql(
+        relation = duckdb.sql(
             "SELECT checkpoint_id, count(*) AS n, count(DISTINCT event_id) AS ids "
             "FROM rows GROUP BY checkpoint_id"
-        ).fetchall()
+        )
+        assert relation is not None
+        counts = relation.fetchall()
         present = set()
         for checkpoint_id, n, ids in counts:
             present.add(int(checkpoint_id))
@@ -123,9 +125,10 @@ def landing_command(lake: LakeLocation, folders: list[Path], landing_id: str) ->
 
 def run_landing(
     lake: LakeLocation, folders: list[Path], landing_id: str, kill_after: float | None
-) -> int | None:
+) -> tuple[int | None, str]:
     """Run the landing job as spark-submit would (its own JVM); SIGKILL its whole process
-    group after ``kill_after`` seconds. Returns its exit status (negative: killed)."""
+    group after ``kill_after`` seconds. Returns its exit status (negative: killed) and the end
+    of its standard error."""
     environment = {
         **os.environ,
         "SLUICE_METASTORE_URL": lake.catalog_url,
@@ -133,21 +136,22 @@ def run_landing(
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": str(ROOT),
     }
-    process = subprocess.Popen(
-        landing_command(lake, folders, landing_id),
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        process.wait(timeout=kill_after if kill_after is not None else 300)
-    except subprocess.TimeoutExpired:
-        if kill_after is None:
+    errors = folders[0].parent / f"landing-{landing_id}.err"
+    with open(errors, "wb") as stderr:
+        process = subprocess.Popen(
+            landing_command(lake, folders, landing_id),
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=kill_after if kill_after is not None else 300)
+        except subprocess.TimeoutExpired:
             stop_group(process, signal.SIGKILL, 10)
-            raise
-        stop_group(process, signal.SIGKILL, 10)
-    return process.returncode
+            if kill_after is None:
+                raise
+    return process.returncode, errors.read_text(errors="replace")[-3000:]
 
 
 @pytest.mark.timeout(900)
@@ -172,7 +176,8 @@ def test_a_reader_never_sees_a_partial_missing_or_doubled_checkpoint(
         landing([1, 2, 3], "backfill", LandingMode.REPLACE)
         for kill in range(KILLS):  # killed at random points, then retried to the end
             run_landing(lake, [folders[4], folders[5]], f"killed-{kill}", rng.uniform(4, 20))
-        assert run_landing(lake, [folders[4], folders[5]], "retry", None) == 0
+        status, errors = run_landing(lake, [folders[4], folders[5]], "retry", None)
+        assert status == 0, errors
         run_landing(lake, [folders[6], folders[7]], "killed-late", rng.uniform(8, 25))
         landing([6, 7], "retry-late", LandingMode.APPEND)
         with open_lake(lake) as catalog:

@@ -9,7 +9,7 @@ recorded in ``FakePipeline.calls``; ``FakePipeline.opened`` lists the config pat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ import pytest
 
 import pipeline_core.operations as operations
 from pipeline_core.errors import CollectorBusyError
+from pipeline_core.lake import LandingMode
 from pipeline_core.operations import (
     CheckpointInfo,
     CheckpointState,
@@ -42,9 +43,15 @@ class FakePipeline:
     worker_live: bool = False
     lines_per_collect: int = 10
     landing: dict[str, object] = field(
-        default_factory=lambda: {"rows": {"access": 9}, "rejects": {"no_match": 1}}
+        default_factory=lambda: {
+            "rows": {"access": 9},
+            "rejects": {"no_match": 1},
+            "snapshots": {"access": 7001, "_rejects": 7002},
+        }
     )
-    """The landing job's summary: rows per source table, rejects per reason."""
+    """What a commit records as landed: rows per source table, rejects per reason."""
+    nothing_to_land: set[int] = field(default_factory=set)
+    """Checkpoints ``landing_job`` leaves out (committed ones whose staging was removed)."""
     checkpoints: dict[int, CheckpointInfo] = field(default_factory=dict)
     state_script: dict[int, list[CheckpointState]] = field(default_factory=dict)
     """States that successive ``checkpoint(n)`` calls report (the last one sticks)."""
@@ -128,32 +135,53 @@ class FakePipelineOperations:
             self.pipeline.set_state(checkpoint_id, state)
         return self.pipeline.checkpoints[checkpoint_id]
 
-    def landing_job(self, checkpoint_id: int) -> SparkJobSpec:
-        self.pipeline.calls.append(("landing_job", checkpoint_id))
-        info = self.pipeline.checkpoints[checkpoint_id]
+    def landing_job(
+        self,
+        checkpoint_ids: Sequence[int],
+        landing_id: str,
+        mode: LandingMode = LandingMode.APPEND,
+    ) -> SparkJobSpec | None:
+        """The spec of one job for ``checkpoint_ids``; None for the ids in
+        ``FakePipeline.nothing_to_land`` (checkpoints left out) when none is left."""
+        ids = list(checkpoint_ids)
+        self.pipeline.calls.append(("landing_job", ids, landing_id, mode))
+        left = [i for i in ids if i not in self.pipeline.nothing_to_land]
+        if not left:
+            return None
+        span = str(left[0]) if len(left) == 1 else f"{min(left)}-{max(left)}"
+        arguments = []
+        for checkpoint_id in left:
+            arguments += ["--checkpoint", str(self.pipeline.checkpoints[checkpoint_id].staging_dir)]
         return SparkJobSpec(
-            application="/repo/spark_jobs/land_checkpoint.py",
+            application="/repo/spark_jobs/land.py",
             application_args=[
-                "--checkpoint-dir",
-                str(info.staging_dir),
+                *arguments,
                 "--lake",
                 str(self.pipeline.lake),
+                "--namespace",
+                self.pipeline.name,
+                "--landing-id",
+                landing_id,
+                "--mode",
+                mode.value,
             ],
-            name=f"sluice-land-{self.pipeline.name}-{checkpoint_id}",
-            conf={"spark.sql.sources.partitionOverwriteMode": "dynamic"},
+            name=f"sluice-land-{self.pipeline.name}-{span}",
+            conf={"spark.sql.session.timeZone": "UTC"},
             env_vars={"PYSPARK_PYTHON": "/venv/bin/python"},
             py_files="/repo/dist/pipeline_core.zip",
         )
 
-    def commit(self, checkpoint_id: int) -> CheckpointInfo:
-        self.pipeline.calls.append(("commit", checkpoint_id))
-        self.pipeline.set_state(
-            checkpoint_id,
-            CheckpointState.COMMITTED,
-            committed_at=NOW,
-            landing=dict(self.pipeline.landing),
-        )
-        return self.pipeline.checkpoints[checkpoint_id]
+    def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
+        ids = list(checkpoint_ids)
+        self.pipeline.calls.append(("commit", ids))
+        for checkpoint_id in ids:
+            self.pipeline.set_state(
+                checkpoint_id,
+                CheckpointState.COMMITTED,
+                committed_at=NOW,
+                landing=dict(self.pipeline.landing),
+            )
+        return [self.pipeline.checkpoints[checkpoint_id] for checkpoint_id in ids]
 
     def pending_landings(self) -> list[CheckpointInfo]:
         self.pipeline.calls.append(("pending_landings",))

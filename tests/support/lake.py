@@ -46,7 +46,7 @@ def assert_exactly_once(lake: LakeLocation, table: str, checkpoint_id: int | Non
         return 0
     ids = Counter(rows.column("event_id").to_pylist())
     assert not [event_id for event_id, count in ids.items() if count > 1]
-    return rows.num_rows
+    return int(rows.num_rows)
 
 
 def snapshot_operations(lake: LakeLocation, table: str) -> list[tuple[str, str | None]]:

@@ -207,6 +207,7 @@ class LandCheckpointOperator(SparkSubmitOperator):
         self.py_files = spec.py_files
         if self._spark_binary is None:
             self._spark_binary = _fallback_spark_submit()
+        self._hook = None  # never reuse a hook built for another execution's checkpoints
         self.log.info(
             "Landing checkpoints %s in one job (%s): %s %s",
             checkpoint_ids,

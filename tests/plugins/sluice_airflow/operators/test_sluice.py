@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from sluice_airflow.operators.sluice import (
 )
 
 from pipeline_core.errors import CollectorBusyError
+from pipeline_core.lake import LandingMode
 from pipeline_core.operations import CheckpointState
 from pipeline_core.runs import RunMode as PlannedMode
 from pipeline_core.runs import plan_run
@@ -37,6 +40,11 @@ from tests.support.fake_pipeline import (
 )
 
 CONFIG = "/etc/sluice/web_access.yaml"
+LANDING = {
+    "rows": {"access": 9},
+    "rejects": {"no_match": 1},
+    "snapshots": {"access": 7001, "_rejects": 7002},
+}
 XCOM_CHECKPOINT = "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
 
 
@@ -46,6 +54,11 @@ def request_operator(**kwargs: Any) -> RequestCheckpointOperator:
 
 def call_names(pipeline: FakePipeline) -> list[str]:
     return [call[0] for call in pipeline.calls]
+
+
+def checkpoint_folders(command: list[str]) -> list[str]:
+    """The ``--checkpoint`` values of a spark-submit command of the landing job."""
+    return [value for flag, value in itertools.pairwise(command) if flag == "--checkpoint"]
 
 
 # --- construction -----------------------------------------------------------------------------
@@ -210,32 +223,33 @@ def test_land_submits_the_pipeline_landing_job(
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
     operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id="1")
 
-    operator.execute(make_context())
+    operator.execute(make_context(run_id="scheduled__1"))
 
-    assert operator.application == "/repo/spark_jobs/land_checkpoint.py"
+    assert fake_pipeline.calls == [("landing_job", [1], "scheduled__1", LandingMode.APPEND)]
+    assert operator.application == "/repo/spark_jobs/land.py"
     assert operator.application_args == [
-        "--checkpoint-dir",
+        "--checkpoint",
         "/staging/web_access/00000001",
         "--lake",
         "/lake",
+        "--namespace",
+        "web_access",
+        "--landing-id",
+        "scheduled__1",
+        "--mode",
+        "append",
     ]
     assert operator.name == "sluice-land-web_access-1"
     assert operator.py_files == "/repo/dist/pipeline_core.zip"
     [job] = submitted
     assert job["master"] == "local[*]"
     command = job["command"]
-    assert command[-5:] == [
-        "/repo/spark_jobs/land_checkpoint.py",
-        "--checkpoint-dir",
-        "/staging/web_access/00000001",
-        "--lake",
-        "/lake",
-    ]
+    assert command[-11:] == ["/repo/spark_jobs/land.py", *operator.application_args]
     assert command[command.index("--name") : command.index("--name") + 2] == [
         "--name",
         "sluice-land-web_access-1",
     ]
-    assert "spark.sql.sources.partitionOverwriteMode=dynamic" in command
+    assert "spark.sql.session.timeZone=UTC" in command
     assert "/repo/dist/pipeline_core.zip" in command
     assert job["env"] == {"PYSPARK_PYTHON": "/venv/bin/python"}
 
@@ -248,14 +262,14 @@ def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
         task_id="land",
         config_path=CONFIG,
         checkpoint_id=1,
-        conf={"spark.sql.sources.partitionOverwriteMode": "static", "spark.ui.enabled": "false"},
+        conf={"spark.sql.session.timeZone": "Europe/Paris", "spark.ui.enabled": "false"},
         env_vars={"TZ": "UTC"},
     )
 
     operator.execute(make_context())
 
     assert operator.conf == {
-        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.sql.session.timeZone": "Europe/Paris",
         "spark.ui.enabled": "false",
     }
     assert submitted[0]["env"] == {"PYSPARK_PYTHON": "/venv/bin/python", "TZ": "UTC"}
@@ -272,9 +286,9 @@ def test_land_builds_a_new_spark_submit_for_each_execution(
     operator.checkpoint_id = 2
     operator.execute(make_context())
 
-    assert [job["command"][-3] for job in submitted] == [
-        "/staging/web_access/00000001",
-        "/staging/web_access/00000002",
+    assert [checkpoint_folders(job["command"]) for job in submitted] == [
+        ["/staging/web_access/00000001"],
+        ["/staging/web_access/00000002"],
     ]
 
 
@@ -332,7 +346,8 @@ def test_commit_returns_what_landed(fake_pipeline: FakePipeline) -> None:
         "bytes": 1000,
         "rows": 9,
         "rejects": 1,
-        "landing": {"rows": {"access": 9}, "rejects": {"no_match": 1}},
+        "landing": LANDING,
+        "snapshots": {"access": 7001, "_rejects": 7002},
     }
     assert fake_pipeline.checkpoints[1].state == CheckpointState.COMMITTED
 
@@ -382,7 +397,7 @@ def test_commit_of_a_list_returns_totals_and_each_summary(fake_pipeline: FakePip
         2,
     )
     assert [item["checkpoint_id"] for item in landed["checkpoints"]] == [1, 2]
-    assert call_names(fake_pipeline) == ["commit", "commit"]
+    assert fake_pipeline.calls == [("commit", [1, 2])]
 
 
 def test_commit_of_an_empty_list_commits_nothing(fake_pipeline: FakePipeline) -> None:
@@ -397,6 +412,7 @@ def test_commit_of_an_empty_list_commits_nothing(fake_pipeline: FakePipeline) ->
         "bytes": 0,
         "rows": 0,
         "rejects": 0,
+        "snapshots": {},
         "checkpoints": [],
     }
     assert fake_pipeline.calls == []
@@ -423,7 +439,8 @@ def test_commit_describes_what_landed_on_its_asset_events(
         "bytes": 1000,
         "rows": 9,
         "rejects": 1,
-        "landing": {"rows": {"access": 9}, "rejects": {"no_match": 1}},
+        "landing": LANDING,
+        "snapshots": {"access": 7001, "_rejects": 7002},
         "lake": "/data/lake",
     }
 
@@ -481,7 +498,7 @@ def test_spark_only_lands_the_pending_checkpoints_without_collecting(
     assert ti.pushed == {}
 
 
-def test_land_submits_one_job_per_checkpoint_of_a_list(
+def test_land_submits_one_job_for_every_checkpoint_of_a_list(
     fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
 ) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
@@ -490,13 +507,56 @@ def test_land_submits_one_job_per_checkpoint_of_a_list(
         task_id="land", config_path=CONFIG, checkpoint_id="[1, 2]", conf={"spark.ui.enabled": "x"}
     )
 
-    operator.execute(make_context())
+    operator.execute(make_context(run_id="manual-1"))
 
-    assert [job["command"][-3] for job in submitted] == [
+    [job] = submitted
+    assert checkpoint_folders(job["command"]) == [
         "/staging/web_access/00000001",
         "/staging/web_access/00000002",
     ]
-    assert all("spark.ui.enabled=x" in job["command"] for job in submitted)
+    assert "spark.ui.enabled=x" in job["command"]
+    assert operator.name == "sluice-land-web_access-1-2"
+    assert fake_pipeline.calls == [("landing_job", [1, 2], "manual-1", LandingMode.APPEND)]
+
+
+@pytest.mark.parametrize(
+    ("context", "mode"),
+    [
+        ({}, LandingMode.APPEND),
+        ({"params": {"mode": "force_seal"}}, LandingMode.APPEND),
+        ({"params": {"mode": "spark_only"}}, LandingMode.APPEND),
+        ({"params": {"mode": "reprocess", "checkpoint_id": 1}}, LandingMode.REPLACE),
+        ({"dag_run": SimpleNamespace(run_type="backfill")}, LandingMode.REPLACE),
+    ],
+    ids=["normal", "force_seal", "spark_only", "reprocess", "backfill"],
+)
+def test_land_replaces_what_the_lake_holds_only_in_reprocess_and_backfill_runs(
+    fake_pipeline: FakePipeline,
+    submitted: list[dict[str, Any]],
+    context: dict[str, Any],
+    mode: LandingMode,
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.COMMITTED)
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id=1)
+
+    operator.execute(make_context(run_id="run-7", **context))
+
+    assert fake_pipeline.calls == [("landing_job", [1], "run-7", mode)]
+    [job] = submitted
+    assert job["command"][-2:] == ["--mode", mode.value]
+
+
+def test_land_submits_nothing_when_nothing_is_left_to_land(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.COMMITTED)
+    fake_pipeline.nothing_to_land = {1}  # its staging was removed after its retention
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id=1)
+
+    operator.execute(make_context(params={"mode": "reprocess", "checkpoint_id": 1}))
+
+    assert submitted == []
+    assert call_names(fake_pipeline) == ["landing_job"]
 
 
 def test_land_of_an_empty_list_submits_nothing(
