@@ -9,7 +9,7 @@ Cases (``--only`` takes the numbers or the names):
 ====  ===========  ===================================================================
  1    throughput   collector files -> sealed batches vs ``cp`` + sync
  2    pygtail      collector vs pygtail reading the same file into Parquet
- 3    lake         files -> lake Parquet: collector + landing job vs Structured Streaming
+ 3    lake         files -> lake tables: collector + landing job vs Structured Streaming
  4    tailing      CPU of ``sluice collect`` tailing a file appended at 10 MB/s
  5    checkpoint   checkpoint request -> sealed, while the collector reads at full speed
  6    memory       collector peak RSS for 1 GiB, 10 GiB (``--huge``), 1,000 files

@@ -100,11 +100,13 @@ Every run lands checkpoints of the pipeline's logs into the lake, each line exac
 1. **request_checkpoint** decides what the run lands (its XCom: one checkpoint id, or a list).
 2. **wait_sealed** waits until they are sealed (fails at once if one failed); it defers to
    the triggerer while a collector worker seals.
-3. **land** spark-submits `spark_jobs/land_checkpoint.py` for each of them on the
-   `spark_default` connection (`local[*]` unless the connection says otherwise). Landing a
-   checkpoint again replaces its output.
-4. **commit** marks them committed and updates the lake asset; its XCom (and the asset
-   event's extra) holds the checkpoint ids, lines, bytes, rows and rejects that landed.
+3. **land** spark-submits `spark_jobs/land.py` once for all of them on the
+   `spark_default` connection (`local[*]` unless the connection says otherwise): one Iceberg
+   commit per lake table. A retry never duplicates (checkpoints a table holds are left out);
+   reprocess and backfill runs replace the checkpoints' rows in that same commit.
+4. **commit** reads what the tables hold of them, marks them committed and updates the lake
+   asset; its XCom (and the asset event's extra) holds the checkpoint ids, lines, bytes, rows,
+   rejects and each table's snapshot.
 
 **Scheduled runs** (and the default **normal** mode) request checkpoint N for the run (a retry
 gets the same N) with the run's data interval. *Collection mode:* when no long-running

@@ -11,19 +11,19 @@ explains both ends)::
         ▼  (one read per source across hosts)
     formats.py: one parser per source format -> (parsed rows, rejects)
         ▼
-    lake.py:
-    <lake>/<source>/event_date=D/checkpoint_id=N/    parsed rows
-    <lake>/_rejects/checkpoint_id=N/                 lines that did not parse
-    <lake>/_landings/checkpoint_id=N.json            counts of the last landing
+    lake.py: Parquet data files in a new folder of each table, counted
+        ▼
+    pipeline_core.lake.commit_files: one Iceberg commit per table (sources, then _rejects)
 
-``landing.py`` runs those steps for one checkpoint (``land``); ``land_checkpoint.py`` is the
-file spark-submit runs. Rejects are found by reconciling the landed rows with the staged lines
-per source file, so only the segments of the files that hold rejects are read and parsed a
-second time.
+``landing.py`` runs those steps for any number of checkpoints at once (``land``); ``land.py``
+is the file spark-submit runs. Rejects are found by reconciling the landed rows with the staged
+lines per source file, so only the segments of the files that hold rejects are read and parsed
+a second time.
 
-The modules import only pyspark (with pyarrow and NumPy, which its Arrow support needs), the
-standard library, and two standard-library-only modules of ``pipeline_core`` (``errors`` and
-``staging_contract``), so the package can be shipped to a cluster with ``--py-files``: the
-archive ``pipeline_core.landing`` builds holds those two beside it. The executors import only
-``staging.py``, which needs neither.
+The modules import pyspark (with pyarrow and NumPy, which its Arrow support needs), the
+standard library and three modules of ``pipeline_core``: ``errors`` and ``staging_contract``
+(standard library only) and ``lake`` (pyiceberg, on the driver only). The package can be
+shipped to a cluster with ``--py-files``: the archive ``pipeline_core.landing`` builds holds
+those beside it; a driver there needs pyiceberg installed. The executors import only
+``staging.py``, which needs none of them.
 """

@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipeline_core.lake import location_filesystem
 from spark_jobs.checkpoint import FILE_KEY_COLUMNS, FileKey
 from spark_jobs.formats import utc_date
 
@@ -54,14 +55,8 @@ def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, li
 
 def data_files(folder: str) -> dict[int, list[str]]:
     """The Parquet files under ``folder`` per checkpoint folder (URIs, sorted)."""
-    parsed = urlparse(folder)
-    scheme = parsed.scheme or "file"
-    if scheme == "file":
-        # A location is a path as it is written, as pyiceberg and Spark read it: never %-decoded
-        # (``FileSystem.from_uri`` decodes, and would list another folder).
-        filesystem, root = pafs.LocalFileSystem(), parsed.path
-    else:
-        filesystem, root = pafs.FileSystem.from_uri(folder)
+    scheme = urlparse(folder).scheme or "file"
+    filesystem, root = location_filesystem(folder)
     selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
     files: dict[int, list[str]] = {}
     for info in filesystem.get_file_info(selector):

@@ -26,6 +26,7 @@ from pipeline_core.lake._catalog import (
     LakeCatalog,
     LakeLocation,
     catalog_url,
+    location_filesystem,
     open_lake,
 )
 from pipeline_core.lake._commits import (
@@ -92,6 +93,7 @@ __all__ = [
     "files_per_day",
     "lake_location",
     "landed_checkpoints",
+    "location_filesystem",
     "maintain_lake",
     "open_lake",
     "partition_spec",

@@ -4,7 +4,8 @@ The catalog tables (``iceberg_tables``, ``iceberg_namespace_properties``) are th
 Iceberg's JDBC catalog uses, created by the metastore's migrations; pyiceberg's ``SqlCatalog``
 reads and commits through them, and any engine with an Iceberg JDBC catalog (Spark with the
 Iceberg runtime, Trino, Flink) or pyiceberg (DuckDB over its scans) reads the same tables.
-Table data and metadata live under the warehouse, ``<lake>/<namespace>/<table>/``.
+Table data and metadata live under the warehouse, ``<lake>/<namespace>/<table>/``; locations
+are ``file://`` + the path as written (not %-encoded), as Spark and pyiceberg both read them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
+import pyarrow.fs as pafs
 import sqlalchemy as sa
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -72,7 +75,7 @@ class LakeCatalog:
             catalog = SqlCatalog(
                 CATALOG_NAME,
                 uri=catalog_url(location.catalog_url),
-                warehouse=warehouse.as_uri(),
+                warehouse=f"file://{warehouse}",
                 init_catalog_tables="false",
             )
         except Exception as exc:
@@ -128,6 +131,18 @@ class LakeCatalog:
                 transaction.set_properties({NAME_MAPPING_PROPERTY: _name_mapping(evolved)})
             table = self.catalog.load_table(identifier)
         return table
+
+
+def location_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of a table location (a URI) and the location's path in it.
+
+    A ``file`` location is a path as it is written, as pyiceberg and Spark read it: never
+    %-decoded (``FileSystem.from_uri`` decodes, and would name another folder).
+    """
+    parsed = urlparse(location)
+    if (parsed.scheme or "file") == "file":
+        return pafs.LocalFileSystem(), parsed.path
+    return pafs.FileSystem.from_uri(location)
 
 
 def _name_mapping(schema: Schema) -> str:

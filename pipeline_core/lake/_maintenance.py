@@ -32,6 +32,7 @@ from pyiceberg.io.pyarrow import ArrowScan, parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import FileScanTask, Table
 
+from pipeline_core.lake._catalog import location_filesystem
 from pipeline_core.lake._schemas import TARGET_FILE_BYTES
 
 OPERATION_PROPERTY = "sluice.operation"
@@ -130,7 +131,7 @@ def _rewrite(
 def _write_rolling(
     batches: Iterator[pa.RecordBatch], folder: str, target_bytes: int
 ) -> Iterator[str]:
-    filesystem, root = pafs.FileSystem.from_uri(folder)
+    filesystem, root = location_filesystem(folder)
     scheme = urlparse(folder).scheme or "file"
     filesystem.create_dir(root, recursive=True)
     writer: pq.ParquetWriter | None = None
@@ -177,7 +178,7 @@ def remove_orphan_files(table: Table, grace: timedelta = ORPHAN_GRACE) -> int:
     older than ``grace``; returns how many."""
     table.refresh()
     folder = f"{table.location().rstrip('/')}/data"
-    filesystem, root = pafs.FileSystem.from_uri(folder)
+    filesystem, root = location_filesystem(folder)
     referenced = {_path_of(p) for p in table.inspect.all_files().column("file_path").to_pylist()}
     cutoff = datetime.now(UTC) - grace
     removed = 0

@@ -10,8 +10,6 @@ sink writes it (``pipeline_core.sinks``), the landing job reads and verifies it
     <staging>/<pipeline>/<checkpoint:08d>/<host>/     one sealed batch (immutable)
         part-<source>-<seq:05d>.lines                 raw line bytes, indexed by segments
         _manifest.json                                a Manifest, written last
-    <lake>/_landings/checkpoint_id=<N>.json           the landing job's summary of N
-    <lake>/_rejects/                                  the lines of every source that did not parse
 
 A manifest is written as ``format_version`` 4 (``Manifest.to_json``, ``write_manifest``) and
 read as 4 or 3, whose segments have no ``kind`` and are all ``lines`` (``Manifest.from_json``,
@@ -28,15 +26,12 @@ from pipeline_core.staging_contract._fields import ManifestError
 from pipeline_core.staging_contract._layout import (
     INFLIGHT_DIR,
     LAKE_SQL_CONF,
-    LANDINGS_DIR,
     MANIFEST_NAME,
     PART_SUFFIX,
-    REJECTS_TABLE,
     batch_dir,
     checkpoint_dir,
     checkpoint_id_of,
     inflight_dir,
-    landing_summary_path,
     part_name,
 )
 from pipeline_core.staging_contract._manifest import (
@@ -54,12 +49,10 @@ from pipeline_core.staging_contract._segment import Segment, SegmentKind
 __all__ = [
     "INFLIGHT_DIR",
     "LAKE_SQL_CONF",
-    "LANDINGS_DIR",
     "MANIFEST_FORMAT_VERSION",
     "MANIFEST_NAME",
     "PART_SUFFIX",
     "READABLE_FORMAT_VERSIONS",
-    "REJECTS_TABLE",
     "Manifest",
     "ManifestError",
     "ManifestPart",
@@ -71,7 +64,6 @@ __all__ = [
     "checkpoint_dir",
     "checkpoint_id_of",
     "inflight_dir",
-    "landing_summary_path",
     "part_name",
     "read_manifest",
     "write_manifest",

@@ -10,11 +10,8 @@ from pipeline_core.staging_contract._fields import ManifestError
 MANIFEST_NAME = "_manifest.json"
 PART_SUFFIX = ".lines"
 INFLIGHT_DIR = "_inflight"
-LANDINGS_DIR = "_landings"
-REJECTS_TABLE = "_rejects"
 LAKE_SQL_CONF: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # A writer held open per partition (up to 16 per task) instead of sorting every row by
     # its partition before writing: no sort, rows keep their staging order.
@@ -53,8 +50,3 @@ def inflight_dir(staging_root: Path, pipeline: str, host: str) -> Path:
 def part_name(source: str, seq: int) -> str:
     """``part-<source>-<seq:05d>.lines``: the ``seq``-th part of ``source`` in a batch."""
     return f"part-{source}-{seq:05d}{PART_SUFFIX}"
-
-
-def landing_summary_path(lake: Path, checkpoint_id: int) -> Path:
-    """``<lake>/_landings/checkpoint_id=<N>.json``: the counts of N's last landing."""
-    return Path(lake) / LANDINGS_DIR / f"checkpoint_id={checkpoint_id}.json"

@@ -26,7 +26,6 @@ from pipeline_core.staging_contract import (
     checkpoint_dir,
     checkpoint_id_of,
     inflight_dir,
-    landing_summary_path,
     part_name,
     read_manifest,
     write_manifest,
@@ -67,7 +66,6 @@ def test_paths_follow_the_staging_layout(tmp_path: Path) -> None:
     assert batch_dir(tmp_path, "web", 3, "web-1") == tmp_path / "web" / "00000003" / "web-1"
     assert inflight_dir(tmp_path, "web", "web-1") == tmp_path / "web" / "_inflight" / "web-1"
     assert part_name("access", 7) == "part-access-00007.lines"
-    assert landing_summary_path(tmp_path, 3) == tmp_path / "_landings" / "checkpoint_id=3.json"
 
 
 def test_a_checkpoint_folder_names_its_checkpoint(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The lake each landing test gets, and reads of its Iceberg tables.
+"""The lake each landing test gets, reads of its Iceberg tables, and rows appended to them
+without Spark.
 
 ``lake`` is a :class:`LakeLocation` on the test's metastore (SQLite, or a fresh PostgreSQL
 database in the PostgreSQL pass), migrated, with its warehouse in the test's folder.
@@ -7,12 +8,14 @@ database in the PostgreSQL pass), migrated, with its warehouse in the test's fol
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from pipeline_core.lake import LakeLocation, open_lake
+from pipeline_core.lake import REJECTS_TABLE, LakeLocation, open_lake
 from pipeline_core.metastore import Metastore
 
 NAMESPACE = "web_access"
@@ -62,3 +65,17 @@ def snapshot_operations(lake: LakeLocation, table: str) -> list[tuple[str, str |
             )
             for s in loaded.snapshots()
         ]
+
+
+def append_rows(
+    lake: LakeLocation, table: str, rows: Sequence[Mapping[str, Any]], fmt: str = "raw"
+) -> int | None:
+    """Append ``rows`` to ``table`` in one commit, with pyiceberg (no Spark), creating the
+    table when missing with the schema of source format ``fmt`` (the rejects' schema for
+    ``_rejects``); a column a row leaves out is null. Returns the new snapshot's id."""
+    with open_lake(lake) as catalog:
+        formats = {} if table == REJECTS_TABLE else {table: fmt}
+        loaded = catalog.ensure_tables(formats)[table]
+        loaded.append(pa.Table.from_pylist(list(rows), schema=loaded.schema().as_arrow()))
+        snapshot = loaded.current_snapshot()
+        return snapshot.snapshot_id if snapshot is not None else None

@@ -145,7 +145,7 @@ class RequestCheckpointOperator(BaseOperator):
 
 
 class LandCheckpointOperator(SparkSubmitOperator):
-    """Spark-submit the landing job of sealed checkpoints (``spark_jobs/land_checkpoint.py``).
+    """Spark-submit the landing job of sealed checkpoints (``spark_jobs/land.py``).
 
     The job's application, arguments, name, Spark conf, environment and py-files come from the
     pipeline (``SluiceHook.landing_job``) when the task runs, so the DAG file needs nothing
@@ -251,7 +251,8 @@ class CommitCheckpointOperator(BaseOperator):
         from pipeline_core.runs import commit_summary, names_one_checkpoint
 
         hook = SluiceHook(config_path=self.config_path)
-        committed = hook.commit(parse_checkpoint_ids(self.checkpoint_id))
+        checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)
+        committed = hook.commit(checkpoint_ids) if checkpoint_ids else []
         summary = commit_summary(committed, single=names_one_checkpoint(self.checkpoint_id))
         self.log.info("Committed: %s", run_note(summary))
         self._describe_asset_events(context, hook, summary)

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables
 
 from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore import (
@@ -47,7 +48,10 @@ SLUICE_TABLES = {
     "sluice_acker_trees",
     "sluice_checkpoint_hosts",
     "sluice_leases",
+    "iceberg_tables",
+    "iceberg_namespace_properties",
 }
+"""Sluice's own tables and those of the lake's Iceberg catalog (``pipeline_core.lake``)."""
 
 
 def file_record(
@@ -150,6 +154,26 @@ def test_should_downgrade_to_an_empty_schema_and_upgrade_again(migrated_url: str
 
     command.upgrade(config, "head")
     assert SLUICE_TABLES.issubset(table_names(migrated_url))
+
+
+def test_should_create_the_iceberg_catalog_tables_as_pyiceberg_declares_them(
+    migrated_url: str,
+) -> None:
+    """pyiceberg's SQL catalog reads and commits through the tables the migrations create
+    (it is opened with ``init_catalog_tables`` off): same columns, keys and nullability."""
+    engine = sa.create_engine(migrated_url)
+    try:
+        with engine.connect() as connection:
+            inspector = sa.inspect(connection)
+            for declared in (IcebergTables.__table__, IcebergNamespaceProperties.__table__):
+                columns = {c["name"]: c for c in inspector.get_columns(declared.name)}
+                assert set(columns) == {c.name for c in declared.columns}, declared.name
+                for column in declared.columns:
+                    assert columns[column.name]["nullable"] == column.nullable, column.name
+                key = inspector.get_pk_constraint(declared.name)["constrained_columns"]
+                assert set(key) == {c.name for c in declared.primary_key.columns}
+    finally:
+        engine.dispose()
 
 
 # -- checkpoints -------------------------------------------------------------------------------

@@ -96,6 +96,25 @@ def test_spark_only_requests_nothing() -> None:
     assert plan(RunMode.SPARK_ONLY) == RunPlan(RunMode.SPARK_ONLY, Selection.PENDING)
 
 
+@pytest.mark.parametrize(
+    ("mode", "backfill", "replaces"),
+    [
+        (RunMode.NORMAL, False, False),
+        (RunMode.FORCE_SEAL, False, False),
+        (RunMode.SPARK_ONLY, False, False),
+        (RunMode.REPROCESS, False, True),
+        *((mode, True, True) for mode in RunMode),
+    ],
+)
+def test_only_reprocess_and_backfill_runs_replace_what_the_lake_holds(
+    mode: RunMode, backfill: bool, replaces: bool
+) -> None:
+    """A normal or spark-only landing leaves out checkpoints a table holds already (a retry
+    never duplicates); a reprocess or backfill lands its checkpoints anew, in place of their
+    rows."""
+    assert plan(mode, backfill=backfill).replaces_landed is replaces
+
+
 @pytest.mark.parametrize("mode", [None, "", "normal", RunMode.NORMAL])
 def test_no_mode_is_normal(mode: str | None) -> None:
     assert plan(mode).mode is RunMode.NORMAL

@@ -11,7 +11,13 @@ from pipeline_core.operations import CheckpointInfo, CheckpointState
 from pipeline_core.runs import commit_summary, run_note
 from tests.pipeline_core.runs.support import StubPipeline
 
-LANDING = {"rows": {"access": 7, "errors": 2}, "rejects": {"no_match": 1}}
+LANDING = {
+    "checkpoint_id": 1,
+    "rows": {"access": 7, "errors": 2},
+    "rejects": {"no_match": 1},
+    "snapshots": {"access": 101, "errors": 102, "_rejects": 103},
+    "input_lines": 10,
+}
 
 
 def committed(count: int, landing: dict[str, Any] | None = None) -> list[CheckpointInfo]:
@@ -36,6 +42,7 @@ def test_one_checkpoint_adds_up_its_counts_per_table_and_per_reason() -> None:
         "rows": 9,
         "rejects": 1,
         "landing": LANDING,
+        "snapshots": LANDING["snapshots"],
     }
 
 
@@ -59,6 +66,23 @@ def test_a_list_of_checkpoints_has_totals_and_each_summary() -> None:
     assert [item["checkpoint_id"] for item in summary["checkpoints"]] == [1, 2]
 
 
+def test_a_list_names_the_snapshots_the_last_commit_read() -> None:
+    first, last = committed(2)
+    last = replace(last, landing={**LANDING, "snapshots": {"access": 201, "_rejects": 203}})
+
+    summary = commit_summary([first, last], single=False)
+
+    assert summary["snapshots"] == {"access": 201, "_rejects": 203}
+    assert [item["snapshots"] for item in summary["checkpoints"]] == [
+        LANDING["snapshots"],
+        {"access": 201, "_rejects": 203},
+    ]
+
+
+def test_a_checkpoint_committed_without_snapshots_names_none() -> None:
+    assert commit_summary(committed(1, landing={}), single=True)["snapshots"] == {}
+
+
 def test_a_list_with_an_unknown_count_has_an_unknown_total() -> None:
     [known] = committed(1)
     [unknown] = committed(1, landing={"rows": {"access": 10}})
@@ -76,6 +100,7 @@ def test_an_empty_list_is_zeros() -> None:
         "bytes": 0,
         "rows": 0,
         "rejects": 0,
+        "snapshots": {},
         "checkpoints": [],
     }
 

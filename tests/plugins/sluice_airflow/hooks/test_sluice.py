@@ -23,6 +23,8 @@ from sluice_airflow.hooks.sluice import (
     sqlalchemy_url,
 )
 
+from pipeline_core.lake import LandingMode
+from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState
 from pipeline_core.runs import Collection, RunMode, plan_run
 from tests.support.fake_pipeline import FakePipeline
@@ -87,21 +89,22 @@ def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
 def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
 
     live = hook.worker_is_live()
     sealed = hook.checkpoint(1)
-    spec = hook.landing_job(1)
-    committed = hook.commit(1)
+    spec = hook.landing_job([1, 2], "run-1", LandingMode.REPLACE)
+    committed = hook.commit([1, 2])
 
     assert live is False
     assert sealed.state == CheckpointState.SEALED
-    assert spec.application.endswith("land_checkpoint.py")
-    assert committed.state == CheckpointState.COMMITTED
+    assert spec is not None and spec.application.endswith("land.py")
+    assert [info.state for info in committed] == [CheckpointState.COMMITTED] * 2
     assert fake_pipeline.calls == [
         ("worker_is_live",),
         ("checkpoint", 1),
-        ("landing_job", 1),
-        ("commit", 1),
+        ("landing_job", [1, 2], "run-1", LandingMode.REPLACE),
+        ("commit", [1, 2]),
     ]
 
 
@@ -115,11 +118,29 @@ def test_landing_a_checkpoint_that_lost_its_batch_fails_without_retries(
     shutil.rmtree(sealed.staging_dir / "test-host")
 
     with pytest.raises(AirflowFailException, match="recorded batches missing under"):
-        hook.landing_job(sealed.checkpoint_id)
+        hook.landing_job([sealed.checkpoint_id], "run-1", LandingMode.APPEND)
     with pytest.raises(AirflowFailException, match="can no longer be sealed or landed"):
-        hook.landing_job(sealed.checkpoint_id)  # a retry finds it FAILED
+        hook.landing_job([sealed.checkpoint_id], "run-1", LandingMode.APPEND)  # a retry
 
     assert hook.checkpoint(sealed.checkpoint_id).state is CheckpointState.FAILED
+
+
+def test_landing_a_committed_checkpoint_whose_staging_was_removed_lands_nothing(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    config = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", b"one line", b"another")
+    hook = SluiceHook(config_path=config, metastore_conn_id=None, lake_conn_id=None)
+    (sealed,) = hook.operations.collect_once().sealed
+    metastore = Metastore.open(metastore_url)
+    try:
+        metastore.commit_checkpoint(sealed.checkpoint_id, {})
+    finally:
+        metastore.close()
+    shutil.rmtree(sealed.staging_dir)
+
+    assert hook.landing_job([sealed.checkpoint_id], "reprocess-1", LandingMode.REPLACE) is None
+    assert hook.checkpoint(sealed.checkpoint_id).state is CheckpointState.COMMITTED
 
 
 @pytest.mark.parametrize(("value", "expected"), [(7, 7), ("7", 7), (" 12 ", 12)])

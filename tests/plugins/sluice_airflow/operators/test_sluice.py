@@ -396,6 +396,7 @@ def test_commit_of_a_list_returns_totals_and_each_summary(fake_pipeline: FakePip
         18,
         2,
     )
+    assert landed["snapshots"] == LANDING["snapshots"]
     assert [item["checkpoint_id"] for item in landed["checkpoints"]] == [1, 2]
     assert fake_pipeline.calls == [("commit", [1, 2])]
 
