@@ -289,10 +289,11 @@ def _report(args: argparse.Namespace) -> int:
     from pipeline_core.lake import summarize_lake
 
     operations = _operations(args.config)
+    # The status opens (and migrates) the metastore, whose database holds the lake's catalog.
+    committed = [c for c in operations.status(limit=5).checkpoints if c.committed_at]
     summary = summarize_lake(operations.config)
     for line in summary.lines():
         print(line)
-    committed = [c for c in operations.status(limit=5).checkpoints if c.committed_at]
     for info in committed[-3:]:
         _print_checkpoint(info)
     return 0

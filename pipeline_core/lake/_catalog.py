@@ -28,6 +28,7 @@ from pyiceberg.table.name_mapping import NameMapping
 
 from pipeline_core.errors import LakeError
 from pipeline_core.lake._schemas import (
+    COMMIT_RETRY_PROPERTIES,
     REJECTS_SCHEMA,
     REJECTS_TABLE,
     partition_spec,
@@ -120,6 +121,10 @@ class LakeCatalog:
             partition_spec=partition_spec(schema),
             properties=properties,
         )
+        stale = {k: v for k, v in COMMIT_RETRY_PROPERTIES.items() if table.properties.get(k) != v}
+        if stale:
+            with table.transaction() as transaction:
+                transaction.set_properties(stale)
         present = {field.name for field in table.schema().fields}
         missing = [field.name for field in schema.fields if field.name not in present]
         if missing:

@@ -126,9 +126,16 @@ def time_column(schema: Schema) -> str:
     return "event_time" if "event_time" in names else "sealed_at"
 
 
+COMMIT_RETRY_PROPERTIES = {"commit.retry.num-retries": "0"}
+"""pyiceberg re-applies a transaction that lost a race on the refreshed table by itself; a
+landing must instead decide again what to commit (``pipeline_core.lake.commit_files``), and a
+compaction plan its day again, so the tables leave retrying to them."""
+
+
 def table_properties(fmt: str) -> dict[str, str]:
     """Properties a lake table is created with (``fmt``: its source format, or ``_rejects``)."""
     return {
+        **COMMIT_RETRY_PROPERTIES,
         "format-version": "2",
         "write.target-file-size-bytes": str(TARGET_FILE_BYTES),
         "write.parquet.compression-codec": "zstd",

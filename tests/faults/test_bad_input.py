@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.lake import lake_location
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import (
     LONG_LINE_PREFIX_BYTES,
@@ -172,8 +173,8 @@ def test_hostile_bytes_are_staged_byte_for_byte_and_land_as_rows_or_rejects(
     assert (big.line, big.line_bytes) == (b"y" * LONG_LINE_PREFIX_BYTES, BIG_LINE_BYTES)
     assert big.offset == sum(len(line) + 1 for line in hostile)
     assert_healthy_staged_once(config, logs, fault_seed)
-    access = lake_table(config.lake_dir, "access")
-    rejects = lake_table(config.lake_dir, "_rejects")
+    access = lake_table(lake_location(config), "access")
+    rejects = lake_table(lake_location(config), "_rejects")
     assert access is not None and rejects is not None
     reasons: dict[str, int] = {}
     for reason in rejects["reason"].to_pylist():
@@ -203,8 +204,8 @@ def test_a_5_mb_line_between_normal_lines_lands_as_one_line_too_long_reject(
     collect_once(config, metastore)
     land_and_commit_sealed(spark, config_path)
 
-    access = lake_table(config.lake_dir, "access")
-    rejects = lake_table(config.lake_dir, "_rejects")
+    access = lake_table(lake_location(config), "access")
+    rejects = lake_table(lake_location(config), "_rejects")
     assert access is not None and rejects is not None
     assert sorted(nginx_lines(access).cast(pa.binary()).to_pylist()) == sorted(before + after)
     assert len(set(access["event_id"].to_pylist())) == access.num_rows

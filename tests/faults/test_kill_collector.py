@@ -19,6 +19,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, LeaseHolder, Metastore
 from tests.support.faults import (
     REPO,
@@ -251,7 +252,7 @@ def test_every_line_lands_exactly_once_across_sigkills_and_rotations(
         landing = time.monotonic() - landing_started
 
         outcome = check_exactly_once(
-            config.lake_dir,
+            lake_location(config),
             FaultLines(fault_seed.value).lines(0, written.lines),
             recorded_staging(metastore, config.name),
         )

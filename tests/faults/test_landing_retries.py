@@ -1,6 +1,11 @@
-"""Spark job failure and retry, a batch landed twice, a backfill of committed intervals: the lake
-holds every line exactly once whatever the landing job went through, and nothing half-landed
-is ever committed."""
+"""Spark job failure and retry, a checkpoint landed twice, a backfill of committed intervals: the
+lake holds every line exactly once whatever the landing job went through, and nothing half-landed
+is ever committed.
+
+Each landing here is the one a DAG run's land task submits (``PipelineOperations.landing_job``,
+its arguments read back as ``spark_jobs/land.py`` reads them), run in this process on the test's
+Spark session; its landing id is the run's id, so a retried task passes the same one.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +15,23 @@ from typing import Any
 
 import pytest
 from py4j.protocol import Py4JJavaError
+from pyiceberg.table import Table
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from pipeline_core.errors import LandingError
+from pipeline_core.lake import REJECTS_TABLE, LandingMode, lake_location
 from pipeline_core.metastore import CheckpointState
 from pipeline_core.operations import CheckpointInfo, PipelineOperations
 from spark_jobs import landing
-from spark_jobs.landing import land
 from tests.support.faults import (
     FaultLines,
     FaultSeed,
     check_exactly_once,
-    lake_table,
     land_and_commit_sealed,
+    land_checkpoints,
 )
+from tests.support.lake import snapshot_operations, table_rows
 from tests.support.pipelines import append, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -40,22 +47,31 @@ class Pipeline:
         self.config_path = write_config(folder, metastore_url)
         self.operations = PipelineOperations(self.config_path)
         self.config = self.operations.config
+        self.lake = lake_location(self.config)
         self.log = folder / "logs" / "access.log"
         self._source = FaultLines(seed.value)
         self._rng = seed.rng
         self.written: list[bytes] = []
+        """The well-formed lines written: each must be one row of ``access``."""
+        self.rejected: list[bytes] = []
+        """The lines written that cannot parse: each must be one reject."""
 
-    def write(self) -> list[bytes]:
+    def write(self, malformed: int = 0) -> list[bytes]:
         lines = self._source.lines(len(self.written), self._rng.randint(100, 1500))
-        append(self.log, *lines)
+        bad = [f"not an access line {len(self.rejected) + i}".encode() for i in range(malformed)]
+        append(self.log, *lines[: len(lines) // 2], *bad, *lines[len(lines) // 2 :])
         self.written += lines
+        self.rejected += bad
         return lines
 
     def seal(
-        self, run_id: str | None = None, interval: tuple[datetime, datetime] | None = None
+        self,
+        run_id: str | None = None,
+        interval: tuple[datetime, datetime] | None = None,
+        malformed: int = 0,
     ) -> int:
         """Write lines and seal them into a checkpoint, as a DAG run's request task does."""
-        self.write()
+        self.write(malformed)
         if run_id is not None:
             requested = self.operations.request_checkpoint(run_id, interval).checkpoint_id
         (sealed,) = self.operations.collect_once().sealed
@@ -66,23 +82,39 @@ class Pipeline:
     def info(self, checkpoint_id: int) -> CheckpointInfo:
         return self.operations.checkpoint(checkpoint_id)
 
-    def land(self, spark: SparkSession, checkpoint_id: int) -> dict[str, Any]:
-        return land(spark, self.info(checkpoint_id).staging_dir, self.config.lake_dir)
+    def land(
+        self,
+        spark: SparkSession,
+        *checkpoint_ids: int,
+        landing_id: str | None = None,
+        mode: LandingMode = LandingMode.APPEND,
+    ) -> dict[str, Any]:
+        summary = land_checkpoints(
+            spark, self.operations, checkpoint_ids, landing_id=landing_id, mode=mode
+        )
+        assert summary is not None
+        return summary
 
-    def land_and_commit(self, spark: SparkSession, checkpoint_id: int) -> dict[str, Any]:
-        summary = self.land(spark, checkpoint_id)
-        self.operations.commit(checkpoint_id)
+    def land_and_commit(
+        self,
+        spark: SparkSession,
+        *checkpoint_ids: int,
+        landing_id: str | None = None,
+        mode: LandingMode = LandingMode.APPEND,
+    ) -> dict[str, Any]:
+        summary = self.land(spark, *checkpoint_ids, landing_id=landing_id, mode=mode)
+        self.operations.commit(checkpoint_ids)
         return summary
 
     def assert_exactly_once(self, seed: FaultSeed) -> None:
-        outcome = check_exactly_once(self.config.lake_dir, self.written)
+        outcome = check_exactly_once(self.lake, self.written, rejected=self.rejected)
         assert outcome.holds, seed.note(outcome.describe())
 
-    def rows_of(self, checkpoint_id: int) -> int:
-        table = lake_table(self.config.lake_dir, "access")
-        if table is None:
-            return 0
-        return int(sum(1 for value in table["checkpoint_id"].to_pylist() if value == checkpoint_id))
+    def rows_of(self, checkpoint_id: int, table: str = "access") -> int:
+        return table_rows(self.lake, table, checkpoint_id).num_rows
+
+    def snapshots(self, table: str = "access") -> list[tuple[str, str | None]]:
+        return snapshot_operations(self.lake, table)
 
 
 @pytest.fixture
@@ -90,62 +122,128 @@ def pipeline(tmp_path: Path, metastore_url: str, fault_seed: FaultSeed) -> Pipel
     return Pipeline(tmp_path, metastore_url, fault_seed)
 
 
-def without_time(summary: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in summary.items() if key != "landed_at"}
+def of_checkpoint(summary: dict[str, Any], checkpoint_id: int) -> dict[str, Any]:
+    """One checkpoint's part of a landing summary."""
+    (found,) = [c for c in summary["checkpoints"] if c["checkpoint_id"] == checkpoint_id]
+    return dict(found)
 
 
-@pytest.mark.timeout(240)
+def ids(value: str | None) -> list[int]:
+    """The checkpoint ids a snapshot names (``sluice.checkpoint-ids``)."""
+    return [int(part) for part in (value or "").split(",") if part]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", list(LandingMode), ids=str)
 def test_landing_a_committed_checkpoint_again_leaves_one_copy_of_each_line(
-    spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed
+    spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed, mode: LandingMode
 ) -> None:
     first, second = pipeline.seal(), pipeline.seal()
     summaries = land_and_commit_sealed(spark, pipeline.config_path)
+    before = pipeline.snapshots()
 
-    again = pipeline.land_and_commit(spark, first)
+    again = pipeline.land_and_commit(spark, first, mode=mode)
 
-    assert without_time(again) == without_time(summaries[0])
+    assert of_checkpoint(again, first) == summaries[0]
     assert pipeline.info(first).state is CheckpointState.COMMITTED
+    added = pipeline.snapshots()[len(before) :]
+    if mode is LandingMode.APPEND:  # the table holds it: left out, nothing committed
+        assert again["tables"]["access"]["already_committed"] == [first]
+        assert added == []
+    else:  # its rows replaced by the same rows, in one commit naming it alone
+        assert again["tables"]["access"]["committed"] == [first]
+        assert added and all(ids(named) == [first] for _, named in added)
+    assert pipeline.rows_of(first) == summaries[0]["input_lines"]
     assert pipeline.rows_of(second) == summaries[1]["input_lines"]
     pipeline.assert_exactly_once(fault_seed)
 
 
-@pytest.mark.timeout(240)
+def fail_after_the_files_are_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executors are lost once the first table's data files are written (uncommitted)."""
+
+    def executor_lost(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected: executor lost")
+
+    monkeypatch.setattr(landing, "landed_lines", executor_lost)
+
+
+def fail_between_the_table_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver dies after committing the source table, before committing the rejects."""
+    commit_files = landing.commit_files
+
+    def commit_but_the_rejects(table: Table, commit: Any) -> Any:
+        if table.name()[-1] == REJECTS_TABLE:
+            raise RuntimeError("injected: driver lost before committing the rejects")
+        return commit_files(table, commit)
+
+    monkeypatch.setattr(landing, "commit_files", commit_but_the_rejects)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize(
-    "failing_step",
-    ["landed_lines", "write_summary"],
-    ids=["after-the-rows-are-written", "before-the-summary"],
+    "failure",
+    [fail_after_the_files_are_written, fail_between_the_table_commits],
+    ids=["after-the-files-are-written", "between-the-table-commits"],
 )
 def test_a_landing_failing_midway_commits_nothing_and_its_retry_lands_exactly_once(
     spark: SparkSession,
     pipeline: Pipeline,
     fault_seed: FaultSeed,
     monkeypatch: pytest.MonkeyPatch,
-    failing_step: str,
+    failure: Any,
 ) -> None:
     committed = pipeline.seal()
     land_and_commit_sealed(spark, pipeline.config_path)
-    failing = pipeline.seal()
-
-    def executor_lost(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("injected: executor lost")
+    failing = pipeline.seal("scheduled__2", malformed=3)
 
     with monkeypatch.context() as patch:
-        patch.setattr(landing, failing_step, executor_lost)
+        failure(patch)
         with pytest.raises(RuntimeError, match="injected"):
-            pipeline.land(spark, failing)
-    assert pipeline.rows_of(failing) > 0  # it did fail midway: rows without a summary
-    with pytest.raises(LandingError, match="no landing summary"):
-        pipeline.operations.commit(failing)
+            pipeline.land(spark, failing, landing_id="scheduled__2")
+    landed_rows = pipeline.rows_of(failing)
+    if failure is fail_after_the_files_are_written:
+        assert landed_rows == 0  # files written, never committed: no reader sees them
+    else:
+        assert landed_rows > 0  # the source table holds it, the rejects table does not
+    assert pipeline.rows_of(failing, REJECTS_TABLE) == 0
+    with pytest.raises(LandingError, match=f"hold {landed_rows} rows and 0 rejects"):
+        pipeline.operations.commit([failing])
     assert pipeline.info(failing).state is CheckpointState.SEALED
 
-    land_and_commit_sealed(spark, pipeline.config_path)
+    retry = pipeline.land_and_commit(spark, failing, landing_id="scheduled__2")
 
+    if failure is fail_between_the_table_commits:
+        assert retry["tables"]["access"]["already_committed"] == [failing]
+    assert retry["tables"][REJECTS_TABLE]["committed"] == [failing]
     assert pipeline.info(failing).state is CheckpointState.COMMITTED
+    assert pipeline.info(failing).landing["rejects"] == {"no_match": 3}
     assert pipeline.info(committed).state is CheckpointState.COMMITTED
     pipeline.assert_exactly_once(fault_seed)
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
+def test_a_landing_whose_commit_step_never_ran_is_committed_by_its_retry(
+    spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed
+) -> None:
+    """The job committed every table, then the task died before the metastore's commit: the
+    retried task's job leaves every table as it is and the commit step finds it all there."""
+    checkpoint = pipeline.seal("scheduled__1", malformed=2)
+    pipeline.land(spark, checkpoint, landing_id="scheduled__1")
+    assert pipeline.info(checkpoint).state is CheckpointState.SEALED
+    before = {table: pipeline.snapshots(table) for table in ("access", REJECTS_TABLE)}
+
+    retry = pipeline.land_and_commit(spark, checkpoint, landing_id="scheduled__1")
+
+    assert {name: table["already_committed"] for name, table in retry["tables"].items()} == {
+        "access": [checkpoint],
+        REJECTS_TABLE: [checkpoint],
+    }
+    assert {table: pipeline.snapshots(table) for table in before} == before
+    assert pipeline.info(checkpoint).state is CheckpointState.COMMITTED
+    pipeline.assert_exactly_once(fault_seed)
+
+
+@pytest.mark.timeout(300)
 def test_an_unreadable_part_fails_the_landing_before_the_lake_changes(
     spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed
 ) -> None:
@@ -154,19 +252,21 @@ def test_an_unreadable_part_fails_the_landing_before_the_lake_changes(
     part = next(pipeline.info(landed).staging_dir.glob("*/part-*.lines"))
     intact = part.read_bytes()
     part.write_bytes(b"\0" * len(intact))  # a disk error: same size, unreadable
+    before = pipeline.snapshots()
 
     with pytest.raises(SPARK_FAILURES):
-        pipeline.land(spark, landed)  # a re-run of the committed checkpoint
+        pipeline.land(spark, landed, mode=LandingMode.REPLACE)  # a reprocess of it
 
-    assert pipeline.rows_of(landed) == summary["input_lines"]  # the earlier landing is intact
+    assert pipeline.snapshots() == before  # the earlier landing is intact
+    assert pipeline.rows_of(landed) == of_checkpoint(summary, landed)["input_lines"]
     pipeline.assert_exactly_once(fault_seed)
     part.write_bytes(intact)
-    again = pipeline.land_and_commit(spark, landed)
-    assert without_time(again) == without_time(summary)
+    again = pipeline.land_and_commit(spark, landed, mode=LandingMode.REPLACE)
+    assert of_checkpoint(again, landed) == of_checkpoint(summary, landed)
     pipeline.assert_exactly_once(fault_seed)
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_a_backfill_of_committed_intervals_lands_no_line_twice(
     spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed
 ) -> None:
@@ -177,17 +277,30 @@ def test_a_backfill_of_committed_intervals_lands_no_line_twice(
     checkpoints = [
         pipeline.seal(run, interval) for run, interval in zip(runs, intervals, strict=True)
     ]
-    land_and_commit_sealed(spark, pipeline.config_path)
+    for run, checkpoint in zip(runs, checkpoints, strict=True):
+        pipeline.land_and_commit(spark, checkpoint, landing_id=run)
+    landed = pipeline.snapshots()
 
-    # A cleared and re-run DAG run gets its committed checkpoint back and lands it again.
+    # A cleared and re-run DAG run gets its committed checkpoint back and lands it again, as
+    # the same landing: the table holds it, so nothing changes.
     rerun = pipeline.operations.request_checkpoint(runs[0], intervals[0])
     assert (rerun.checkpoint_id, rerun.state) == (checkpoints[0], CheckpointState.COMMITTED)
-    pipeline.land_and_commit(spark, rerun.checkpoint_id)
-    # A backfill of both intervals re-lands the checkpoints sealed then, and only those.
+    pipeline.land_and_commit(spark, rerun.checkpoint_id, landing_id=runs[0])
+    assert pipeline.snapshots() == landed
+    # A backfill of both intervals re-lands the checkpoints sealed then, and only those, in
+    # one job replacing their rows; its retried task replaces nothing again.
     backfilled = pipeline.operations.checkpoints_in_interval(intervals[0][0], intervals[-1][1])
     assert [info.checkpoint_id for info in backfilled] == checkpoints
-    for info in backfilled:
-        pipeline.land_and_commit(spark, info.checkpoint_id)
+    backfill = "backfill__2026-01-01"
+    pipeline.land_and_commit(spark, *checkpoints, landing_id=backfill, mode=LandingMode.REPLACE)
+    replaced = pipeline.snapshots()
+    assert replaced[len(landed) :]
+    assert all(ids(named) == checkpoints for _, named in replaced[len(landed) :])
+    retried = pipeline.land_and_commit(
+        spark, *checkpoints, landing_id=backfill, mode=LandingMode.REPLACE
+    )
+    assert retried["tables"]["access"]["already_committed"] == checkpoints
+    assert pipeline.snapshots() == replaced
 
     assert [c.checkpoint_id for c in pipeline.operations.status(limit=100).checkpoints] == (
         checkpoints

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.errors import CheckpointError
+from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.staging_contract import checkpoint_dir
@@ -77,7 +78,7 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
             # An unrecorded batch folder is never offered for landing, nor landed on request.
             assert crashed_id not in [i.checkpoint_id for i in operations.pending_landings()]
             with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
-                operations.landing_job(crashed_id)
+                operations.landing_job([crashed_id], "run-1")
         append(log, *after)
         wait_for_free_lease(metastore, config, timeout=10 * LEASE_SECONDS)
 
@@ -92,7 +93,7 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
         )
         assert not (config.staging_dir / config.name / "_inflight" / config.collector.host).exists()
         outcome = check_exactly_once(
-            config.lake_dir, crashed + after, recorded_staging(metastore, config.name)
+            lake_location(config), crashed + after, recorded_staging(metastore, config.name)
         )
         assert outcome.holds, fault_seed.note(f"crash at {point}: {outcome.describe()}")
         assert [s["checkpoint_id"] for s in landed] == (
@@ -135,5 +136,5 @@ def test_a_batch_folder_left_by_another_hosts_crash_is_not_landed(
 
     land_and_commit_sealed(spark, paths["web-1"])
     assert operations.checkpoint(shared_id).state is CheckpointState.COMMITTED
-    outcome = check_exactly_once(tmp_path / "lake", lines["web-1"] + lines["web-2"])
+    outcome = check_exactly_once(lake_location(operations.config), lines["web-1"] + lines["web-2"])
     assert outcome.holds, fault_seed.note(outcome.describe())

@@ -9,15 +9,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from pipeline_core.cli import main
 from pipeline_core.config import METASTORE_URL_ENV, load_pipeline_config
+from pipeline_core.lake import LakeLocation
 from pipeline_core.metastore import Metastore
 from pipeline_core.testing import staged_payloads
 from tests.support.faults import wait_until
+from tests.support.lake import append_rows
 from tests.support.pipelines import append, write_config
 
 
@@ -166,6 +170,107 @@ def test_should_say_so_when_there_is_nothing_to_land(
     assert main(["land", str(path)]) == 0
 
     assert "nothing to land" in capsys.readouterr().out
+
+
+@pytest.fixture
+def spark_submits(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """spark-submit replaced by a landing job that lands each checkpoint's lines as rows of
+    the ``access`` table (pyiceberg, no Spark); the arguments of each submit."""
+    submitted: list[list[str]] = []
+
+    def submit(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        arguments = list(self._application_args or [])
+        submitted.append(arguments)
+        options = dict(zip(arguments[::2], arguments[1::2], strict=True))
+        lake = LakeLocation(
+            (self._env_vars or {})["SLUICE_METASTORE_URL"],
+            Path(options["--lake"]),
+            options["--namespace"],
+        )
+        metastore = Metastore.open(lake.catalog_url)
+        try:
+            for flag, value in zip(arguments[::2], arguments[1::2], strict=True):
+                if flag != "--checkpoint":
+                    continue
+                checkpoint_id = int(Path(value.partition("=")[0]).name)
+                lines = sum(b.line_count for b in metastore.batches(checkpoint_id))
+                append_rows(
+                    lake,
+                    "access",
+                    [{"event_id": f"{checkpoint_id}:{i}", "checkpoint_id": checkpoint_id}
+                     for i in range(lines)],
+                    "nginx_combined",
+                )  # fmt: skip
+        finally:
+            metastore.close()
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    return submitted
+
+
+@pytest.mark.timeout(60)
+def test_should_land_every_pending_checkpoint_in_one_job_and_report_the_lake(
+    tmp_path: Path,
+    metastore_url: str,
+    spark_submits: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    for count in (3, 4):
+        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
+        assert main(["collect", str(path), "--once"]) == 0
+    capsys.readouterr()
+
+    assert main(["land", str(path)]) == 0
+    landed = capsys.readouterr().out
+    assert main(["report", str(path)]) == 0
+    report = capsys.readouterr().out
+
+    [arguments] = spark_submits
+    assert arguments[-2:] == ["--mode", "append"]
+    assert "landing checkpoints 1, 2 in one Spark job (append)" in landed
+    assert re.search(r"checkpoint 1 committed: 3 lines, \d+ bytes, batch 1, landed 3 rows", landed)
+    assert re.search(r"checkpoint 2 committed: 4 lines, \d+ bytes, batch 2, landed 4 rows", landed)
+    assert re.search(r"lake table access: 7 rows \(snapshot \d+\)", report)
+    assert "checkpoint 2 committed: 4 lines" in report
+
+
+@pytest.mark.timeout(60)
+def test_should_land_the_named_checkpoints_again_replacing_their_rows(
+    tmp_path: Path,
+    metastore_url: str,
+    spark_submits: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    for count in (3, 4):
+        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
+        assert main(["collect", str(path), "--once"]) == 0
+
+    code = main(["land", str(path), "--checkpoint", "2", "--checkpoint", "1", "--replace"])
+
+    assert code == 0
+    [arguments] = spark_submits
+    assert [value for flag, value in zip(arguments, arguments[1:]) if flag == "--checkpoint"] == [
+        str(tmp_path / "data" / "staging" / "web_access" / "00000002") + "=test-host",
+        str(tmp_path / "data" / "staging" / "web_access" / "00000001") + "=test-host",
+    ]
+    assert arguments[-2:] == ["--mode", "replace"]
+    out = capsys.readouterr().out
+    assert "landing checkpoints 2, 1 in one Spark job (replace)" in out
+    assert out.index("checkpoint 2 committed") < out.index("checkpoint 1 committed")
+
+
+def test_should_report_an_empty_lake_for_a_new_pipeline(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+
+    assert main(["report", str(path)]) == 0
+
+    out = capsys.readouterr().out
+    assert "lake table access: 0 rows\n" in out
+    assert "rejects: 0 lines" in out
 
 
 def test_should_show_an_empty_status_for_a_new_pipeline(

@@ -1,23 +1,28 @@
-"""PipelineOperations, the facade the CLI and Airflow call; no Spark (summaries written here)."""
+"""PipelineOperations, the facade the CLI and Airflow call; no Spark (what a landing job
+commits is appended to the lake tables here, and spark-submit is replaced where it is called)."""
 
 from __future__ import annotations
 
-import json
+import itertools
+import logging
 import shutil
 import time
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import CheckpointError, CollectorBusyError, LandingError
-from pipeline_core.landing import LANDING_APPLICATION, landing_summary_path
+from pipeline_core.lake import REJECTS_TABLE, LandingMode, lake_location
+from pipeline_core.landing import LANDING_APPLICATION
 from pipeline_core.metastore import CheckpointFailedError, Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
-from pipeline_core.staging_contract import MANIFEST_NAME
+from pipeline_core.staging_contract import LAKE_SQL_CONF, MANIFEST_NAME
+from tests.support.lake import append_rows, table_rows
 from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, write_config
 
@@ -49,11 +54,48 @@ def sealed_checkpoint(operations: PipelineOperations, log: Path, count: int) -> 
     return info
 
 
-def write_summary(operations: PipelineOperations, checkpoint_id: int, summary: Any) -> Path:
-    path = landing_summary_path(operations.config, checkpoint_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary))
-    return path
+def land_rows(
+    operations: PipelineOperations,
+    checkpoint_id: int,
+    rows: int,
+    rejects: dict[str, int] | None = None,
+) -> dict[str, int | None]:
+    """Commit ``rows`` rows of ``checkpoint_id`` into the ``access`` table and ``rejects``
+    (lines per reason) into ``_rejects``, as its landing job would; each table's snapshot."""
+    lake = lake_location(operations.config)
+    fingerprint = f"{checkpoint_id:016x}"
+    when = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    common = {"file_fingerprint": fingerprint, "host": "test-host", "checkpoint_id": checkpoint_id}
+    snapshots = {}
+    if rows:
+        snapshots["access"] = append_rows(
+            lake,
+            "access",
+            [
+                {**common, "event_id": f"{fingerprint}:{i}", "byte_offset": i, "event_time": when}
+                for i in range(rows)
+            ],
+            "nginx_combined",
+        )
+    reasons = [reason for reason, count in (rejects or {}).items() for _ in range(count)]
+    if reasons:
+        snapshots[REJECTS_TABLE] = append_rows(
+            lake,
+            REJECTS_TABLE,
+            [
+                {**common, "event_id": f"{fingerprint}:{rows + i}", "byte_offset": rows + i,
+                 "source": "access", "raw_line": "?", "reason": reason, "sealed_at": when}
+                for i, reason in enumerate(reasons)
+            ],
+        )  # fmt: skip
+    return snapshots
+
+
+def commit_landed(operations: PipelineOperations, info: CheckpointInfo) -> CheckpointInfo:
+    """Land every line of ``info`` as a row and commit it."""
+    land_rows(operations, info.checkpoint_id, info.line_count)
+    (committed,) = operations.commit([info.checkpoint_id])
+    return committed
 
 
 # -- checkpoints -------------------------------------------------------------------------------
@@ -169,7 +211,7 @@ def test_should_list_sealed_checkpoints_as_pending_landings(
     assert [p.checkpoint_id for p in pending] == [first.checkpoint_id, second.checkpoint_id]
 
 
-# -- landing -----------------------------------------------------------------------------------
+# -- landing jobs ------------------------------------------------------------------------------
 
 
 def test_should_refuse_a_landing_job_for_a_requested_checkpoint(
@@ -178,32 +220,73 @@ def test_should_refuse_a_landing_job_for_a_requested_checkpoint(
     requested = operations.request_checkpoint("run-1")
 
     with pytest.raises(CheckpointError, match="only sealed"):
-        operations.landing_job(requested.checkpoint_id)
+        operations.landing_job([requested.checkpoint_id], "run-1")
 
 
 def test_should_point_the_landing_job_at_the_checkpoint_and_the_lake(
-    operations: PipelineOperations, log: Path
+    operations: PipelineOperations, log: Path, metastore_url: str
 ) -> None:
     info = sealed_checkpoint(operations, log, 2)
 
-    spec = operations.landing_job(info.checkpoint_id)
+    spec = operations.landing_job([info.checkpoint_id], "scheduled__1")
 
+    assert spec is not None
     assert spec.application == str(LANDING_APPLICATION)
     assert spec.application_args == [
-        "--checkpoint-dir",
-        str(info.staging_dir),
+        "--checkpoint",
+        f"{info.staging_dir}=test-host",
         "--lake",
         str(operations.config.lake_dir),
-        "--hosts",
-        operations.config.collector.host,
+        "--namespace",
+        "web_access",
+        "--landing-id",
+        "scheduled__1",
+        "--mode",
+        "append",
     ]
     assert info.staging_dir.is_dir()
     assert spec.name == f"sluice-land-web_access-{info.checkpoint_id}"
-    assert spec.conf["spark.sql.sources.partitionOverwriteMode"] == "dynamic"
-    assert spec.conf["spark.sql.session.timeZone"] == "UTC"
+    assert LAKE_SQL_CONF.items() <= spec.conf.items()
+    assert spec.env_vars["SLUICE_METASTORE_URL"] == metastore_url
+    assert METASTORE_URL_ENV not in spec.application_args
     assert spec.py_files is not None
     with zipfile.ZipFile(spec.py_files) as archive:
-        assert {"spark_jobs/land_checkpoint.py", "spark_jobs/staging.py"} <= set(archive.namelist())
+        assert {
+            "spark_jobs/land.py",
+            "spark_jobs/staging.py",
+            "pipeline_core/lake/_commits.py",
+            "pipeline_core/staging_contract/_layout.py",
+        } <= set(archive.namelist())
+
+
+def test_should_land_several_checkpoints_in_one_job(
+    operations: PipelineOperations, log: Path
+) -> None:
+    first = sealed_checkpoint(operations, log, 2)
+    second = sealed_checkpoint(operations, log, 3)
+    commit_landed(operations, first)
+
+    spec = operations.landing_job(
+        [second.checkpoint_id, first.checkpoint_id, second.checkpoint_id],
+        "manual__reprocess",
+        LandingMode.REPLACE,
+    )
+
+    assert spec is not None
+    options = spec.application_args[4:]
+    arguments = dict(zip(options[::2], options[1::2], strict=True))
+    assert spec.application_args[:4] == [
+        "--checkpoint",
+        f"{second.staging_dir}=test-host",
+        "--checkpoint",
+        f"{first.staging_dir}=test-host",
+    ]
+    assert (arguments["--landing-id"], arguments["--mode"]) == ("manual__reprocess", "replace")
+    assert spec.name == f"sluice-land-web_access-{first.checkpoint_id}-{second.checkpoint_id}"
+
+
+def test_should_have_no_landing_job_for_no_checkpoint(operations: PipelineOperations) -> None:
+    assert operations.landing_job([], "run-1") is None
 
 
 def test_should_fail_a_sealed_checkpoint_whose_batch_left_staging(
@@ -213,7 +296,7 @@ def test_should_fail_a_sealed_checkpoint_whose_batch_left_staging(
     shutil.rmtree(info.staging_dir / "test-host")
 
     with pytest.raises(CheckpointFailedError, match="recorded batches missing under") as raised:
-        operations.landing_job(info.checkpoint_id)
+        operations.landing_job([info.checkpoint_id], "run-1")
 
     failed = operations.checkpoint(info.checkpoint_id)
     assert failed.state is CheckpointState.FAILED
@@ -224,18 +307,48 @@ def test_should_fail_a_sealed_checkpoint_whose_batch_left_staging(
         operations.landable(info.checkpoint_id)
 
 
-def test_should_keep_a_committed_checkpoint_whose_batch_left_staging(
+def test_should_leave_out_a_committed_checkpoint_whose_staging_was_removed(
+    operations: PipelineOperations, log: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    committed = commit_landed(operations, sealed_checkpoint(operations, log, 3))
+    sealed = sealed_checkpoint(operations, log, 2)
+    shutil.rmtree(committed.staging_dir)
+
+    with caplog.at_level(logging.WARNING, logger="pipeline_core.operations"):
+        alone = operations.landing_job(
+            [committed.checkpoint_id], "reprocess-1", LandingMode.REPLACE
+        )
+        both = operations.landing_job([committed.checkpoint_id, sealed.checkpoint_id], "run-2")
+
+    assert alone is None
+    assert both is not None
+    assert both.application_args[:2] == ["--checkpoint", f"{sealed.staging_dir}=test-host"]
+    assert "--checkpoint" not in both.application_args[2:]
+    assert both.name == f"sluice-land-web_access-{sealed.checkpoint_id}"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert all(
+        f"checkpoint {committed.checkpoint_id} is not landed again: recorded batches missing"
+        in warning
+        for warning in warnings
+    )
+    after = operations.checkpoint(committed.checkpoint_id)
+    assert (after.state, after.landing) == (CheckpointState.COMMITTED, committed.landing)
+
+
+def test_should_fail_a_sealed_checkpoint_with_a_missing_batch_beside_a_committed_one(
     operations: PipelineOperations, log: Path
 ) -> None:
-    info = sealed_checkpoint(operations, log, 3)
-    write_summary(operations, info.checkpoint_id, {"rows": {"access": 3}, "rejects": {}})
-    operations.commit(info.checkpoint_id)
-    (info.staging_dir / "test-host" / MANIFEST_NAME).unlink()
+    committed = commit_landed(operations, sealed_checkpoint(operations, log, 3))
+    broken = sealed_checkpoint(operations, log, 2)
+    shutil.rmtree(committed.staging_dir)
+    (broken.staging_dir / "test-host" / MANIFEST_NAME).unlink()
 
-    with pytest.raises(LandingError, match="cannot be landed again: recorded batches missing"):
-        operations.landing_job(info.checkpoint_id)
+    with pytest.raises(CheckpointFailedError, match="recorded batches missing under"):
+        operations.landing_job([committed.checkpoint_id, broken.checkpoint_id], "run-2")
 
-    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.COMMITTED
+    assert operations.checkpoint(broken.checkpoint_id).state is CheckpointState.FAILED
+    assert operations.checkpoint(committed.checkpoint_id).state is CheckpointState.COMMITTED
 
 
 def test_should_fail_nothing_while_the_staging_folder_cannot_be_seen(
@@ -244,79 +357,234 @@ def test_should_fail_nothing_while_the_staging_folder_cannot_be_seen(
     info = sealed_checkpoint(operations, log, 3)
     info.staging_dir.parent.rename(info.staging_dir.parent.with_name("elsewhere"))
 
-    spec = operations.landing_job(info.checkpoint_id)  # the landing job says what is wrong
+    spec = operations.landing_job([info.checkpoint_id], "run-1")  # the job says what is wrong
 
-    assert spec.application_args[1] == str(info.staging_dir)
+    assert spec is not None
+    assert spec.application_args[1] == f"{info.staging_dir}=test-host"
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
 
 
-def test_should_refuse_to_commit_without_a_landing_summary(
+# -- committing ----------------------------------------------------------------------------------
+
+
+def test_should_refuse_to_commit_what_the_lake_does_not_hold(
     operations: PipelineOperations, log: Path
 ) -> None:
     info = sealed_checkpoint(operations, log, 4)
 
-    with pytest.raises(LandingError, match="no landing summary"):
-        operations.commit(info.checkpoint_id)
+    with pytest.raises(LandingError, match=r"sealed 4 lines .* hold 0 rows and 0 rejects"):
+        operations.commit([info.checkpoint_id])
 
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
-
-
-def test_should_refuse_to_commit_an_unreadable_landing_summary(
-    operations: PipelineOperations, log: Path
-) -> None:
-    info = sealed_checkpoint(operations, log, 4)
-    path = landing_summary_path(operations.config, info.checkpoint_id)
-    path.parent.mkdir(parents=True)
-    path.write_text("{ half written")
-
-    with pytest.raises(LandingError):
-        operations.commit(info.checkpoint_id)
 
 
 def test_should_refuse_to_commit_counts_that_do_not_add_up(
     operations: PipelineOperations, log: Path
 ) -> None:
     info = sealed_checkpoint(operations, log, 10)
-    write_summary(
-        operations, info.checkpoint_id, {"rows": {"access": 8}, "rejects": {"no_match": 1}}
-    )
+    land_rows(operations, info.checkpoint_id, 8, {"no_match": 1})
 
     with pytest.raises(LandingError, match=r"sealed 10 lines .* 8 rows and 1 rejects"):
-        operations.commit(info.checkpoint_id)
+        operations.commit([info.checkpoint_id])
 
     after = operations.checkpoint(info.checkpoint_id)
     assert after.state is CheckpointState.SEALED
     assert after.landing == {}
 
 
-def test_should_commit_a_landed_checkpoint_and_keep_its_counts(
+def test_should_refuse_to_commit_a_checkpoint_landed_into_some_tables_only(
+    operations: PipelineOperations, log: Path
+) -> None:
+    """A landing that committed its rows but died before committing its rejects."""
+    info = sealed_checkpoint(operations, log, 10)
+    land_rows(operations, info.checkpoint_id, 7)
+
+    with pytest.raises(LandingError, match=r"sealed 10 lines .* 7 rows and 0 rejects"):
+        operations.commit([info.checkpoint_id])
+
+    land_rows(operations, info.checkpoint_id, 0, {"no_match": 3})
+    (committed,) = operations.commit([info.checkpoint_id])
+    assert committed.state is CheckpointState.COMMITTED
+
+
+def test_should_commit_a_landed_checkpoint_with_what_the_lake_holds_of_it(
     operations: PipelineOperations, log: Path
 ) -> None:
     info = sealed_checkpoint(operations, log, 10)
-    summary = {
+    snapshots = land_rows(operations, info.checkpoint_id, 7, {"no_match": 2, "invalid_utf8": 1})
+
+    (committed,) = operations.commit([info.checkpoint_id])
+
+    expected = {
         "checkpoint_id": info.checkpoint_id,
         "rows": {"access": 7},
         "rejects": {"no_match": 2, "invalid_utf8": 1},
+        "snapshots": snapshots,
+        "input_lines": 10,
     }
-    write_summary(operations, info.checkpoint_id, summary)
-
-    committed = operations.commit(info.checkpoint_id)
-
     assert committed.state is CheckpointState.COMMITTED
     assert committed.committed_at is not None
-    assert committed.landing == summary
-    assert operations.checkpoint(info.checkpoint_id).landing == summary
+    assert committed.landing == expected
+    assert (committed.landed.rows, committed.landed.rejects) == (7, 3)
+    assert operations.checkpoint(info.checkpoint_id).landing == expected
     assert operations.pending_landings() == []
+
+
+def test_should_commit_several_checkpoints_or_none_of_them(
+    operations: PipelineOperations, log: Path
+) -> None:
+    first = sealed_checkpoint(operations, log, 3)
+    second = sealed_checkpoint(operations, log, 4)
+    third = sealed_checkpoint(operations, log, 5)
+    land_rows(operations, first.checkpoint_id, 3)
+    land_rows(operations, second.checkpoint_id, 4)
+
+    with pytest.raises(LandingError, match=f"checkpoint {third.checkpoint_id} sealed 5 lines"):
+        operations.commit([first.checkpoint_id, second.checkpoint_id, third.checkpoint_id])
+    assert [info.state for info in operations.pending_landings()] == [CheckpointState.SEALED] * 3
+
+    committed = operations.commit([second.checkpoint_id, first.checkpoint_id, second.checkpoint_id])
+
+    assert [(info.checkpoint_id, info.state) for info in committed] == [
+        (second.checkpoint_id, CheckpointState.COMMITTED),
+        (first.checkpoint_id, CheckpointState.COMMITTED),
+    ]
+    assert [info.landing["rows"] for info in committed] == [{"access": 4}, {"access": 3}]
+    assert [info.checkpoint_id for info in operations.pending_landings()] == [third.checkpoint_id]
 
 
 def test_should_commit_a_landed_checkpoint_again(operations: PipelineOperations, log: Path) -> None:
     info = sealed_checkpoint(operations, log, 3)
-    write_summary(operations, info.checkpoint_id, {"rows": {"access": 3}, "rejects": {}})
-    operations.commit(info.checkpoint_id)
+    first = commit_landed(operations, info)
 
-    again = operations.commit(info.checkpoint_id)
+    (again,) = operations.commit([info.checkpoint_id])
 
     assert again.state is CheckpointState.COMMITTED
+    assert again.landing == first.landing
+
+
+# -- land: spark-submit and commit ---------------------------------------------------------------
+
+
+@pytest.fixture
+def spark_submits(
+    monkeypatch: pytest.MonkeyPatch, operations: PipelineOperations
+) -> list[dict[str, Any]]:
+    """spark-submit replaced by a job that lands every line of each checkpoint it is given as
+    a row; what it was given, one entry per submit."""
+    submitted: list[dict[str, Any]] = []
+
+    def submit(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        arguments = list(self._application_args or [])
+        folders = [value for flag, value in itertools.pairwise(arguments) if flag == "--checkpoint"]
+        submitted.append({"application": application, "arguments": arguments})
+        for folder in folders:
+            info = operations.checkpoint(int(Path(folder.partition("=")[0]).name))
+            land_rows(operations, info.checkpoint_id, info.line_count)
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    return submitted
+
+
+def test_should_land_checkpoints_in_one_spark_submit_and_commit_them(
+    operations: PipelineOperations, log: Path, spark_submits: list[dict[str, Any]]
+) -> None:
+    first = sealed_checkpoint(operations, log, 3)
+    second = sealed_checkpoint(operations, log, 4)
+
+    landed = operations.land([first.checkpoint_id, second.checkpoint_id], landing_id="run-9")
+
+    [job] = spark_submits
+    assert job["application"] == str(LANDING_APPLICATION)
+    assert job["arguments"][-4:] == ["--landing-id", "run-9", "--mode", "append"]
+    assert [(info.checkpoint_id, info.state) for info in landed] == [
+        (first.checkpoint_id, CheckpointState.COMMITTED),
+        (second.checkpoint_id, CheckpointState.COMMITTED),
+    ]
+    assert [info.landing["rows"] for info in landed] == [{"access": 3}, {"access": 4}]
+    assert table_rows(lake_location(operations.config), "access").num_rows == 7
+
+
+def test_should_commit_nothing_when_the_landing_job_fails(
+    operations: PipelineOperations, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = sealed_checkpoint(operations, log, 3)
+
+    def fail(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        raise RuntimeError("spark-submit exited with 1")
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", fail)
+
+    with pytest.raises(LandingError, match=r"landing checkpoints \[\d+\] failed: spark-submit"):
+        operations.land([info.checkpoint_id], mode=LandingMode.REPLACE)
+
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
+
+
+def test_should_submit_nothing_when_nothing_is_left_to_land(
+    operations: PipelineOperations, log: Path, spark_submits: list[dict[str, Any]]
+) -> None:
+    committed = commit_landed(operations, sealed_checkpoint(operations, log, 3))
+    shutil.rmtree(committed.staging_dir)
+
+    (again,) = operations.land([committed.checkpoint_id], mode=LandingMode.REPLACE)
+
+    assert spark_submits == []
+    assert (again.state, again.landing) == (CheckpointState.COMMITTED, committed.landing)
+
+
+# -- staging retention ---------------------------------------------------------------------------
+
+
+def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention(
+    operations: PipelineOperations, log: Path
+) -> None:
+    old = commit_landed(operations, sealed_checkpoint(operations, log, 2))
+    time.sleep(0.01)
+    recent = commit_landed(operations, sealed_checkpoint(operations, log, 3))
+    old_but_sealed = sealed_checkpoint(operations, log, 4)
+    assert old.sealed_at is not None and recent.sealed_at is not None
+    retention = timedelta(hours=operations.config.handoff.retain_hours)
+    between = old.sealed_at + (recent.sealed_at - old.sealed_at) / 2
+
+    removed = operations.remove_committed_staging(now=between + retention)
+
+    assert removed == [old.checkpoint_id]
+    assert not old.staging_dir.exists()
+    assert recent.staging_dir.is_dir()
+    assert old_but_sealed.staging_dir.is_dir()
+    assert operations.remove_committed_staging(now=between + retention) == []
+    much_later = datetime.now(UTC) + retention + timedelta(days=1)
+    assert operations.remove_committed_staging(now=much_later) == [recent.checkpoint_id]
+    assert old_but_sealed.staging_dir.is_dir()
+    assert operations.checkpoint(old_but_sealed.checkpoint_id).state is CheckpointState.SEALED
+    assert (old.state, recent.state) == (CheckpointState.COMMITTED, CheckpointState.COMMITTED)
+
+
+def test_should_keep_the_staging_of_a_commit_within_its_retention(
+    operations: PipelineOperations, log: Path
+) -> None:
+    assert operations.config.handoff.retain_hours == 24
+
+    committed = commit_landed(operations, sealed_checkpoint(operations, log, 2))
+
+    assert committed.staging_dir.is_dir()
+    assert operations.landing_job([committed.checkpoint_id], "reprocess-1") is not None
+
+
+def test_should_remove_the_staging_at_commit_without_retention(
+    tmp_path: Path, metastore_url: str, log: Path
+) -> None:
+    operations = PipelineOperations(
+        write_config(tmp_path, metastore_url, handoff={"retain_hours": 0})
+    )
+    committed = commit_landed(operations, sealed_checkpoint(operations, log, 2))
+    pending = sealed_checkpoint(operations, log, 3)
+
+    assert not committed.staging_dir.exists()
+    assert pending.staging_dir.is_dir()
+    assert operations.landing_job([committed.checkpoint_id], "reprocess-1") is None
+    assert operations.checkpoint(committed.checkpoint_id).state is CheckpointState.COMMITTED
 
 
 # -- status ------------------------------------------------------------------------------------

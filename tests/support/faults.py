@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,11 +43,15 @@ import sqlalchemy as sa
 
 from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
+from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
 from pipeline_core.testing import access_lines
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from pipeline_core.operations import PipelineOperations
+    from spark_jobs.landing import Landing
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_ENV = "SLUICE_FAULT_SEED"
@@ -56,7 +61,8 @@ SEED_KEY = pytest.StashKey[int]()
 FIGURES_KEY = pytest.StashKey[list[str]]()
 """Where tests leave figures for the run's "fault matrix" summary (see :func:`report_figures`)."""
 LINES_END = datetime(2026, 1, 1, tzinfo=UTC)
-"""The fault lines' times lie in the hour before this instant (stable ``event_date``s)."""
+"""The fault lines' times lie in the hour before this instant (the same day partitions in
+every run)."""
 _POOL_SIZE = 4096
 
 
@@ -479,18 +485,64 @@ def crash_while_sealing(
 # -- landing and reading back ----------------------------------------------------------------------
 
 
-def land_and_commit_sealed(spark: Any, config_path: Path) -> list[dict[str, Any]]:
-    """Land every sealed, uncommitted checkpoint with the real Spark job (in this process, on
-    ``spark``) and commit it as the DAG does; the landing summaries, oldest first."""
-    from pipeline_core.operations import PipelineOperations
+def landing_of(
+    operations: PipelineOperations,
+    checkpoint_ids: Sequence[int],
+    landing_id: str,
+    mode: LandingMode = LandingMode.APPEND,
+) -> Landing | None:
+    """The landing that the spark-submit spec of ``operations.landing_job`` asks for, read
+    back from its arguments as ``spark_jobs/land.py`` reads them (None: nothing to land)."""
+    from pipeline_core.landing import METASTORE_URL_ENV
+    from spark_jobs.land import parse_args
+    from spark_jobs.landing import Landing
+
+    spec = operations.landing_job(checkpoint_ids, landing_id, mode)
+    if spec is None:
+        return None
+    args = parse_args(spec.application_args)
+    return Landing(
+        checkpoints=tuple(dict.fromkeys(args.checkpoint)),
+        lake=LakeLocation(spec.env_vars[METASTORE_URL_ENV], Path(args.lake), args.namespace),
+        landing_id=args.landing_id,
+        mode=LandingMode(args.mode),
+    )
+
+
+def land_checkpoints(
+    spark: Any,
+    operations: PipelineOperations,
+    checkpoint_ids: Sequence[int],
+    *,
+    landing_id: str | None = None,
+    mode: LandingMode = LandingMode.APPEND,
+) -> dict[str, Any] | None:
+    """Land ``checkpoint_ids`` with the real Spark job, in this process on ``spark``, as one
+    landing (the job a DAG run's land task submits), without committing; the job's summary
+    (None: nothing was left to land)."""
     from spark_jobs.landing import land
 
+    landing = landing_of(
+        operations, checkpoint_ids, landing_id or f"faults-{uuid.uuid4().hex[:8]}", mode
+    )
+    return None if landing is None else land(spark, landing)
+
+
+def land_and_commit_sealed(spark: Any, config_path: Path) -> list[dict[str, Any]]:
+    """Land every sealed, uncommitted checkpoint in one landing with the real Spark job (in
+    this process, on ``spark``) and commit them, as a catching-up DAG run does; each
+    checkpoint's part of the landing summary, oldest first."""
+    from pipeline_core.operations import PipelineOperations
+
     operations = PipelineOperations(config_path)
-    summaries = []
-    for info in operations.pending_landings():
-        summaries.append(land(spark, info.staging_dir, operations.config.lake_dir, info.hosts))
-        operations.commit(info.checkpoint_id)
-    return summaries
+    ids = [info.checkpoint_id for info in operations.pending_landings()]
+    if not ids:
+        return []
+    summary = land_checkpoints(spark, operations, ids)
+    assert summary is not None
+    operations.commit(ids)
+    checkpoints: list[dict[str, Any]] = summary["checkpoints"]
+    return checkpoints
 
 
 def checkpoint_states(metastore: Metastore, pipeline: str) -> dict[int, CheckpointState]:
@@ -524,14 +576,13 @@ def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def lake_table(lake: Path, table: str) -> pa.Table | None:
-    """One lake table (``access``, ``_rejects``), read with pyarrow; None if it is empty."""
-    import pyarrow.dataset as ds
+def lake_table(lake: LakeLocation, table: str) -> pa.Table | None:
+    """One lake table (``access``, ``_rejects``) as its current snapshot holds it, read through
+    the catalog; None if it is missing or empty."""
+    from tests.support.lake import table_rows
 
-    root = lake / table
-    if not root.exists() or not any(root.rglob("*.parquet")):
-        return None
-    return ds.dataset(root, format="parquet", partitioning="hive").to_table()
+    rows = table_rows(lake, table)
+    return rows if rows.num_rows else None
 
 
 def nginx_lines(table: pa.Table) -> pa.ChunkedArray | pa.Array:
@@ -569,6 +620,11 @@ class ExactlyOnce:
     rejects: int
     lost: int
     """Lines written that the lake lacks, all of them."""
+    expected_rejects: int = 0
+    """Lines written that cannot parse: each must be one reject."""
+    distinct_reject_ids: int = 0
+    rejects_match: bool = True
+    """The rejects' raw lines are exactly the lines expected to be rejected."""
 
     @property
     def duplicates(self) -> int:
@@ -589,7 +645,9 @@ class ExactlyOnce:
             and not self.missing
             and not self.unexpected
             and self.mismatched_ids == 0
-            and self.rejects == 0
+            and self.rejects == self.expected_rejects
+            and self.distinct_reject_ids == self.rejects
+            and self.rejects_match
         )
 
     def describe(self) -> str:
@@ -598,16 +656,21 @@ class ExactlyOnce:
             f"{self.duplicates}, distinct lines {self.distinct_lines}, missing "
             f"{self.lost} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
             f"{self.unexpected[:3]!r}, ids naming another line {self.mismatched_ids}, "
-            f"rejects {self.rejects}"
+            f"rejects {self.rejects} (expected {self.expected_rejects}, distinct ids "
+            f"{self.distinct_reject_ids}, raw lines as expected: {self.rejects_match})"
         )
 
 
 def check_exactly_once(
-    lake: Path, expected: Sequence[bytes], staged: pa.Table | None = None
+    lake: LakeLocation,
+    expected: Sequence[bytes],
+    staged: pa.Table | None = None,
+    rejected: Sequence[bytes] = (),
 ) -> ExactlyOnce:
-    """Compare the lake's ``access`` table with ``expected`` lines, by line content; with
-    ``staged`` (see :func:`recorded_staging`), also check that each row's event id is the id
-    its line was staged under."""
+    """Compare the lake's ``access`` table with ``expected`` lines, by line content, and its
+    ``_rejects`` with the ``rejected`` lines (each once); with ``staged`` (see
+    :func:`recorded_staging`), also check that each row's event id is the id its line was
+    staged under."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -626,6 +689,7 @@ def check_exactly_once(
         joined = by_id.join(staged, "event_id", join_type="left outer")
         same = pc.fill_null(pc.equal(joined["row_line"], joined["line"]), False)
         mismatched = len(same) - pc.sum(same.cast(pa.int64())).as_py() if len(same) else 0
+    rejected_raw = [] if rejects is None else rejects["raw_line"].to_pylist()
     return ExactlyOnce(
         written=len(expected),
         rows=table.num_rows,
@@ -634,8 +698,13 @@ def check_exactly_once(
         missing=sorted(wanted - found)[:20],
         unexpected=sorted(found - wanted)[:20],
         mismatched_ids=mismatched,
-        rejects=0 if rejects is None else rejects.num_rows,
+        rejects=len(rejected_raw),
         lost=len(wanted - found),
+        expected_rejects=len(rejected),
+        distinct_reject_ids=0
+        if rejects is None
+        else pc.count_distinct(rejects["event_id"]).as_py(),
+        rejects_match=sorted(rejected_raw) == sorted(line.decode() for line in rejected),
     )
 
 

@@ -7,12 +7,14 @@ database in the PostgreSQL pass), migrated, with its warehouse in the test's fol
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline_core.lake import REJECTS_TABLE, LakeLocation, open_lake
@@ -70,12 +72,22 @@ def snapshot_operations(lake: LakeLocation, table: str) -> list[tuple[str, str |
 def append_rows(
     lake: LakeLocation, table: str, rows: Sequence[Mapping[str, Any]], fmt: str = "raw"
 ) -> int | None:
-    """Append ``rows`` to ``table`` in one commit, with pyiceberg (no Spark), creating the
-    table when missing with the schema of source format ``fmt`` (the rejects' schema for
-    ``_rejects``); a column a row leaves out is null. Returns the new snapshot's id."""
+    """Append ``rows`` to ``table`` in one commit, without Spark, creating the table when
+    missing with the schema of source format ``fmt`` (the rejects' schema for ``_rejects``);
+    a column a row leaves out is null. Returns the new snapshot's id.
+
+    The rows are written as one Parquet file in the table's ``data/`` folder and added to the
+    table (``add_files``), as the landing job's commit adds its files: the rows must all fall
+    on one day of the table's partitioning. (pyiceberg's own ``append`` computes partitions
+    with ``pyiceberg-core``, which the project does not install.)"""
     with open_lake(lake) as catalog:
         formats = {} if table == REJECTS_TABLE else {table: fmt}
         loaded = catalog.ensure_tables(formats)[table]
-        loaded.append(pa.Table.from_pylist(list(rows), schema=loaded.schema().as_arrow()))
+        data = pa.Table.from_pylist(list(rows), schema=loaded.schema().as_arrow())
+        folder = Path(loaded.location().removeprefix("file://")) / "data" / "appended"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{uuid.uuid4().hex}.parquet"
+        pq.write_table(data, path)
+        loaded.add_files([f"file://{path}"])
         snapshot = loaded.current_snapshot()
         return snapshot.snapshot_id if snapshot is not None else None
