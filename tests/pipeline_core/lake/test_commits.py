@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 from pyiceberg.table import Table
@@ -24,10 +25,9 @@ from tests.pipeline_core.lake.support import rows, write_file
 
 
 @pytest.fixture
-def catalog(lake: LakeLocation) -> LakeCatalog:
-    opened = LakeCatalog.open(lake)
-    yield opened  # type: ignore[misc]
-    opened.close()
+def catalog(lake: LakeLocation) -> Iterator[LakeCatalog]:
+    with open_lake(lake) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -1,0 +1,183 @@
+"""Compaction, snapshot expiry and orphan file removal on real Iceberg tables."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table import Table
+
+from pipeline_core.lake import (
+    LakeCatalog,
+    LakeLocation,
+    LandingMode,
+    TableCommit,
+    _maintenance,
+    commit_files,
+    compact_table,
+    expire_snapshots,
+    files_per_day,
+    open_lake,
+    remove_orphan_files,
+    source_schema,
+)
+from pipeline_core.lake._maintenance import day_of
+from tests.pipeline_core.lake.support import DAY, rows, write_file
+
+
+@pytest.fixture
+def table(lake: LakeLocation) -> Iterator[Table]:
+    with open_lake(lake) as catalog:
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        yield catalog.ensure_table("misc", source_schema("raw"), "raw")
+
+
+def land(table: Table, checkpoint_id: int, count: int, **kwargs: object) -> None:
+    files = {checkpoint_id: [write_file(table, rows(checkpoint_id, count, **kwargs))]}  # type: ignore[arg-type]
+    commit_files(
+        table, TableCommit(files, (checkpoint_id,), f"run-{checkpoint_id}", LandingMode.APPEND)
+    )
+
+
+def everything(table: Table) -> pa.Table:
+    table.refresh()
+    return table.scan().to_arrow().sort_by("event_id")
+
+
+def test_compaction_rewrites_a_days_files_into_one_and_changes_no_row(table: Table) -> None:
+    for checkpoint_id in range(1, 13):
+        land(table, checkpoint_id, 50)
+    land(table, 13, 5, day=DAY + timedelta(days=1))
+    before = everything(table)
+
+    compaction = compact_table(table, DAY.date())
+
+    assert (compaction.files_before, compaction.files_after, compaction.rows) == (12, 1, 600)
+    assert compaction.committed
+    assert files_per_day(table) == {DAY.date(): 1, (DAY + timedelta(days=1)).date(): 1}
+    assert everything(table).equals(before)
+    assert table.current_snapshot().summary.get("sluice.operation") == "compact"  # type: ignore[union-attr]
+
+
+def test_compaction_rolls_files_at_the_target_size(table: Table) -> None:
+    for checkpoint_id in range(1, 5):
+        land(table, checkpoint_id, 2000)
+
+    compaction = compact_table(table, DAY.date(), target_bytes=1)
+
+    assert compaction.committed and compaction.files_after >= 2
+    table.refresh()
+    assert sum(t.file.record_count for t in table.scan().plan_files()) == 8000
+
+
+def test_a_day_with_one_file_is_left_alone(table: Table) -> None:
+    land(table, 1, 10)
+    snapshot = table.current_snapshot()
+
+    compaction = compact_table(table, DAY.date())
+
+    assert not compaction.committed
+    table.refresh()
+    assert table.current_snapshot() == snapshot
+
+
+def test_a_landing_committed_during_compaction_is_kept(
+    table: Table, lake: LakeLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compaction's commit loses to the landing; it plans the day again, with it."""
+    for checkpoint_id in range(1, 4):
+        land(table, checkpoint_id, 20)
+    original = _maintenance._rewrite
+    with open_lake(lake) as other:
+        racing = other.load("misc")
+        assert racing is not None
+        landed: list[int] = []
+
+        def rewrite_then_land(*args: Any, **kwargs: Any) -> Any:
+            written = original(*args, **kwargs)
+            if not landed:  # another writer commits while the day's files are rewritten
+                land(racing, 4, 20)
+                landed.append(4)
+            return written
+
+        monkeypatch.setattr(_maintenance, "_rewrite", rewrite_then_land)
+        compaction = compact_table(table, DAY.date())
+
+    assert compaction.committed and compaction.files_after == 1
+    table.refresh()
+    counts = table.scan(selected_fields=("checkpoint_id",)).to_arrow().column(0).to_pylist()
+    assert sorted(set(counts)) == [1, 2, 3, 4] and len(counts) == 80
+
+
+@pytest.mark.timeout(120)
+def test_a_reader_during_compaction_sees_the_same_rows(table: Table, lake: LakeLocation) -> None:
+    for checkpoint_id in range(1, 21):
+        land(table, checkpoint_id, 100)
+    expected = everything(table)
+    seen: list[bool] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        with open_lake(lake) as catalog:
+            while not stop.is_set():
+                mine = catalog.load("misc")
+                assert mine is not None
+                seen.append(mine.scan().to_arrow().sort_by("event_id").equals(expected))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.2)
+    compaction = compact_table(table, DAY.date())
+    time.sleep(0.2)
+    stop.set()
+    reader.join(timeout=60)
+
+    assert compaction.committed
+    assert seen and all(seen)
+
+
+def test_orphans_are_the_old_unreferenced_files(table: Table) -> None:
+    land(table, 1, 10)
+    crashed = write_file(table, rows(2, 10))  # a landing killed before its commit
+    young = write_file(table, rows(3, 10))
+    old = time.time() - 2 * 3600
+    os.utime(crashed.removeprefix("file://"), (old, old))
+    referenced = [t.file.file_path for t in table.scan().plan_files()]
+    for path in referenced:
+        os.utime(path.removeprefix("file://"), (old, old))
+
+    removed = remove_orphan_files(table, grace=timedelta(hours=1))
+
+    assert removed == 1
+    assert not os.path.exists(crashed.removeprefix("file://"))
+    assert os.path.exists(young.removeprefix("file://"))
+    assert all(os.path.exists(p.removeprefix("file://")) for p in referenced)
+    assert everything(table).num_rows == 10
+
+
+def test_expiry_keeps_the_current_snapshot_and_its_rows(table: Table) -> None:
+    for checkpoint_id in range(1, 4):
+        land(table, checkpoint_id, 10)
+    before = everything(table)
+
+    expired = expire_snapshots(table, retention=timedelta(0))
+
+    table.refresh()
+    assert expired == 2
+    assert len(table.snapshots()) == 1
+    assert everything(table).equals(before)
+    assert [day_of(t) for t in table.scan().plan_files()] == [DAY.date()] * 3
+
+
+def test_compaction_finds_nothing_in_an_empty_table(lake: LakeLocation) -> None:
+    with open_lake(lake) as catalog:
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        empty = LakeCatalog.ensure_table(catalog, "empty", source_schema("raw"), "raw")
+        assert files_per_day(empty) == {}
+        assert not compact_table(empty, DAY.date()).committed
