@@ -21,6 +21,12 @@ CONTROL_POLL_SECONDS = 1.0
 REQUEST_PROBE_SECONDS = 0.02
 """How often it asks the metastores' request probes whether a checkpoint was requested."""
 
+REFORWARD_SECONDS = 5.0
+"""A request still waiting for this host this long after it was forwarded is forwarded again.
+The mailbox drops a request it cannot act on yet (the pipeline being served again, say) and
+ignores one whose barrier is under way, so forwarding again is harmless and a dropped request
+never waits for the collector's stop."""
+
 
 @dataclass(frozen=True)
 class WatchedPipeline:
@@ -77,7 +83,8 @@ class ControlLoop:
     logged and tried again at the next turn: nothing ends the loop but :meth:`stop`.
 
     What it sends, it sends through the callables it is given, which put mail: ``sweep()``,
-    ``request_checkpoint(pipeline, checkpoint_id)`` (each request once) and
+    ``request_checkpoint(pipeline, checkpoint_id)`` (each request once, and again every
+    ``REFORWARD_SECONDS`` while it still waits for this host) and
     ``lease_lost(pipeline)`` (another collector took the lease over).
 
     Threading model: its own thread. :meth:`watch` and :meth:`stop` are called from the mailbox
@@ -102,7 +109,7 @@ class ControlLoop:
         self._thread = threading.Thread(target=self._run, name="sluice-control", daemon=True)
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
-        self._forwarded: set[tuple[str, int]] = set()
+        self._forwarded: dict[tuple[str, int], float] = {}
         self._probes: dict[int, RequestProbe] = {}
 
     def watch(self, watching: WatchList) -> None:
@@ -199,7 +206,19 @@ class ControlLoop:
     def _forward_requests(self, pipeline: WatchedPipeline) -> None:
         if self._mode is not CollectorMode.CONTINUOUS:
             return
-        for checkpoint_id in pipeline.metastore.unsealed_for_host(pipeline.name, pipeline.host):
-            if (pipeline.name, checkpoint_id) not in self._forwarded:
-                self._forwarded.add((pipeline.name, checkpoint_id))
+        waiting = pipeline.metastore.unsealed_for_host(pipeline.name, pipeline.host)
+        now = time.monotonic()
+        for checkpoint_id in waiting:
+            key = (pipeline.name, checkpoint_id)
+            forwarded = self._forwarded.get(key)
+            if forwarded is None or now - forwarded >= REFORWARD_SECONDS:
+                if forwarded is not None:
+                    log.info(
+                        "checkpoint %d of %s still waits for this host: forwarded again",
+                        checkpoint_id,
+                        pipeline.name,
+                    )
+                self._forwarded[key] = now
                 self._request_checkpoint(pipeline.name, checkpoint_id)
+        for key in [k for k in self._forwarded if k[0] == pipeline.name and k[1] not in waiting]:
+            del self._forwarded[key]

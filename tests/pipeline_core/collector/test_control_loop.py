@@ -9,6 +9,7 @@ from typing import cast
 import pytest
 
 from pipeline_core.collector import CollectorMode, PipelineState
+from pipeline_core.collector import _control_loop as control_loop
 from pipeline_core.collector._control_loop import (
     CONTROL_POLL_SECONDS,
     ControlLoop,
@@ -97,6 +98,26 @@ def test_should_renew_forward_and_sweep_through_metastore_outages() -> None:
     assert outbox.requests == [("web", 7)]  # once, after the outage
     assert outbox.lost == []
     assert outbox.threads != {threading.current_thread()}
+
+
+@pytest.mark.timeout(20)
+def test_should_forward_a_request_again_while_it_still_waits_for_this_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request the mailbox dropped (its pipeline not served yet) is not lost until stop."""
+    monkeypatch.setattr(control_loop, "REFORWARD_SECONDS", 0.2)
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=0)
+    loop = outbox.loop()
+    loop.watch(watching(metastore))
+    loop.start()
+    try:
+        wait_until(lambda: len(outbox.requests) >= 3)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    assert set(outbox.requests) == {("web", 7)}
 
 
 @pytest.mark.timeout(20)
