@@ -38,6 +38,7 @@ from pipeline_core.lake._schemas import (
 
 CATALOG_NAME = "sluice"
 """The catalog's name in the catalog tables (an engine's JDBC catalog must use the same)."""
+CATALOG_TABLE = "iceberg_tables"
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 SQLITE_BUSY_SECONDS = "30"
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class LakeCatalog:
         :raises LakeError: the database cannot be reached or holds no catalog tables.
         """
         warehouse = Path(os.path.abspath(location.warehouse))
+        where = sa.make_url(location.catalog_url).render_as_string(hide_password=True)
         try:
             warehouse.mkdir(parents=True, exist_ok=True)
             catalog = SqlCatalog(
@@ -79,8 +81,17 @@ class LakeCatalog:
                 warehouse=f"file://{warehouse}",
                 init_catalog_tables="false",
             )
+            with catalog.engine.connect() as connection:
+                migrated = sa.inspect(connection).has_table(CATALOG_TABLE)
         except Exception as exc:
-            raise LakeError(f"cannot open the lake catalog of {warehouse}: {exc}") from exc
+            raise LakeError(f"cannot open the lake catalog in {where}: {exc}") from exc
+        if not migrated:
+            catalog.engine.dispose()
+            raise LakeError(
+                f"the metastore {where} holds no lake catalog yet (table {CATALOG_TABLE}): "
+                "it is created when the metastore is migrated (any sluice command that opens "
+                "the metastore, e.g. sluice status)"
+            )
         return cls(catalog, LakeLocation(location.catalog_url, warehouse, location.namespace))
 
     def close(self) -> None:
