@@ -158,7 +158,8 @@ def location_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     parsed = urlparse(location)
     if (parsed.scheme or "file") == "file":
         return pafs.LocalFileSystem(), parsed.path
-    return pafs.FileSystem.from_uri(location)
+    filesystem, path = pafs.FileSystem.from_uri(location)
+    return filesystem, str(path)
 
 
 def _name_mapping(schema: Schema) -> str:

@@ -92,11 +92,17 @@ class CheckpointRepository:
         )
         return [int(row[0]) for row in self._connection.execute(query)]
 
-    def state(self, checkpoint_id: int) -> CheckpointState | None:
-        """The checkpoint's state; None when there is no such checkpoint."""
-        value = self._connection.execute(
-            sa.select(t.checkpoints.c.state).where(t.checkpoints.c.id == checkpoint_id)
-        ).scalar_one_or_none()
+    def state(self, checkpoint_id: int, *, lock: bool = False) -> CheckpointState | None:
+        """The checkpoint's state; None when there is no such checkpoint.
+
+        ``lock``: hold the checkpoint's row until the transaction ends (``SELECT ... FOR
+        UPDATE``; SQLite serializes writers anyway), so that transactions deciding from its
+        hosts whether it is complete run one after the other and each sees the others' hosts.
+        """
+        query = sa.select(t.checkpoints.c.state).where(t.checkpoints.c.id == checkpoint_id)
+        if lock:
+            query = query.with_for_update()
+        value = self._connection.execute(query).scalar_one_or_none()
         return None if value is None else CheckpointState(value)
 
     def hosts_owing(self, checkpoint_id: int) -> int:

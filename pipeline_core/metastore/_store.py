@@ -174,7 +174,8 @@ class Metastore:
         now = utcnow()
         checkpoint_id = batch.checkpoint_id
         with self._repositories() as r:
-            state = r.checkpoints.state(checkpoint_id)
+            # Locked: hosts sealing their batches at once must not each miss the other's.
+            state = r.checkpoints.state(checkpoint_id, lock=True)
             if state is None:
                 raise CheckpointError(f"there is no checkpoint {checkpoint_id}")
             recorded = r.batches.recorded(checkpoint_id, host, batch.checksum)
@@ -195,6 +196,7 @@ class Metastore:
         seal the checkpoint if every remaining host has. Returns the hosts excused."""
         now = utcnow()
         with self._repositories() as r:
+            r.checkpoints.state(checkpoint_id, lock=True)  # as in seal()
             record = r.checkpoints.get(checkpoint_id)
             if record is None:
                 raise CheckpointError(f"checkpoint {checkpoint_id} does not exist")

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.collector import read_metrics
 from pipeline_core.config import PipelineConfig, load_pipeline_config
-from pipeline_core.lake import summarize_lake
+from pipeline_core.lake import LakeLocation, lake_location, summarize_lake
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
 from tests.cluster.processes import CollectorProcess
@@ -160,7 +160,7 @@ def wait_sealed(
         metastore.close()
 
 
-def lake_paths_by_host(lake: Path) -> dict[str, Counter[str]]:
+def lake_paths_by_host(lake: LakeLocation) -> dict[str, Counter[str]]:
     """How often each request path is in the lake, per collector host."""
     table = lake_table(lake, "access")
     assert table is not None, "the lake is empty"
@@ -172,7 +172,7 @@ def lake_paths_by_host(lake: Path) -> dict[str, Counter[str]]:
     return found
 
 
-def rows_by_checkpoint_and_host(lake: Path) -> Counter[tuple[int, str]]:
+def rows_by_checkpoint_and_host(lake: LakeLocation) -> Counter[tuple[int, str]]:
     table = lake_table(lake, "access")
     assert table is not None, "the lake is empty"
     return Counter(
@@ -192,7 +192,7 @@ def assert_exactly_once(hosts: Hosts, expected: dict[str, set[str]]) -> None:
     assert summary.rows == {"access": total}
     assert summary.distinct_event_ids == total
     assert summary.rejects == {}
-    found = lake_paths_by_host(config.lake_dir)
+    found = lake_paths_by_host(lake_location(config))
     assert set(found) == set(expected)
     for host, paths in expected.items():
         assert set(found[host]) == paths, host
@@ -233,7 +233,7 @@ def test_a_checkpoint_waits_for_both_hosts_and_lands_both_exactly_once(
         hosts,
         {"host-a": host_paths("host-a", range(120)), "host-b": host_paths("host-b", range(80))},
     )
-    assert rows_by_checkpoint_and_host(hosts.config("host-a").lake_dir) == {
+    assert rows_by_checkpoint_and_host(lake_location(hosts.config("host-a"))) == {
         (requested.checkpoint_id, "host-a"): 120,
         (requested.checkpoint_id, "host-b"): 80,
     }
@@ -252,7 +252,7 @@ def test_a_killed_host_is_excused_and_its_lines_land_after_its_restart(
     b_again = hosts.collector("host-b", attempt=1)
     operations = hosts.operations()
     metastore = Metastore.open(hosts.config("host-a").metastore_url)
-    lake = hosts.config("host-a").lake_dir
+    lake = lake_location(hosts.config("host-a"))
     try:
         with running(a, b):
             wait_until_read(hosts, "host-a", 100, a)

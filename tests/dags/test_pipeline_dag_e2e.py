@@ -10,14 +10,15 @@ log file is rotated twice, the way logrotate does it:
 2. rename: ``access.log.1`` -> ``access.log.2``, ``access.log`` -> ``access.log.1``, and a new
    ``access.log`` is created.
 
-The lake must hold every well-formed line exactly once (by ``event_id`` and by the request
-path each line carries) and the rejects table exactly the malformed lines planted along the
-way.
+The lake's ``access`` table must hold every well-formed line exactly once (by ``event_id``
+and by the request path each line carries) and its ``_rejects`` table exactly the malformed
+lines planted along the way, read through the Iceberg catalog.
 
 Then two manually triggered runs with params (one Spark job each): ``reprocess`` lands
-checkpoint 1 again and the lake is unchanged (idempotent), and ``spark_only`` lands a
-checkpoint sealed outside any DAG run (``sluice collect --once``) without collecting. Each
-commit records an asset event on ``sluice://lake/web_access`` saying what landed.
+checkpoint 1 again, replacing its rows in one commit, and the lake holds the same rows, and
+``spark_only`` lands a checkpoint sealed outside any DAG run (``sluice collect --once``)
+without collecting. Each commit records an asset event on ``sluice://lake/web_access`` saying
+what landed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
+import pyarrow as pa
 import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.models.asset import AssetEvent, AssetModel
@@ -38,8 +39,11 @@ from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
 from sqlalchemy import select
 
+from pipeline_core.config import load_pipeline_config
+from pipeline_core.lake import REJECTS_TABLE, LakeLocation, lake_location
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.airflow_env import REPO_ROOT
+from tests.support.lake import snapshot_operations, table_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
 
@@ -119,11 +123,11 @@ def asset_events(run: DagRun) -> list[dict[str, Any]]:
         ]
 
 
-def lake_rows(lake: Path) -> Any:
-    return ds.dataset(lake / "access", format="parquet", partitioning="hive").to_table()
+def lake_rows(lake: LakeLocation) -> pa.Table:
+    return table_rows(lake, "access")
 
 
-def rows_per_checkpoint(lake: Path) -> dict[int, int]:
+def rows_per_checkpoint(lake: LakeLocation) -> dict[int, int]:
     counts: dict[int, int] = {}
     for checkpoint_id in lake_rows(lake).column("checkpoint_id").to_pylist():
         counts[checkpoint_id] = counts.get(checkpoint_id, 0) + 1
@@ -174,8 +178,9 @@ def test_two_runs_land_every_line_once_across_rotations(
     append(log, [nginx_line(i) for i in range(95, 100)])
     run_dag(dag)
 
-    lake = tmp_path / "lake"
-    rows = ds.dataset(lake / "access", format="parquet", partitioning="hive").to_table()
+    lake = lake_location(load_pipeline_config(tmp_path / "pipelines" / "web_access.yaml"))
+    assert lake.warehouse == tmp_path / "lake"
+    rows = lake_rows(lake)
     assert rows.num_rows == 100
     event_ids = rows.column("event_id").to_pylist()
     assert len(set(event_ids)) == len(event_ids)
@@ -185,7 +190,7 @@ def test_two_runs_land_every_line_once_across_rotations(
         per_checkpoint[checkpoint_id] = per_checkpoint.get(checkpoint_id, 0) + 1
     assert [per_checkpoint[key] for key in sorted(per_checkpoint)] == [40, 60]
 
-    rejects = ds.dataset(lake / "_rejects", format="parquet", partitioning="hive").to_table()
+    rejects = table_rows(lake, REJECTS_TABLE)
     assert rejects.num_rows == len(MALFORMED)
     assert sorted(rejects.column("raw_line").to_pylist()) == sorted(
         line.decode("utf-8", errors="replace") for line in MALFORMED
@@ -202,17 +207,24 @@ def test_two_runs_land_every_line_once_across_rotations(
         40,
         1,
     )
+    assert landed["landing"]["rows"] == {"access": 40}
+    assert set(landed["snapshots"]) == {"access", REJECTS_TABLE}
+    assert None not in landed["snapshots"].values()
     [event] = asset_events(first)
     assert event["checkpoint_ids"] == [1]
     assert (event["rows"], event["rejects"]) == (40, 1)
-    assert event["lake"] == str(lake)
+    assert event["lake"] == str(tmp_path / "lake")
+    assert [named for _, named in snapshot_operations(lake, "access")] == ["1", "2"]
 
     # Reprocess checkpoint 1 from the trigger form: landed again, the lake is unchanged.
     operations = PipelineOperations(tmp_path / "pipelines" / "web_access.yaml")
     before = operations.status().checkpoints
+    landed_before = snapshot_operations(lake, "access")
     reprocess = run_dag(dag, {"mode": "reprocess", "checkpoint_id": 1})
     assert committed(reprocess)["checkpoint_ids"] == [1]
     assert committed(reprocess)["rows"] == 40
+    replaced = snapshot_operations(lake, "access")[len(landed_before) :]
+    assert replaced and {named for _, named in replaced} == {"1"}  # replaced in its own commit
     assert rows_per_checkpoint(lake) == {1: 40, 2: 60}
     assert sorted(lake_rows(lake).column("event_id").to_pylist()) == sorted(event_ids)
     assert [info.checkpoint_id for info in operations.status().checkpoints] == [

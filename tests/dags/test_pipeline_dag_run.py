@@ -49,7 +49,7 @@ def test_a_run_requests_seals_and_commits_its_checkpoint(
     assert fake_pipeline.calls[0][:2] == ("request_checkpoint", run.run_id)
     assert ("collect_once",) in fake_pipeline.calls
     assert ("checkpoint", 1) in fake_pipeline.calls
-    assert ("commit", 1) in fake_pipeline.calls
+    assert ("commit", [1]) in fake_pipeline.calls
     assert fake_pipeline.checkpoints[1].state == CheckpointState.COMMITTED
 
 
@@ -96,9 +96,6 @@ def test_a_spark_only_run_lands_every_pending_checkpoint_without_collecting(
     names = [call[0] for call in fake_pipeline.calls]
     assert "request_checkpoint" not in names
     assert "collect_once" not in names
-    assert [call for call in fake_pipeline.calls if call[0] == "commit"] == [
-        ("commit", 2),
-        ("commit", 3),
-    ]
+    assert [call for call in fake_pipeline.calls if call[0] == "commit"] == [("commit", [2, 3])]
     commit = next(ti for ti in run.get_task_instances() if ti.task_id == "commit")
     assert commit.xcom_pull(task_ids="commit")["checkpoint_ids"] == [2, 3]

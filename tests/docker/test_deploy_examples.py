@@ -125,7 +125,7 @@ def test_spark_connection_resolves_to_its_master(
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", (SPARK / example).read_text())
     hook = SparkSubmitHook(conn_id="spark_default", env_vars={"PYSPARK_PYTHON": "python3"})
-    command = hook._build_spark_submit_command("land_checkpoint.py")
+    command = hook._build_spark_submit_command("land.py")
     assert command[command.index("--master") + 1] == master
     assert hook._connection["deploy_mode"] == deploy_mode
     assert hook._connection["queue"] == queue
@@ -144,7 +144,7 @@ def test_kubernetes_connection_resolves_to_the_api_server(
         "AIRFLOW_CONN_SPARK_DEFAULT", (SPARK / "spark_default.kubernetes.json").read_text()
     )
     hook = spark_submit.SparkSubmitHook(conn_id="spark_default")
-    command = hook._build_spark_submit_command("land_checkpoint.py")
+    command = hook._build_spark_submit_command("land.py")
     assert command[command.index("--master") + 1] == "k8s://https://kubernetes.default.svc:443"
     assert command[command.index("--deploy-mode") + 1] == "client"
     assert "spark.kubernetes.namespace=sluice" in command

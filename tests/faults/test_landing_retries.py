@@ -20,7 +20,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from pipeline_core.errors import LandingError
-from pipeline_core.lake import REJECTS_TABLE, LandingMode, lake_location
+from pipeline_core.lake import REJECTS_TABLE, LandingMode, commit_files, lake_location
 from pipeline_core.metastore import CheckpointState
 from pipeline_core.operations import CheckpointInfo, PipelineOperations
 from spark_jobs import landing
@@ -111,7 +111,7 @@ class Pipeline:
         assert outcome.holds, seed.note(outcome.describe())
 
     def rows_of(self, checkpoint_id: int, table: str = "access") -> int:
-        return table_rows(self.lake, table, checkpoint_id).num_rows
+        return int(table_rows(self.lake, table, checkpoint_id).num_rows)
 
     def snapshots(self, table: str = "access") -> list[tuple[str, str | None]]:
         return snapshot_operations(self.lake, table)
@@ -169,7 +169,6 @@ def fail_after_the_files_are_written(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def fail_between_the_table_commits(monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver dies after committing the source table, before committing the rejects."""
-    commit_files = landing.commit_files
 
     def commit_but_the_rejects(table: Table, commit: Any) -> Any:
         if table.name()[-1] == REJECTS_TABLE:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -251,7 +252,7 @@ def test_should_land_the_named_checkpoints_again_replacing_their_rows(
 
     assert code == 0
     [arguments] = spark_submits
-    assert [value for flag, value in zip(arguments, arguments[1:]) if flag == "--checkpoint"] == [
+    assert [value for flag, value in itertools.pairwise(arguments) if flag == "--checkpoint"] == [
         str(tmp_path / "data" / "staging" / "web_access" / "00000002") + "=test-host",
         str(tmp_path / "data" / "staging" / "web_access" / "00000001") + "=test-host",
     ]

@@ -49,7 +49,8 @@ class FakePipeline:
             "snapshots": {"access": 7001, "_rejects": 7002},
         }
     )
-    """What a commit records as landed: rows per source table, rejects per reason."""
+    """What a commit records as landed: rows per source table, rejects per reason, each
+    table's snapshot."""
     nothing_to_land: set[int] = field(default_factory=set)
     """Checkpoints ``landing_job`` leaves out (committed ones whose staging was removed)."""
     checkpoints: dict[int, CheckpointInfo] = field(default_factory=dict)
@@ -141,8 +142,8 @@ class FakePipelineOperations:
         landing_id: str,
         mode: LandingMode = LandingMode.APPEND,
     ) -> SparkJobSpec | None:
-        """The spec of one job for ``checkpoint_ids``; None for the ids in
-        ``FakePipeline.nothing_to_land`` (checkpoints left out) when none is left."""
+        """The spec of one job landing ``checkpoint_ids`` but those in
+        ``FakePipeline.nothing_to_land``; None when none is left."""
         ids = list(checkpoint_ids)
         self.pipeline.calls.append(("landing_job", ids, landing_id, mode))
         left = [i for i in ids if i not in self.pipeline.nothing_to_land]

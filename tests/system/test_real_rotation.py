@@ -44,6 +44,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from tests.support.faults import (
     checkpoint_states,
@@ -134,7 +135,7 @@ def compare(all_log: Path, logs: Path, config: PipelineConfig) -> tuple[Outcome,
             else:
                 cut_on_disk += 1
 
-    table = lake_table(config.lake_dir, "access")
+    table = lake_table(lake_location(config), "access")
     event_ids: list[str] = [] if table is None else table["event_id"].to_pylist()
     payloads: list[str] = [] if table is None else table["payload"].to_pylist()
     rows_of: dict[bytes, list[str]] = {}
@@ -149,7 +150,7 @@ def compare(all_log: Path, logs: Path, config: PipelineConfig) -> tuple[Outcome,
     landed = set(rows_of)
     destroyed = set(logged) - on_disk
 
-    rejects = lake_table(config.lake_dir, "_rejects")
+    rejects = lake_table(lake_location(config), "_rejects")
     raw_lines: list[str] = [] if rejects is None else rejects["raw_line"].to_pylist()
     cut_rejects, bad_rejects = 0, []
     for raw in raw_lines:

@@ -181,3 +181,21 @@ def test_compaction_finds_nothing_in_an_empty_table(lake: LakeLocation) -> None:
         empty = LakeCatalog.ensure_table(catalog, "empty", source_schema("raw"), "raw")
         assert files_per_day(empty) == {}
         assert not compact_table(empty, DAY.date()).committed
+
+
+def test_a_checkpoint_is_replaced_inside_a_compacted_file(table: Table) -> None:
+    """After compaction one file holds several checkpoints: replacing one rewrites that file
+    without it, in the same commit as the new rows."""
+    for checkpoint_id in range(1, 4):
+        land(table, checkpoint_id, 30)
+    compact_table(table, DAY.date())
+    others = everything(table).filter(pa.compute.not_equal(pa.compute.field("checkpoint_id"), 2))
+    newer = {2: [write_file(table, rows(2, 5, first=500))]}
+
+    commit_files(table, TableCommit(newer, (2,), "reprocess", LandingMode.REPLACE))
+
+    after = everything(table)
+    assert after.num_rows == 65
+    assert after.filter(pa.compute.not_equal(pa.compute.field("checkpoint_id"), 2)).equals(others)
+    replaced = after.filter(pa.compute.equal(pa.compute.field("checkpoint_id"), 2))
+    assert sorted(replaced.column("byte_offset").to_pylist()) == list(range(500, 505))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables
+from pyiceberg.catalog.sql import SqlCatalogBaseTable
 
 from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore import (
@@ -33,6 +34,7 @@ from pipeline_core.metastore import (
 from pipeline_core.metastore import (
     _schema as schema,
 )
+from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._migrations import head_revision
 from pipeline_core.source import FileRecord, FileState
 from tests.support.lease_holders import HolderProcess
@@ -165,7 +167,8 @@ def test_should_create_the_iceberg_catalog_tables_as_pyiceberg_declares_them(
     try:
         with engine.connect() as connection:
             inspector = sa.inspect(connection)
-            for declared in (IcebergTables.__table__, IcebergNamespaceProperties.__table__):
+            for name in ("iceberg_tables", "iceberg_namespace_properties"):
+                declared = SqlCatalogBaseTable.metadata.tables[name]
                 columns = {c["name"]: c for c in inspector.get_columns(declared.name)}
                 assert set(columns) == {c.name for c in declared.columns}, declared.name
                 for column in declared.columns:
@@ -342,6 +345,53 @@ def test_should_roll_back_the_whole_seal_when_one_write_fails(metastore: Metasto
     assert rows(metastore, schema.batch_ranges) == []
     assert metastore.files(PIPELINE, HOST) == []
     assert metastore.unsealed_for_host(PIPELINE, HOST) == [checkpoint_id]
+
+
+@pytest.mark.timeout(60)
+def test_should_seal_a_checkpoint_whose_hosts_seal_their_batches_at_once(
+    metastore: Metastore, metastore_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each host's transaction records its own batch, then counts the hosts still owing one:
+    were both counts taken before either transaction committed, each would see the other host
+    owing and the checkpoint would never be sealed. The second seal waits for the first."""
+    hosts = (HOST, "web-2")
+    for host in hosts:
+        assert metastore.acquire_lease(PIPELINE, host, f"collector-{host}", 60)
+    checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    both_recorded = threading.Barrier(2)
+    host_sealed = CheckpointRepository.host_sealed
+
+    def record_then_wait(self: CheckpointRepository, checkpoint: int, host: str) -> None:
+        host_sealed(self, checkpoint, host)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_recorded.wait(timeout=2)  # until the other host has, or cannot have, too
+
+    monkeypatch.setattr(CheckpointRepository, "host_sealed", record_then_wait)
+    errors: list[BaseException] = []
+
+    def seal(host: str) -> None:
+        store = Metastore.open(metastore_url)
+        try:
+            batch = dataclasses.replace(
+                batch_record(checkpoint_id),
+                host=host,
+                staging_path=f"/staging/{PIPELINE}/{checkpoint_id:08d}/{host}",
+            )
+            store.seal(PIPELINE, batch, [], host)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=seal, args=(host,)) for host in hosts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=45)
+
+    assert not errors
+    assert sorted(b.host for b in metastore.batches(checkpoint_id)) == sorted(hosts)
+    assert metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
 
 
 # -- committing --------------------------------------------------------------------------------
