@@ -188,6 +188,10 @@ def test_a_reader_never_sees_a_partial_missing_or_doubled_checkpoint(
                     compact_table(table, day)
         time.sleep(0.5)
 
+    print(
+        f"reader: {log.scans} scans of {len(log.snapshots)} snapshots, checkpoints seen "
+        f"{sorted(log.seen)}, {len(log.violations)} violations"
+    )
     assert log.violations == []
     assert log.scans > 10 and len(log.snapshots) > 5
     assert log.seen == set(range(1, 8))

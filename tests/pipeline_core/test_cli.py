@@ -209,6 +209,15 @@ def spark_submits(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return submitted
 
 
+def two_sealed_checkpoints(tmp_path: Path, metastore_url: str) -> Path:
+    """A raw-format pipeline with checkpoints 1 (3 lines) and 2 (4 lines) sealed."""
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    for count in (3, 4):
+        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
+        assert main(["collect", str(path), "--once"]) == 0
+    return path
+
+
 @pytest.mark.timeout(60)
 def test_should_land_every_pending_checkpoint_in_one_job_and_report_the_lake(
     tmp_path: Path,
@@ -216,10 +225,7 @@ def test_should_land_every_pending_checkpoint_in_one_job_and_report_the_lake(
     spark_submits: list[list[str]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
-    for count in (3, 4):
-        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
-        assert main(["collect", str(path), "--once"]) == 0
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
     capsys.readouterr()
 
     assert main(["land", str(path)]) == 0
@@ -243,10 +249,7 @@ def test_should_land_the_named_checkpoints_again_replacing_their_rows(
     spark_submits: list[list[str]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
-    for count in (3, 4):
-        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
-        assert main(["collect", str(path), "--once"]) == 0
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
 
     code = main(["land", str(path), "--checkpoint", "2", "--checkpoint", "1", "--replace"])
 
