@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +90,7 @@ def time_group(sink: Sink, chunks: list[Chunk]) -> float:
     sequence = ring.next()
     event = ring.get(sequence)
     event.kind, event.chunk = EventKind.BARRIER, None
-    event.barrier = Barrier(1, datetime.now(UTC), ())
+    event.barrier = Barrier(1, datetime.now(timezone.utc), ())
     ring.publish(sequence)
     if not passed.wait(300):
         raise RuntimeError("the sink group did not pass the barrier")

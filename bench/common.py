@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
 MiB = 1024 * 1024
 GiB = 1024 * MiB
-LINES_END = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+LINES_END = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 """Every generated line is in the hour before this (one ``event_date`` in the lake)."""
 PIPELINE = "bench"
 HOST = "bench"
@@ -553,7 +553,7 @@ def write_results(rows: Sequence[Row], meta: dict[str, Any]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     document = {"meta": meta, "rows": [_row_json(row) for row in rows]}
     text = json.dumps(document, indent=1, default=str)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = RESULTS / f"suite-{stamp}.json"
     path.write_text(text)
     (RESULTS / "suite-latest.json").write_text(text)

@@ -10,7 +10,7 @@ on fresh data instead of on a clock. Paused when created.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow.sdk import DAG, AssetAny, task
@@ -47,7 +47,7 @@ if _assets:
         description="Example: runs when a Sluice pipeline commits data to its lake table",
         doc_md=__doc__,
         schedule=AssetAny(*_assets),
-        start_date=datetime(2025, 1, 1, tzinfo=UTC),
+        start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
         catchup=False,
         is_paused_upon_creation=True,
         tags=["sluice", "example"],

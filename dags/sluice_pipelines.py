@@ -18,7 +18,7 @@ a letter) is skipped with a warning.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from airflow.sdk import DAG, Param
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 CHECKPOINT_ID = "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
-START_DATE = datetime(2025, 1, 1, tzinfo=UTC)
+START_DATE = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORKER_RUN_FOR = timedelta(hours=1)
 """How long one worker DAG run collects before it seals, stops and hands over to the next."""
 SENSOR_DEFERRABLE_ENV = "SLUICE_SENSOR_DEFERRABLE"

@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +331,9 @@ class PipelineOperations:
     def remove_committed_staging(self, now: datetime | None = None) -> list[int]:
         """Delete the staging folders of committed checkpoints sealed more than
         ``handoff.retain_hours`` ago; returns their ids."""
-        cutoff = (now or datetime.now(UTC)) - timedelta(hours=self.config.handoff.retain_hours)
+        cutoff = (now or datetime.now(timezone.utc)) - timedelta(
+            hours=self.config.handoff.retain_hours
+        )
         with self._metastore() as metastore:
             records = metastore.checkpoints(self.config.name, [CheckpointState.COMMITTED])
         removed = []

@@ -17,7 +17,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline_core.staging_contract import (
@@ -129,7 +129,7 @@ def _read_batch(
             raise ManifestError(
                 f"{where}: source {name}: format {spec.format!r} is not one of {known}"
             )
-    sealed_at = manifest.sealed_at.astimezone(UTC)
+    sealed_at = manifest.sealed_at.astimezone(timezone.utc)
     parts: list[PartFile] = []
     for entry in manifest.parts:
         path = batch_dir / entry.name

@@ -51,11 +51,12 @@ Python on the executors. Formats:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
+
+from pipeline_core._compat import StrEnum
 
 
 class SourceFormat(StrEnum):

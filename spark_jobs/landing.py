@@ -33,7 +33,7 @@ import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from functools import reduce
 from typing import Any
 
@@ -148,7 +148,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         "mode": landing.mode.value,
         "checkpoints": summaries,
         "tables": committed,
-        "landed_at": datetime.now(UTC).isoformat(),
+        "landed_at": datetime.now(timezone.utc).isoformat(),
     }
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 import socket
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import NAME_PATTERN, _Strict
 from pipeline_core.config._sink_groups import HandoffSinkConfig, ProcessorKind, SinkGroupConfig
 from pipeline_core.config._sinks import (

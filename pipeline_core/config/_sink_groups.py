@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from pipeline_core._compat import Self, StrEnum
 from pipeline_core.config._base import NAME_PATTERN, _Strict
 
 

@@ -8,7 +8,6 @@ the config file's folder before a sink is built from them.
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 from pydantic import Field, field_validator
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import _Strict
 
 MIB = 1024 * 1024

@@ -18,7 +18,7 @@ those modules import nothing of the rest of ``pipeline_core`` but ``errors``.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
 from pipeline_core.lake._catalog import (
@@ -124,7 +124,7 @@ def maintain_lake(config: PipelineConfig, day: date | None = None) -> Maintenanc
     has more than one data file.
     """
     report = MaintenanceReport()
-    today = datetime.now(UTC).date()
+    today = datetime.now(timezone.utc).date()
     with open_lake(lake_location(config)) as lake:
         for name in table_names({s.name: s.format.value for s in config.sources}):
             table = lake.load(name)

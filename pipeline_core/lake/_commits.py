@@ -26,7 +26,6 @@ import logging
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import pyarrow.compute as pc
 from pyiceberg.exceptions import CommitFailedException
@@ -39,6 +38,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.lake._schemas import CHECKPOINT_COLUMN, checkpoint_filter
 
 CHECKPOINT_IDS_PROPERTY = "sluice.checkpoint-ids"

@@ -20,7 +20,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -160,7 +160,7 @@ def _write_rolling(
 
 def expire_snapshots(table: Table, retention: timedelta = SNAPSHOT_RETENTION) -> int:
     """Expire the snapshots older than ``retention`` but the current one; returns how many."""
-    cutoff = datetime.now(UTC) - retention
+    cutoff = datetime.now(timezone.utc) - retention
     current = table.current_snapshot()
     old = [
         s.snapshot_id
@@ -180,14 +180,14 @@ def remove_orphan_files(table: Table, grace: timedelta = ORPHAN_GRACE) -> int:
     folder = f"{table.location().rstrip('/')}/data"
     filesystem, root = location_filesystem(folder)
     referenced = {_path_of(p) for p in table.inspect.all_files().column("file_path").to_pylist()}
-    cutoff = datetime.now(UTC) - grace
+    cutoff = datetime.now(timezone.utc) - grace
     removed = 0
     for info in filesystem.get_file_info(
         pafs.FileSelector(root, allow_not_found=True, recursive=True)
     ):
         if info.type != pafs.FileType.File or info.path in referenced:
             continue
-        if info.mtime is not None and info.mtime.replace(tzinfo=UTC) > cutoff:
+        if info.mtime is not None and info.mtime.replace(tzinfo=timezone.utc) > cutoff:
             continue
         filesystem.delete_file(info.path)
         removed += 1

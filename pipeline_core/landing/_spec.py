@@ -21,7 +21,13 @@ from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land.py"
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
 """The landing job's driver reads the metastore URL (the lake catalog's database) from here."""
-SHIPPED_CORE_FILES = ("__init__.py", "errors.py", "staging_contract/*.py", "lake/*.py")
+SHIPPED_CORE_FILES = (
+    "__init__.py",
+    "_compat.py",
+    "errors.py",
+    "staging_contract/*.py",
+    "lake/*.py",
+)
 """The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, all standard library only:
 the archive for ``--py-files`` holds them beside ``spark_jobs``."""
 

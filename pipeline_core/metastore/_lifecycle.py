@@ -16,8 +16,8 @@ may become COMMITTED.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.errors import CheckpointError
 
 

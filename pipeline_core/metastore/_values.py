@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    return datetime.now(timezone.utc)
 
 
 def as_utc(value: datetime) -> datetime:
@@ -26,9 +26,16 @@ def as_utc(value: datetime) -> datetime:
     is converted (PostgreSQL returns the session's time zone; Airflow hands over pendulum
     datetimes, made plain here).
     """
-    utc = value.astimezone(UTC) if value.tzinfo is not None else value
+    utc = value.astimezone(timezone.utc) if value.tzinfo is not None else value
     return datetime(
-        utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second, utc.microsecond, UTC
+        utc.year,
+        utc.month,
+        utc.day,
+        utc.hour,
+        utc.minute,
+        utc.second,
+        utc.microsecond,
+        timezone.utc,
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.errors import CheckpointError, CollectorBusyError
 from pipeline_core.metastore import CheckpointState
 from pipeline_core.runs._plan import CollectPolicy, RunMode, RunPlan, RunPlanError, Selection

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.errors import SluiceError
 from pipeline_core.runs._checkpoint_ids import parse_checkpoint_ids
 

@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import ssl
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -240,7 +240,7 @@ class HttpSink(BatchSink):
                 "status": error.status,
                 "reason": error.reason,
                 "response": error.detail,
-                "refused_at": datetime.now(UTC).isoformat(),
+                "refused_at": datetime.now(timezone.utc).isoformat(),
             },
             ensure_ascii=False,
         ).encode()

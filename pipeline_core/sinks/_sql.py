@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ class SqlSink(BatchSink):
             self._table_ready = True
         statement = _insert_ignoring_duplicates(engine.dialect.name, self.table)
         with engine.begin() as connection:
-            for rows in self._row_chunks(batch, datetime.now(UTC)):
+            for rows in self._row_chunks(batch, datetime.now(timezone.utc)):
                 connection.execute(statement, rows)
 
     def _row_chunks(

@@ -7,7 +7,8 @@ them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+
+from pipeline_core._compat import StrEnum
 
 
 class FileState(StrEnum):

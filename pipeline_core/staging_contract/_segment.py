@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.staging_contract._fields import (
     ManifestError,
     read_count,

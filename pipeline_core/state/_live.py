@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from pipeline_core.collector import metrics_file, read_metrics
@@ -31,7 +31,7 @@ def live_collector(
         live = LiveCollectorSnapshot(
             host=document["host"],
             state=document["state"],
-            reported_at=datetime.fromtimestamp(reported_at, UTC),
+            reported_at=datetime.fromtimestamp(reported_at, timezone.utc),
             lines_read=document["lines_read"],
             bytes_read=document["bytes_read"],
             bytes_sent=document["bytes_sent"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ def take_snapshot(
     :param stage_stats: an in-process collector's ``stage_stats()``, to report queue depths
         (otherwise they come from a running collector's metrics file, when fresh).
     """
-    now = now or datetime.now(UTC)
+    now = now or datetime.now(timezone.utc)
     name = pipeline_name(config_path)
     try:
         config = load_pipeline_config(config_path)
@@ -314,7 +314,7 @@ def _sink(
 
 
 def _epoch(seconds: float) -> datetime | None:
-    return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
+    return datetime.fromtimestamp(seconds, timezone.utc) if seconds > 0 else None
 
 
 def _snapshots(landing: dict[str, Any]) -> dict[str, int | None]:

@@ -8,7 +8,7 @@ import random
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 _PATHS = [
@@ -66,7 +66,7 @@ def access_lines(
 ) -> Iterator[bytes]:
     """``count`` well-formed lines with times spread over the hour before ``end``."""
     rng = random.Random(seed)
-    end = end or datetime.now(UTC)
+    end = end or datetime.now(timezone.utc)
     start = end - timedelta(hours=1)
     step = 3600 / max(1, count)
     for i in range(count):

@@ -16,7 +16,7 @@ Spark, and PostgreSQL is exercised by ``test_two_collectors``.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.airflow, pytest.m
 
 WELL_FORMED = 400
 MALFORMED = MALFORMED_SAMPLES[:3]
-LINES_END = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+LINES_END = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 
 
 def spark_connection(master_url: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 PIPELINE = "web_access"
 HOSTS = ("host-a", "host-b")
-START = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+START = datetime(2026, 11, 22, 9, 0, tzinfo=timezone.utc)
 LEASE_SECONDS = 6.0
 """Short, so a killed host's lease lapses within seconds; renewed every 2 s, so it is still
 live for at least 4 s after the kill, when the next checkpoint is requested."""

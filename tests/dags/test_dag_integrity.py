@@ -385,7 +385,7 @@ def test_pipelines_folder_defaults_to_the_repository_one(monkeypatch: pytest.Mon
     assert sluice_pipelines.pipelines_dir() == REPO_ROOT / "pipelines"
 
 
-def test_parsing_does_not_import_pipeline_core(tmp_path: Path) -> None:
+def test_parsing_imports_no_pipeline_core_module_but_its_compat(tmp_path: Path) -> None:
     pipelines = tmp_path / "pipelines"
     write_config(pipelines, "web_access")
     code = (
@@ -405,4 +405,5 @@ def test_parsing_does_not_import_pipeline_core(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
 
-    assert completed.stdout.strip().splitlines()[-1] == "[]"
+    imported = completed.stdout.strip().splitlines()[-1]
+    assert imported == "['pipeline_core', 'pipeline_core._compat']"

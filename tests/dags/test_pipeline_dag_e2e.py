@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from tests.support.lake import snapshot_operations, table_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
 
-START = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+START = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc)
 MARKER = re.compile(r"/item/(\d+)\b")
 MALFORMED = [
     b"this is not an nginx combined line",

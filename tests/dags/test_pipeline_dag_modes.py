@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from tests.support.pipelines import append, write_config
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(600)]
 
-T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 FIVE_MINUTES = timedelta(minutes=5)
 LINE = b'10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /item/1 HTTP/1.1" 200 12 "-" "t/1"'
 

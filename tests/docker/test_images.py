@@ -7,10 +7,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.docker.dockerfile import Dockerfile, parse_dockerfile
 from tests.support.airflow_env import REPO_ROOT

@@ -9,7 +9,7 @@ Spark session; its landing id is the run's id, so a retried task passes the same
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +269,7 @@ def test_an_unreadable_part_fails_the_landing_before_the_lake_changes(
 def test_a_backfill_of_committed_intervals_lands_no_line_twice(
     spark: SparkSession, pipeline: Pipeline, fault_seed: FaultSeed
 ) -> None:
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     step = timedelta(minutes=5)
     intervals = [(start + i * step, start + (i + 1) * step) for i in range(2)]
     runs = [f"scheduled__{interval[0].isoformat()}" for interval in intervals]

@@ -4,7 +4,7 @@ with pyiceberg (no Spark), summarized and counted per checkpoint."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def rows(
             "file_fingerprint": FP,
             "byte_offset": offset,
             "host": HOST,
-            "event_time": datetime(2026, 11, day, 10, 0, tzinfo=UTC),
+            "event_time": datetime(2026, 11, day, 10, 0, tzinfo=timezone.utc),
             "checkpoint_id": checkpoint_id,
             **({"status": statuses[i]} if statuses is not None else {}),
         }
@@ -80,7 +80,7 @@ def rejects(checkpoint_id: int, reasons: list[str]) -> list[dict[str, Any]]:
             "source": "access",
             "raw_line": "garbage",
             "reason": reason,
-            "sealed_at": datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
+            "sealed_at": datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc),
             "checkpoint_id": checkpoint_id,
         }
         for i, reason in enumerate(reasons)

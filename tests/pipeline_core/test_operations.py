@@ -8,7 +8,7 @@ import logging
 import shutil
 import time
 import zipfile
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def land_rows(
     (lines per reason) into ``_rejects``, as its landing job would; each table's snapshot."""
     lake = lake_location(operations.config)
     fingerprint = f"{checkpoint_id:016x}"
-    when = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    when = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     common = {"file_fingerprint": fingerprint, "host": "test-host", "checkpoint_id": checkpoint_id}
     snapshots = {}
     if rows:
@@ -105,8 +105,8 @@ def test_should_return_the_same_checkpoint_for_a_retried_run(
     operations: PipelineOperations,
 ) -> None:
     interval = (
-        datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
-        datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
+        datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc),
+        datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc),
     )
 
     first = operations.request_checkpoint("scheduled__2026-11-22T10:00", interval)
@@ -554,7 +554,7 @@ def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention
     assert recent.staging_dir.is_dir()
     assert old_but_sealed.staging_dir.is_dir()
     assert operations.remove_committed_staging(now=between + retention) == []
-    much_later = datetime.now(UTC) + retention + timedelta(days=1)
+    much_later = datetime.now(timezone.utc) + retention + timedelta(days=1)
     assert operations.remove_committed_staging(now=much_later) == [recent.checkpoint_id]
     assert old_but_sealed.staging_dir.is_dir()
     assert operations.checkpoint(old_but_sealed.checkpoint_id).state is CheckpointState.SEALED

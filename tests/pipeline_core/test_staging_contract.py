@@ -6,7 +6,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from pipeline_core.staging_contract import (
     write_manifest,
 )
 
-SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
 FP = "9f1c00000000abcd"
 PART = ManifestPart(
     "part-access-00000.lines",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections import Counter
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -321,7 +321,9 @@ def test_a_column_the_declared_schema_gained_is_added_and_old_rows_read_it_as_nu
     old = table_rows(lake, "access", 1)
     assert old.num_rows == 3
     assert old.column("http_user_agent").null_count == 3
-    assert pc.min(old.column("event_time")).as_py() == datetime(2026, 11, 21, 8, tzinfo=UTC)
+    assert pc.min(old.column("event_time")).as_py() == datetime(
+        2026, 11, 21, 8, tzinfo=timezone.utc
+    )
     new = table_rows(lake, "access", 2)
     assert sorted(new.column("http_user_agent").to_pylist()) == ["-", "curl/8.5.0", "probe"]
 

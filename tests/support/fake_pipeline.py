@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,7 +30,7 @@ from pipeline_core.operations import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-NOW = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+NOW = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 
 
 @dataclass

@@ -33,14 +33,14 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
 
+from pipeline_core._compat import StrEnum
 from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
@@ -60,7 +60,7 @@ SEED_KEY = pytest.StashKey[int]()
 """Where the ``fault_seed`` fixture leaves the seed on the test item (for the report)."""
 FIGURES_KEY = pytest.StashKey[list[str]]()
 """Where tests leave figures for the run's "fault matrix" summary (see :func:`report_figures`)."""
-LINES_END = datetime(2026, 1, 1, tzinfo=UTC)
+LINES_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
 """The fault lines' times lie in the hour before this instant (the same day partitions in
 every run)."""
 _POOL_SIZE = 4096

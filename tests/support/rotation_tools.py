@@ -29,11 +29,11 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import pytest
 
+from pipeline_core._compat import StrEnum
 from tests.support.processes import free_port, stop_group
 
 INSTALL_HINT = "install them with: bash scripts/rotation-tools.sh install"

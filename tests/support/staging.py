@@ -18,7 +18,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline_core.staging_contract import (
@@ -37,7 +37,7 @@ from pipeline_core.staging_contract import (
 
 LINES_PER_CHUNK = 1000
 """Lines per segment of the parts written here (the collector's segments are byte-sized)."""
-DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+DEFAULT_SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from pipeline_core._compat import StrEnum
 from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
 
 if TYPE_CHECKING:

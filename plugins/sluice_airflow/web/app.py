@@ -14,7 +14,7 @@ FastAPI runs them in its thread pool, so the database reads never block the even
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote
@@ -114,4 +114,4 @@ def human_bytes(count: int | None) -> str:
 
 def when(moment: datetime | None) -> str:
     """A UTC time to the second, or an em dash."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "\u2014"
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "\u2014"

@@ -6,7 +6,7 @@ import os
 import shutil
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -278,7 +278,8 @@ def test_should_stop_reading_when_another_collector_takes_over_its_lease(
     with metastore.transaction() as connection:
         connection.execute(
             leases.update().values(
-                holder="another-host-process", expires_at=datetime.now(UTC) + timedelta(hours=1)
+                holder="another-host-process",
+                expires_at=datetime.now(timezone.utc) + timedelta(hours=1),
             )
         )
     thread.join(timeout=30)

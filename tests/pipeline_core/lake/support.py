@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,7 +11,7 @@ from pyiceberg.table import Table
 
 from pipeline_core.lake import location_filesystem
 
-DAY = datetime(2026, 11, 22, tzinfo=UTC)
+DAY = datetime(2026, 11, 22, tzinfo=timezone.utc)
 
 
 def rows(checkpoint_id: int, count: int, *, day: datetime = DAY, first: int = 0) -> pa.Table:

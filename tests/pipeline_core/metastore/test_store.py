@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -216,12 +216,12 @@ def test_should_create_a_new_checkpoint_for_each_request_without_run_id(
 
 
 def test_should_record_the_request_time_in_utc(metastore: Metastore) -> None:
-    before = datetime.now(UTC) - timedelta(seconds=1)
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
 
     checkpoint = metastore.request_checkpoint(PIPELINE)
 
     assert checkpoint.requested_at.tzinfo is not None
-    assert before <= checkpoint.requested_at <= datetime.now(UTC) + timedelta(seconds=1)
+    assert before <= checkpoint.requested_at <= datetime.now(timezone.utc) + timedelta(seconds=1)
     assert checkpoint.sealed_at is None and checkpoint.committed_at is None
     assert checkpoint.landing == {}
 
@@ -493,7 +493,7 @@ def test_should_refuse_to_fail_an_unknown_checkpoint(metastore: Metastore) -> No
 
 
 def test_should_keep_the_data_interval_of_the_requesting_run(metastore: Metastore) -> None:
-    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     interval = (start, start + timedelta(minutes=5))
 
     recorded = metastore.request_checkpoint(PIPELINE, "run-1", interval)
@@ -504,7 +504,7 @@ def test_should_keep_the_data_interval_of_the_requesting_run(metastore: Metastor
 
 
 def test_should_find_the_landable_checkpoints_of_an_interval(metastore: Metastore) -> None:
-    start = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    start = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     five = timedelta(minutes=5)
     inside = metastore.request_checkpoint(PIPELINE, "in", (start, start + five))
     metastore.seal(PIPELINE, batch_record(inside.checkpoint_id), [], HOST)
@@ -633,8 +633,8 @@ def test_should_take_over_at_once_the_lease_of_a_killed_holder_on_this_machine(
 
     row = lease_row(metastore)
     assert row["holder"] == my_holder()
-    expires = row["expires_at"].replace(tzinfo=row["expires_at"].tzinfo or UTC)
-    assert expires > datetime.now(UTC) + timedelta(seconds=50)
+    expires = row["expires_at"].replace(tzinfo=row["expires_at"].tzinfo or timezone.utc)
+    assert expires > datetime.now(timezone.utc) + timedelta(seconds=50)
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"taken over from {child.holder}: its process has exited" in warning
     assert not metastore.acquire_lease(PIPELINE, HOST, my_holder("cd34ab12"), 60)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pipeline_core.errors import CheckpointError, CollectorBusyError
 from pipeline_core.operations import CheckpointInfo, CheckpointState, CollectReport
 
-T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 INTERVAL = (T0, T0 + timedelta(minutes=5))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from pipeline_core.errors import EventDeliveryException
 from pipeline_core.sinks import Barrier, DeliveryBatch, RollingFileSink, Status
 from tests.pipeline_core.sinks.support import chunk, line_batch, long_line_chunk, wire
 
-BARRIER = Barrier(checkpoint_id=1, sealed_at=datetime(2026, 11, 22, tzinfo=UTC), ranges=())
+BARRIER = Barrier(checkpoint_id=1, sealed_at=datetime(2026, 11, 22, tzinfo=timezone.utc), ranges=())
 
 
 def deliver_all(sink: RollingFileSink, *batches: DeliveryBatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,7 @@ PIPELINE = "web_access"
 HOST = "web-1"
 FP_A = "00000000000000aa"
 FP_B = "00000000000000bb"
-SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=UTC)
+SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
 SOURCES = [
     SourceConfig(name="access", paths=["/logs/access.log*"], format=SourceFormat.NGINX_COMBINED),
     SourceConfig(

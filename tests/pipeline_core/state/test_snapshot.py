@@ -6,7 +6,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -270,7 +270,7 @@ def test_should_say_so_when_the_dag_runs_cannot_be_read(
 
 
 def test_should_show_each_sinks_stored_penalty(config_path: Path, config: PipelineConfig) -> None:
-    now = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    now = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     metastore = Metastore.open(config.metastore_url)
     try:
         metastore.save_sink_states(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +70,8 @@ def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
 ) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
     interval = (
-        datetime(2026, 11, 22, 10, 0, tzinfo=UTC),
-        datetime(2026, 11, 22, 10, 5, tzinfo=UTC),
+        datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc),
+        datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc),
     )
 
     result = hook.execute_plan(plan_run(RunMode.NORMAL, run_id="run-1", data_interval=interval))

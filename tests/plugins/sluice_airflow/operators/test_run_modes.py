@@ -7,7 +7,7 @@ task context is a stand-in (``make_context``), with the Task SDK's own ``DagRunT
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,7 +28,7 @@ from tests.support.pipelines import append, write_config
 
 pytestmark = pytest.mark.timeout(120)
 
-T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 FIVE_MINUTES = timedelta(minutes=5)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -51,7 +51,7 @@ def failed_run(airflow_home: Path) -> Iterator[str]:
                 run_id=RUN_ID,
                 run_type="manual",
                 state=DagRunState.FAILED,
-                run_after=datetime(2026, 11, 22, 10, tzinfo=UTC),
+                run_after=datetime(2026, 11, 22, 10, tzinfo=timezone.utc),
             )
         )
     try:
@@ -170,7 +170,7 @@ def test_should_format_bytes_and_times_for_people() -> None:
         "1.5 KiB",
         "5.0 GiB",
     ]
-    assert when(datetime(2026, 11, 22, 10, 0, 5, tzinfo=UTC)) == "2026-11-22 10:00:05 UTC"
+    assert when(datetime(2026, 11, 22, 10, 0, 5, tzinfo=timezone.utc)) == "2026-11-22 10:00:05 UTC"
     assert when(None) == "\u2014"
 
 
