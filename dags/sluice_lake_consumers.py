@@ -1,7 +1,7 @@
 """Example downstream DAG: runs whenever a Sluice pipeline commits new data to its lake table.
 
 Each pipeline DAG's ``commit`` task updates the asset ``sluice://lake/<name>`` (see
-``sluice_common.lake_asset``), with the checkpoints, counts and lake path that landed in the
+``sluice_airflow.pipeline_configs.lake_asset``), with the checkpoints, counts and lake path that landed in the
 asset event's ``extra``. ``sluice_lake_consumers`` is scheduled on all of them and only logs
 what landed: copy it to start a DAG of your own (a report, a compaction, an export) that runs
 on fresh data instead of on a clock. Paused when created.
@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from airflow.sdk import DAG, AssetAny, task
-from sluice_common import lake_asset, pipeline_names
+from sluice_airflow.pipeline_configs import lake_asset, pipeline_names
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,13 @@ export SLUICE_ROOT
 # Airflow home: metadata DB (SQLite), logs, airflow.cfg (unless set).
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$SLUICE_ROOT/data/airflow}"
 
-# The project's DAGs and plugins.
+# The project's DAGs. Sluice's operators, plugin and config section come from the installed
+# distribution (an Airflow provider, installed editable into .venv), as in any deployment; the
+# plugins folder is the home's own, so the plugin is never loaded twice.
 export AIRFLOW__CORE__DAGS_FOLDER="$SLUICE_ROOT/dags"
-export AIRFLOW__CORE__PLUGINS_FOLDER="$SLUICE_ROOT/plugins"
+export AIRFLOW__CORE__PLUGINS_FOLDER="$AIRFLOW_HOME/plugins"
+# Sensors wait in the triggerer (Airflow's own default for deferrable operators) (unless set).
+export AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE="${AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE:-True}"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 
 # A quiet local set-up on SQLite: local executor, never the unit-test configuration, and new
@@ -54,7 +58,7 @@ export AIRFLOW_CONN_SPARK_DEFAULT
 export SLUICE_PIPELINES_DIR="${SLUICE_PIPELINES_DIR:-$SLUICE_ROOT/pipelines}"
 
 # The virtualenv's tools first (airflow, spark-submit), its Python for Spark's workers, and the
-# repository on the import path of Airflow's processes (pipeline_core, spark_jobs).
+# repository on the import path of Airflow's processes (the checkout's own modules first).
 case ":$PATH:" in
     ":$SLUICE_ROOT/.venv/bin:"*) ;;
     *) export PATH="$SLUICE_ROOT/.venv/bin:$PATH" ;;

@@ -15,13 +15,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import sluice_common
-import sluice_pipelines
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk import DAG, Asset, AssetAny, CronDataIntervalTimetable
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
+from sluice_airflow import pipeline_configs
 from sluice_airflow.operators.sluice import (
     CommitCheckpointOperator,
     LandCheckpointOperator,
@@ -187,7 +186,7 @@ def test_the_form_rejects_invalid_values(two_pipelines: DagBag, key: str, value:
 def test_commit_updates_the_pipeline_lake_asset(two_pipelines: DagBag) -> None:
     commit = two_pipelines.dags["sluice_web_access"].get_task("commit")
 
-    assert commit.outlets == [sluice_common.lake_asset("web_access")]
+    assert commit.outlets == [pipeline_configs.lake_asset("web_access")]
     [asset] = commit.outlets
     assert isinstance(asset, Asset)
     assert asset.uri == "sluice://lake/web_access"
@@ -196,18 +195,10 @@ def test_commit_updates_the_pipeline_lake_asset(two_pipelines: DagBag) -> None:
         assert two_pipelines.dags["sluice_web_access"].get_task(task_id).outlets == []
 
 
-def test_the_sensor_defers_unless_told_not_to(
-    two_pipelines: DagBag, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_sensor_defers_as_airflow_is_configured_to(two_pipelines: DagBag) -> None:
     wait = two_pipelines.dags["sluice_web_access"].get_task("wait_sealed")
     assert isinstance(wait, CheckpointSealedSensor)
-    assert wait.deferrable is True
-
-    monkeypatch.setenv(sluice_pipelines.SENSOR_DEFERRABLE_ENV, "false")
-    poking = load_dags(tmp_path / "pipelines", monkeypatch).dags["sluice_web_access"]
-    poking_wait = poking.get_task("wait_sealed")
-    assert isinstance(poking_wait, CheckpointSealedSensor)
-    assert poking_wait.deferrable is False
+    assert wait.deferrable is conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
 @pytest.mark.parametrize("name", ["web_access", "app_events"])
@@ -379,10 +370,25 @@ def test_files_that_are_not_pipeline_names_are_skipped(
     assert bag.import_errors == {}
 
 
-def test_pipelines_folder_defaults_to_the_repository_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipelines_folder_defaults_to_the_one_beside_the_dags_folder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("SLUICE_PIPELINES_DIR", raising=False)
+    monkeypatch.delenv("AIRFLOW__SLUICE__PIPELINES_DIR", raising=False)
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(DAGS_FOLDER))
 
-    assert sluice_pipelines.pipelines_dir() == REPO_ROOT / "pipelines"
+    assert pipeline_configs.pipelines_dir() == REPO_ROOT / "pipelines"
+
+
+def test_pipelines_folder_from_airflow_config_then_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SLUICE_PIPELINES_DIR", raising=False)
+    monkeypatch.setenv("AIRFLOW__SLUICE__PIPELINES_DIR", str(tmp_path / "configured"))
+    assert pipeline_configs.pipelines_dir() == tmp_path / "configured"
+
+    monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(tmp_path / "env"))
+    assert pipeline_configs.pipelines_dir() == tmp_path / "env"
 
 
 def test_parsing_imports_no_pipeline_core_module_but_its_compat(tmp_path: Path) -> None:

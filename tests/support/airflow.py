@@ -35,7 +35,7 @@ def check_airflow_configuration(home: Path) -> None:
     expected = {
         "AIRFLOW_HOME": home.resolve(),
         "dags_folder": REPO_ROOT / "dags",
-        "plugins_folder": REPO_ROOT / "plugins",
+        "plugins_folder": home.resolve() / "plugins",
     }
     wrong = {key: str(found[key]) for key in expected if found[key] != expected[key]}
     if wrong:

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
     from pipeline_core.lake import LandingMode
     from pipeline_core.operations import CheckpointInfo, PipelineOperations, SparkJobSpec
-    from pipeline_core.runs import PlanResult, RunPlan
+    from pipeline_core.runs import PlanResult, RunPlan, SealLook
 
 METASTORE_CONN_ID = "sluice_metastore"
 """Airflow connection naming the metastore when a pipeline config does not."""
 LAKE_CONN_ID = "sluice_lake"
 """Airflow connection naming the lake root (extra ``path`` or ``uri``) when a config does not."""
+CONN_TYPE = "sluice"
+"""The provider's connection type: extra ``sqlalchemy_url`` (the metastore) and ``lake_path``."""
 
 _SQLALCHEMY_DRIVERS = {
     "postgres": "postgresql+psycopg",
@@ -42,7 +44,8 @@ class SluiceHook(BaseHook):
       otherwise the URL is built from the connection (``postgres`` ->
       ``postgresql+psycopg://login:password@host:port/schema``, ``sqlite`` -> the file in
       ``host``). Used when the config has no ``metastore.url`` and ``$SLUICE_METASTORE_URL``
-      is unset.
+      is unset. A connection of the provider's own type ``sluice`` holds both the metastore
+      (extra ``sqlalchemy_url``) and the lake root (extra ``lake_path``).
     * ``sluice_lake``: the lake root, from ``extra`` ``{"path": "/data/lake"}`` or
       ``{"uri": "file:///data/lake"}`` (a filesystem the Spark driver and executors share).
       Used when the config has no ``lake.path``.
@@ -58,9 +61,27 @@ class SluiceHook(BaseHook):
     :param config_path: path of the pipeline's config file (``pipelines/<name>.yaml``).
     :param metastore_conn_id: connection consulted for the metastore URL; ``None`` to skip.
     :param lake_conn_id: connection consulted for the lake root; ``None`` to skip.
+    :param host: collect as this host instead of the config's ``collector.host`` (the worker
+        task of one of the config's ``worker.hosts``).
     """
 
+    conn_name_attr = "metastore_conn_id"
+    default_conn_name = METASTORE_CONN_ID
+    conn_type = CONN_TYPE
     hook_name = "Sluice pipeline"
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The ``sluice`` connection's form: no widgets of its own (see ``get_provider_info``)."""
+        return {}
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The ``sluice`` connection keeps everything in its two extra fields."""
+        return {
+            "hidden-fields": ["host", "schema", "login", "password", "port"],
+            "relabeling": {},
+        }
 
     def __init__(
         self,
@@ -68,12 +89,14 @@ class SluiceHook(BaseHook):
         config_path: str | os.PathLike[str],
         metastore_conn_id: str | None = METASTORE_CONN_ID,
         lake_conn_id: str | None = LAKE_CONN_ID,
+        host: str | None = None,
         logger_name: str | None = None,
     ):
         super().__init__(logger_name=logger_name)
         self.config_path = os.fspath(config_path)
         self.metastore_conn_id = metastore_conn_id
         self.lake_conn_id = lake_conn_id
+        self.host = host
         self._operations: PipelineOperations | None = None
 
     def get_conn(self) -> PipelineOperations:
@@ -82,7 +105,9 @@ class SluiceHook(BaseHook):
             # Imported here so parsing a DAG file never pays for pipeline_core's imports.
             from pipeline_core.operations import PipelineOperations
 
-            self._operations = PipelineOperations(self.config_path, **self.connection_defaults())
+            self._operations = PipelineOperations(
+                self.config_path, host=self.host, **self.connection_defaults()
+            )
         return self._operations
 
     @property
@@ -95,6 +120,10 @@ class SluiceHook(BaseHook):
         metastore = self._optional_connection(self.metastore_conn_id)
         if metastore is not None:
             defaults["metastore_url"] = sqlalchemy_url(metastore)
+            if (metastore.conn_type or "").lower() == CONN_TYPE and _extra(metastore).get(
+                "lake_path"
+            ):
+                defaults["lake_dir"] = str(_extra(metastore)["lake_path"])
         lake = self._optional_connection(self.lake_conn_id)
         if lake is not None:
             defaults["lake_dir"] = lake_path(lake)
@@ -122,6 +151,13 @@ class SluiceHook(BaseHook):
     def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
         """The checkpoint now (the sensor's poke, the ``checkpoint_*`` macros)."""
         return self.operations.checkpoint(checkpoint_id)
+
+    def look_sealed(self, checkpoint_id: int) -> SealLook:
+        """One look of a run waiting for its checkpoint (``pipeline_core.runs.look_sealed``):
+        hosts whose collector lease lapsed are no longer waited for."""
+        from pipeline_core.runs import look_sealed
+
+        return look_sealed(self.operations, checkpoint_id)
 
     def worker_is_live(self) -> bool:
         """True while a long-running collector holds the pipeline's lease on this host."""
@@ -166,6 +202,11 @@ def sqlalchemy_url(connection: Connection) -> str:
     if explicit:
         return str(explicit)
     conn_type = (connection.conn_type or "").lower()
+    if conn_type == CONN_TYPE:
+        raise ValueError(
+            f"connection {connection.conn_id!r} of type {CONN_TYPE!r} has no extra "
+            '"sqlalchemy_url": set it to the metastore database URL'
+        )
     driver = _SQLALCHEMY_DRIVERS.get(conn_type, conn_type)
     if not driver:
         raise ValueError(f"connection {connection.conn_id!r} has no type: cannot build a URL")

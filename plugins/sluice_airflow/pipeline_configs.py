@@ -1,8 +1,12 @@
-"""What Sluice's DAG files share: finding pipeline configs, their schedules, their lake assets.
+"""Finding a deployment's pipeline configs, their schedules and their lake assets.
 
-Not a DAG file (``.airflowignore`` keeps the DAG processor from parsing it on its own); the
-DAG files import it. Importing it reads plain YAML only, never ``pipeline_core``, so parsing
-stays cheap and one broken config never breaks another pipeline's DAGs.
+What the DAG factory (:mod:`sluice_airflow.dag_factory`) and the example consumer DAG read at
+parse time. Importing it reads plain YAML only, never ``pipeline_core``'s machinery, so
+parsing stays cheap and one broken config never breaks another pipeline's DAGs.
+
+The folder of configs is, first found: ``$SLUICE_PIPELINES_DIR``; Airflow's config option
+``[sluice] pipelines_dir`` (``AIRFLOW__SLUICE__PIPELINES_DIR``); ``pipelines/`` beside the DAGs
+folder (``<[core] dags_folder>/../pipelines``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from airflow.sdk.exceptions import AirflowTimetableInvalid
 log = logging.getLogger(__name__)
 
 PIPELINES_DIR_ENV = "SLUICE_PIPELINES_DIR"
-DEFAULT_PIPELINES_DIR = Path(__file__).resolve().parents[1] / "pipelines"
+CONFIG_SECTION = "sluice"
+"""Airflow config section of the Sluice provider (declared in its provider info)."""
 PIPELINE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 SCHEDULE = "*/5 * * * *"
 PASS_THROUGH_SCHEDULES = frozenset({"@once", "@continuous"})
@@ -27,9 +32,23 @@ PASS_THROUGH_SCHEDULES = frozenset({"@once", "@continuous"})
 
 
 def pipelines_dir() -> Path:
-    """The folder of pipeline configs: ``$SLUICE_PIPELINES_DIR`` or ``<repo>/pipelines``."""
-    configured = os.environ.get(PIPELINES_DIR_ENV)
-    return Path(configured) if configured else DEFAULT_PIPELINES_DIR
+    """The folder of pipeline configs (see the module's doc for where it is looked up)."""
+    from airflow.providers.common.compat.sdk import conf
+
+    configured = os.environ.get(PIPELINES_DIR_ENV) or conf.get(
+        CONFIG_SECTION, "pipelines_dir", fallback=""
+    )
+    if configured:
+        return Path(configured).expanduser()
+    return default_pipelines_dir()
+
+
+def default_pipelines_dir() -> Path:
+    """``pipelines/`` beside Airflow's DAGs folder: ``<[core] dags_folder>/../pipelines``."""
+    from airflow.providers.common.compat.sdk import conf
+
+    dags_folder = conf.get("core", "dags_folder", fallback="") or "."
+    return Path(dags_folder).expanduser().resolve().parent / "pipelines"
 
 
 def pipeline_configs(folder: Path) -> list[Path]:
