@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +29,12 @@ from pipeline_core.lake import (
     maintain_lake,
     open_lake,
 )
-from pipeline_core.landing import LandingInput, SparkJobSpec, landing_job_spec
+from pipeline_core.landing import (
+    LandingInput,
+    SparkJobSpec,
+    landing_job_spec,
+    spark_submit_binary,
+)
 from pipeline_core.metastore import (
     CheckpointFailedError,
     CheckpointRecord,
@@ -59,7 +63,9 @@ class PipelineOperations:
 
     ``metastore_url`` and ``lake_dir`` are fallbacks for a config that names neither (Airflow
     passes what its ``sluice_metastore`` and ``sluice_lake`` connections say): the config's own
-    ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and ``lake.path`` always win.
+    ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and ``lake.path`` always win. ``host``,
+    by contrast, wins over the config's ``collector.host``: the collector worker task of one
+    of ``worker.hosts`` collects as that host.
     """
 
     def __init__(
@@ -68,11 +74,13 @@ class PipelineOperations:
         *,
         metastore_url: str | None = None,
         lake_dir: str | Path | None = None,
+        host: str | None = None,
     ) -> None:
         self._config_path = Path(config_path)
         self._config: PipelineConfig | None = None
         self._default_metastore_url = metastore_url
         self._default_lake_dir = Path(lake_dir) if lake_dir is not None else None
+        self._host = host
 
     @property
     def config(self) -> PipelineConfig:
@@ -89,6 +97,8 @@ class PipelineOperations:
             )
         if self._default_lake_dir is not None and config.lake.path is None:
             update["lake"] = config.lake.model_copy(update={"path": self._default_lake_dir})
+        if self._host is not None:
+            update["collector"] = config.collector.model_copy(update={"host": self._host})
         return config.model_copy(update=update) if update else config
 
     @contextmanager
@@ -125,25 +135,43 @@ class PipelineOperations:
             return self._checkpoint(opened, checkpoint_id)
 
     def _checkpoint(self, metastore: Metastore, checkpoint_id: int) -> CheckpointInfo:
-        """The checkpoint now. One still waiting for its batches stops waiting for hosts whose
-        collector lease has lapsed (their lines go into a later checkpoint), so a dead host
-        does not hold a DAG run's sensor until its time-out."""
+        return self._info(metastore, self._record(metastore, checkpoint_id))
+
+    def _record(self, metastore: Metastore, checkpoint_id: int) -> CheckpointRecord:
         record = metastore.checkpoint(checkpoint_id)
         if record.pipeline != self.config.name:
             raise CheckpointError(
                 f"checkpoint {checkpoint_id} belongs to pipeline {record.pipeline!r}, "
                 f"not {self.config.name!r}"
             )
-        if record.state is CheckpointState.REQUESTED:
-            excused = metastore.excuse_lapsed_hosts(checkpoint_id)
-            if excused:
-                log.warning(
-                    "checkpoint %d no longer waits for %s: their collectors' leases lapsed",
-                    checkpoint_id,
-                    ", ".join(excused),
-                )
-                record = metastore.checkpoint(checkpoint_id)
-        return self._info(metastore, record)
+        return record
+
+    def excuse_lapsed_hosts(
+        self, checkpoint_id: int, *, metastore: Metastore | None = None
+    ) -> tuple[str, ...]:
+        """Stop waiting, for a REQUESTED checkpoint, for the hosts whose collector lease has
+        lapsed (dead or cut off: what they read but did not seal goes into a later checkpoint
+        when they are back), and seal it if every remaining host has sealed its batch.
+        Returns the hosts excused; none for a checkpoint no longer REQUESTED.
+
+        ``metastore``: an open metastore to use, as for :meth:`checkpoint`.
+
+        Raises:
+            CheckpointError: an unknown id or one of another pipeline.
+        """
+        if metastore is None:
+            with self._metastore() as opened:
+                return self.excuse_lapsed_hosts(checkpoint_id, metastore=opened)
+        if self._record(metastore, checkpoint_id).state is not CheckpointState.REQUESTED:
+            return ()
+        excused = tuple(metastore.excuse_lapsed_hosts(checkpoint_id))
+        if excused:
+            log.warning(
+                "checkpoint %d no longer waits for %s: their collectors' leases lapsed",
+                checkpoint_id,
+                ", ".join(excused),
+            )
+        return excused
 
     def landable(self, checkpoint_id: int) -> CheckpointInfo:
         """A checkpoint the Spark job can land (again): SEALED, or COMMITTED already.
@@ -279,19 +307,9 @@ class PipelineOperations:
         spec = self.landing_job(ids, landing_id or f"sluice-land-{uuid.uuid4().hex}", mode)
         if spec is not None:
             os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
-            if shutil.which("spark-submit") is None:  # pyspark's, beside this Python
-                os.environ["PATH"] = (
-                    f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-                )
             from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-            hook = SparkSubmitHook(
-                conf=spec.conf,
-                name=spec.name,
-                application_args=spec.application_args,
-                env_vars=spec.env_vars,
-                py_files=spec.py_files,
-            )
+            hook = SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())
             try:
                 hook.submit(spec.application)
             except Exception as exc:

@@ -7,6 +7,7 @@ from pipeline_core.landing._spec import (
     SparkJobSpec,
     landing_job_spec,
     spark_jobs_archive,
+    spark_submit_binary,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "SparkJobSpec",
     "landing_job_spec",
     "spark_jobs_archive",
+    "spark_submit_binary",
 ]

@@ -1,18 +1,21 @@
 """What a spark-submit of ``spark_jobs/land.py`` needs for the checkpoints of one landing.
 
-The Airflow DAG (through the provider's ``SparkSubmitOperator``) and ``sluice land`` (through the
-provider's ``SparkSubmitHook``) both submit exactly this spec.
+The Airflow DAG's ``LandCheckpointOperator`` and ``sluice land`` both submit exactly this spec,
+through the Spark provider's ``SparkSubmitHook`` (:meth:`SparkJobSpec.hook_arguments`,
+:func:`spark_submit_binary`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LandingMode
@@ -42,6 +45,27 @@ class SparkJobSpec:
     conf: dict[str, str]
     env_vars: dict[str, str]
     py_files: str | None
+
+    def hook_arguments(self) -> dict[str, Any]:
+        """The job as keyword arguments of the Spark provider's ``SparkSubmitHook`` (the
+        application itself is ``submit``'s argument)."""
+        return {
+            "conf": dict(self.conf),
+            "name": self.name,
+            "application_args": list(self.application_args),
+            "env_vars": dict(self.env_vars),
+            "py_files": self.py_files,
+        }
+
+
+def spark_submit_binary() -> str | None:
+    """The spark-submit to run: ``None`` (the provider's default, ``spark-submit`` on
+    ``PATH``) when there is one on ``PATH``, else the one beside the running Python (the
+    virtualenv's pyspark) when it exists."""
+    if shutil.which("spark-submit"):
+        return None
+    beside_python = Path(sys.executable).parent / "spark-submit"
+    return str(beside_python) if os.access(beside_python, os.X_OK) else None
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,10 @@ the other tasks follow its XCom, which is one checkpoint id or a list of them.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
@@ -27,8 +22,10 @@ from pipeline_core._compat import StrEnum
 from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
 
 if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk import Context
 
+    from pipeline_core.landing import SparkJobSpec
     from pipeline_core.runs import RunPlan
 
 CHECKPOINT_DIR_KEY = "checkpoint_dir"
@@ -144,31 +141,42 @@ class RequestCheckpointOperator(BaseOperator):
         return result.lands
 
 
-class LandCheckpointOperator(SparkSubmitOperator):
-    """Spark-submit the landing job of sealed checkpoints (``spark_jobs/land.py``).
+class LandCheckpointOperator(BaseOperator):
+    """Land sealed checkpoints with one Spark application (``spark_jobs/land.py``).
 
-    The job's application, arguments, name, Spark conf, environment and py-files come from the
-    pipeline (``SluiceHook.landing_job``) when the task runs, so the DAG file needs nothing
-    from the config. ``conf`` and ``env_vars`` given to the operator are laid over the
-    pipeline's. Every other ``SparkSubmitOperator`` argument (``conn_id``, memory, ...) passes
-    through. When ``spark-submit`` is not on ``PATH`` and no ``spark_binary`` is given, the
-    one installed next to the running Python (the virtualenv's pyspark) is used.
+    When the task runs, the pipeline (``SluiceHook.landing_job``) says what is left to land of
+    ``checkpoint_id`` and gives the job's application, arguments, name, Spark conf, environment
+    and py-files; the operator builds a plain ``SparkSubmitHook`` from that and this
+    operator's settings and submits it once, however many checkpoints the list holds: one
+    Spark application, one commit per lake table. ``conf`` and ``env_vars`` given here are laid
+    over the pipeline's; ``spark_submit_kwargs`` passes any other ``SparkSubmitHook`` argument
+    (memory, cores, ``deploy_mode``, ``verbose`` ...). When ``spark-submit`` is not on ``PATH``
+    and no ``spark_binary`` is given, the one installed beside the running Python (the
+    virtualenv's pyspark) is used.
 
-    A list of checkpoints is landed by one spark-submit, one commit per lake table; an empty
-    list lands nothing. Reprocess and backfill runs replace the checkpoints' rows in the same
-    commit; the other runs leave out checkpoints a table holds already (a retry never
-    duplicates).
+    Nothing is carried between attempts: every execution (a retry, a cleared task) asks the
+    lake tables again. Normal runs leave out checkpoints a table holds already, so a retry
+    after a landing that committed never lands it twice, and one that did not commit lands it
+    in full; reprocess and backfill runs replace the checkpoints' rows in the same commit. An
+    empty list, or a list the tables already hold, submits nothing.
+
+    One task per checkpoint instead of one per run: map the operator over the request task's
+    list, ``LandCheckpointOperator.partial(task_id="land", config_path=...)
+    .expand(checkpoint_id=request.output)``.
 
     :param config_path: the pipeline's config file. (templated)
     :param checkpoint_id: the sealed checkpoint, usually
         ``"{{ ti.xcom_pull(task_ids='request_checkpoint') }}"``; or a list of them. (templated)
+    :param conn_id: the Spark connection (``spark_default``: ``local[*]`` unless it says
+        otherwise).
+    :param conf: Spark properties laid over the pipeline's. (templated)
+    :param env_vars: environment of spark-submit, laid over the pipeline's. (templated)
+    :param spark_binary: the spark-submit command; default as described above.
+    :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments.
     """
 
-    template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
-        "config_path",
-        "checkpoint_id",
-    )
+    template_fields: Sequence[str] = ("config_path", "checkpoint_id", "conf", "env_vars")
+    template_fields_renderers = {"conf": "json", "env_vars": "json"}
     ui_color = "#fff1e0"
 
     def __init__(
@@ -177,11 +185,21 @@ class LandCheckpointOperator(SparkSubmitOperator):
         config_path: str,
         checkpoint_id: int | str | list[int],
         conn_id: str = "spark_default",
+        conf: dict[str, Any] | None = None,
+        env_vars: dict[str, Any] | None = None,
+        spark_binary: str | None = None,
+        spark_submit_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(conn_id=conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.config_path = config_path
         self.checkpoint_id = checkpoint_id
+        self.conn_id = conn_id
+        self.conf = conf
+        self.env_vars = env_vars
+        self.spark_binary = spark_binary
+        self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
+        self._submitting: SparkSubmitHook | None = None
 
     def execute(self, context: Context) -> None:
         from pipeline_core.lake import LandingMode
@@ -198,24 +216,39 @@ class LandCheckpointOperator(SparkSubmitOperator):
         if spec is None:
             self.log.info("Nothing left to land of checkpoints %s", checkpoint_ids)
             return
-        # SparkSubmitOperator builds its SparkSubmitHook from these attributes in execute().
-        self.application = spec.application
-        self.application_args = list(spec.application_args)
-        self.name = spec.name
-        self.conf = {**spec.conf, **(self.conf or {})}
-        self.env_vars = {**spec.env_vars, **(self.env_vars or {})}
-        self.py_files = spec.py_files
-        if self._spark_binary is None:
-            self._spark_binary = _fallback_spark_submit()
-        self._hook = None  # never reuse a hook built for another execution's checkpoints
         self.log.info(
-            "Landing checkpoints %s in one job (%s): %s %s",
+            "Landing checkpoints %s in one Spark application (%s): %s %s",
             checkpoint_ids,
             mode.value,
             spec.application,
             spec.application_args,
         )
-        super().execute(context)
+        self._submitting = self.submit_hook(spec)
+        try:
+            self._submitting.submit(spec.application)
+        finally:
+            self._submitting = None
+
+    def submit_hook(self, spec: SparkJobSpec) -> SparkSubmitHook:
+        """The ``SparkSubmitHook`` of one landing job: the pipeline's spec under this
+        operator's settings."""
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from pipeline_core.landing import spark_submit_binary
+
+        arguments = {
+            **spec.hook_arguments(),
+            "conn_id": self.conn_id,
+            "conf": {**spec.conf, **(self.conf or {})},
+            "env_vars": {**spec.env_vars, **(self.env_vars or {})},
+            "spark_binary": self.spark_binary or spark_submit_binary(),
+            **self.spark_submit_kwargs,
+        }
+        return SparkSubmitHook(**arguments)
+
+    def on_kill(self) -> None:
+        if self._submitting is not None:
+            self._submitting.on_kill()
 
 
 class CommitCheckpointOperator(BaseOperator):
@@ -284,11 +317,3 @@ def _data_interval(context: Context) -> tuple[datetime, datetime] | None:
     if start is None or end is None:
         return None
     return start, end
-
-
-def _fallback_spark_submit() -> str | None:
-    """``None`` (the provider's default) when spark-submit is on PATH, else the venv's one."""
-    if shutil.which("spark-submit"):
-        return None
-    beside_python = Path(sys.executable).parent / "spark-submit"
-    return str(beside_python) if os.access(beside_python, os.X_OK) else None

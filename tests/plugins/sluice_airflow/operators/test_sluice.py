@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 from sluice_airflow.hooks.sluice import SluiceHook
-from sluice_airflow.operators import sluice as operators_module
 from sluice_airflow.operators.sluice import (
     CHECKPOINT_DIR_KEY,
     CommitCheckpointOperator,
@@ -89,8 +86,7 @@ def test_template_fields() -> None:
     assert "config_path" in RequestCheckpointOperator.template_fields
     assert {"config_path", "checkpoint_id"} <= set(CommitCheckpointOperator.template_fields)
     land_fields = set(LandCheckpointOperator.template_fields)
-    assert {"config_path", "checkpoint_id"} <= land_fields
-    assert set(SparkSubmitOperator.template_fields) <= land_fields
+    assert land_fields == {"config_path", "checkpoint_id", "conf", "env_vars"}
 
 
 def test_config_path_and_checkpoint_id_are_rendered() -> None:
@@ -206,6 +202,11 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     def submit(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
         captured.append(
             {
+                "application": application,
+                "application_args": list(self._application_args or []),
+                "name": self._name,
+                "conf": dict(self._conf or {}),
+                "py_files": self._py_files,
                 "command": self._build_spark_submit_command(application),
                 "env": dict(self._env or {}),
                 "binary": self._connection["spark_binary"],
@@ -226,8 +227,9 @@ def test_land_submits_the_pipeline_landing_job(
     operator.execute(make_context(run_id="scheduled__1"))
 
     assert fake_pipeline.calls == [("landing_job", [1], "scheduled__1", LandingMode.APPEND)]
-    assert operator.application == "/repo/spark_jobs/land.py"
-    assert operator.application_args == [
+    [job] = submitted
+    assert job["application"] == "/repo/spark_jobs/land.py"
+    assert job["application_args"] == [
         "--checkpoint",
         "/staging/web_access/00000001",
         "--lake",
@@ -239,12 +241,11 @@ def test_land_submits_the_pipeline_landing_job(
         "--mode",
         "append",
     ]
-    assert operator.name == "sluice-land-web_access-1"
-    assert operator.py_files == "/repo/dist/pipeline_core.zip"
-    [job] = submitted
+    assert job["name"] == "sluice-land-web_access-1"
+    assert job["py_files"] == "/repo/dist/pipeline_core.zip"
     assert job["master"] == "local[*]"
     command = job["command"]
-    assert command[-11:] == ["/repo/spark_jobs/land.py", *operator.application_args]
+    assert command[-11:] == ["/repo/spark_jobs/land.py", *job["application_args"]]
     assert command[command.index("--name") : command.index("--name") + 2] == [
         "--name",
         "sluice-land-web_access-1",
@@ -268,6 +269,8 @@ def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
 
     operator.execute(make_context())
 
+    assert submitted[0]["conf"]["spark.sql.session.timeZone"] == "Europe/Paris"
+    assert submitted[0]["conf"]["spark.ui.enabled"] == "false"
     assert operator.conf == {
         "spark.sql.session.timeZone": "Europe/Paris",
         "spark.ui.enabled": "false",
@@ -304,29 +307,44 @@ def test_land_rejects_a_missing_checkpoint_id_before_asking_the_pipeline(
     assert submitted == []
 
 
-def test_land_uses_the_spark_submit_beside_python_when_none_is_on_path(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_land_passes_hook_arguments_and_its_own_spark_binary(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
 ) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
-    fake_python = tmp_path / "venv" / "bin" / "python"
-    fake_python.parent.mkdir(parents=True)
-    spark_submit = fake_python.parent / "spark-submit"
-    spark_submit.write_text("#!/bin/sh\n")
-    spark_submit.chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(fake_python))
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    operator = LandCheckpointOperator(
+        task_id="land",
+        config_path=CONFIG,
+        checkpoint_id=1,
+        spark_binary="spark3-submit",
+        spark_submit_kwargs={"driver_memory": "3g", "verbose": True},
+    )
 
-    assert operators_module._fallback_spark_submit() == str(spark_submit)
+    operator.execute(make_context())
+
+    [job] = submitted
+    assert job["binary"] == "spark3-submit"
+    command = job["command"]
+    assert command[command.index("--driver-memory") + 1] == "3g"
+    assert "--verbose" in command
 
 
-def test_land_keeps_the_provider_default_when_spark_submit_is_on_path(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_a_retried_land_asks_the_lake_again_and_submits_only_what_is_left(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]]
 ) -> None:
-    spark_submit = tmp_path / "spark-submit"
-    spark_submit.write_text("#!/bin/sh\n")
-    spark_submit.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    for _ in range(3):
+        fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    operator = LandCheckpointOperator(task_id="land", config_path=CONFIG, checkpoint_id=[1, 2, 3])
+    operator.execute(make_context(run_id="scheduled__1"))
+    fake_pipeline.nothing_to_land.update({1, 3})  # the first attempt landed 1 and 3, then died
 
-    assert operators_module._fallback_spark_submit() is None
+    operator.execute(make_context(run_id="scheduled__1"))
+    fake_pipeline.nothing_to_land.add(2)
+    operator.execute(make_context(run_id="scheduled__1"))
+
+    assert [checkpoint_folders(job["command"]) for job in submitted] == [
+        [f"/staging/web_access/0000000{n}" for n in (1, 2, 3)],
+        ["/staging/web_access/00000002"],
+    ]
 
 
 # --- CommitCheckpointOperator -----------------------------------------------------------------
@@ -516,7 +534,7 @@ def test_land_submits_one_job_for_every_checkpoint_of_a_list(
         "/staging/web_access/00000002",
     ]
     assert "spark.ui.enabled=x" in job["command"]
-    assert operator.name == "sluice-land-web_access-1-2"
+    assert job["name"] == "sluice-land-web_access-1-2"
     assert fake_pipeline.calls == [("landing_job", [1, 2], "manual-1", LandingMode.APPEND)]
 
 
