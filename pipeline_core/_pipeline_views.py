@@ -36,6 +36,8 @@ class CheckpointInfo:
     """Why the checkpoint FAILED (``None`` otherwise, or when nobody said)."""
     hosts: tuple[str, ...] = ()
     """The hosts whose batches the metastore recorded (the batch folders to land)."""
+    data_interval: tuple[datetime, datetime] | None = None
+    """The data interval of the DAG run that requested it, when one was recorded."""
 
     @property
     def landed(self) -> LandingCounts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,6 +25,35 @@ def commit_summary(committed: Sequence[CheckpointInfo], *, single: bool) -> dict
     """
     landed = [_landed(info) for info in committed]
     return landed[0] if single else _totals(landed)
+
+
+INTERVAL_KEY_FORMAT = "%Y-%m-%dT%H:%M:%S"
+"""How a data interval's start names its partition (UTC): Airflow's ``CronPartitionTimetable``
+default key format, so partition-aware DAGs on a cron can line up with Sluice's keys."""
+
+
+def interval_keys(
+    committed: Sequence[CheckpointInfo], run_interval: tuple[datetime, datetime] | None
+) -> list[str]:
+    """The data intervals what a run committed belongs to, as partition keys (sorted).
+
+    Each checkpoint belongs to the interval of the DAG run that requested it; checkpoints no
+    run requested (sealed by a stopping worker) belong to the interval of the run that
+    landed them, ``run_interval``. Nothing committed, or no interval known at all: no key.
+    """
+    starts = set()
+    for info in committed:
+        interval = info.data_interval or run_interval
+        if interval is not None:
+            starts.add(interval_key(interval[0]))
+    return sorted(starts)
+
+
+def interval_key(start: datetime) -> str:
+    """The partition key of the data interval starting at ``start``."""
+    if start.tzinfo is not None:
+        start = start.astimezone(timezone.utc)
+    return start.strftime(INTERVAL_KEY_FORMAT)
 
 
 def run_note(summary: Mapping[str, Any]) -> str:

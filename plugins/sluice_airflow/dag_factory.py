@@ -41,6 +41,7 @@ from sluice_airflow.operators.worker import CollectorWorkerOperator
 from sluice_airflow.pipeline_configs import (
     dag_settings,
     lake_asset,
+    lake_interval_asset,
     pipeline_configs,
     pipelines_dir,
     timetable,
@@ -178,7 +179,7 @@ def build_dag(config: Path) -> DAG:
             task_id="commit",
             config_path=config_path,
             checkpoint_id=CHECKPOINT_ID,
-            outlets=[asset],
+            outlets=[asset, lake_interval_asset(name)],
         )
         request >> wait >> land >> commit
     return dag

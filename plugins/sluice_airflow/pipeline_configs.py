@@ -125,3 +125,25 @@ def lake_asset(name: str) -> Asset:
         group="sluice",
         extra={"pipeline": name},
     )
+
+
+INTERVAL_PARTITIONED = "data_interval"
+"""``extra["partitioned_by"]`` of the lake asset whose events carry partition keys."""
+
+
+def lake_interval_asset(name: str) -> Asset:
+    """Pipeline ``name``'s lake tables as an asset partitioned by data interval.
+
+    The commit step updates it with the same ``extra`` as :func:`lake_asset`, plus one
+    partition key per data interval the landed checkpoints belong to (the interval's start,
+    ``%Y-%m-%dT%H:%M:%S`` UTC: ``pipeline_core.runs.interval_keys``). Schedule a DAG on it
+    with ``PartitionedAssetTimetable`` to run once per interval, backfills included. It is a
+    second asset because Airflow never queues a DAG that is not partition-aware for a
+    partitioned event: DAGs on :func:`lake_asset` keep running on every commit.
+    """
+    return Asset(
+        name=f"sluice_{name}_lake_intervals",
+        uri=f"sluice://lake/{name}/intervals",
+        group="sluice",
+        extra={"pipeline": name, "partitioned_by": INTERVAL_PARTITIONED},
+    )

@@ -2,7 +2,7 @@
 
 Per pipeline: ``sluice_<name>`` (request >> wait >> land >> commit, a params form, the lake
 asset as the commit's outlet) and ``sluice_<name>_worker`` (continuous, paused when created);
-plus one example ``sluice_lake_consumers`` scheduled on every pipeline's lake asset.
+plus two example consumers scheduled on every pipeline's lake assets.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 from airflow.configuration import conf
 from airflow.dag_processing.dagbag import DagBag
-from airflow.sdk import DAG, Asset, AssetAny, CronDataIntervalTimetable
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetAny,
+    CronDataIntervalTimetable,
+    PartitionedAssetTimetable,
+)
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
 from sluice_airflow import pipeline_configs
@@ -86,7 +92,7 @@ def test_every_dag_file_imports_without_errors(two_pipelines: DagBag) -> None:
     assert two_pipelines.import_errors == {}
 
 
-def test_a_pipeline_and_a_worker_dag_per_config_and_one_consumer_example(
+def test_three_dags_per_config_and_two_consumer_examples(
     two_pipelines: DagBag,
 ) -> None:
     assert sorted(two_pipelines.dag_ids) == [
@@ -94,6 +100,7 @@ def test_a_pipeline_and_a_worker_dag_per_config_and_one_consumer_example(
         "sluice_app_events_maintenance",
         "sluice_app_events_worker",
         "sluice_lake_consumers",
+        "sluice_lake_intervals",
         "sluice_web_access",
         "sluice_web_access_maintenance",
         "sluice_web_access_worker",
@@ -123,7 +130,7 @@ def test_tasks_point_at_their_pipeline_config(
         assert task.config_path == config
     land = dag.get_task("land")
     assert isinstance(land, LandCheckpointOperator)
-    assert land._conn_id == "spark_default"
+    assert land.conn_id == "spark_default"
     for task_id in ("wait_sealed", "land", "commit"):
         task = dag.get_task(task_id)
         assert isinstance(
@@ -183,14 +190,19 @@ def test_the_form_rejects_invalid_values(two_pipelines: DagBag, key: str, value:
         param.resolve(value=value)
 
 
-def test_commit_updates_the_pipeline_lake_asset(two_pipelines: DagBag) -> None:
+def test_commit_updates_the_pipeline_lake_assets(two_pipelines: DagBag) -> None:
     commit = two_pipelines.dags["sluice_web_access"].get_task("commit")
 
-    assert commit.outlets == [pipeline_configs.lake_asset("web_access")]
-    [asset] = commit.outlets
+    assert commit.outlets == [
+        pipeline_configs.lake_asset("web_access"),
+        pipeline_configs.lake_interval_asset("web_access"),
+    ]
+    [asset, intervals] = commit.outlets
     assert isinstance(asset, Asset)
     assert asset.uri == "sluice://lake/web_access"
     assert asset.name == "sluice_web_access_lake"
+    assert isinstance(intervals, Asset)
+    assert intervals.uri == "sluice://lake/web_access/intervals"
     for task_id in ("request_checkpoint", "wait_sealed", "land"):
         assert two_pipelines.dags["sluice_web_access"].get_task(task_id).outlets == []
 
@@ -234,6 +246,21 @@ def test_the_consumer_example_runs_on_any_pipeline_lake_asset(two_pipelines: Dag
     }
 
 
+def test_the_interval_example_runs_once_per_interval_of_any_pipeline(
+    two_pipelines: DagBag,
+) -> None:
+    dag = two_pipelines.dags["sluice_lake_intervals"]
+
+    assert dag.is_paused_upon_creation is True
+    assert isinstance(dag.timetable, PartitionedAssetTimetable)
+    condition = dag.timetable.asset_condition
+    assert isinstance(condition, AssetAny)
+    assert {asset.uri for asset in condition.objects if isinstance(asset, Asset)} == {
+        "sluice://lake/web_access/intervals",
+        "sluice://lake/app_events/intervals",
+    }
+
+
 def test_dags_survive_serialization(two_pipelines: DagBag) -> None:
     for dag_id in ("sluice_web_access", "sluice_app_events"):
         dag = two_pipelines.dags[dag_id]
@@ -244,12 +271,14 @@ def test_dags_survive_serialization(two_pipelines: DagBag) -> None:
         assert restored.get_task("land").task_type == "LandCheckpointOperator"
         assert restored.params.dump() == {"mode": "normal", "checkpoint_id": None}
         assert [asset.uri for asset in restored.get_task("commit").outlets] == [
-            f"sluice://lake/{dag_id.removeprefix('sluice_')}"
+            f"sluice://lake/{dag_id.removeprefix('sluice_')}",
+            f"sluice://lake/{dag_id.removeprefix('sluice_')}/intervals",
         ]
     for dag_id in (
         "sluice_web_access_worker",
         "sluice_web_access_maintenance",
         "sluice_lake_consumers",
+        "sluice_lake_intervals",
     ):
         restored = DagSerialization.deserialize_dag(
             DagSerialization.serialize_dag(two_pipelines.dags[dag_id])
@@ -303,6 +332,7 @@ def test_name_and_schedule_come_from_the_config(
         "sluice_audit_logs_maintenance",
         "sluice_audit_logs_worker",
         "sluice_lake_consumers",
+        "sluice_lake_intervals",
     ]
     timetable = bag.dags["sluice_audit_logs"].timetable
     assert isinstance(timetable, CronDataIntervalTimetable)
@@ -346,6 +376,7 @@ def test_a_broken_config_never_breaks_parsing(
         "sluice_broken_maintenance",
         "sluice_broken_worker",
         "sluice_lake_consumers",
+        "sluice_lake_intervals",
     ]
     assert bag.import_errors == {}
 
@@ -363,6 +394,7 @@ def test_files_that_are_not_pipeline_names_are_skipped(
 
     assert sorted(bag.dag_ids) == [
         "sluice_lake_consumers",
+        "sluice_lake_intervals",
         "sluice_web_access",
         "sluice_web_access_maintenance",
         "sluice_web_access_worker",
@@ -400,6 +432,7 @@ def test_parsing_imports_no_pipeline_core_module_but_its_compat(tmp_path: Path) 
         "assert 'sluice_web_access_worker' in vars(sluice_pipelines)\n"
         "assert 'sluice_web_access_maintenance' in vars(sluice_pipelines)\n"
         "assert 'sluice_lake_consumers' in vars(sluice_lake_consumers)\n"
+        "assert 'sluice_lake_intervals' in vars(sluice_lake_consumers)\n"
         "print(sorted(name for name in sys.modules if name.startswith('pipeline_core')))"
     )
     env = os.environ | {

@@ -261,8 +261,13 @@ class CommitCheckpointOperator(BaseOperator):
     summary; an empty list commits nothing and returns zeros.
 
     The same summary, with the ``lake`` root, is the ``extra`` of the asset events of the
-    task's ``outlets`` (the pipeline's lake table), so DAGs scheduled on the asset see what
-    landed. Airflow 3.3 gives a running task no way to set its DAG run's note (the Task SDK's
+    task's ``outlets`` (the pipeline's lake asset), so DAGs scheduled on the asset see what
+    landed. An outlet partitioned by data interval
+    (``sluice_airflow.pipeline_configs.lake_interval_asset``) also gets one partition key per
+    data interval the committed checkpoints belong to (``pipeline_core.runs.interval_keys``),
+    so partition-aware DAGs run once per interval.
+
+    Airflow 3.3 gives a running task no way to set its DAG run's note (the Task SDK's
     execution API has no such call), so :func:`run_note` formats the one-line note for a
     listener in the scheduler to set.
 
@@ -281,19 +286,22 @@ class CommitCheckpointOperator(BaseOperator):
         self.checkpoint_id = checkpoint_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from pipeline_core.runs import commit_summary, names_one_checkpoint
+        from pipeline_core.runs import commit_summary, interval_keys, names_one_checkpoint
 
         hook = SluiceHook(config_path=self.config_path)
         checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)
         committed = hook.commit(checkpoint_ids) if checkpoint_ids else []
         summary = commit_summary(committed, single=names_one_checkpoint(self.checkpoint_id))
         self.log.info("Committed: %s", run_note(summary))
-        self._describe_asset_events(context, hook, summary)
+        partitions = interval_keys(committed, _data_interval(context))
+        self._describe_asset_events(context, hook, summary, partitions)
         return summary
 
     def _describe_asset_events(
-        self, context: Context, hook: SluiceHook, summary: dict[str, Any]
+        self, context: Context, hook: SluiceHook, summary: dict[str, Any], partitions: list[str]
     ) -> None:
+        from sluice_airflow.pipeline_configs import INTERVAL_PARTITIONED
+
         assets = [outlet for outlet in self.outlets if isinstance(outlet, Asset)]
         if not assets:
             return
@@ -302,6 +310,9 @@ class CommitCheckpointOperator(BaseOperator):
         events = context["outlet_events"]
         for asset in assets:
             events[asset].extra.update(extra)
+            partitioned = (asset.extra or {}).get("partitioned_by") == INTERVAL_PARTITIONED
+            if partitioned and partitions:
+                events[asset].add_partitions(partitions)
 
 
 def run_note(summary: Mapping[str, Any]) -> str:

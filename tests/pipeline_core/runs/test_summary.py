@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 from pipeline_core.operations import CheckpointInfo, CheckpointState
-from pipeline_core.runs import commit_summary, run_note
+from pipeline_core.runs import commit_summary, interval_key, interval_keys, run_note
 from tests.pipeline_core.runs.support import StubPipeline
 
 LANDING = {
@@ -121,3 +122,37 @@ def test_an_empty_list_is_zeros() -> None:
 )
 def test_run_note(summary: dict[str, Any], note: str) -> None:
     assert run_note(summary) == note
+
+
+def interval(hour: int, minutes: int = 5) -> tuple[datetime, datetime]:
+    start = datetime(2026, 11, 25, hour, 0, tzinfo=timezone.utc)
+    return start, start + timedelta(minutes=minutes)
+
+
+def test_each_checkpoint_is_keyed_by_the_interval_of_the_run_that_requested_it() -> None:
+    first, second, third = committed(3)
+    checkpoints = [
+        replace(first, data_interval=interval(10)),
+        replace(second, data_interval=interval(9)),
+        replace(third, data_interval=interval(10)),
+    ]
+
+    assert interval_keys(checkpoints, interval(12)) == [
+        "2026-11-25T09:00:00",
+        "2026-11-25T10:00:00",
+    ]
+
+
+def test_a_checkpoint_no_run_requested_takes_the_landing_run_interval() -> None:
+    [unrequested] = committed(1)
+
+    assert interval_keys([unrequested], interval(12)) == ["2026-11-25T12:00:00"]
+    assert interval_keys([unrequested], None) == []
+    assert interval_keys([], interval(12)) == []
+
+
+def test_interval_keys_are_utc() -> None:
+    paris = timezone(timedelta(hours=1))
+
+    assert interval_key(datetime(2026, 11, 25, 11, 30, tzinfo=paris)) == "2026-11-25T10:30:00"
+    assert interval_key(datetime(2026, 11, 25, 11, 30)) == "2026-11-25T11:30:00"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,6 +23,7 @@ from sluice_airflow.operators.sluice import (
     run_mode,
     run_plan,
 )
+from sluice_airflow.pipeline_configs import lake_asset, lake_interval_asset
 
 from pipeline_core.errors import CollectorBusyError
 from pipeline_core.lake import LandingMode
@@ -462,6 +464,26 @@ def test_commit_describes_what_landed_on_its_asset_events(
         "snapshots": {"access": 7001, "_rejects": 7002},
         "lake": "/data/lake",
     }
+
+
+def test_commit_keys_the_interval_asset_events_by_data_interval(
+    fake_pipeline: FakePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/data/lake"))
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    lake, intervals = lake_asset("web_access"), lake_interval_asset("web_access")
+    operator = CommitCheckpointOperator(
+        task_id="commit", config_path=CONFIG, checkpoint_id=1, outlets=[lake, intervals]
+    )
+    events = OutletEventAccessors()
+    start = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+
+    operator.execute(make_context(outlet_events=events, data_interval=(start, start)))
+
+    assert events[intervals].partition_keys == {"2026-11-25T10:00:00"}
+    assert events[lake].partition_keys == set()
+    assert events[intervals].extra == events[lake].extra
+    assert events[intervals].extra["checkpoint_ids"] == [1]
 
 
 # --- modes ------------------------------------------------------------------------------------
