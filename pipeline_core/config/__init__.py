@@ -32,9 +32,11 @@ from pipeline_core.config._sinks import (
     SqlSinkConfig,
     StdoutSinkConfig,
 )
+from pipeline_core.config._worker import HOST_PATTERN, WorkerConfig
 
 __all__ = [
     "DEFAULT_SINK",
+    "HOST_PATTERN",
     "METASTORE_URL_ENV",
     "CollectorConfig",
     "FileSinkConfig",
@@ -56,5 +58,6 @@ __all__ = [
     "SqlSinkConfig",
     "StartPosition",
     "StdoutSinkConfig",
+    "WorkerConfig",
     "load_pipeline_config",
 ]

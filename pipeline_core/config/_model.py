@@ -19,6 +19,7 @@ from pipeline_core.config._sinks import (
     SqlSinkConfig,
     StdoutSinkConfig,
 )
+from pipeline_core.config._worker import WorkerConfig
 
 SinkConfig = Annotated[
     HandoffSinkConfig
@@ -121,6 +122,10 @@ class CollectorConfig(_Strict):
     without holding up the others (null: no limit)."""
     acker_snapshot_s: Annotated[float, Field(gt=0)] = 5.0
     """How often the in-flight chunks are saved to the metastore besides every checkpoint."""
+    progress_sample_s: Annotated[float, Field(gt=0)] = 30.0
+    """How often the bytes and lines read and the bytes not read yet are sampled into the
+    metastore (also when reading starts and at every seal), for the state page's charts;
+    samples are kept 7 days."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     """How often the pipeline's paths are globbed for new, renamed and removed files (with
     ``file_events: inotify`` they are also looked for as soon as an event says so)."""
@@ -174,6 +179,9 @@ class PipelineConfig(_Strict):
     first; every pipeline is still read every round."""
     schedule: str | None = "*/5 * * * *"
     """Cron expression or Airflow preset of the pipeline's DAG; null for manual runs only."""
+    worker: WorkerConfig = WorkerConfig()
+    """Where the ``sluice_<name>_worker`` DAG runs its collectors (default: one task on
+    Airflow's default queue)."""
     config_path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("sources")

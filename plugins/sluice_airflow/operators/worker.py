@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -44,14 +45,18 @@ class CollectorWorkerOperator(BaseOperator):
     from the offsets of the last sealed checkpoint; nothing sealed is lost and nothing is read
     twice into the lake.
 
-    Returns (XCom ``return_value``) ``{"files", "lines", "bytes", "seconds",
-    "checkpoints_sealed", "stopped_by"}``: files tracked, lines and bytes read, how long it
-    ran, the checkpoints it sealed and why it stopped (``"run_for"`` or ``"on_kill"``).
+    Returns (XCom ``return_value``) ``{"host", "files", "lines", "bytes", "seconds",
+    "checkpoints_sealed", "stopped_by"}``: the host it collected as, files tracked, lines and
+    bytes read, how long it ran, the checkpoints it sealed and why it stopped (``"run_for"``
+    or ``"on_kill"``).
 
     :param config_path: the pipeline's config file. (templated)
     :param run_for: how long to collect before stopping (a ``timedelta`` or seconds).
     :param lease_wait: how long to wait for another collector's lease to be released or to
         expire before failing; default ``collector.lease_seconds`` plus 10 s.
+    :param host: collect as this host instead of the config's ``collector.host``: the task of
+        one of the config's ``worker.hosts``, routed to that host's queue (the DAG factory sets
+        both). Its lease, offsets and batches are that host's.
     """
 
     template_fields: Sequence[str] = ("config_path",)
@@ -63,10 +68,12 @@ class CollectorWorkerOperator(BaseOperator):
         config_path: str,
         run_for: timedelta | float = DEFAULT_RUN_FOR,
         lease_wait: timedelta | float | None = None,
+        host: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.config_path = config_path
+        self.host = host
         self.run_for = _seconds(run_for)
         self.lease_wait = None if lease_wait is None else _seconds(lease_wait)
         self._collector: Collector | None = None
@@ -74,7 +81,7 @@ class CollectorWorkerOperator(BaseOperator):
         self._killed = False
 
     def execute(self, context: Context) -> dict[str, Any]:
-        hook = SluiceHook(config_path=self.config_path)
+        hook = SluiceHook(config_path=self.config_path, host=self.host)
         operations = hook.operations
         self._wait_for_lease(hook, operations.config.collector.lease_seconds)
         metastore = operations.open_metastore()
@@ -87,8 +94,10 @@ class CollectorWorkerOperator(BaseOperator):
             timer.daemon = True
             timer.start()
             self.log.info(
-                "Collecting pipeline %s for %.0f s (until stopped)",
+                "Collecting pipeline %s as host %s on %s for %.0f s (until stopped)",
                 operations.config.name,
+                operations.config.collector.host,
+                socket.gethostname(),
                 self.run_for,
             )
             try:
@@ -100,6 +109,7 @@ class CollectorWorkerOperator(BaseOperator):
             metastore.close()
         sealed = [checkpoint.checkpoint_id for checkpoint in result.sealed]
         summary = {
+            "host": operations.config.collector.host,
             "files": result.files,
             "lines": result.lines,
             "bytes": result.bytes,

@@ -179,3 +179,25 @@ def test_fails_when_another_collector_keeps_the_lease(
     finally:
         store.release_lease("web_access", "test-host", "sluice-collect:1:abc")
         store.close()
+
+
+@pytest.mark.timeout(60)
+def test_collects_as_the_host_it_is_given(config: Path, workers: list[WorkerThread]) -> None:
+    as_web_1 = PipelineOperations(config, host="web-1")
+    worker = start_worker(workers, config, run_for=timedelta(minutes=5), host="web-1")
+    wait_for(as_web_1.worker_is_live, 30, "the worker to take web-1's lease")
+    assert not PipelineOperations(config).worker_is_live()  # the config's test-host is free
+
+    requested = as_web_1.request_checkpoint(run_id="scheduled-1")
+    wait_for(
+        lambda: as_web_1.checkpoint(requested.checkpoint_id).state == CheckpointState.SEALED,
+        30,
+        "the worker to seal the requested checkpoint",
+    )
+    worker.operator.on_kill()
+    worker.join(timeout=15)
+
+    assert as_web_1.checkpoint(requested.checkpoint_id).hosts == ("web-1",)
+    assert worker.result is not None
+    assert worker.result["host"] == "web-1"
+    assert worker.result["lines"] == 10
