@@ -161,7 +161,12 @@ def build_dag(config: Path) -> DAG:
         params=run_params(),
         default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     ) as dag:
-        request = RequestCheckpointOperator(task_id="request_checkpoint", config_path=config_path)
+        # Collectors on named hosts (Edge workers) seal the checkpoints; the request task never
+        # collects in-process on whatever machine runs it.
+        on_hosts = any(route.host is not None for route in collector_routes(config))
+        request = RequestCheckpointOperator(
+            task_id="request_checkpoint", config_path=config_path, collect_if_idle=not on_hosts
+        )
         wait = CheckpointSealedSensor(
             task_id="wait_sealed",
             config_path=config_path,

@@ -446,3 +446,28 @@ def test_parsing_imports_no_pipeline_core_module_but_its_compat(tmp_path: Path) 
 
     imported = completed.stdout.strip().splitlines()[-1]
     assert imported == "['pipeline_core', 'pipeline_core._compat']"
+
+
+def test_the_request_task_collects_in_process_only_without_collector_hosts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipelines = tmp_path / "pipelines"
+    write_config(pipelines, "web_access")
+    write_config(
+        pipelines,
+        "edge_logs",
+        text=CONFIG.format(name="edge_logs") + "worker: {hosts: [web-1, web-2]}\n",
+    )
+
+    bag = load_dags(pipelines, monkeypatch)
+
+    plain = bag.dags["sluice_web_access"].get_task("request_checkpoint")
+    on_hosts = bag.dags["sluice_edge_logs"].get_task("request_checkpoint")
+    assert isinstance(plain, RequestCheckpointOperator)
+    assert isinstance(on_hosts, RequestCheckpointOperator)
+    assert plain.collect_if_idle is True
+    assert on_hosts.collect_if_idle is False
+    assert {task.task_id for task in bag.dags["sluice_edge_logs_worker"].tasks} == {
+        "collect_web-1",
+        "collect_web-2",
+    }

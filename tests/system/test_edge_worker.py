@@ -50,8 +50,6 @@ from tests.system.airflow_site import (
     site_pipelines,
 )
 
-pytest.importorskip("airflow.providers.edge3", reason="the Edge provider is not installed")
-
 pytestmark = [pytest.mark.slow, pytest.mark.system]
 
 HOST = "edge-host-a"
