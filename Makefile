@@ -3,12 +3,13 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := .venv/.installed
 
-.PHONY: help setup run test lint bench lock clean
+.PHONY: help setup run test lint bench lock wheel clean
 
 help:
 	@echo "make run    set up, write sample logs, run the web_access DAG, print what landed"
 	@echo "make test   set up, lint, type-check, run the suite on SQLite and on PostgreSQL"
 	@echo "make bench  benchmarks (not part of make test)"
+	@echo "make wheel  build the installable provider package into dist/"
 
 setup: $(STAMP)
 
@@ -32,5 +33,9 @@ lock: setup
 	.venv/bin/uv pip compile requirements-dev.txt --python-version 3.11 --no-header \
 		--no-emit-package pyspark-client -o requirements.lock
 
+wheel: setup
+	.venv/bin/uv build --wheel --out-dir dist .
+	rm -rf build
+
 clean:
-	rm -rf data .venv
+	rm -rf data .venv .venv-* dist build

@@ -47,15 +47,18 @@ RUN PYSPARK_VERSION="$(sed -n 's/^pyspark==//p' requirements.lock)" \
     && rm /tmp/pyspark-client.txt \
     && python -c "import pyspark, airflow; print('pyspark', pyspark.__version__, 'airflow', airflow.__version__)"
 
-# Sluice itself (pipeline_core and spark_jobs, not editable), then the DAGs and the plugin.
-COPY --chown=airflow:0 pyproject.toml ./
+# Sluice itself, an Airflow provider (pipeline_core, spark_jobs and sluice_airflow; not
+# editable): Airflow finds its hooks, operators, plugin and config section through the
+# package's entry points, so nothing goes into the plugins folder. Then the DAG files.
+COPY --chown=airflow:0 pyproject.toml README.md ./
 COPY --chown=airflow:0 pipeline_core ./pipeline_core
 COPY --chown=airflow:0 spark_jobs ./spark_jobs
+COPY --chown=airflow:0 plugins ./plugins
 RUN pip install --no-cache-dir --no-deps . \
     && rm -rf build ./*.egg-info \
-    && sluice --help >/dev/null
+    && sluice --help >/dev/null \
+    && python -c "from sluice_airflow.get_provider_info import get_provider_info as info; print(info()['name'], info()['versions'])"
 COPY --chown=airflow:0 dags /opt/airflow/dags
-COPY --chown=airflow:0 plugins /opt/airflow/plugins
 COPY --chown=airflow:0 --chmod=0755 docker/spark-node.sh /opt/sluice/bin/spark-node.sh
 
 # One DAG per pipeline file mounted here. Spark runs in the task's process (local[*]) until

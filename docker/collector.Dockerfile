@@ -25,7 +25,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /opt/sluice
 # Only the collector's own runtime dependencies, at the versions of requirements.lock.
-COPY requirements.lock pyproject.toml ./
+COPY requirements.lock pyproject.toml README.md ./
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir -c requirements.lock \
         sqlalchemy alembic tenacity pydantic pyyaml "psycopg[binary]" pyarrow numpy

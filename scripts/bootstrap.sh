@@ -4,12 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3.11}
+# The project's own runs use the Python of .python-version (the package supports 3.10-3.13).
+PROJECT_PYTHON=$(cat .python-version)
+PYTHON=${PYTHON:-python$PROJECT_PYTHON}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-"$PYTHON" - <<'PY'
+"$PYTHON" - "$PROJECT_PYTHON" <<'PY'
 import sys
-if sys.version_info[:2] != (3, 11):
-    sys.exit(f"Sluice needs Python 3.11, found {sys.version.split()[0]} ({sys.executable})")
+wanted = tuple(int(part) for part in sys.argv[1].split("."))
+if sys.version_info[:2] != wanted:
+    sys.exit(f"Sluice's own runs need Python {sys.argv[1]}, found {sys.version.split()[0]} "
+             f"({sys.executable})")
 PY
 command -v java >/dev/null 2>&1 || { echo "Spark needs Java 17 (java not found on PATH)" >&2; exit 1; }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: lint, type checks, then the whole suite on SQLite and again on PostgreSQL.
+# `make test`: lint, type checks, the whole suite on SQLite and again on PostgreSQL (Python 3.11),
+# then the fast tier on the other supported Pythons (scripts/python-tiers.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/airflow-env.sh
@@ -21,3 +22,7 @@ SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
 export SLUICE_TEST_POSTGRES_URL
 trap 'bash scripts/postgres.sh stop' EXIT
 pytest -m metastore "$@"
+bash scripts/postgres.sh stop
+trap - EXIT
+echo "== the fast tier on Python 3.10, 3.12 and 3.13"
+bash scripts/python-tiers.sh

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from tests.docker.dockerfile import Dockerfile, parse_dockerfile
 from tests.support.airflow_env import REPO_ROOT
@@ -36,12 +35,9 @@ def pinned(requirement: str) -> str:
 
 
 def python_minor() -> str:
-    """``3.11`` from pyproject's ``requires-python`` (``>=3.11,<3.12``)."""
-    with open(REPO_ROOT / "pyproject.toml", "rb") as handle:
-        requires = tomllib.load(handle)["project"]["requires-python"]
-    match = re.search(r">=\s*(\d+\.\d+)", requires)
-    assert match, requires
-    return match.group(1)
+    """The Python the project runs on itself (``.python-version``: ``3.11``), which the images
+    use; the package supports others (pyproject's ``requires-python``)."""
+    return (REPO_ROOT / ".python-version").read_text().strip()
 
 
 def runs(dockerfile: Dockerfile) -> str:
@@ -69,7 +65,9 @@ def test_airflow_image_has_java_the_lock_sluice_dags_and_plugins() -> None:
     copied = {source for copy in dockerfile.all("COPY") for source in copy.sources}
     assert {"requirements.txt", "requirements.lock", "pipeline_core", "spark_jobs"} <= copied
     destinations = {copy.destination for copy in dockerfile.all("COPY")}
-    assert {"/opt/airflow/dags", "/opt/airflow/plugins"} <= destinations
+    assert "/opt/airflow/dags" in destinations
+    assert "/opt/airflow/plugins" not in destinations  # the plugin comes from the package
+    assert {"plugins", "README.md"} <= copied
     assert "-c requirements.lock" in runs(dockerfile)
     assert "pip install --no-cache-dir --no-deps ." in runs(dockerfile)
     assert final_user(dockerfile) not in ("0", "root", "0:0")
