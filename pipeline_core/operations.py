@@ -407,4 +407,5 @@ class PipelineOperations:
             committed_at=record.committed_at,
             landing=record.landing,
             error=record.error,
+            data_interval=record.data_interval,
         )

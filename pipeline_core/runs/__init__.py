@@ -33,6 +33,12 @@ backfill run without a data interval); retrying cannot help.
 
 Airflow's ``RequestCheckpointOperator`` reads the task context, calls :func:`plan_run`, has
 ``SluiceHook`` carry the plan out and pushes :attr:`PlanResult.lands` as its XCom.
+
+Waiting for the checkpoint (:func:`look_sealed`, Airflow's ``CheckpointSealedSensor`` and its
+trigger): each look answers a :class:`SealWait`, ``LANDABLE`` (sealed or committed),
+``FAILED`` or ``WAITING``; a look at a ``requested`` checkpoint first stops waiting for the
+hosts whose collector lease has lapsed (their unsealed lines go into a later checkpoint), so a
+dead host holds a run back for at most ``collector.lease_seconds``.
 """
 
 from pipeline_core.runs._checkpoint_ids import (
@@ -50,9 +56,17 @@ from pipeline_core.runs._plan import (
     parse_run_mode,
     plan_run,
 )
-from pipeline_core.runs._summary import commit_summary, run_note
+from pipeline_core.runs._seal_wait import SealLook, SealOperations, SealWait, look_sealed
+from pipeline_core.runs._summary import (
+    INTERVAL_KEY_FORMAT,
+    commit_summary,
+    interval_key,
+    interval_keys,
+    run_note,
+)
 
 __all__ = [
+    "INTERVAL_KEY_FORMAT",
     "CollectPolicy",
     "Collection",
     "PlanResult",
@@ -60,9 +74,15 @@ __all__ = [
     "RunOperations",
     "RunPlan",
     "RunPlanError",
+    "SealLook",
+    "SealOperations",
+    "SealWait",
     "Selection",
     "commit_summary",
     "execute_plan",
+    "interval_key",
+    "interval_keys",
+    "look_sealed",
     "names_one_checkpoint",
     "parse_checkpoint_id",
     "parse_checkpoint_ids",

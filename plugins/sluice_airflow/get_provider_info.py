@@ -23,9 +23,7 @@ def get_provider_info() -> dict[str, Any]:
         "the hosts, seal a checkpoint per DAG run, land it into Apache Iceberg tables with "
         "Spark, every line exactly once.",
         "versions": [_version()],
-        "integrations": [
-            {"integration-name": "Sluice", "tags": ["software"]}
-        ],
+        "integrations": [{"integration-name": "Sluice", "tags": ["software"]}],
         "hooks": [
             {"integration-name": "Sluice", "python-modules": ["sluice_airflow.hooks.sluice"]}
         ],

@@ -618,6 +618,28 @@ def test_should_stop_waiting_for_a_host_whose_collector_lease_lapsed(
     time.sleep(0.3)  # the dead host's lease lapses
 
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.REQUESTED
+    assert operations.excuse_lapsed_hosts(info.checkpoint_id) == ("dead-host",)
+    assert operations.excuse_lapsed_hosts(info.checkpoint_id) == ()
     operations.collect_once()  # no longer waiting for the dead host: this host seals it
 
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.SEALED
+    assert operations.excuse_lapsed_hosts(info.checkpoint_id) == ()
+
+
+def test_reading_a_checkpoint_excuses_no_host(
+    operations: PipelineOperations, metastore_url: str, log: Path
+) -> None:
+    name = operations.config.name
+    metastore = Metastore.open(metastore_url)
+    try:
+        assert metastore.acquire_lease(name, "dead-host", "dead:1", 0.2)
+    finally:
+        metastore.close()
+    append(log, *lines("a", 10))
+    info = operations.request_checkpoint("run-1")
+    time.sleep(0.3)  # the dead host's lease lapses
+
+    operations.checkpoint(info.checkpoint_id)
+    operations.collect_once()  # seals a checkpoint of its own: this one waits for dead-host
+
+    assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.REQUESTED

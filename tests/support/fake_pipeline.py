@@ -56,10 +56,14 @@ class FakePipeline:
     checkpoints: dict[int, CheckpointInfo] = field(default_factory=dict)
     state_script: dict[int, list[CheckpointState]] = field(default_factory=dict)
     """States that successive ``checkpoint(n)`` calls report (the last one sticks)."""
+    lapsed_hosts: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Hosts a checkpoint waits for whose lease has lapsed: the next ``excuse_lapsed_hosts``
+    excuses them and seals it (as when every other host has sealed its batch)."""
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
 
-    def open(self, config_path: str | Path) -> FakePipelineOperations:
+    def open(self, config_path: str | Path, **options: Any) -> FakePipelineOperations:
+        """What ``PipelineOperations(config_path, **options)`` gives (the options are ignored)."""
         self.opened.append(str(config_path))
         return FakePipelineOperations(self, str(config_path))
 
@@ -128,13 +132,23 @@ class FakePipelineOperations:
         lines = self.pipeline.lines_per_collect
         return CollectReport(tuple(sealed), files=1, lines=lines, bytes=100 * lines, seconds=0.01)
 
-    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
+    def checkpoint(self, checkpoint_id: int, *, metastore: object = None) -> CheckpointInfo:
         self.pipeline.calls.append(("checkpoint", checkpoint_id))
         script = self.pipeline.state_script.get(checkpoint_id)
         if script:
             state = script.pop(0) if len(script) > 1 else script[0]
             self.pipeline.set_state(checkpoint_id, state)
         return self.pipeline.checkpoints[checkpoint_id]
+
+    def excuse_lapsed_hosts(
+        self, checkpoint_id: int, *, metastore: object = None
+    ) -> tuple[str, ...]:
+        """Excuse ``FakePipeline.lapsed_hosts[checkpoint_id]`` once, sealing the checkpoint."""
+        self.pipeline.calls.append(("excuse_lapsed_hosts", checkpoint_id))
+        excused = self.pipeline.lapsed_hosts.pop(checkpoint_id, ())
+        if excused:
+            self.pipeline.set_state(checkpoint_id, CheckpointState.SEALED, sealed_at=NOW)
+        return excused
 
     def landing_job(
         self,

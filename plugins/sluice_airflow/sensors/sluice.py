@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow.providers.common.compat.sdk import conf
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
@@ -31,19 +32,27 @@ class CheckpointSealedSensor(BaseSensorOperator):
     ``spark_only`` or backfill run): the sensor then waits for all of them, and an empty list
     succeeds at once.
 
-    Deferrable by default: the sensor looks once, and if N is not sealed yet it hands the wait
-    to :class:`~sluice_airflow.triggers.sluice.CheckpointSealedTrigger` in Airflow's triggerer,
+    Each look is ``pipeline_core.runs.look_sealed``: a checkpoint still waiting for a host
+    whose collector lease has lapsed (a dead host) stops waiting for it and is sealed with the
+    live hosts' batches, so a dead host holds the run back for ``collector.lease_seconds`` at
+    most; its unsealed lines go into a later checkpoint when it is back.
+
+    Deferrable (Airflow's ``[operators] default_deferrable`` by default): the sensor looks
+    once, and if N is not sealed yet it hands the wait to
+    :class:`~sluice_airflow.triggers.sluice.CheckpointSealedTrigger` in Airflow's triggerer,
     freeing its worker slot (``dag.test()`` runs the trigger in-process). With
-    ``deferrable=False`` it pokes ``SluiceHook.checkpoint(N).state`` in ``mode="poke"`` (the
-    default, holding a worker slot between pokes) or ``mode="reschedule"`` (freeing it); use
-    that where no triggerer runs.
+    ``deferrable=False`` it pokes in ``mode="poke"`` (the default, holding a worker slot
+    between pokes) or ``mode="reschedule"`` (freeing it); use that where no triggerer runs.
 
     :param config_path: the pipeline's config file. (templated)
     :param checkpoint_id: the checkpoint, usually
         ``"{{ ti.xcom_pull(task_ids='request_checkpoint') }}"``; or a list of them. (templated)
     :param poke_interval: seconds (or a ``timedelta``) between pokes, and between the
         trigger's looks at the metastore; 5 s by default.
-    :param deferrable: wait in the triggerer instead of a worker slot.
+    :param deferrable: wait in the triggerer instead of a worker slot; by default what
+        Airflow's ``[operators] default_deferrable`` says
+        (``AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE``), false when unset, as for Airflow's own
+        deferrable sensors.
     """
 
     template_fields: Sequence[str] = ("config_path", "checkpoint_id")
@@ -55,7 +64,7 @@ class CheckpointSealedSensor(BaseSensorOperator):
         config_path: str,
         checkpoint_id: int | str | list[int],
         poke_interval: timedelta | float = 5.0,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
@@ -111,18 +120,19 @@ class CheckpointSealedSensor(BaseSensorOperator):
 
     def _first_unsealed(self) -> int | None:
         """The first checkpoint not sealed yet (``None`` when all are); raises on a failed one."""
-        from pipeline_core.metastore import CheckpointState
+        from pipeline_core.runs import SealWait
 
         hook = SluiceHook(config_path=self.config_path)
         for checkpoint_id in parse_checkpoint_ids(self.checkpoint_id):
-            info = hook.checkpoint(checkpoint_id)
-            if info.state is CheckpointState.FAILED:
+            look = hook.look_sealed(checkpoint_id)
+            info = look.checkpoint
+            if look.wait is SealWait.FAILED:
                 reason = f": {info.error}" if info.error else " (no error was recorded)"
                 raise CheckpointFailedError(
                     f"checkpoint {checkpoint_id} of pipeline {info.pipeline} failed; it will not "
                     f"be sealed or landed{reason}"
                 )
             self.log.info("Checkpoint %d is %s", checkpoint_id, info.state.value)
-            if not info.state.landable:
+            if look.wait is SealWait.WAITING:
                 return checkpoint_id
         return None

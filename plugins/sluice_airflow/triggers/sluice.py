@@ -13,6 +13,7 @@ from sluice_airflow.hooks.sluice import SluiceHook
 if TYPE_CHECKING:
     from pipeline_core.metastore import Metastore
     from pipeline_core.operations import CheckpointInfo, PipelineOperations
+    from pipeline_core.runs import SealLook
 
 SEALED = "sealed"
 """Event status: the checkpoint is SEALED or COMMITTED; its batches can be landed."""
@@ -26,7 +27,10 @@ ERROR = "error"
 class CheckpointSealedTrigger(BaseTrigger):
     """Fire once checkpoint N of a pipeline is sealed, or once it has failed.
 
-    Polls the metastore every ``poll_interval`` seconds. The metastore's client is
+    Looks at the checkpoint every ``poll_interval`` seconds with
+    ``pipeline_core.runs.look_sealed``, which also stops waiting for hosts whose collector
+    lease has lapsed (a dead host), so the checkpoint is sealed with the live hosts' batches
+    within ``collector.lease_seconds`` of a host's death. The metastore's client is
     synchronous, so every query runs in a worker thread (``asyncio.to_thread``) and the
     triggerer's event loop never blocks; one metastore connection pool is opened for the
     trigger's life and closed when it ends or is cancelled. A metastore that cannot be reached
@@ -60,7 +64,7 @@ class CheckpointSealedTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from pipeline_core.errors import CheckpointError, ConfigError, MetastoreError
-        from pipeline_core.operations import CheckpointState
+        from pipeline_core.runs import SealWait, look_sealed
 
         hook = SluiceHook(config_path=self.config_path)
         try:
@@ -72,8 +76,8 @@ class CheckpointSealedTrigger(BaseTrigger):
         try:
             while True:
                 try:
-                    info: CheckpointInfo = await asyncio.to_thread(
-                        operations.checkpoint, self.checkpoint_id, metastore=metastore
+                    look: SealLook = await asyncio.to_thread(
+                        look_sealed, operations, self.checkpoint_id, metastore=metastore
                     )
                 except CheckpointError as exc:
                     yield self._event(ERROR, reason=str(exc))
@@ -81,10 +85,11 @@ class CheckpointSealedTrigger(BaseTrigger):
                 except MetastoreError as exc:
                     self.log.warning("Checkpoint %d: %s; polling again", self.checkpoint_id, exc)
                 else:
-                    if info.state.landable:
+                    info = look.checkpoint
+                    if look.wait is SealWait.LANDABLE:
                         yield self._event(SEALED, info)
                         return
-                    if info.state is CheckpointState.FAILED:
+                    if look.wait is SealWait.FAILED:
                         reason = info.error or "no error was recorded"
                         yield self._event(FAILED, info, reason=reason)
                         return

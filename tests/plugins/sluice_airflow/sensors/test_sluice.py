@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from airflow.providers.common.compat.sdk import conf
 from airflow.sdk.exceptions import (
     AirflowException,
     AirflowFailException,
@@ -15,10 +21,19 @@ from airflow.sdk.exceptions import (
 from sluice_airflow.sensors.sluice import CheckpointFailedError, CheckpointSealedSensor
 from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
-from pipeline_core.operations import CheckpointState
+from pipeline_core.metastore import Metastore
+from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.fake_pipeline import FakePipeline, FakeTaskInstance, make_context
+from tests.support.lease_holders import HolderProcess
+from tests.support.pipelines import append, write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
+DEFAULT_DEFERRABLE_ENV = "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"
+SHOW_DEFAULT_DEFERRABLE = """
+from sluice_airflow.sensors.sluice import CheckpointSealedSensor
+print(CheckpointSealedSensor(task_id="w", config_path="/x.yaml", checkpoint_id=1).deferrable)
+"""
+LINE = b'10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /item/1 HTTP/1.1" 200 12 "-" "t/1"'
 
 
 def sensor(**kwargs: Any) -> CheckpointSealedSensor:
@@ -42,12 +57,35 @@ def test_init_does_no_io(fake_pipeline: FakePipeline) -> None:
     assert fake_pipeline.opened == []
 
 
-def test_defaults_to_deferring_with_a_short_poke_interval() -> None:
+def test_defaults_to_airflows_default_deferrable_with_a_short_poke_interval() -> None:
     waiting = CheckpointSealedSensor(task_id="wait_sealed", config_path=CONFIG, checkpoint_id=1)
 
-    assert waiting.deferrable is True
+    assert waiting.deferrable is conf.getboolean("operators", "default_deferrable", fallback=False)
     assert waiting.poke_interval == 5.0
     assert waiting.mode == "poke"
+
+
+@pytest.mark.parametrize(
+    ("configured", "deferrable"), [("True", True), ("False", False), (None, False)]
+)
+def test_deferrable_defaults_to_operators_default_deferrable(
+    configured: str | None, deferrable: bool
+) -> None:
+    """``[operators] default_deferrable`` (here from its environment variable) is read when the
+    sensor's module is imported, as by Airflow's own sensors: a fresh process shows it."""
+    env = {k: v for k, v in os.environ.items() if k != DEFAULT_DEFERRABLE_ENV}
+    if configured is not None:
+        env[DEFAULT_DEFERRABLE_ENV] = configured
+    shown = subprocess.run(
+        [sys.executable, "-c", SHOW_DEFAULT_DEFERRABLE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    assert shown.stdout.split()[-1] == str(deferrable)
 
 
 def test_reschedule_mode_can_be_chosen() -> None:
@@ -101,7 +139,25 @@ def test_execute_pokes_until_sealed(fake_pipeline: FakePipeline) -> None:
 
     sensor(poke_interval=0.01, timeout=10).execute(make_context())
 
-    assert fake_pipeline.calls == [("checkpoint", 1)] * 3
+    # Each look at a requested checkpoint also excuses the hosts whose lease lapsed (none).
+    looks_while_requested = [("checkpoint", 1), ("excuse_lapsed_hosts", 1)]
+    assert fake_pipeline.calls == [*looks_while_requested * 2, ("checkpoint", 1)]
+
+
+def test_poke_stops_waiting_for_hosts_whose_lease_lapsed(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint()
+
+    assert sensor().poke(make_context()) is False
+    fake_pipeline.lapsed_hosts[1] = ("host-b",)
+    assert sensor().poke(make_context()) is True
+    assert fake_pipeline.checkpoints[1].state is CheckpointState.SEALED
+
+
+def test_poke_does_not_excuse_hosts_of_a_sealed_checkpoint(fake_pipeline: FakePipeline) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+
+    assert sensor().poke(make_context()) is True
+    assert fake_pipeline.calls == [("checkpoint", 1)]
 
 
 def test_execute_fails_at_once_when_the_checkpoint_fails(fake_pipeline: FakePipeline) -> None:
@@ -173,6 +229,17 @@ def test_deferrable_defers_to_the_trigger_while_requested(fake_pipeline: FakePip
     assert deferred.value.timeout.total_seconds() == 600
 
 
+def test_deferrable_does_not_defer_when_excusing_lapsed_hosts_seals_it(
+    fake_pipeline: FakePipeline,
+) -> None:
+    fake_pipeline.add_checkpoint()
+    fake_pipeline.lapsed_hosts[1] = ("host-b",)
+
+    deferring().execute(make_context())
+
+    assert fake_pipeline.calls == [("checkpoint", 1), ("excuse_lapsed_hosts", 1), ("checkpoint", 1)]
+
+
 def test_deferrable_defers_on_the_first_unsealed_checkpoint_of_a_list(
     fake_pipeline: FakePipeline,
 ) -> None:
@@ -242,3 +309,44 @@ def test_execute_complete_fails_on_an_error_event() -> None:
 
     with pytest.raises(AirflowException, match="there is no checkpoint 9"):
         deferring().execute_complete(make_context(), event)
+
+
+# --- against a real metastore -----------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_poke_stops_waiting_for_a_killed_host_once_its_lease_lapses(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    """The non-deferrable path: a checkpoint waiting for a host whose collector was killed is
+    sealed with this host's batch by the first poke after the dead host's lease lapsed."""
+    config = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", LINE, LINE)
+    operations = PipelineOperations(config)
+    lease_seconds = 2.0
+    with (
+        HolderProcess("test-host", metastore_url, ttl=60) as previous,
+        HolderProcess("host-b", metastore_url, ttl=lease_seconds) as host_b,
+    ):
+        requested = operations.request_checkpoint(run_id="run-1")  # waits for both hosts
+        previous.kill()  # this machine's collector: the next one takes its lease over at once
+        operations.collect_once()  # this host's batch; host-b still owes one
+        host_b.kill()
+        killed = time.monotonic()
+    waiting = sensor(config_path=str(config), checkpoint_id=requested.checkpoint_id)
+    assert waiting.poke(make_context()) is False  # host-b's lease has not lapsed yet
+
+    while not waiting.poke(make_context()):
+        assert time.monotonic() - killed < lease_seconds + 5, "still waiting for host-b"
+        time.sleep(0.1)
+
+    assert time.monotonic() - killed >= lease_seconds - 0.5
+    sealed = operations.checkpoint(requested.checkpoint_id)
+    assert sealed.state is CheckpointState.SEALED
+    assert sealed.hosts == ("test-host",)
+    assert sealed.line_count == 2
+    store = Metastore.open(metastore_url)
+    try:
+        assert store.unsealed_for_host("web_access", "host-b") == []  # not this checkpoint
+    finally:
+        store.close()

@@ -1,9 +1,11 @@
-"""CheckpointSealedTrigger against a real metastore: serialises, fires on sealed and on failed."""
+"""CheckpointSealedTrigger against a real metastore: serialises, fires on sealed and on failed,
+stops waiting for a host whose collector lease lapsed."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
+from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, write_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -167,3 +170,43 @@ def test_keeps_polling_while_requested_and_is_cancellable(config: Path, metastor
         assert store.checkpoint(requested.checkpoint_id).state is CheckpointState.REQUESTED
     finally:
         store.close()
+
+
+def test_fires_sealed_once_a_killed_hosts_lease_lapses(config: Path, metastore_url: str) -> None:
+    """A checkpoint waiting for this host and for host-b, whose collector is killed before it
+    seals: the trigger seals it with this host's batch once host-b's lease lapses."""
+    operations = PipelineOperations(config)
+    lease_seconds = 2.0
+    with (
+        HolderProcess("test-host", metastore_url, ttl=60) as previous,
+        HolderProcess("host-b", metastore_url, ttl=lease_seconds) as host_b,
+    ):
+        requested = operations.request_checkpoint(run_id="run-1")  # waits for both hosts
+        previous.kill()  # this machine's collector: the next one takes its lease over at once
+        operations.collect_once()  # this host's batch; host-b still owes one
+        host_b.kill()
+        killed = time.monotonic()
+
+    event = asyncio.run(
+        first_event(trigger(config, requested.checkpoint_id), timeout=lease_seconds + 5)
+    )
+    waited = time.monotonic() - killed
+
+    assert event.payload["status"] == "sealed"
+    assert event.payload["state"] == "sealed"
+    assert waited >= lease_seconds - 0.5  # not before host-b's lease could lapse
+    sealed = operations.checkpoint(requested.checkpoint_id)
+    assert sealed.hosts == ("test-host",)
+    assert sealed.line_count == 2
+
+
+def test_keeps_waiting_for_a_host_whose_lease_is_live(config: Path, metastore_url: str) -> None:
+    operations = PipelineOperations(config)
+    with HolderProcess("host-b", metastore_url, ttl=60):
+        requested = operations.request_checkpoint(run_id="run-1")  # waits for host-b
+        operations.collect_once()  # seals a checkpoint of its own: this one is not its
+
+        with pytest.raises(TimeoutError):
+            asyncio.run(first_event(trigger(config, requested.checkpoint_id), timeout=1.0))
+
+    assert operations.checkpoint(requested.checkpoint_id).state is CheckpointState.REQUESTED
