@@ -26,6 +26,9 @@ fi
 # same pyspark/ folder as the full pyspark wheel and would overwrite parts of it.
 .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.lock
 .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
+# The build leaves sluice.egg-info in the checkout: on the import path (the repository is), it
+# would be a second "sluice" distribution and Airflow would load the plugin entry point twice.
+rm -rf ./*.egg-info build
 .venv/bin/python - <<'PY'
 import re, pyspark
 pinned = re.search(r"^pyspark==(\S+)", open("requirements.lock").read(), re.M).group(1)

@@ -37,5 +37,6 @@ for version in "${VERSIONS[@]}"; do
     echo "== Python $version ($python): install, then the fast tier"
     [ -x "$venv/bin/python" ] || "$UV" venv --quiet --python "$python" "$venv"
     "$UV" pip install --quiet --python "$venv/bin/python" -e ".[test]"
+    rm -rf ./*.egg-info build  # as in bootstrap.sh: never a second "sluice" on the import path
     "$venv/bin/python" -m pytest -p no:cacheprovider -q "${FAST_TIER[@]}"
 done

@@ -3,7 +3,10 @@
 Airflow's ``ProvidersManager`` calls :func:`get_provider_info` for every installed
 distribution that declares the entry point: it lists the hooks, operators, sensors and
 triggers (shown by ``airflow providers hooks`` and friends), the ``sluice`` connection type of
-the connection form, the plugin, and the ``[sluice]`` config section with its defaults.
+the connection form and the ``[sluice]`` config section with its defaults. The plugin is
+registered by the ``airflow.plugins`` entry point alone: listed here too, Airflow would load it
+a second time (where providers are not discovered lazily) and report the duplicate as a plugin
+import error.
 """
 
 from __future__ import annotations
@@ -68,7 +71,6 @@ def get_provider_info() -> dict[str, Any]:
                 },
             }
         ],
-        "plugins": [{"name": "sluice", "plugin-class": "sluice_airflow.plugin.SluicePlugin"}],
         "config": {
             "sluice": {
                 "description": "Where the Sluice DAG factory finds pipeline configs.",

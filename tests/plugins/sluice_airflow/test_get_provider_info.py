@@ -49,14 +49,6 @@ def test_the_connection_type_is_the_hook_s() -> None:
     assert set(connection["conn-fields"]) == {"sqlalchemy_url", "lake_path"}
 
 
-def test_the_plugin_is_an_airflow_plugin() -> None:
-    [plugin] = get_provider_info()["plugins"]
-
-    plugin_class = imported(plugin["plugin-class"])
-    assert issubclass(plugin_class, AirflowPlugin)
-    assert plugin_class.name == plugin["name"] == "sluice"
-
-
 def test_the_entry_points_of_the_installed_distribution() -> None:
     entry_points = metadata.distribution("sluice").entry_points
 
@@ -64,6 +56,8 @@ def test_the_entry_points_of_the_installed_distribution() -> None:
     [plugin] = [e for e in entry_points if e.group == "airflow.plugins"]
     assert provider.load() is get_provider_info
     assert plugin.load().name == "sluice"
+    assert issubclass(plugin.load(), AirflowPlugin)
+    assert "plugins" not in get_provider_info()  # the entry point alone: never loaded twice
 
 
 def test_airflow_s_providers_manager_finds_sluice() -> None:
@@ -79,3 +73,10 @@ def test_airflow_s_config_knows_the_sluice_section() -> None:
     from airflow.configuration import conf
 
     assert conf.get("sluice", "pipelines_dir") == ""
+
+
+def test_one_sluice_distribution_is_on_the_import_path() -> None:
+    # A second one (a build's sluice.egg-info in the checkout) doubles every entry point.
+    found = [d for d in metadata.distributions() if d.metadata["Name"] == "sluice"]
+
+    assert len(found) == 1, [str(getattr(d, "_path", d)) for d in found]
