@@ -192,6 +192,7 @@ class CheckpointDriver:
             self._results.record_sealed(recorded)
             runtime.last_snapshot = time.monotonic()
             runtime.sink_states.flush()
+            runtime.record_progress()
             self._end_when_sealed(runtime)
 
     # -- mailbox thread ----------------------------------------------------------------------

@@ -127,6 +127,11 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
     )
 
 
+def unread_bytes(files: Iterable[TrackedFile]) -> int:
+    """Bytes of ``files`` past their read offsets now (what :class:`FileMetrics` sums)."""
+    return sum(max(0, _size(tracked) - tracked.read_offset) for tracked in files)
+
+
 def _size(tracked: TrackedFile) -> int:
     """The file's size: through its descriptor, or (closed after a run) its path while it is
     still the same file."""

@@ -14,6 +14,7 @@ from pipeline_core.collector._delivery_tracking import DeliveryTracker
 from pipeline_core.collector._events import PipelineEvent
 from pipeline_core.collector._flow_control import SendRateLimit
 from pipeline_core.collector._lifecycle import PipelineState
+from pipeline_core.collector._read_progress import ReadProgressSampler
 from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
 from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
 from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
@@ -95,6 +96,9 @@ class PipelineRuntime:
         """Moved by ``PipelineRegistry.move`` only (read from any thread by metrics)."""
         self.last_scan = float("-inf")
         self.last_snapshot = time.monotonic()
+        self.progress = ReadProgressSampler(
+            metastore, config.name, self.host, every_s=tuning.progress_sample_s
+        )
         self.lines = 0
         self.bytes = 0
         self.bytes_sent = 0
@@ -172,6 +176,11 @@ class PipelineRuntime:
             self.metastore.save_acker_trees(self.name, self.host, self.tracking.records())
         except Exception as exc:  # retried at the next snapshot
             log.warning("%s: cannot save the acker's in-flight trees: %s", self.name, exc)
+
+    def record_progress(self) -> None:
+        """Sample what was read and what is left to read into the metastore (see
+        :class:`ReadProgressSampler`)."""
+        self.progress.sample(self.lines, self.bytes, list(self.watcher.files))
 
     def mark_blocked(self, blocked: bool, now: float) -> None:
         if blocked and self.blocked_since is None:

@@ -40,13 +40,13 @@ class ReadScheduler(MailboxDefaultAction):
     """Reads every READING pipeline's files, fairly, one time slice per default-action call.
 
     Each call first does every reading pipeline's housekeeping (discovery scans, when file
-    events ask for one, and acker snapshots), then reads in rounds until the slice ends: a
-    round gives each pipeline one turn (one chunk of one of its files), higher priorities
-    first, and resumes where an interrupted round stopped. A pipeline whose process queue is
-    full or whose acker is at its limit is skipped (BLOCKED) without holding the others up.
-    When no pipeline can read, reading is suspended: until feedback resumes it (a queue
-    drained, acks, file events: see ``Feedback``), or a poll interval. In one-shot mode a
-    pipeline caught up twice in a row (with a scan for files that appeared meanwhile in
+    events ask for one, acker snapshots and read progress samples), then reads in rounds until
+    the slice ends: a round gives each pipeline one turn (one chunk of one of its files),
+    higher priorities first, and resumes where an interrupted round stopped. A pipeline whose
+    process queue is full or whose acker is at its limit is skipped (BLOCKED) without holding
+    the others up. When no pipeline can read, reading is suspended: until feedback resumes it
+    (a queue drained, acks, file events: see ``Feedback``), or a poll interval. In one-shot
+    mode a pipeline caught up twice in a row (with a scan for files that appeared meanwhile in
     between) is finished through the ``CheckpointDriver``.
 
     Threading model: mailbox thread only (the default action checks it).
@@ -157,8 +157,8 @@ class ReadScheduler(MailboxDefaultAction):
         return confirming
 
     def _housekeeping(self, runtime: PipelineRuntime, now: float) -> None:
-        """Discovery and acker snapshots: for every pipeline, blocked or not (the acker's
-        timeout sweep comes by mail, reading or not)."""
+        """Discovery, acker snapshots and read progress samples: for every pipeline, blocked or
+        not (the acker's timeout sweep comes by mail, reading or not)."""
         events = self._file_events
         since_scan = now - runtime.last_scan
         if (
@@ -172,6 +172,8 @@ class ReadScheduler(MailboxDefaultAction):
                 events.follow(runtime)
         if now - runtime.last_snapshot >= runtime.config.collector.acker_snapshot_s:
             runtime.save_in_flight()
+        if runtime.progress.due(now):
+            runtime.record_progress()
 
     def _serve(self, runtime: PipelineRuntime) -> _Turn:
         if not self._push_replays(runtime):

@@ -1,11 +1,13 @@
-"""The SQL metastore: offsets, checkpoints, batches, leases, sink state (SQLAlchemy + Alembic).
+"""The SQL metastore: offsets, checkpoints, batches, leases, sink state, read progress
+(SQLAlchemy + Alembic).
 
 SQLite (a file under the data directory) is the embedded default; PostgreSQL serves
 deployments. Only this package touches the tables::
 
     Metastore (facade: one transaction per call; opening it migrates the schema)
       └─► Repositories on one connection: CheckpointRepository, BatchRepository,
-          FileRepository, LeaseRepository, AckerTreeRepository, SinkStateRepository
+          FileRepository, LeaseRepository, AckerTreeRepository, SinkStateRepository,
+          ReadProgressRepository
     MetastoreView (open_view: read-only, never creates or migrates) ──► the same repositories
 
 A checkpoint's lifecycle is :class:`CheckpointState` with its legal moves
@@ -26,7 +28,16 @@ from pipeline_core.metastore._lifecycle import (
     CheckpointState,
     IllegalTransitionError,
 )
-from pipeline_core.metastore._migrations import alembic_config, upgrade_to_head
+from pipeline_core.metastore._migrations import (
+    SchemaVersion,
+    alembic_config,
+    schema_version,
+    upgrade_to_head,
+)
+from pipeline_core.metastore._read_progress import (
+    READ_PROGRESS_RETENTION,
+    ReadProgressRepository,
+)
 from pipeline_core.metastore._records import (
     AckerTreeRecord,
     AckerTreeTotals,
@@ -35,6 +46,7 @@ from pipeline_core.metastore._records import (
     CheckpointRecord,
     LandingCounts,
     LeaseRecord,
+    ReadProgressRecord,
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
@@ -52,6 +64,7 @@ from pipeline_core.metastore._values import as_utc, redacted_url, utcnow
 from pipeline_core.metastore._view import MetastoreView, open_view
 
 __all__ = [
+    "READ_PROGRESS_RETENTION",
     "REQUESTS_CHANNEL",
     "TRANSITIONS",
     "AckerTreeRecord",
@@ -77,8 +90,11 @@ __all__ = [
     "MetastoreView",
     "PollingRequestProbe",
     "ProcessIdentity",
+    "ReadProgressRecord",
+    "ReadProgressRepository",
     "Repositories",
     "RequestProbe",
+    "SchemaVersion",
     "SinkStateRecord",
     "SinkStateRepository",
     "alembic_config",
@@ -86,6 +102,7 @@ __all__ = [
     "open_request_probe",
     "open_view",
     "redacted_url",
+    "schema_version",
     "upgrade_to_head",
     "utcnow",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline_core.metastore._lifecycle import CheckpointState
@@ -124,3 +124,27 @@ class LeaseRecord:
     holder: str
     acquired_at: datetime
     expires_at: datetime
+
+
+@dataclass(frozen=True)
+class ReadProgressRecord:
+    """One sample of what a collector read of a pipeline's files on one host.
+
+    ``bytes_read`` and ``lines_read`` count what it read in the ``elapsed_s`` seconds before
+    ``sampled_at``: since its previous sample, or since it began serving the pipeline (its
+    first sample). ``unread_bytes`` is what its files held past its read offsets at
+    ``sampled_at``: the collector's lag.
+    """
+
+    host: str
+    sampled_at: datetime
+    """When the sample was taken (UTC)."""
+    elapsed_s: float
+    bytes_read: int
+    lines_read: int
+    unread_bytes: int
+
+    @property
+    def follows_at(self) -> datetime:
+        """When the span the sample counts began (its previous sample, when it had one)."""
+        return self.sampled_at - timedelta(seconds=self.elapsed_s)

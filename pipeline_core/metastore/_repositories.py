@@ -11,6 +11,7 @@ from pipeline_core.metastore._batches import BatchRepository
 from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._files import FileRepository
 from pipeline_core.metastore._leases import LeaseRepository
+from pipeline_core.metastore._read_progress import ReadProgressRepository
 from pipeline_core.metastore._sink_states import SinkStateRepository
 
 
@@ -25,6 +26,7 @@ class Repositories:
     leases: LeaseRepository
     acker_trees: AckerTreeRepository
     sink_states: SinkStateRepository
+    read_progress: ReadProgressRepository
 
     @classmethod
     def on(cls, connection: Connection) -> Repositories:
@@ -35,4 +37,5 @@ class Repositories:
             leases=LeaseRepository(connection),
             acker_trees=AckerTreeRepository(connection),
             sink_states=SinkStateRepository(connection),
+            read_progress=ReadProgressRepository(connection),
         )

@@ -145,6 +145,23 @@ checkpoint_hosts = Table(
     Column("sealed", Integer, nullable=False),
 )
 
+# What a collector read of a pipeline on a host, sampled every ``collector.progress_sample_s``
+# and at each seal: bytes and lines read since the collector's previous sample (``elapsed_s``
+# before), and the bytes of its files not read yet. Kept READ_PROGRESS_RETENTION (7 days).
+read_progress = Table(
+    "sluice_read_progress",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pipeline", String(64), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("sampled_at", DateTime(timezone=True), nullable=False),
+    Column("elapsed_s", Float, nullable=False),
+    Column("bytes_read", BigInteger, nullable=False),
+    Column("lines_read", BigInteger, nullable=False),
+    Column("unread_bytes", BigInteger, nullable=False),
+    Index("ix_sluice_read_progress_sampled", "pipeline", "sampled_at"),
+)
+
 # The lake's Iceberg catalog (pipeline_core.lake): the tables of Iceberg's JDBC catalog, which
 # pyiceberg's SQL catalog reads and commits through. Table -> its current metadata file.
 iceberg_tables = Table(

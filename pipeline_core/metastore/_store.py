@@ -14,13 +14,15 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from pipeline_core.errors import CheckpointError, MetastoreError
+from pipeline_core.errors import CheckpointError, MetastoreError, MetastoreNotReadyError
 from pipeline_core.metastore._lifecycle import CheckpointState
-from pipeline_core.metastore._migrations import upgrade_to_head
+from pipeline_core.metastore._migrations import SchemaVersion, schema_version, upgrade_to_head
+from pipeline_core.metastore._read_progress import READ_PROGRESS_RETENTION
 from pipeline_core.metastore._records import (
     AckerTreeRecord,
     BatchRecord,
     CheckpointRecord,
+    ReadProgressRecord,
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
@@ -47,24 +49,93 @@ class Metastore:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str) -> Metastore:
-        """Connect to ``url`` and migrate the schema.
+    def open(cls, url: str, *, migrate: bool = True) -> Metastore:
+        """Connect to ``url`` and migrate the schema (creating a SQLite file and its folder).
+
+        ``migrate``: False for readers that must change nothing (``sluice status``): the
+        database is used as it is, and must exist at the newest migration.
 
         Raises:
+            MetastoreNotReadyError: ``migrate`` is False and the database does not exist or is
+                not at the newest migration.
             MetastoreError: the database cannot be reached or migrated.
+        """
+        if not migrate:
+            metastore = cls.connect(url)
+            try:
+                version = metastore.schema_version()
+            except BaseException:
+                metastore.close()
+                raise
+            if not version.up_to_date:
+                metastore.close()
+                raise MetastoreNotReadyError(
+                    f"the metastore {redacted_url(url)} is at {version.describe()}: "
+                    "run `sluice db upgrade CONFIG` to migrate it"
+                )
+            return metastore
+        metastore = cls.connect(url, create=True)
+        try:
+            metastore.migrate()
+        except BaseException:
+            metastore.close()
+            raise
+        return metastore
+
+    @classmethod
+    def connect(cls, url: str, *, create: bool = False) -> Metastore:
+        """Connect to ``url`` without migrating anything (:meth:`schema_version`,
+        :meth:`migrate`). ``create``: make a SQLite file's folder; otherwise a SQLite file that
+        does not exist is refused rather than created.
+
+        Raises:
+            MetastoreNotReadyError: a SQLite file that does not exist, without ``create``.
+            MetastoreError: the URL names no usable database driver.
         """
         try:
             engine = sa.create_engine(url, pool_pre_ping=True)
             if engine.dialect.name == "sqlite":
                 database = engine.url.database
-                if database and database != ":memory:":
-                    Path(database).parent.mkdir(parents=True, exist_ok=True)
+                if database and database != ":memory:" and not database.startswith("file:"):
+                    if create:
+                        Path(database).parent.mkdir(parents=True, exist_ok=True)
+                    elif not Path(database).is_file():
+                        raise MetastoreNotReadyError(
+                            f"there is no metastore at {database}: run `sluice db upgrade "
+                            "CONFIG` to create it (or correct metastore.url)"
+                        )
                 _tune_sqlite(engine)
-            with _migrate_lock, engine.begin() as connection:
-                upgrade_to_head(connection)
-        except (SQLAlchemyError, OSError) as exc:
+        except (SQLAlchemyError, OSError, ImportError) as exc:
             raise MetastoreError(f"cannot open the metastore {redacted_url(url)}: {exc}") from exc
         return cls(engine)
+
+    def schema_version(self) -> SchemaVersion:
+        """The migration the database is at (nothing changed).
+
+        Raises:
+            MetastoreError: the database cannot be reached.
+        """
+        try:
+            with self.engine.connect() as connection:
+                return schema_version(connection)
+        except SQLAlchemyError as exc:
+            raise MetastoreError(f"cannot open the metastore {self._where}: {exc}") from exc
+
+    def migrate(self) -> SchemaVersion:
+        """Apply every migration not applied yet; returns the version the database was at.
+
+        Raises:
+            MetastoreError: the database cannot be reached or migrated.
+        """
+        try:
+            with _migrate_lock, self.engine.begin() as connection:
+                return upgrade_to_head(connection)
+        except (SQLAlchemyError, OSError) as exc:
+            raise MetastoreError(f"cannot open the metastore {self._where}: {exc}") from exc
+
+    @property
+    def _where(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -236,7 +307,7 @@ class Metastore:
             r.checkpoints.move(checkpoint_id, CheckpointState.FAILED, error=error)
         return self.checkpoint(checkpoint_id)
 
-    # -- files, sink states, acker trees -------------------------------------------------------
+    # -- files, sink states, acker trees, read progress --------------------------------------
 
     def files(self, pipeline: str, host: str) -> list[FileRecord]:
         with self._repositories() as r:
@@ -262,6 +333,15 @@ class Metastore:
         transaction."""
         with self._repositories() as r:
             r.acker_trees.replace(pipeline, host, trees, utcnow())
+
+    def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
+        """Add a sample of what the collector of ``sample.host`` read, and remove that host's
+        samples older than :data:`READ_PROGRESS_RETENTION`, in one transaction."""
+        with self._repositories() as r:
+            r.read_progress.add(pipeline, sample)
+            r.read_progress.prune(
+                pipeline, sample.host, before=sample.sampled_at - READ_PROGRESS_RETENTION
+            )
 
     # -- leases ------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -19,6 +20,7 @@ from pipeline_core.metastore._records import (
     BatchRecord,
     CheckpointRecord,
     LeaseRecord,
+    ReadProgressRecord,
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
@@ -61,6 +63,11 @@ class MetastoreView:
     def acker_tree_totals(self, pipeline: str) -> list[AckerTreeTotals] | None:
         """Per host, what the saved acker trees hold; None on a schema without them."""
         return self._r.acker_trees.totals(pipeline)
+
+    def read_progress(self, pipeline: str, since: datetime) -> list[ReadProgressRecord] | None:
+        """Every host's read progress samples taken since ``since``, oldest first; None on a
+        schema without them."""
+        return self._r.read_progress.since(pipeline, since)
 
 
 @contextmanager

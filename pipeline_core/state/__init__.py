@@ -3,7 +3,8 @@
 For every pipeline config of ``$SLUICE_PIPELINES_DIR`` a :class:`PipelineSnapshot` holds the
 tracked files with the bytes not yet covered by a sealed batch, the newest checkpoints with
 their batches (and, when a lookup is given, the Airflow DAG run that requested each one), the
-sink groups with each sink's stored penalty/backoff state, and the collector leases::
+sink groups with each sink's stored penalty/backoff state, the collector leases, and what each
+collector host read, and had not read yet, over the last day (samples it stores)::
 
     pipelines dir ─► config ─┬─► metastore rows (SELECT only) ─────────────┐
                              ├─► files on disk (stat, first bytes) ─────────┤
@@ -34,6 +35,7 @@ from pipeline_core.state._models import (
     LiveCollectorSnapshot,
     PipelineSnapshot,
     PipelineSummary,
+    ReadProgressSnapshot,
     SinkGroupSnapshot,
     SinkSnapshot,
     StageQueueSnapshot,
@@ -46,9 +48,12 @@ from pipeline_core.state._pipelines import (
     pipeline_name,
     pipelines_dir,
 )
+from pipeline_core.state._progress import MAX_PROGRESS_POINTS
 from pipeline_core.state._snapshot import (
     ACKER_TREES_NOT_STORED,
+    DEFAULT_PROGRESS_WINDOW,
     QUEUE_DEPTHS_NOT_REPORTED,
+    READ_PROGRESS_NOT_STORED,
     checkpoint_of_run,
     take_snapshot,
     take_snapshots,
@@ -57,8 +62,11 @@ from pipeline_core.state._snapshot import (
 __all__ = [
     "ACKER_TREES_NOT_STORED",
     "DAG_ID_PREFIX",
+    "DEFAULT_PROGRESS_WINDOW",
+    "MAX_PROGRESS_POINTS",
     "PIPELINES_DIR_ENV",
     "QUEUE_DEPTHS_NOT_REPORTED",
+    "READ_PROGRESS_NOT_STORED",
     "AckerTreesSnapshot",
     "BatchSnapshot",
     "CheckpointSnapshot",
@@ -70,6 +78,7 @@ __all__ = [
     "LiveCollectorSnapshot",
     "PipelineSnapshot",
     "PipelineSummary",
+    "ReadProgressSnapshot",
     "SinkGroupSnapshot",
     "SinkSnapshot",
     "StageQueueSnapshot",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from pipeline_core._compat import StrEnum
 
@@ -100,6 +100,45 @@ class CheckpointSnapshot(_Snapshot):
     batches: list[BatchSnapshot]
     dag_run: DagRunSnapshot | None = None
     """The requesting DAG run's outcome, read from Airflow (None: no run_id, or not found)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def seal_latency_s(self) -> float | None:
+        """Seconds from the request to the seal (None until sealed)."""
+        return _seconds(self.requested_at, self.sealed_at)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def commit_latency_s(self) -> float | None:
+        """Seconds from the seal to the (latest) commit (None until committed)."""
+        return _seconds(self.sealed_at, self.committed_at)
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return None if start is None or end is None else (end - start).total_seconds()
+
+
+class ReadProgressSnapshot(_Snapshot):
+    """What a collector host read of the pipeline's files in the ``elapsed_s`` seconds before
+    ``sampled_at``, and the bytes its files held past its read offsets then (its lag). Stored
+    samples are merged when a window holds too many to show: counts add up, ``unread_bytes`` is
+    the largest, ``sampled_at`` the last (``samples`` says how many were merged)."""
+
+    host: str
+    sampled_at: datetime
+    elapsed_s: float
+    """Seconds the counts cover: since the collector's previous sample, or since it began
+    serving the pipeline."""
+    bytes_read: int
+    lines_read: int
+    unread_bytes: int
+    samples: int = 1
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def bytes_per_s(self) -> float | None:
+        """The read rate over ``elapsed_s`` (None when it covers no time)."""
+        return self.bytes_read / self.elapsed_s if self.elapsed_s > 0 else None
 
 
 class SinkSnapshot(_Snapshot):
@@ -201,6 +240,10 @@ class PipelineSnapshot(_Snapshot):
     stage_queues: list[StageQueueSnapshot] = []
     acker_trees: list[AckerTreesSnapshot] = []
     """In-flight acker trees per host, as last saved (no entry: none in flight then)."""
+    read_progress: list[ReadProgressSnapshot] = []
+    """What each collector host read, and had not read yet, sampled over the window since
+    ``read_progress_since``, oldest first."""
+    read_progress_since: datetime | None = None
     notes: list[str] = []
     """What the snapshot cannot show, and why."""
 

@@ -11,7 +11,7 @@ import yaml
 PIPELINES_DIR_ENV = "SLUICE_PIPELINES_DIR"
 DEFAULT_PIPELINES_DIR = Path(__file__).resolve().parents[2] / "pipelines"
 DAG_ID_PREFIX = "sluice_"
-"""A pipeline's DAG is ``sluice_<name>`` (see ``dags/sluice_pipelines.py``)."""
+"""A pipeline's DAG is ``sluice_<name>`` (see ``sluice_airflow.dag_factory``)."""
 PIPELINE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 

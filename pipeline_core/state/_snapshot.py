@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pipeline_core.metastore import (
     CheckpointRecord,
     LandingCounts,
     LeaseRecord,
+    ReadProgressRecord,
     SinkStateRecord,
     open_view,
     redacted_url,
@@ -42,6 +43,7 @@ from pipeline_core.state._models import (
     SinkSnapshot,
 )
 from pipeline_core.state._pipelines import DAG_ID_PREFIX, pipeline_configs, pipeline_name
+from pipeline_core.state._progress import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,11 @@ ACKER_TREES_NOT_STORED = (
     "acker trees in flight: not stored in this metastore yet (its schema is migrated when a "
     "collector opens it)"
 )
+READ_PROGRESS_NOT_STORED = (
+    "read progress over time: not stored in this metastore yet (its schema is migrated when a "
+    "collector opens it)"
+)
+DEFAULT_PROGRESS_WINDOW = timedelta(hours=24)
 
 
 def take_snapshots(
@@ -61,12 +68,13 @@ def take_snapshots(
     limit: int = 20,
     dag_runs: DagRunLookup | None = None,
     names: Iterable[str] | None = None,
+    progress_window: timedelta = DEFAULT_PROGRESS_WINDOW,
 ) -> list[PipelineSnapshot]:
     """Snapshots of the pipelines of ``folder`` (default :func:`pipelines_dir`), by name;
     only those in ``names`` when it is given."""
     wanted = set(names) if names is not None else None
     return [
-        take_snapshot(path, limit=limit, dag_runs=dag_runs)
+        take_snapshot(path, limit=limit, dag_runs=dag_runs, progress_window=progress_window)
         for path in pipeline_configs(folder)
         if wanted is None or pipeline_name(path) in wanted
     ]
@@ -79,6 +87,7 @@ def take_snapshot(
     dag_runs: DagRunLookup | None = None,
     stage_stats: Mapping[str, QueueStats] | None = None,
     now: datetime | None = None,
+    progress_window: timedelta = DEFAULT_PROGRESS_WINDOW,
 ) -> PipelineSnapshot:
     """The state of the pipeline configured by ``config_path``. Never raises for a bad config
     or an unreachable metastore: the snapshot's ``error`` says what went wrong.
@@ -87,6 +96,7 @@ def take_snapshot(
     :param dag_runs: looks up the Airflow DAG runs that requested the checkpoints.
     :param stage_stats: an in-process collector's ``stage_stats()``, to report queue depths
         (otherwise they come from a running collector's metrics file, when fresh).
+    :param progress_window: how far back the read progress samples go.
     """
     now = now or datetime.now(timezone.utc)
     name = pipeline_name(config_path)
@@ -110,12 +120,12 @@ def take_snapshot(
         config_path=str(config_path),
         taken_at=now,
         host=config.collector.host,
-        metastore=redacted_url(config.metastore_url),
+        metastore=config.masked(redacted_url(config.metastore_url)),
         stage_queues=stage_queues(config, stage_stats),
         notes=notes,
     )
     try:
-        rows = _read_metastore(config.metastore_url, config.name, limit)
+        rows = _read_metastore(config.metastore_url, config.name, limit, now - progress_window)
     except MetastoreError as exc:
         return snapshot.model_copy(update={"error": str(exc)})
     if rows is None:
@@ -124,6 +134,8 @@ def take_snapshot(
     files = with_read_offsets(file_snapshots(config, rows.files), live_document)
     if rows.acker is None:
         notes.append(ACKER_TREES_NOT_STORED)
+    if rows.progress is None:
+        notes.append(READ_PROGRESS_NOT_STORED)
     acker = [
         AckerTreesSnapshot(
             host=r.host, trees=r.trees, lines=r.lines, bytes=r.bytes, saved_at=r.saved_at
@@ -150,6 +162,8 @@ def take_snapshot(
             "leases": leases,
             "acker_trees": acker,
             "collector": live,
+            "read_progress": read_progress(rows.progress or []),
+            "read_progress_since": now - progress_window,
             "notes": notes,
         }
     )
@@ -169,9 +183,11 @@ class _Rows:
     leases: list[LeaseRecord] = field(default_factory=list)
     acker: list[AckerTreeTotals] | None = field(default_factory=list)
     """Per host; None when the metastore's schema has no acker trees yet."""
+    progress: list[ReadProgressRecord] | None = field(default_factory=list)
+    """Oldest first; None when the metastore's schema has no read progress yet."""
 
 
-def _read_metastore(url: str, pipeline: str, limit: int) -> _Rows | None:
+def _read_metastore(url: str, pipeline: str, limit: int, since: datetime) -> _Rows | None:
     """The pipeline's rows; None when there is no metastore yet. Raises MetastoreError."""
     with open_view(url) as view:
         if view is None:
@@ -184,6 +200,7 @@ def _read_metastore(url: str, pipeline: str, limit: int) -> _Rows | None:
             sink_states=view.sink_states(pipeline),
             leases=view.leases(pipeline),
             acker=view.acker_tree_totals(pipeline),
+            progress=view.read_progress(pipeline, since),
         )
 
 

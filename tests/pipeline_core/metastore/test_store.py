@@ -50,6 +50,7 @@ SLUICE_TABLES = {
     "sluice_acker_trees",
     "sluice_checkpoint_hosts",
     "sluice_leases",
+    "sluice_read_progress",
     "iceberg_tables",
     "iceberg_namespace_properties",
 }

@@ -6,7 +6,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,17 @@ from pipeline_core.collector import (
     metrics_file,
 )
 from pipeline_core.config import PipelineConfig, load_pipeline_config
-from pipeline_core.metastore import AckerTreeRecord, Metastore, SinkStateRecord
+from pipeline_core.metastore import (
+    AckerTreeRecord,
+    Metastore,
+    ReadProgressRecord,
+    SinkStateRecord,
+)
 from pipeline_core.queues import QueueStats
 from pipeline_core.state import (
     ACKER_TREES_NOT_STORED,
     QUEUE_DEPTHS_NOT_REPORTED,
+    READ_PROGRESS_NOT_STORED,
     DagRunSnapshot,
     FileStatus,
     PipelineSnapshot,
@@ -357,6 +363,69 @@ def test_should_sum_the_saved_acker_trees_per_host(
     (trees,) = snapshot.acker_trees
     assert (trees.host, trees.trees, trees.lines, trees.bytes) == (HOST, 2, 6, 150)
     assert ACKER_TREES_NOT_STORED not in snapshot.notes
+
+
+@pytest.mark.timeout(60)
+def test_should_time_each_checkpoint_from_request_to_seal_to_commit(
+    config_path: Path, config: PipelineConfig, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 10))
+    (first,) = collect(config)
+    append(logs / "access.log", *lines("b", 4))
+    (second,) = collect(config)
+    metastore = Metastore.open(config.metastore_url)
+    try:
+        metastore.commit_checkpoint(first, {"rows": {"access": 10}, "rejects": {}})
+        requested = metastore.request_checkpoint(config.name)
+    finally:
+        metastore.close()
+
+    newest, sealed, committed = take_snapshot(config_path).checkpoints
+
+    assert committed.sealed_at is not None and committed.committed_at is not None
+    assert (
+        committed.seal_latency_s == (committed.sealed_at - committed.requested_at).total_seconds()
+    )
+    assert (
+        committed.commit_latency_s == (committed.committed_at - committed.sealed_at).total_seconds()
+    )
+    assert committed.seal_latency_s >= 0 and committed.commit_latency_s > 0
+    assert sealed.checkpoint_id == second and sealed.seal_latency_s is not None
+    assert sealed.commit_latency_s is None
+    assert newest.checkpoint_id == requested.checkpoint_id
+    assert (newest.seal_latency_s, newest.commit_latency_s) == (None, None)
+    assert newest.to_dict()["seal_latency_s"] is None
+    assert committed.to_dict()["commit_latency_s"] == committed.commit_latency_s
+
+
+@pytest.mark.timeout(60)
+def test_should_show_the_read_progress_of_the_window_asked_for(
+    config_path: Path, config: PipelineConfig, logs: Path
+) -> None:
+    append(logs / "access.log", *lines("a", 40))
+    collect(config)
+    metastore = Metastore.open(config.metastore_url)
+    try:
+        metastore.record_read_progress(
+            config.name,
+            ReadProgressRecord(
+                "web-2", datetime.now(timezone.utc) - timedelta(hours=3), 30.0, 600, 6, 10
+            ),
+        )
+    finally:
+        metastore.close()
+
+    day = take_snapshot(config_path)
+    hour = take_snapshot(config_path, progress_window=timedelta(hours=1))
+
+    assert {s.host for s in day.read_progress} == {HOST, "web-2"}
+    assert {s.host for s in hour.read_progress} == {HOST}
+    assert sum(s.bytes_read for s in hour.read_progress) == size(lines("a", 40))
+    assert hour.read_progress[-1].unread_bytes == 0
+    assert hour.read_progress_since == hour.taken_at - timedelta(hours=1)
+    web_2 = next(s for s in day.read_progress if s.host == "web-2")
+    assert web_2.bytes_per_s == 20.0
+    assert READ_PROGRESS_NOT_STORED not in day.notes
 
 
 def test_should_report_queue_depths_only_when_a_running_collector_gives_them(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
-from sluice_airflow.web.app import create_app, human_bytes, when
+from sluice_airflow.web.app import create_app, hours_label, human_bytes, when
 from sluice_airflow.web.dag_runs import airflow_dag_runs
 
 from pipeline_core.collector import PipelineMetrics, QueueMetrics, metrics_file
@@ -205,3 +205,59 @@ def test_should_show_a_running_collectors_report_on_the_page(
 
     assert "12 lines read" in page and "7 acker trees in flight" in page
     assert '<td class="num">4</td>' in page  # the process queue's depth
+
+
+def test_should_draw_the_pipelines_charts_on_the_page(tokens: Tokens, pipeline: Path) -> None:
+    client = TestClient(create_app(), cookies={"_token": tokens.viewer})
+
+    page = client.get("/", headers={"Accept": "text/html"}).text
+
+    for key in ("read-rate", "unread-bytes", "seal-latency", "commit-latency", "lines", "rejects"):
+        assert f'data-chart="{key}"' in page, key
+    assert page.count('<svg class="chart"') == 6
+    assert 'class="mark step tone-blue"' in page  # the collection's read rate
+    assert f"<title>#1: lines: {len(LINES)}</title>" in page
+    assert "<title>#1: sealed \u2192 committed: not committed yet</title>" in page
+    assert "read progress of the last 24 h" in page
+    assert 'href="?hours=168&amp;limit=20#web_access">7 d</a>' in page
+
+
+def test_should_answer_the_charts_series_in_the_json_api(
+    client: TestClient, tokens: Tokens, pipeline: Path
+) -> None:
+    response = client.get("/api/pipelines/web_access?hours=1", headers=bearer(tokens.viewer))
+
+    assert response.status_code == 200
+    snapshot = response.json()
+    collected = sum(len(line) + 1 for line in LINES)
+    progress = snapshot["read_progress"]
+    assert sum(s["bytes_read"] for s in progress) == collected
+    assert sum(s["lines_read"] for s in progress) == len(LINES)
+    assert progress[0]["unread_bytes"] == collected and progress[-1]["unread_bytes"] == 0
+    assert {s["host"] for s in progress} == {"test-host"}
+    (checkpoint,) = snapshot["checkpoints"]
+    assert checkpoint["seal_latency_s"] > 0 and checkpoint["commit_latency_s"] is None
+    since = datetime.fromisoformat(snapshot["read_progress_since"])
+    assert datetime.fromisoformat(snapshot["taken_at"]) - since == timedelta(hours=1)
+
+
+def test_should_refuse_a_read_progress_window_out_of_range(
+    client: TestClient, tokens: Tokens, pipeline: Path
+) -> None:
+    for hours in ("0", "169", "soon"):
+        response = client.get(
+            f"/api/pipelines/web_access?hours={hours}", headers=bearer(tokens.viewer)
+        )
+        assert response.status_code == 422, hours
+    assert client.get("/?hours=0", headers=bearer(tokens.viewer)).status_code == 422
+
+
+def test_should_name_read_progress_windows_for_people() -> None:
+    assert [hours_label(h) for h in (1, 0.5, 24, 48, 168, 36)] == [
+        "1 h",
+        "0.5 h",
+        "24 h",
+        "2 d",
+        "7 d",
+        "36 h",
+    ]

@@ -1,0 +1,71 @@
+"""Sampling what a pipeline's collector read into the metastore, for the state page's charts."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from pipeline_core.collector._metrics import unread_bytes
+from pipeline_core.metastore import Metastore, ReadProgressRecord, utcnow
+from pipeline_core.source import TrackedFile
+
+log = logging.getLogger(__name__)
+
+
+class ReadProgressSampler:
+    """Records one :class:`~pipeline_core.metastore.ReadProgressRecord` of a pipeline at a
+    time: the bytes and lines read since the previous sample and the bytes its files hold past
+    their read offsets now. The collector samples when reading starts, every ``every_s``
+    seconds while it serves the pipeline, and at each seal.
+
+    A sample the metastore refuses is dropped with a warning; what it counted goes into the
+    next one, so the samples always add up to what was read.
+
+    Threading model: owned by the collector's mailbox thread (which owns the counters and the
+    tracked files it reads).
+    """
+
+    def __init__(
+        self,
+        metastore: Metastore,
+        pipeline: str,
+        host: str,
+        *,
+        every_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._metastore = metastore
+        self._pipeline = pipeline
+        self._host = host
+        self._every_s = every_s
+        self._clock = clock
+        self._last_try: float | None = None
+        self._mark_at = clock()
+        self._mark_lines = 0
+        self._mark_bytes = 0
+
+    def due(self, now: float) -> bool:
+        """Whether a sample is due at monotonic time ``now`` (the first one is, at once)."""
+        return self._last_try is None or now - self._last_try >= self._every_s
+
+    def sample(self, lines_read: int, bytes_read: int, files: Iterable[TrackedFile]) -> bool:
+        """Record a sample, given the collector's running totals of lines and bytes read for
+        the pipeline and its tracked files; False when the metastore refused it."""
+        now = self._clock()
+        self._last_try = now
+        try:
+            record = ReadProgressRecord(
+                host=self._host,
+                sampled_at=utcnow(),
+                elapsed_s=max(now - self._mark_at, 0.0),
+                bytes_read=bytes_read - self._mark_bytes,
+                lines_read=lines_read - self._mark_lines,
+                unread_bytes=unread_bytes(files),
+            )
+            self._metastore.record_read_progress(self._pipeline, record)
+        except Exception as exc:  # counted again in the next sample
+            log.warning("%s: cannot record the read progress: %s", self._pipeline, exc)
+            return False
+        self._mark_at, self._mark_lines, self._mark_bytes = now, lines_read, bytes_read
+        return True

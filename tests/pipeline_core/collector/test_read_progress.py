@@ -1,0 +1,130 @@
+"""ReadProgressSampler: what a collector read, and had not read, sampled into the metastore."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from pipeline_core.collector import Collector
+from pipeline_core.collector._read_progress import ReadProgressSampler
+from pipeline_core.errors import MetastoreError
+from pipeline_core.metastore import Metastore, ReadProgressRecord, open_view
+from pipeline_core.testing import FakeClock
+from tests.support.pipelines import append, load
+
+PIPELINE = "web_access"
+HOST = "test-host"
+
+
+class RecordingMetastore:
+    """Keeps the samples it is given; refuses the first ``outages`` of them."""
+
+    def __init__(self, outages: int = 0) -> None:
+        self.outages = outages
+        self.samples: list[ReadProgressRecord] = []
+
+    def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
+        assert pipeline == PIPELINE
+        if self.outages:
+            self.outages -= 1
+            raise MetastoreError("the metastore is unreachable")
+        self.samples.append(sample)
+
+
+def sampler(
+    store: RecordingMetastore, clock: FakeClock, every_s: float = 30
+) -> ReadProgressSampler:
+    return ReadProgressSampler(
+        cast(Metastore, store), PIPELINE, HOST, every_s=every_s, clock=clock.time
+    )
+
+
+def test_should_be_due_at_once_then_every_interval() -> None:
+    clock = FakeClock()
+    progress = sampler(RecordingMetastore(), clock)
+    assert progress.due(clock.now)
+
+    progress.sample(0, 0, [])
+
+    assert not progress.due(clock.now + 29.9)
+    assert progress.due(clock.now + 30)
+
+
+def test_should_count_what_was_read_since_the_previous_sample() -> None:
+    clock = FakeClock()
+    store = RecordingMetastore()
+    progress = sampler(store, clock)
+    clock.now += 2
+    progress.sample(10, 1000, [])
+    clock.now += 30
+    progress.sample(25, 4000, [])
+
+    first, second = store.samples
+    assert (first.elapsed_s, first.lines_read, first.bytes_read) == (2, 10, 1000)
+    assert (second.elapsed_s, second.lines_read, second.bytes_read) == (30, 15, 3000)
+    assert second.host == HOST and second.sampled_at.tzinfo is not None
+
+
+def test_should_carry_a_refused_sample_over_to_the_next(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    store = RecordingMetastore(outages=1)
+    progress = sampler(store, clock)
+    clock.now += 30
+
+    assert not progress.sample(5, 500, [])
+    assert not progress.due(clock.now)  # no retry at every turn while the metastore is down
+    clock.now += 30
+    assert progress.sample(8, 800, [])
+
+    (only,) = store.samples
+    assert (only.elapsed_s, only.lines_read, only.bytes_read) == (60, 8, 800)
+    assert "cannot record the read progress" in caplog.text
+
+
+def stored(url: str) -> list[ReadProgressRecord]:
+    with open_view(url) as view:
+        assert view is not None
+        found = view.read_progress(PIPELINE, datetime.now(timezone.utc) - timedelta(hours=1))
+    assert found is not None
+    return found
+
+
+@pytest.mark.timeout(60)
+def test_should_sample_the_backlog_when_reading_starts_and_what_was_read_at_the_seal(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = load(tmp_path, metastore_url)
+    written = [f"line {i:04d}".encode() for i in range(300)]
+    append(tmp_path / "logs" / "access.log", *written)
+    size = sum(len(line) + 1 for line in written)
+
+    Collector(config, metastore).run_once()
+
+    samples = stored(metastore_url)
+    first, last = samples[0], samples[-1]
+    assert (first.bytes_read, first.unread_bytes) == (0, size)
+    assert last.unread_bytes == 0
+    assert sum(s.bytes_read for s in samples) == size
+    assert sum(s.lines_read for s in samples) == len(written)
+    assert all(s.host == HOST for s in samples)
+
+
+@pytest.mark.timeout(60)
+def test_should_count_each_run_from_where_it_starts(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = load(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first run")
+    Collector(config, metastore).run_once()
+    before = len(stored(metastore_url))
+    append(log, b"the second run's line")
+
+    Collector(config, metastore).run_once()
+
+    second_run = stored(metastore_url)[before:]
+    assert second_run[0].unread_bytes == len(b"the second run's line\n")
+    assert sum(s.bytes_read for s in second_run) == len(b"the second run's line\n")
