@@ -3,10 +3,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STAMP := .venv/.installed
 
-.PHONY: help setup run test lint bench lock wheel clean
+.PHONY: help setup run page test lint bench lock wheel clean
 
 help:
 	@echo "make run    set up, write sample logs, run the web_access DAG, print what landed"
+	@echo "make page   a screenshot of the Sluice state page of what make run landed"
 	@echo "make test   set up, lint, type-check, run the suite on SQLite and on PostgreSQL"
 	@echo "make bench  benchmarks (not part of make test)"
 	@echo "make wheel  build the installable provider package into dist/"
@@ -19,6 +20,10 @@ $(STAMP): requirements.lock pyproject.toml scripts/bootstrap.sh
 
 run: setup
 	bash scripts/run-demo.sh
+
+page: setup
+	bash scripts/browser.sh install
+	. scripts/airflow-env.sh && python scripts/state_page.py
 
 test: setup
 	bash scripts/test.sh
