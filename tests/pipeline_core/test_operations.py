@@ -604,18 +604,25 @@ def test_should_report_files_checkpoints_and_the_lease(
     assert [c.checkpoint_id for c in status.checkpoints] == [info.checkpoint_id]
 
 
-def test_should_stop_waiting_for_a_host_whose_collector_lease_lapsed(
+def waiting_for_a_dead_host(
     operations: PipelineOperations, metastore_url: str, log: Path
-) -> None:
-    name = operations.config.name
+) -> CheckpointInfo:
+    """A checkpoint requested while ``dead-host`` held a lease, which has lapsed since."""
     metastore = Metastore.open(metastore_url)
     try:
-        assert metastore.acquire_lease(name, "dead-host", "dead:1", 0.2)
+        assert metastore.acquire_lease(operations.config.name, "dead-host", "dead:1", 0.2)
     finally:
         metastore.close()
     append(log, *lines("a", 10))
     info = operations.request_checkpoint("run-1")
     time.sleep(0.3)  # the dead host's lease lapses
+    return info
+
+
+def test_should_stop_waiting_for_a_host_whose_collector_lease_lapsed(
+    operations: PipelineOperations, metastore_url: str, log: Path
+) -> None:
+    info = waiting_for_a_dead_host(operations, metastore_url, log)
 
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.REQUESTED
     assert operations.excuse_lapsed_hosts(info.checkpoint_id) == ("dead-host",)
@@ -629,15 +636,7 @@ def test_should_stop_waiting_for_a_host_whose_collector_lease_lapsed(
 def test_reading_a_checkpoint_excuses_no_host(
     operations: PipelineOperations, metastore_url: str, log: Path
 ) -> None:
-    name = operations.config.name
-    metastore = Metastore.open(metastore_url)
-    try:
-        assert metastore.acquire_lease(name, "dead-host", "dead:1", 0.2)
-    finally:
-        metastore.close()
-    append(log, *lines("a", 10))
-    info = operations.request_checkpoint("run-1")
-    time.sleep(0.3)  # the dead host's lease lapses
+    info = waiting_for_a_dead_host(operations, metastore_url, log)
 
     operations.checkpoint(info.checkpoint_id)
     operations.collect_once()  # seals a checkpoint of its own: this one waits for dead-host

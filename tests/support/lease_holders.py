@@ -10,8 +10,12 @@ import subprocess
 import sys
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pipeline_core.metastore import LeaseHolder
+
+if TYPE_CHECKING:
+    from pipeline_core.operations import PipelineOperations
 
 _CHILD = """
 import sys, time, uuid
@@ -112,3 +116,22 @@ def _state(pid: int) -> str | None:
     except OSError:
         return None
     return text[text.rfind(")") + 2 :].split()[0]
+
+
+def waiting_for_a_killed_host(
+    operations: PipelineOperations, metastore_url: str, lease_seconds: float
+) -> tuple[int, float]:
+    """A checkpoint waiting for this host and for ``host-b``, whose collector (a holder of a
+    ``lease_seconds`` lease) is killed before it seals; this host has sealed its batch.
+
+    Returns the checkpoint's id and the monotonic time host-b was killed at.
+    """
+    with (
+        HolderProcess("test-host", metastore_url, ttl=60) as previous,
+        HolderProcess("host-b", metastore_url, ttl=lease_seconds) as host_b,
+    ):
+        requested = operations.request_checkpoint(run_id="run-1")  # waits for both hosts
+        previous.kill()  # this machine's collector: the next one takes its lease over at once
+        operations.collect_once()  # this host's batch; host-b still owes one
+        host_b.kill()
+        return requested.checkpoint_id, time.monotonic()

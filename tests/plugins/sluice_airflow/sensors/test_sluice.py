@@ -24,7 +24,7 @@ from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.fake_pipeline import FakePipeline, FakeTaskInstance, make_context
-from tests.support.lease_holders import HolderProcess
+from tests.support.lease_holders import waiting_for_a_killed_host
 from tests.support.pipelines import append, write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
@@ -324,16 +324,8 @@ def test_poke_stops_waiting_for_a_killed_host_once_its_lease_lapses(
     append(tmp_path / "logs" / "access.log", LINE, LINE)
     operations = PipelineOperations(config)
     lease_seconds = 2.0
-    with (
-        HolderProcess("test-host", metastore_url, ttl=60) as previous,
-        HolderProcess("host-b", metastore_url, ttl=lease_seconds) as host_b,
-    ):
-        requested = operations.request_checkpoint(run_id="run-1")  # waits for both hosts
-        previous.kill()  # this machine's collector: the next one takes its lease over at once
-        operations.collect_once()  # this host's batch; host-b still owes one
-        host_b.kill()
-        killed = time.monotonic()
-    waiting = sensor(config_path=str(config), checkpoint_id=requested.checkpoint_id)
+    checkpoint_id, killed = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
+    waiting = sensor(config_path=str(config), checkpoint_id=checkpoint_id)
     assert waiting.poke(make_context()) is False  # host-b's lease has not lapsed yet
 
     while not waiting.poke(make_context()):
@@ -341,7 +333,7 @@ def test_poke_stops_waiting_for_a_killed_host_once_its_lease_lapses(
         time.sleep(0.1)
 
     assert time.monotonic() - killed >= lease_seconds - 0.5
-    sealed = operations.checkpoint(requested.checkpoint_id)
+    sealed = operations.checkpoint(checkpoint_id)
     assert sealed.state is CheckpointState.SEALED
     assert sealed.hosts == ("test-host",)
     assert sealed.line_count == 2

@@ -14,7 +14,7 @@ from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
-from tests.support.lease_holders import HolderProcess
+from tests.support.lease_holders import HolderProcess, waiting_for_a_killed_host
 from tests.support.pipelines import append, write_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -177,25 +177,15 @@ def test_fires_sealed_once_a_killed_hosts_lease_lapses(config: Path, metastore_u
     seals: the trigger seals it with this host's batch once host-b's lease lapses."""
     operations = PipelineOperations(config)
     lease_seconds = 2.0
-    with (
-        HolderProcess("test-host", metastore_url, ttl=60) as previous,
-        HolderProcess("host-b", metastore_url, ttl=lease_seconds) as host_b,
-    ):
-        requested = operations.request_checkpoint(run_id="run-1")  # waits for both hosts
-        previous.kill()  # this machine's collector: the next one takes its lease over at once
-        operations.collect_once()  # this host's batch; host-b still owes one
-        host_b.kill()
-        killed = time.monotonic()
+    checkpoint_id, killed = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
 
-    event = asyncio.run(
-        first_event(trigger(config, requested.checkpoint_id), timeout=lease_seconds + 5)
-    )
+    event = asyncio.run(first_event(trigger(config, checkpoint_id), timeout=lease_seconds + 5))
     waited = time.monotonic() - killed
 
     assert event.payload["status"] == "sealed"
     assert event.payload["state"] == "sealed"
     assert waited >= lease_seconds - 0.5  # not before host-b's lease could lapse
-    sealed = operations.checkpoint(requested.checkpoint_id)
+    sealed = operations.checkpoint(checkpoint_id)
     assert sealed.hosts == ("test-host",)
     assert sealed.line_count == 2
 
