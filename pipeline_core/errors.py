@@ -16,17 +16,26 @@ class ConfigError(SluiceError):
     """A pipeline config is missing, unreadable or invalid.
 
     The message names the file, the key (a dotted path such as ``sources.0.format``) and what
-    was expected.
+    was expected; one problem fits on one line.
     """
 
     def __init__(self, path: str, problems: list[str]) -> None:
         self.path = path
         self.problems = problems
-        super().__init__(f"invalid pipeline config {path}:\n  " + "\n  ".join(problems))
+        if len(problems) == 1 and "\n" not in problems[0]:
+            super().__init__(f"invalid pipeline config {path}: {problems[0]}")  # one line
+        else:
+            super().__init__(f"invalid pipeline config {path}:\n  " + "\n  ".join(problems))
 
 
 class MetastoreError(SluiceError):
     """The metastore could not be reached, migrated or updated."""
+
+
+class MetastoreNotReadyError(MetastoreError):
+    """The metastore database does not exist yet, or its schema is not at the newest
+    migration, where it was to be read without being created or migrated
+    (``Metastore.open(url, migrate=False)``); ``sluice db upgrade`` creates and migrates it."""
 
 
 class CheckpointError(SluiceError):
@@ -35,6 +44,11 @@ class CheckpointError(SluiceError):
 
 class CollectorBusyError(SluiceError):
     """Another live collector holds this pipeline's lease on this host."""
+
+
+class ListenAddressError(SluiceError, ValueError):
+    """An address to listen on is not ``HOST:PORT`` (``0.0.0.0:9464``, ``127.0.0.1:0``,
+    ``[::1]:9464``); the one-line message quotes the value and says what is wrong."""
 
 
 class SealError(SluiceError):

@@ -41,8 +41,10 @@ Python on the executors. Formats:
     end; other whitespace around the object is kept). ``event_time`` comes from the
     top-level key ``time_field``: epoch seconds (a number or a numeric string, fractions kept to
     the microsecond) or an ISO-8601 string (a time without an offset is read in the session time
-    zone, UTC in the landing job). A missing or unreadable time falls back to ``sealed_at``; it
-    is not a reject. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON object).
+    zone, UTC in the landing job). A missing time (no such key, or JSON ``null``) falls back to
+    ``sealed_at``; it is not a reject. A time that is there but is neither (``"not a date"``,
+    ``""``, ``true``, an object, epoch seconds past year 9999) is. Rejects: ``invalid_utf8``,
+    ``invalid_json`` (not a JSON object), ``bad_timestamp`` (an unreadable time).
 ``raw``
     ``message`` is the line with invalid UTF-8 replaced (and without the ``\\r`` of a CRLF
     line end); ``event_time`` is ``sealed_at``. Rejects only over-long lines.
@@ -145,6 +147,7 @@ _VALID = "_valid_utf8"
 _REWRITTEN = "_rewritten"
 _FIELDS = "_fields"
 _FENCE = "_fence"
+_TIME = "_time"
 _REASON = "_reason"
 
 
@@ -231,14 +234,19 @@ def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> P
         & F.col(_FIELDS).getField(_CORRUPT_COLUMN).isNull()
         & F.rtrim(text, F.lit(_JSON_TRAILING_WHITESPACE)).endswith("}")
     )
-    classified = classified.withColumn(
-        _REASON,
-        F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value)).when(
-            ~is_object, F.lit(RejectReason.INVALID_JSON.value)
-        ),
-    ).withColumn(
-        "event_time",
-        F.coalesce(_json_time(F.col(_FIELDS).getField(time_field)), F.col("sealed_at")),
+    written_time = F.col(_FIELDS).getField(time_field)  # null: missing, or JSON null
+    classified = (
+        classified.withColumn(_TIME, _json_time(written_time))
+        .withColumn(
+            _REASON,
+            F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value))
+            .when(~is_object, F.lit(RejectReason.INVALID_JSON.value))
+            .when(
+                written_time.isNotNull() & F.col(_TIME).isNull(),
+                F.lit(RejectReason.BAD_TIMESTAMP.value),
+            ),
+        )
+        .withColumn("event_time", F.coalesce(F.col(_TIME), F.col("sealed_at")))
     )
     return _split(classified, [_without_cr(text).alias("payload")])
 

@@ -8,6 +8,11 @@ with the files' offsets and the acker's in-flight trees, in one metastore transa
 
 from pipeline_core.collector._checkpoints import CheckpointCoordinator, SealedCheckpoint
 from pipeline_core.collector._collector import Collector
+from pipeline_core.collector._config_problems import (
+    ConfigProblem,
+    config_problems_file,
+    read_config_problems,
+)
 from pipeline_core.collector._config_watch import ConfigChange, ConfigEvent, ConfigSource
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.collector._lifecycle import (
@@ -15,14 +20,16 @@ from pipeline_core.collector._lifecycle import (
     IllegalPipelineTransitionError,
     PipelineState,
 )
+from pipeline_core.collector._metric_families import metrics_registry, prometheus_text
 from pipeline_core.collector._metrics import (
     FileMetrics,
     PipelineMetrics,
     QueueMetrics,
     SinkGroupMetrics,
-    prometheus_text,
 )
 from pipeline_core.collector._metrics_export import MetricsExporter, metrics_file, read_metrics
+from pipeline_core.collector._ops_server import ListenAddress, OpsServer
+from pipeline_core.collector._readiness import HealthProbes, ProbeResult
 from pipeline_core.collector._results import AckerStats, CollectorResult, PipelineResult
 from pipeline_core.collector._service import CollectorService
 
@@ -35,19 +42,27 @@ __all__ = [
     "CollectorService",
     "ConfigChange",
     "ConfigEvent",
+    "ConfigProblem",
     "ConfigSource",
     "EventKind",
     "FileMetrics",
+    "HealthProbes",
     "IllegalPipelineTransitionError",
+    "ListenAddress",
     "MetricsExporter",
+    "OpsServer",
     "PipelineEvent",
     "PipelineMetrics",
     "PipelineResult",
     "PipelineState",
+    "ProbeResult",
     "QueueMetrics",
     "SealedCheckpoint",
     "SinkGroupMetrics",
+    "config_problems_file",
     "metrics_file",
+    "metrics_registry",
     "prometheus_text",
+    "read_config_problems",
     "read_metrics",
 ]

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from pipeline_core.collector._collector import Collector
+from pipeline_core.collector._config_problems import (
+    CONFIG_PROBLEMS_REFRESH_S,
+    ConfigProblem,
+    remove_config_problems,
+    write_config_problems,
+)
 from pipeline_core.collector._config_watch import ConfigChange, ConfigSource
 from pipeline_core.collector._metrics_export import MetricsExporter
 from pipeline_core.collector._results import CollectorResult
@@ -28,22 +35,35 @@ class CollectorService:
     one seals, stops and starts again on its new config from its sealed offsets. Nothing read
     is lost across a reload. Metrics are written (and served on ``metrics_port``) while it runs.
 
+    In a folder, a config file that does not validate is logged, skipped and listed in
+    :attr:`config_problems` (written for ``sluice status`` to
+    ``<data_dir>/collector/config_problems.json`` while it runs): the other pipelines are
+    served, and the file's pipeline starts at the first reload after it is fixed.
+
     Threading model: :meth:`run`/:meth:`run_once` on the thread that becomes the collector's
     mailbox thread; :meth:`reload` and :meth:`stop` from any thread.
     """
 
     def __init__(self, path: Path, *, metrics_port: int | None = None) -> None:
+        self._path = path
         self._source = ConfigSource(path)
         self._metrics_port = metrics_port
         self._metastores: dict[str, Metastore] = {}
         self._data_dirs: dict[str, Path] = {}
         self._reload = threading.Event()
         self._stop = threading.Event()
+        self._problems_written: tuple[tuple[ConfigProblem, ...], frozenset[Path], float] | None
+        self._problems_written = None
         self.collector = Collector()
         for config in self._source.load():
             self.collector.add_pipeline(config, self._metastore(config))
             self._data_dirs[config.name] = config.data_dir
         self.exporter: MetricsExporter | None = None
+
+    @property
+    def config_problems(self) -> tuple[ConfigProblem, ...]:
+        """The config files not served as written now (any thread)."""
+        return self._source.problems
 
     def run_once(self) -> CollectorResult:
         try:
@@ -55,6 +75,7 @@ class CollectorService:
         self.exporter = MetricsExporter(
             self.collector.metrics, self._data_dir_of, port=self._metrics_port
         ).start()
+        self._publish_problems()
         watcher = threading.Thread(target=self._watch, name="sluice-config-watch", daemon=True)
         watcher.start()
         try:
@@ -64,6 +85,7 @@ class CollectorService:
             self._reload.set()
             watcher.join(timeout=10)
             self.exporter.stop()
+            remove_config_problems(self._data_dirs.values())
             self.close()
 
     def reload(self) -> None:
@@ -89,6 +111,23 @@ class CollectorService:
                 self._apply_changes()
             except Exception as exc:  # a bad reload never stops collection
                 log.error("config reload failed: %s", exc)
+            self._publish_problems()
+
+    def _publish_problems(self) -> None:
+        """Write :attr:`config_problems` for ``sluice status`` when they changed, when a
+        pipeline's data directory joined, or when the file is about to go stale."""
+        problems = self.config_problems
+        data_dirs = frozenset(self._data_dirs.values())
+        now = time.monotonic()
+        written = self._problems_written
+        if (
+            written is not None
+            and written[:2] == (problems, data_dirs)
+            and now - written[2] < CONFIG_PROBLEMS_REFRESH_S
+        ):
+            return
+        write_config_problems(data_dirs, self._path, problems)
+        self._problems_written = (problems, data_dirs, now)
 
     def _apply_changes(self) -> None:
         for event in self._source.changes():

@@ -1,9 +1,12 @@
 """Pipeline configuration: one YAML file per pipeline, validated into typed objects.
 
 Unknown keys are rejected; a bad file raises :class:`~pipeline_core.errors.ConfigError` naming
-the file, the key and what was expected.
+the file, the key and what was expected. ``${VAR}`` and ``${VAR:-default}`` in string values
+come from the environment (``$$`` is a ``$``); whatever is printed about a config goes through
+:meth:`PipelineConfig.masked`, which hides the values of secret variables and URL passwords.
 """
 
+from pipeline_core.config._description import describe_pipeline_config
 from pipeline_core.config._loader import METASTORE_URL_ENV, load_pipeline_config
 from pipeline_core.config._model import (
     DEFAULT_SINK,
@@ -16,6 +19,13 @@ from pipeline_core.config._model import (
     SourceConfig,
     SourceFormat,
     StartPosition,
+)
+from pipeline_core.config._secrets import (
+    MASK,
+    SECRET_NAME_PARTS,
+    SecretMask,
+    looks_secret,
+    mask_url_passwords,
 )
 from pipeline_core.config._sink_groups import (
     HandoffSinkConfig,
@@ -37,7 +47,9 @@ from pipeline_core.config._worker import HOST_PATTERN, WorkerConfig
 __all__ = [
     "DEFAULT_SINK",
     "HOST_PATTERN",
+    "MASK",
     "METASTORE_URL_ENV",
+    "SECRET_NAME_PARTS",
     "CollectorConfig",
     "FileSinkConfig",
     "HandoffConfig",
@@ -50,6 +62,7 @@ __all__ = [
     "PipelineConfig",
     "ProcessorKind",
     "RewindKind",
+    "SecretMask",
     "SelectorKind",
     "SinkConfig",
     "SinkGroupConfig",
@@ -59,5 +72,8 @@ __all__ = [
     "StartPosition",
     "StdoutSinkConfig",
     "WorkerConfig",
+    "describe_pipeline_config",
     "load_pipeline_config",
+    "looks_secret",
+    "mask_url_passwords",
 ]

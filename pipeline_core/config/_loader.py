@@ -4,28 +4,37 @@ from __future__ import annotations
 
 import os
 import reprlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from pipeline_core.config._interpolation import interpolate
 from pipeline_core.config._model import PipelineConfig, SinkConfig
+from pipeline_core.config._secrets import SecretMask, mask_url_passwords
 from pipeline_core.errors import ConfigError
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
 
 
-def load_pipeline_config(path: str | Path) -> PipelineConfig:
+def load_pipeline_config(
+    path: str | Path, *, environ: Mapping[str, str] | None = None
+) -> PipelineConfig:
     """Read, validate and resolve one pipeline config file.
 
-    Relative paths (globs, data/staging/lake folders, a relative SQLite file) resolve against the
-    folder of the file. ``$SLUICE_METASTORE_URL`` overrides the metastore URL.
+    ``${VAR}`` and ``${VAR:-default}`` in string values are replaced from ``environ`` (default:
+    the process's environment) before validation, ``$$`` by ``$`` (see
+    ``pipeline_core.config._interpolation``). Relative paths (globs, data/staging/lake folders,
+    a relative SQLite file) resolve against the folder of the file. ``$SLUICE_METASTORE_URL``
+    overrides the metastore URL. The config's :meth:`~PipelineConfig.masked` hides the values
+    of secret variables and URL passwords in text about it.
 
     Raises:
-        ConfigError: the file is missing or unreadable, is not YAML, or does not validate; the
-            message names the file, each offending key and what was expected.
+        ConfigError: the file is missing or unreadable, is not YAML, names a variable that is
+            not set (and has no default), or does not validate; the message names the file,
+            each offending key and what was expected, never a secret.
     """
     file = Path(path).expanduser().resolve()
     try:
@@ -39,14 +48,20 @@ def load_pipeline_config(path: str | Path) -> PipelineConfig:
     if not isinstance(document, dict):
         got = type(document).__name__
         raise ConfigError(str(file), [f"expected a mapping of keys at the top level, got {got}"])
+    interpolated = interpolate(document, os.environ if environ is None else environ)
+    mask = SecretMask.of(interpolated.secret_values)
+    if interpolated.problems:
+        raise ConfigError(str(file), interpolated.problems)
     try:
-        config = PipelineConfig.model_validate(document)
+        config = PipelineConfig.model_validate(interpolated.document)
     except ValidationError as exc:
-        raise ConfigError(str(file), _describe(exc)) from exc
-    return _resolve(config, file)
+        raise ConfigError(str(file), [mask(problem) for problem in _describe(exc)]) from exc
+    return _resolve(config, file).with_secrets(mask)
 
 
 def _describe(error: ValidationError) -> list[str]:
+    """One line per problem; the offending values are shown, with URL passwords hidden (the
+    caller hides the values of secret variables)."""
     problems = []
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "<top level>"
@@ -54,7 +69,7 @@ def _describe(error: ValidationError) -> list[str]:
         if item["type"] == "extra_forbidden":
             message = "unknown key"
         elif "input" in item and item["type"] != "missing":
-            message = f"{message} (got {_short_repr(item['input'])})"
+            message = f"{message} (got {mask_url_passwords(_short_repr(item['input']))})"
         problems.append(f"{key}: {message}")
     return problems
 

@@ -7,10 +7,11 @@ import socket
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import NAME_PATTERN, _Strict
+from pipeline_core.config._secrets import SecretMask
 from pipeline_core.config._sink_groups import HandoffSinkConfig, ProcessorKind, SinkGroupConfig
 from pipeline_core.config._sinks import (
     FileSinkConfig,
@@ -60,8 +61,13 @@ class SourceConfig(_Strict):
     """Glob patterns of paths never read (for example compressed rotations, ``*.gz``)."""
     format: SourceFormat
     time_field: str | None = None
-    """For ``json_lines``: the field holding the event time (default ``time``)."""
+    """For ``json_lines``: the field holding the event time (default ``time``). A line without it
+    takes its batch's seal time; one whose value is not a time is a ``bad_timestamp`` reject."""
     start_at: StartPosition = StartPosition.BEGINNING
+    optional: bool = False
+    """Whether ``paths`` may match no file (logs that appear later): ``sluice validate``
+    then passes and ``sluice collect`` does not warn; by default a source with no file fails
+    the validation."""
 
 
 class HandoffConfig(_Strict):
@@ -183,6 +189,7 @@ class PipelineConfig(_Strict):
     """Where the ``sluice_<name>_worker`` DAG runs its collectors (default: one task on
     Airflow's default queue)."""
     config_path: Path | None = Field(default=None, exclude=True)
+    _secret_mask: SecretMask = PrivateAttr(default_factory=SecretMask)
 
     @field_validator("sources")
     @classmethod
@@ -230,6 +237,18 @@ class PipelineConfig(_Strict):
                 f"{handoff_group.name!r}"
             )
         return self
+
+    def masked(self, text: str) -> str:
+        """``text`` (anything shown about this config: a value, a message) with the values of
+        its secret variables (``${DB_PASSWORD}``...) and every URL's password replaced by
+        ``***``."""
+        return self._secret_mask(text)
+
+    def with_secrets(self, mask: SecretMask) -> PipelineConfig:
+        """A copy whose :meth:`masked` hides what ``mask`` hides (set by the loader)."""
+        copy = self.model_copy()
+        copy._secret_mask = mask
+        return copy
 
     @property
     def sink_groups_in_force(self) -> list[SinkGroupConfig]:

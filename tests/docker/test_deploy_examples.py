@@ -1,7 +1,7 @@
 """The examples under ``deploy/`` parse and agree with Sluice: the pipeline files validate, the
-systemd unit passes ``systemd-analyze verify``, the DaemonSet renders a valid pipeline file per
-node and mounts what it names, and each ``spark_default`` connection resolves, through the Spark
-provider's own hook, to the master it is meant for."""
+systemd unit passes ``systemd-analyze verify``, the DaemonSet's pipeline files validate in each
+node's environment and it mounts what they name, and each ``spark_default`` connection
+resolves, through the Spark provider's own hook, to the master it is meant for."""
 
 from __future__ import annotations
 
@@ -77,21 +77,32 @@ def daemonset_documents() -> dict[str, dict[str, Any]]:
     return {doc["kind"]: doc for doc in yaml.safe_load_all(DAEMONSET.read_text())}
 
 
-def test_daemonset_renders_one_valid_pipeline_file_per_node(tmp_path: Path) -> None:
+def test_daemonset_gives_each_node_a_valid_pipeline_file_from_its_environment(
+    tmp_path: Path,
+) -> None:
+    """The ConfigMap's files are mounted as they are; the ``${VAR}`` they use are set in the
+    collector's environment (the node's name, the metastore password from the Secret)."""
     documents = daemonset_documents()
     assert set(documents) == {"ConfigMap", "PersistentVolumeClaim", "DaemonSet"}
     pod = documents["DaemonSet"]["spec"]["template"]["spec"]
-    [init] = pod["initContainers"]
-    assert init["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert "initContainers" not in pod
     [collector] = pod["containers"]
+    env = {item["name"]: item["valueFrom"] for item in collector["env"]}
+    assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert env["SLUICE_DB_PASSWORD"]["secretKeyRef"]["key"] == "password"
+    environ = {"NODE_NAME": "node-7", "SLUICE_DB_PASSWORD": "pw-from-secret"}
     mounts = {m["mountPath"]: m["name"] for m in collector["volumeMounts"]}
-    init_mounts = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
-    assert mounts["/etc/sluice/pipelines"] == "pipelines" and "pipelines" in init_mounts
-    for name, text in documents["ConfigMap"]["data"].items():
-        rendered = tmp_path / name
-        rendered.write_text(text.replace("__NODE_NAME__", "node-7"))
-        config = load_pipeline_config(rendered)
+    pipelines = next(v for v in pod["volumes"] if v["name"] == mounts["/etc/sluice/pipelines"])
+    configmap = documents["ConfigMap"]
+    assert pipelines["configMap"]["name"] == configmap["metadata"]["name"]
+    for name, text in configmap["data"].items():
+        used = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
+        assert used <= set(env), f"{name} uses variables the collector does not set: {used}"
+        (tmp_path / name).write_text(text)
+        config = load_pipeline_config(tmp_path / name, environ=environ)
         assert config.collector.host == "node-7"
+        assert "pw-from-secret" in config.metastore_url
+        assert "pw-from-secret" not in config.masked(config.metastore_url)
         for directory in (config.staging_dir, config.lake_dir, config.data_dir):
             assert any(PurePosixPath(directory).is_relative_to(path) for path in mounts), directory
         for source in config.sources:
@@ -102,9 +113,8 @@ def test_daemonset_renders_one_valid_pipeline_file_per_node(tmp_path: Path) -> N
     assert shared["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
     assert pod["terminationGracePeriodSeconds"] >= 30
-    for container in (init, collector):
-        image = container["image"]
-        assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+    image = collector["image"]
+    assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
 
 
 @pytest.mark.parametrize(

@@ -277,8 +277,6 @@ JSON_GOOD = [
     b'{"time": 1700000000.25, "level": "debug", "nested": {"a": [1, 2]}}',
     b'{"time": "1700000000", "msg": "numeric string"}',
     b'{"level": "warn", "msg": "no time"}',
-    b'{"time": "not a time"}',
-    b'{"time": 1e30}',
     b'  {"time": "2026-11-21 23:00:00", "msg": "naive, padded"}  ',
     b'{"msg": "caf\xc3\xa9", "time": null}',
     b"{}",
@@ -295,6 +293,8 @@ JSON_BAD = [
     (b'"just a string"', RejectReason.INVALID_JSON),
     (b"null", RejectReason.INVALID_JSON),
     (b"x" * 100 * 1024, RejectReason.INVALID_JSON),
+    (b'{"time": "not a time"}', RejectReason.BAD_TIMESTAMP),
+    (b'{"time": 1e30}', RejectReason.BAD_TIMESTAMP),
 ]
 
 
@@ -316,29 +316,63 @@ def test_json_lines_columns_types_and_times(staging_rows: StagingRows) -> None:
         "2023-11-14 22:13:20.25",
         "2023-11-14 22:13:20",
         SEALED_AT_TEXT,  # missing
-        SEALED_AT_TEXT,  # unparseable
-        SEALED_AT_TEXT,  # out of range
         "2026-11-21 23:00:00",  # no offset: the session time zone, UTC
         SEALED_AT_TEXT,  # null
         SEALED_AT_TEXT,  # empty object
     ]
     assert rows[offsets[1]]["payload"] == JSON_GOOD[1].decode()
     assert rows[offsets[1]]["event_date"] == "2023-11-14"
-    assert rows[offsets[7]]["payload"] == '{"msg": "café", "time": null}'
+    assert rows[offsets[5]]["payload"] == '{"msg": "café", "time": null}'
 
 
 def test_json_lines_custom_time_field(staging_rows: StagingRows) -> None:
     lines = [
         b'{"@timestamp": "2026-01-02T03:04:05Z", "time": "1999-01-01T00:00:00Z"}',
         b'{"time": 5}',
+        b'{"@timestamp": "soon", "time": 5}',
     ]
-    parsed, _ = parse(staging_rows(lines, source="app"), "json_lines", time_field="@timestamp")
+    offsets = line_offsets(lines, 0)
+    parsed, rejects = parse(
+        staging_rows(lines, source="app"), "json_lines", time_field="@timestamp"
+    )
     rows = by_offset(parsed, "event_time")
 
-    assert [rows[offset]["event_time"] for offset in line_offsets(lines, 0)] == [
+    assert [rows[offset]["event_time"] for offset in offsets[:2]] == [
         "2026-01-02 03:04:05",
         SEALED_AT_TEXT,
     ]
+    assert reasons(rejects) == {offsets[2]: "bad_timestamp"}
+
+
+def test_json_lines_reject_a_present_but_unreadable_time_as_bad_timestamp(
+    staging_rows: StagingRows,
+) -> None:
+    lines = [
+        b'{"time": "not a date", "msg": "unreadable"}',
+        b'{"time": "2026-13-45T99:00:00Z"}',
+        b'{"time": 1e30}',
+        b'{"time": -1e30}',
+        b'{"time": true}',
+        b'{"time": {"seconds": 5}}',
+        b'{"time": [1700000000]}',
+        b'{"time": ""}',
+        b'{"msg": "no time field"}',
+        b'{"time": null}',
+        b'{"time": 1700000000}',
+    ]
+    offsets = line_offsets(lines, 0)
+
+    parsed, rejects = parse(staging_rows(lines, source="app"), "json_lines")
+
+    assert reasons(rejects) == {offset: "bad_timestamp" for offset in offsets[:8]}
+    rows = by_offset(parsed, "event_time")
+    assert {offset: row["event_time"] for offset, row in rows.items()} == {
+        offsets[8]: SEALED_AT_TEXT,  # missing: the batch's seal time
+        offsets[9]: SEALED_AT_TEXT,  # null: as missing
+        offsets[10]: "2023-11-14 22:13:20",
+    }
+    raw = {row["byte_offset"]: row["raw_line"] for row in rejects.collect()}
+    assert raw[offsets[0]] == lines[0].decode()
 
 
 def test_json_lines_reject_reasons(staging_rows: StagingRows) -> None:

@@ -61,7 +61,7 @@ def test_the_entry_points_of_the_installed_distribution() -> None:
 
 
 def test_airflow_s_providers_manager_finds_sluice() -> None:
-    manager = ProvidersManager()
+    manager = ProvidersManager()  # type: ignore[no-untyped-call]
 
     assert "sluice" in manager.providers
     assert manager.providers["sluice"].version == metadata.version("sluice")
