@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from airflow.sdk import DAG, Param
 
@@ -51,6 +52,13 @@ from sluice_airflow.sensors.sluice import CheckpointSealedSensor
 
 CHECKPOINT_ID = "{{ ti.xcom_pull(task_ids='request_checkpoint') }}"
 START_DATE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+PAUSED_ONE_RUN_AT_A_TIME: dict[str, Any] = {
+    "start_date": START_DATE,
+    "catchup": False,
+    "max_active_runs": 1,
+    "is_paused_upon_creation": True,
+}
+"""What the worker and maintenance DAGs share: paused when created, one run at a time."""
 WORKER_RUN_FOR = timedelta(hours=1)
 """How long one worker DAG run collects before it seals, stops and hands over to the next."""
 
@@ -210,10 +218,7 @@ def build_worker_dag(config: Path, run_for: timedelta = WORKER_RUN_FOR) -> DAG:
         + routing_summary(routes)
         + "\n",
         schedule="@continuous",
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        is_paused_upon_creation=True,
+        **PAUSED_ONE_RUN_AT_A_TIME,
         tags=["sluice", "logs", "collector"],
         default_args={"retries": 0},
     ) as dag:
@@ -249,10 +254,7 @@ def build_maintenance_dag(config: Path) -> DAG:
         description=f"Sluice lake maintenance of {name}: compact, expire, remove orphans",
         doc_md=MAINTENANCE_DOC_MD.format(name=name, config=config_path),
         schedule="@daily",
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        is_paused_upon_creation=True,
+        **PAUSED_ONE_RUN_AT_A_TIME,
         tags=["sluice", "lake", "maintenance"],
         default_args={"retries": 1, "retry_delay": timedelta(minutes=5)},
     ) as dag:
