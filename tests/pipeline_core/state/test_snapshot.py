@@ -193,14 +193,20 @@ def test_should_not_measure_files_of_another_collector_host(
     assert snapshot.unmeasured_files == 1
 
 
-@pytest.mark.timeout(60)
-def test_should_show_checkpoints_newest_first_with_batches_and_landing_counts(
-    config_path: Path, config: PipelineConfig, logs: Path
-) -> None:
+def two_checkpoints(config: PipelineConfig, logs: Path) -> tuple[int, int]:
+    """Two checkpoints collected and sealed: 10 lines, then 4."""
     append(logs / "access.log", *lines("a", 10))
     (first,) = collect(config)
     append(logs / "access.log", *lines("b", 4))
     (second,) = collect(config)
+    return first, second
+
+
+@pytest.mark.timeout(60)
+def test_should_show_checkpoints_newest_first_with_batches_and_landing_counts(
+    config_path: Path, config: PipelineConfig, logs: Path
+) -> None:
+    first, second = two_checkpoints(config, logs)
     metastore = Metastore.open(config.metastore_url)
     try:
         metastore.commit_checkpoint(
@@ -369,10 +375,7 @@ def test_should_sum_the_saved_acker_trees_per_host(
 def test_should_time_each_checkpoint_from_request_to_seal_to_commit(
     config_path: Path, config: PipelineConfig, logs: Path
 ) -> None:
-    append(logs / "access.log", *lines("a", 10))
-    (first,) = collect(config)
-    append(logs / "access.log", *lines("b", 4))
-    (second,) = collect(config)
+    first, second = two_checkpoints(config, logs)
     metastore = Metastore.open(config.metastore_url)
     try:
         metastore.commit_checkpoint(first, {"rows": {"access": 10}, "rejects": {}})
