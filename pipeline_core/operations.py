@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
+from pipeline_core._stop_request import StopRequest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError
@@ -49,6 +51,7 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointState",
     "CollectReport",
+    "LandingProgress",
     "PipelineOperations",
     "SparkJobSpec",
 ]
@@ -56,6 +59,22 @@ __all__ = [
 SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
 LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+
+class LandingProgress(Protocol):
+    """What :meth:`PipelineOperations.land` tells as it goes (``sluice land`` prints it)."""
+
+    def submitting(self, command: str) -> None:
+        """spark-submit starts now, with this command line (secrets masked)."""
+
+    def spark_finished(self, seconds: float) -> None:
+        """spark-submit ended well after ``seconds``: the lake tables hold the landing."""
+
+    def committing(self, checkpoint_ids: Sequence[int]) -> None:
+        """The checkpoints are checked against the tables and committed now."""
 
 
 class PipelineOperations:
@@ -65,7 +84,10 @@ class PipelineOperations:
     passes what its ``sluice_metastore`` and ``sluice_lake`` connections say): the config's own
     ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and ``lake.path`` always win. ``host``,
     by contrast, wins over the config's ``collector.host``: the collector worker task of one
-    of ``worker.hosts`` collects as that host.
+    of ``worker.hosts`` collects as that host. ``migrate``: False for readers that must create
+    and change nothing (``sluice status``, ``sluice report``): the metastore must then exist at
+    the newest migration, else ``MetastoreNotReadyError``; by default every opening migrates
+    it (collecting, landing and the Airflow tasks own it).
     """
 
     def __init__(
@@ -75,8 +97,10 @@ class PipelineOperations:
         metastore_url: str | None = None,
         lake_dir: str | Path | None = None,
         host: str | None = None,
+        migrate: bool = True,
     ) -> None:
         self._config_path = Path(config_path)
+        self._migrate = migrate
         self._config: PipelineConfig | None = None
         self._default_metastore_url = metastore_url
         self._default_lake_dir = Path(lake_dir) if lake_dir is not None else None
@@ -103,7 +127,7 @@ class PipelineOperations:
 
     @contextmanager
     def _metastore(self) -> Iterator[Metastore]:
-        metastore = Metastore.open(self.config.metastore_url)
+        metastore = Metastore.open(self.config.metastore_url, migrate=self._migrate)
         try:
             yield metastore
         finally:
@@ -231,12 +255,18 @@ class PipelineOperations:
         parsed = LeaseHolder.parse(holder)
         return parsed is None or not parsed.is_dead_on_this_host()
 
-    def collect_once(self) -> CollectReport:
+    def collect_once(self, stop: StopRequest | None = None) -> CollectReport:
         """Read every file to its current end, seal every requested checkpoint (requesting one
         when none is pending), and return. Raises CollectorBusyError when a live collector
-        holds the lease."""
+        holds the lease.
+
+        ``stop``: once it is requested, reading stops and what was read is sealed at once (the
+        rest waits for the next run)."""
         with self._metastore() as metastore:
-            result = Collector(self.config, metastore).run_once()
+            collector = Collector(self.config, metastore)
+            if stop is not None:
+                stop.when_requested(collector.stop)
+            result = collector.run_once()
             sealed = tuple(
                 self._info(metastore, metastore.checkpoint(s.checkpoint_id)) for s in result.sealed
             )
@@ -247,7 +277,7 @@ class PipelineOperations:
         return Collector(self.config, metastore)
 
     def open_metastore(self) -> Metastore:
-        return Metastore.open(self.config.metastore_url)
+        return Metastore.open(self.config.metastore_url, migrate=self._migrate)
 
     # -- landing -----------------------------------------------------------------------------
 
@@ -256,6 +286,8 @@ class PipelineOperations:
         checkpoint_ids: Sequence[int],
         landing_id: str,
         mode: LandingMode = LandingMode.APPEND,
+        *,
+        dry_run: bool = False,
     ) -> SparkJobSpec | None:
         """The spark-submit spec of one job landing ``checkpoint_ids`` into the lake tables, or
         None when none of them is left to land.
@@ -264,6 +296,9 @@ class PipelineOperations:
         be landed: it is marked FAILED with that error (DAG runs waiting for it fail with it). A
         committed one whose staging was removed (``handoff.retain_hours``) is left out with a
         warning: its rows stay in the tables as they are.
+
+        ``dry_run``: change nothing (no checkpoint marked FAILED, no archive of the job
+        written): the spec says what a landing would submit.
 
         Raises:
             CheckpointFailedError: one is FAILED, or was just marked so.
@@ -282,13 +317,14 @@ class PipelineOperations:
                     missing,
                 )
             else:
-                with self._metastore() as metastore:
-                    metastore.fail_checkpoint(checkpoint_id, missing)
-                log.error("checkpoint %d failed: %s", checkpoint_id, missing)
+                if not dry_run:
+                    with self._metastore() as metastore:
+                        metastore.fail_checkpoint(checkpoint_id, missing)
+                    log.error("checkpoint %d failed: %s", checkpoint_id, missing)
                 raise CheckpointFailedError(checkpoint_id, missing)
         if not inputs:
             return None
-        return landing_job_spec(self.config, inputs, landing_id, mode)
+        return landing_job_spec(self.config, inputs, landing_id, mode, write_archive=not dry_run)
 
     def land(
         self,
@@ -296,9 +332,12 @@ class PipelineOperations:
         *,
         landing_id: str | None = None,
         mode: LandingMode = LandingMode.APPEND,
+        progress: LandingProgress | None = None,
     ) -> list[CheckpointInfo]:
         """Land ``checkpoint_ids`` in one Spark job (the provider's SparkSubmitHook, as the DAG
-        does) and commit them.
+        does) and commit them, telling ``progress`` each phase. An interrupt
+        (``KeyboardInterrupt``) while Spark runs kills spark-submit and is raised again: none of
+        the checkpoints is committed then.
 
         Raises:
             LandingError: spark-submit failed or what the tables hold does not add up.
@@ -306,15 +345,30 @@ class PipelineOperations:
         ids = list(dict.fromkeys(checkpoint_ids))
         spec = self.landing_job(ids, landing_id or f"sluice-land-{uuid.uuid4().hex}", mode)
         if spec is not None:
-            os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
-            from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-            hook = SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())
+            hook = _spark_submit_hook(spec)
+            if progress is not None:
+                progress.submitting(
+                    hook._mask_cmd(hook._build_spark_submit_command(spec.application))
+                )
+            started = time.monotonic()
             try:
                 hook.submit(spec.application)
+            except KeyboardInterrupt:
+                hook.on_kill()  # Spark stops with us: nothing of these checkpoints is committed
+                raise
             except Exception as exc:
                 raise LandingError(f"landing checkpoints {ids} failed: {exc}") from exc
+            if progress is not None:
+                progress.spark_finished(time.monotonic() - started)
+        if progress is not None:
+            progress.committing(ids)
         return self.commit(ids)
+
+    def spark_submit_command(self, spec: SparkJobSpec) -> str:
+        """The spark-submit command line :meth:`land` would run for ``spec`` (secrets
+        masked)."""
+        hook = _spark_submit_hook(spec)
+        return hook._mask_cmd(hook._build_spark_submit_command(spec.application))
 
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         """Mark landed checkpoints committed, with what the lake tables hold of each (rows per
@@ -409,3 +463,12 @@ class PipelineOperations:
             error=record.error,
             data_interval=record.data_interval,
         )
+
+
+def _spark_submit_hook(spec: SparkJobSpec) -> SparkSubmitHook:
+    """The Spark provider's hook for ``spec`` on ``spark_default`` (``local[*]`` unless the
+    environment names another connection), with the spark-submit of this environment."""
+    os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    return SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())

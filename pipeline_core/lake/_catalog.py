@@ -89,8 +89,7 @@ class LakeCatalog:
             catalog.engine.dispose()
             raise LakeError(
                 f"the metastore {where} holds no lake catalog yet (table {CATALOG_TABLE}): "
-                "it is created when the metastore is migrated (any sluice command that opens "
-                "the metastore, e.g. sluice status)"
+                "it is created when the metastore is migrated (`sluice db upgrade CONFIG`)"
             )
         return cls(catalog, LakeLocation(location.catalog_url, warehouse, location.namespace))
 

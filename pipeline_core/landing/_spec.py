@@ -82,8 +82,12 @@ def landing_job_spec(
     checkpoints: Sequence[LandingInput],
     landing_id: str,
     mode: LandingMode = LandingMode.APPEND,
+    *,
+    write_archive: bool = True,
 ) -> SparkJobSpec:
     """The spec of one job landing every checkpoint of ``checkpoints`` (one commit per table).
+
+    ``write_archive``: False names the ``--py-files`` archive without writing it (a plan).
 
     :raises ValueError: ``checkpoints`` is empty.
     """
@@ -120,15 +124,15 @@ def landing_job_spec(
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             METASTORE_URL_ENV: config.metastore_url,
         },
-        py_files=str(spark_jobs_archive(config.data_dir / "spark")),
+        py_files=str(spark_jobs_archive(config.data_dir / "spark", write=write_archive)),
     )
 
 
-def spark_jobs_archive(folder: Path) -> Path:
+def spark_jobs_archive(folder: Path, *, write: bool = True) -> Path:
     """A zip of the ``spark_jobs`` package for ``--py-files``, with the ``SHIPPED_CORE_FILES``
     it imports: executors on other machines import ``spark_jobs.staging`` (chunks are split into
     lines there), a driver on the cluster the whole job. Named by the hash of its content, so it
-    is written once per version of the job."""
+    is written once per version of the job (``write``: False only names it)."""
     root = LANDING_APPLICATION.parents[1]
     files = [*(root / "spark_jobs").glob("*.py")]
     files += [
@@ -140,7 +144,7 @@ def spark_jobs_archive(folder: Path) -> Path:
         digest.update(name.encode())
         digest.update(source.read_bytes())
     archive = folder / f"spark_jobs-{digest.hexdigest()[:16]}.zip"
-    if not archive.exists():
+    if write and not archive.exists():
         folder.mkdir(parents=True, exist_ok=True)
         temporary = archive.with_suffix(".tmp")
         with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as zipped:

@@ -31,6 +31,7 @@ from pipeline_core.metastore._lifecycle import (
 from pipeline_core.metastore._migrations import (
     SchemaVersion,
     alembic_config,
+    head_revision,
     schema_version,
     upgrade_to_head,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "SinkStateRepository",
     "alembic_config",
     "as_utc",
+    "head_revision",
     "open_request_probe",
     "open_view",
     "redacted_url",

@@ -245,7 +245,7 @@ def sluice_command(*args: str) -> list[str]:
 def is_busy(returncode: int | None, stderr: str) -> bool:
     """A collector that exited because another one holds the pipeline's lease (a live one, or
     a killed one its machine cannot prove dead, until its lease expires)."""
-    return returncode == 2 and "is being collected by" in stderr
+    return returncode == 5 and "is being collected by" in stderr  # ExitCode.BUSY
 
 
 def collect_once_when_free(config_path: Path, timeout: float = 120.0) -> str:

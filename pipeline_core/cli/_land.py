@@ -1,0 +1,181 @@
+"""``sluice land CONFIG``: land sealed checkpoints with one Spark job, then commit them.
+
+Each phase is a progress line on stderr (what it lands, spark-submit starting, Spark finished,
+committing); ``--dry-run`` prints the plan and changes nothing. Ctrl-C while Spark runs kills
+spark-submit and says which checkpoints were not committed (the next ``sluice land`` lands
+them; landing is idempotent, so nothing lands twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline_core.cli._exit_codes import ExitCode
+from pipeline_core.cli._options import add_json
+from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json, progress
+
+if TYPE_CHECKING:
+    from pipeline_core.operations import CheckpointInfo, PipelineOperations
+
+HEARTBEAT_S = 15.0
+"""While Spark runs, a progress line this often."""
+
+
+def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
+    text = "land sealed checkpoints into the lake with Spark and commit"
+    parser = commands.add_parser("land", parents=[common], help=text, description=text)
+    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    parser.add_argument(
+        "--checkpoint",
+        type=int,
+        action="append",
+        help="land this checkpoint (repeatable; default: every sealed one not committed yet)",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace what the lake holds of the checkpoints (reprocess) instead of leaving "
+        "out what it holds already",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be landed (checkpoints, bytes, the spark-submit command) and "
+        "change nothing",
+    )
+    add_json(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipeline_core.cli._output import open_operations
+    from pipeline_core.lake import LandingMode
+
+    operations = open_operations(args.config, migrate=not args.dry_run)
+    mode = LandingMode.REPLACE if args.replace else LandingMode.APPEND
+    if args.checkpoint:
+        infos = [operations.checkpoint(checkpoint_id) for checkpoint_id in args.checkpoint]
+    else:
+        infos = operations.pending_landings()
+    ids = list(dict.fromkeys(info.checkpoint_id for info in infos))
+    if args.dry_run:
+        return _print_plan(operations, infos, mode, args.json)
+    if not ids:
+        _say_nothing_to_land(args.json)
+        return ExitCode.OK
+    total = sum(info.byte_count for info in infos)
+    progress(
+        f"landing checkpoint{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} "
+        f"({sum(info.line_count for info in infos)} lines, {total} bytes) in one Spark job "
+        f"({mode.value})"
+    )
+    phases = _Phases()
+    try:
+        landed = operations.land(ids, mode=mode, progress=phases)
+    except KeyboardInterrupt:
+        phases.stop_heartbeat()
+        _say_not_committed(operations, ids, phases.spark_started)
+        return ExitCode.INTERRUPTED
+    finally:
+        phases.stop_heartbeat()
+    progress(f"committed {len(landed)} checkpoint{'s' if len(landed) > 1 else ''}")
+    if args.json:
+        print_json({"dry_run": False, "landed": [checkpoint_json(info) for info in landed]})
+    else:
+        for info in landed:
+            print(checkpoint_line(info))
+    return ExitCode.OK
+
+
+class _Phases:
+    """Prints the phases :meth:`PipelineOperations.land` reports, and a heartbeat while Spark
+    runs."""
+
+    def __init__(self) -> None:
+        self.spark_started = False
+        self._spark_done = threading.Event()
+
+    def submitting(self, command: str) -> None:
+        self.spark_started = True
+        progress(f"spark-submit starting: {command.split(' ', 1)[0]}")
+        threading.Thread(target=self._heartbeat, name="sluice-land-heartbeat", daemon=True).start()
+
+    def spark_finished(self, seconds: float) -> None:
+        self._spark_done.set()
+        progress(f"Spark finished in {seconds:.0f} s")
+
+    def committing(self, checkpoint_ids: Sequence[int]) -> None:
+        progress(f"committing checkpoint{'s' if len(checkpoint_ids) > 1 else ''} "
+                 f"{', '.join(map(str, checkpoint_ids))}")  # fmt: skip
+
+    def stop_heartbeat(self) -> None:
+        self._spark_done.set()
+
+    def _heartbeat(self) -> None:
+        waited = 0.0
+        while not self._spark_done.wait(HEARTBEAT_S):
+            waited += HEARTBEAT_S
+            progress(f"Spark still running ({waited:.0f} s; -v shows its log)")
+
+
+def _say_not_committed(operations: PipelineOperations, ids: list[int], spark: bool) -> None:
+    from pipeline_core.metastore import CheckpointState
+
+    try:
+        states = {i: operations.checkpoint(i).state for i in ids}
+        left = [i for i in ids if states[i] is not CheckpointState.COMMITTED]
+    except Exception:  # the metastore is out of reach too: say what is sure
+        left = ids
+    what = "Spark stopped; " if spark else ""
+    if left:
+        listed = ", ".join(map(str, left))
+        print(
+            f"sluice: interrupted: {what}checkpoint{'s' if len(left) > 1 else ''} {listed} "
+            "not committed (the next `sluice land` lands them again, without duplicates)",
+            file=sys.stderr,
+        )
+    else:
+        print(f"sluice: interrupted: {what}every checkpoint was committed", file=sys.stderr)
+
+
+def _say_nothing_to_land(as_json: bool) -> None:
+    if as_json:
+        print_json({"dry_run": False, "landed": []})
+    else:
+        print("nothing to land: every sealed checkpoint is committed")
+
+
+def _print_plan(
+    operations: PipelineOperations,
+    infos: list[CheckpointInfo],
+    mode: Any,
+    as_json: bool,
+) -> int:
+    """What a landing would do; nothing changed (no archive written, no checkpoint failed)."""
+    ids = [info.checkpoint_id for info in infos]
+    spec = operations.landing_job(ids, "sluice-land-dry-run", mode, dry_run=True) if ids else None
+    command = operations.spark_submit_command(spec) if spec is not None else None
+    if as_json:
+        print_json(
+            {
+                "dry_run": True,
+                "mode": mode.value,
+                "checkpoints": [checkpoint_json(info) for info in infos],
+                "bytes": sum(info.byte_count for info in infos),
+                "spark_submit": command,
+            }
+        )
+        return ExitCode.OK
+    if command is None:
+        print("nothing to land: every sealed checkpoint is committed")
+        return ExitCode.OK
+    print(f"would land in one Spark job ({mode.value}), {sum(i.byte_count for i in infos)} bytes:")
+    for info in infos:
+        print(checkpoint_line(info, indent="  "))
+    print(f"spark-submit command:\n  {command}")
+    return ExitCode.OK

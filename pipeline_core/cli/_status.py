@@ -1,0 +1,98 @@
+"""``sluice status CONFIG``: files and offsets, checkpoints, the lease, live metrics. Read-only:
+the metastore must exist and be migrated (``sluice db upgrade``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pipeline_core.cli._exit_codes import ExitCode
+from pipeline_core.cli._options import add_json
+from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json
+
+
+def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
+    text = "files and offsets, checkpoints and batches, the collector lease, live metrics"
+    parser = commands.add_parser("status", parents=[common], help=text, description=text)
+    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    add_json(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipeline_core.cli._output import open_operations
+    from pipeline_core.collector import read_metrics
+
+    operations = open_operations(args.config, migrate=False)
+    status = operations.status()
+    live = read_metrics(operations.config.data_dir, status.pipeline)
+    files = [
+        {
+            "fingerprint": record.fingerprint,
+            "state": record.state.value,
+            "sealed_offset": record.sealed_offset,
+            "path": record.path,
+            "unsealed_bytes": None
+            if (size := _size(record.path)) is None
+            else max(0, size - record.sealed_offset),
+        }
+        for record in status.files
+    ]
+    if args.json:
+        print_json(
+            {
+                "pipeline": status.pipeline,
+                "host": status.host,
+                "lease_holder": status.lease_holder,
+                "running_collector": live,
+                "files": files,
+                "checkpoints": [checkpoint_json(info) for info in status.checkpoints],
+            }
+        )
+        return ExitCode.OK
+    print(f"pipeline {status.pipeline} on {status.host}")
+    print(f"  collector lease: {status.lease_holder or 'free'}")
+    if live is not None:
+        _print_live_metrics(live)
+    print(f"  files ({len(files)}):")
+    for file in files:
+        behind = file["unsealed_bytes"]
+        print(
+            f"    {file['fingerprint']} {file['state']:8} sealed to {file['sealed_offset']}"
+            + ("" if behind is None else f", {behind} bytes unsealed")
+            + f"  {file['path']}"
+        )
+    print(f"  checkpoints (newest {len(status.checkpoints)}):")
+    for info in status.checkpoints:
+        print(checkpoint_line(info, indent="    "))
+    return ExitCode.OK
+
+
+def _print_live_metrics(live: dict[str, Any]) -> None:
+    """What the running collector reported last (its metrics file)."""
+    print(
+        f"  running collector: {live['state']}, read {live['lines_read']} lines "
+        f"({live['bytes_read']} bytes), sent {live['bytes_sent']} bytes, "
+        f"{live['unread_bytes']} bytes unread, blocked {live['blocked_seconds']:.1f} s, "
+        f"{live['trees_in_flight']} chunks in flight"
+    )
+    for name, queue in live["queues"].items():
+        print(
+            f"    {name} queue: {queue['size']} / high {queue['high']} (low {queue['low']})"
+            + ("" if queue["writable"] else ", full")
+        )
+    for group in live["sink_groups"]:
+        print(
+            f"    sink group {group['name']}: {group['deliveries']} deliveries, "
+            f"{group['delivery_errors'] + group['errors']} failures, {group['backoffs']} backoffs"
+        )
+    for file in live["files"]:
+        print(f"    {file['unread_bytes']:>12} bytes unread  {file['path']}")
+
+
+def _size(path: str) -> int | None:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return None

@@ -1,0 +1,213 @@
+"""``sluice land``: in-process with spark-submit replaced, and as the real command with Spark
+(marked ``spark``/``slow``: each spawns its own spark-submit)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.cli import ExitCode, main
+from pipeline_core.metastore import CheckpointState, Metastore
+from tests.pipeline_core.cli.support import no_traceback, sluice_env, start_sluice
+from tests.support.pipelines import append, write_config
+
+
+@pytest.mark.timeout(60)
+def test_should_say_so_when_there_is_nothing_to_land(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url)
+
+    assert main(["land", str(path)]) == 0
+
+    assert "nothing to land" in capsys.readouterr().out
+
+
+def two_sealed_checkpoints(tmp_path: Path, metastore_url: str) -> Path:
+    """A raw-format pipeline with checkpoints 1 (3 lines) and 2 (4 lines) sealed."""
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    for count in (3, 4):
+        append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(count)))
+        assert main(["collect", str(path), "--once"]) == 0
+    return path
+
+
+@pytest.mark.timeout(60)
+def test_should_land_every_pending_checkpoint_in_one_job_and_report_the_lake(
+    tmp_path: Path,
+    metastore_url: str,
+    spark_submits: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
+    capsys.readouterr()
+
+    assert main(["land", str(path)]) == 0
+    landed = "".join(capsys.readouterr())
+    assert main(["report", str(path)]) == 0
+    report = capsys.readouterr().out
+
+    [arguments] = spark_submits
+    assert arguments[-2:] == ["--mode", "append"]
+    assert re.search(
+        r"landing checkpoints 1, 2 \(7 lines, \d+ bytes\) in one Spark job \(append\)", landed
+    )
+    assert landed.index("spark-submit starting") < landed.index("Spark finished")
+    assert landed.index("Spark finished") < landed.index("committing checkpoints 1, 2")
+    assert re.search(r"checkpoint 1 committed: 3 lines, \d+ bytes, batch 1, landed 3 rows", landed)
+    assert re.search(r"checkpoint 2 committed: 4 lines, \d+ bytes, batch 2, landed 4 rows", landed)
+    assert re.search(r"lake table access: 7 rows \(snapshot \d+\)", report)
+    assert "checkpoint 2 committed: 4 lines" in report
+
+
+@pytest.mark.timeout(60)
+def test_should_land_the_named_checkpoints_again_replacing_their_rows(
+    tmp_path: Path,
+    metastore_url: str,
+    spark_submits: list[list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
+
+    code = main(["land", str(path), "--checkpoint", "2", "--checkpoint", "1", "--replace"])
+
+    assert code == 0
+    [arguments] = spark_submits
+    assert [value for flag, value in itertools.pairwise(arguments) if flag == "--checkpoint"] == [
+        str(tmp_path / "data" / "staging" / "web_access" / "00000002") + "=test-host",
+        str(tmp_path / "data" / "staging" / "web_access" / "00000001") + "=test-host",
+    ]
+    assert arguments[-2:] == ["--mode", "replace"]
+    out = "".join(capsys.readouterr())
+    assert "in one Spark job (replace)" in out
+    assert out.index("checkpoint 2 committed") < out.index("checkpoint 1 committed")
+
+
+def test_should_print_the_plan_of_a_dry_run_and_change_nothing(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
+    capsys.readouterr()
+
+    assert main(["land", str(path), "--dry-run"]) == ExitCode.OK
+    text = capsys.readouterr().out
+    assert main(["land", str(path), "--dry-run", "--json"]) == ExitCode.OK
+    plan = json.loads(capsys.readouterr().out)
+
+    assert re.search(r"would land in one Spark job \(append\), \d+ bytes:", text)
+    assert re.search(r"  checkpoint 1 sealed: 3 lines", text)
+    assert "spark-submit command:" in text and "spark_jobs/land.py" in text
+    assert [c["checkpoint_id"] for c in plan["checkpoints"]] == [1, 2]
+    assert plan["bytes"] == sum(c["bytes"] for c in plan["checkpoints"])
+    assert "--checkpoint" in plan["spark_submit"]
+    assert not (tmp_path / "data" / "spark").exists()  # the job's archive was not written
+    metastore = Metastore.open(metastore_url)
+    try:
+        assert [c.state for c in metastore.checkpoints("web_access")] == [
+            CheckpointState.SEALED
+        ] * 2
+    finally:
+        metastore.close()
+
+
+# -- the real command with Spark -------------------------------------------------------------------
+
+
+def sealed_raw_checkpoint(tmp_path: Path, metastore_url: str, lines: int = 50) -> Path:
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(lines)))
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    return path
+
+
+def checkpoint_states(metastore_url: str) -> list[CheckpointState]:
+    metastore = Metastore.open(metastore_url)
+    try:
+        return [c.state for c in metastore.checkpoints("web_access")]
+    finally:
+        metastore.close()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_should_land_with_the_venvs_spark_submit_reporting_each_phase(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    """The installed ``sluice`` script, with a PATH that lacks the virtualenv (not activated):
+    spark-submit is found beside its Python, and each phase is a line as it happens."""
+    path = sealed_raw_checkpoint(tmp_path, metastore_url)
+    script = Path(sys.executable).with_name("sluice")
+    env = sluice_env(PATH="/usr/bin:/bin")
+    env.pop("AIRFLOW_CONN_SPARK_DEFAULT", None)
+    done = subprocess.run(
+        [str(script), "land", str(path)], capture_output=True, text=True, env=env, timeout=280
+    )
+    out, err = done.stdout, done.stderr
+
+    assert done.returncode == ExitCode.OK, err
+    assert "No such file" not in err
+    phases = [
+        "landing checkpoint 1 (50 lines,",
+        f"spark-submit starting: {Path(sys.executable).parent}/spark-submit",
+        "Spark finished in",
+        "committing checkpoint 1",
+        "committed 1 checkpoint",
+    ]
+    positions = [err.find(phase) for phase in phases]
+    assert -1 not in positions and positions == sorted(positions), err
+    assert re.search(r"checkpoint 1 committed: 50 lines, \d+ bytes, batch 1, landed 50 rows", out)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_should_stop_spark_and_say_what_was_not_committed_on_ctrl_c(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    path = sealed_raw_checkpoint(tmp_path, metastore_url)
+    process = start_sluice("land", str(path))
+    try:
+        assert process.stderr is not None
+        while "spark-submit starting" not in (line := process.stderr.readline()):
+            assert line, "sluice land ended before starting spark-submit"
+        time.sleep(3)  # Spark's JVM is starting
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert err.endswith(
+        "sluice: interrupted: Spark stopped; checkpoint 1 not committed (the next `sluice land` "
+        "lands them again, without duplicates)\n"
+    ), err
+    no_traceback(err)
+    assert checkpoint_states(metastore_url) == [CheckpointState.SEALED]
+    assert not spark_submits_of(tmp_path)
+
+
+def spark_submits_of(tmp_path: Path) -> list[int]:
+    """Processes still running whose command line names the test's folder (spark-submit's JVM
+    names the staging folders it lands)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(tmp_path) in command and "spark" in command:
+            found.append(int(entry.name))
+    return found

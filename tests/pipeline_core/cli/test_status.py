@@ -1,0 +1,77 @@
+"""``sluice status`` and ``sluice report``: read-only, they never create or migrate the
+metastore."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.cli import ExitCode, main
+from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
+from tests.support.pipelines import append, write_config
+
+
+def test_should_show_an_empty_status_for_a_new_pipeline(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = upgraded(write_config(tmp_path, metastore_url))
+    capsys.readouterr()
+
+    assert main(["status", str(path)]) == ExitCode.OK
+
+    out = capsys.readouterr().out
+    assert "files (0):" in out
+    assert "checkpoints (newest 0):" in out
+
+
+def test_should_report_an_empty_lake_for_a_new_pipeline(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = upgraded(write_config(tmp_path, metastore_url))
+    capsys.readouterr()
+
+    assert main(["report", str(path)]) == ExitCode.OK
+
+    out = capsys.readouterr().out
+    assert "lake table access: 0 rows\n" in out
+    assert "rejects: 0 lines" in out
+
+
+@pytest.mark.timeout(60)
+def test_should_print_status_and_report_as_json(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url, fmt="raw")
+    append(tmp_path / "logs" / "access.log", b"a", b"b")
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    capsys.readouterr()
+
+    assert main(["status", "--json", str(path)]) == ExitCode.OK
+    status = json.loads(capsys.readouterr().out)
+    assert main(["report", str(path), "--json"]) == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+
+    assert status["pipeline"] == "web_access"
+    assert [f["unsealed_bytes"] for f in status["files"]] == [0]
+    assert [(c["checkpoint_id"], c["state"], c["lines"]) for c in status["checkpoints"]] == [
+        (1, "sealed", 2)
+    ]
+    assert report["rows"] == {"access": 0}
+    assert report["committed"] == []
+
+
+@pytest.mark.parametrize("command", ["status", "report", "validate"])
+def test_should_neither_create_nor_migrate_the_metastore_to_read_it(
+    tmp_path: Path, command: str
+) -> None:
+    database = tmp_path / "data" / "sluice.db"
+    path = write_config(tmp_path, f"sqlite:///{database}", pattern="web_access.yaml")
+
+    done = sluice(command, str(path))
+
+    assert done.returncode == ExitCode.NOT_MIGRATED
+    assert "run `sluice db upgrade CONFIG` to create it" in done.stdout + done.stderr
+    assert not database.exists() and not database.parent.exists()
+    no_traceback(done.stderr)
