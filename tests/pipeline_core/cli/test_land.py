@@ -129,6 +129,16 @@ def sealed_raw_checkpoint(tmp_path: Path, metastore_url: str, lines: int = 50) -
     return path
 
 
+def sealed_json_checkpoint(tmp_path: Path, metastore_url: str) -> Path:
+    """50 JSON lines: 48 with a time, one whose time is not a date, one without a time."""
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="json_lines")
+    records = [{"time": f"2026-11-25T10:00:{i:02d}Z", "n": i} for i in range(48)]
+    records += [{"time": "not a date", "n": 48}, {"n": 49}]
+    append(tmp_path / "logs" / "app.log", *(json.dumps(r).encode() for r in records))
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    return path
+
+
 def checkpoint_states(metastore_url: str) -> list[CheckpointState]:
     metastore = Metastore.open(metastore_url)
     try:
@@ -144,8 +154,10 @@ def test_should_land_with_the_venvs_spark_submit_reporting_each_phase(
     tmp_path: Path, metastore_url: str
 ) -> None:
     """The installed ``sluice`` script, with a PATH that lacks the virtualenv (not activated):
-    spark-submit is found beside its Python, and each phase is a line as it happens."""
-    path = sealed_raw_checkpoint(tmp_path, metastore_url)
+    spark-submit is found beside its Python, and each phase is a line as it happens. The
+    JSON lines are read as nginx reads times: one whose time is there but unreadable is a
+    ``bad_timestamp`` reject, one without a time lands stamped with the seal time."""
+    path = sealed_json_checkpoint(tmp_path, metastore_url)
     script = Path(sys.executable).with_name("sluice")
     env = sluice_env(PATH="/usr/bin:/bin")
     env.pop("AIRFLOW_CONN_SPARK_DEFAULT", None)
@@ -165,7 +177,20 @@ def test_should_land_with_the_venvs_spark_submit_reporting_each_phase(
     ]
     positions = [err.find(phase) for phase in phases]
     assert -1 not in positions and positions == sorted(positions), err
-    assert re.search(r"checkpoint 1 committed: 50 lines, \d+ bytes, batch 1, landed 50 rows", out)
+    assert re.search(
+        r"checkpoint 1 committed: 50 lines, \d+ bytes, batch 1, landed 49 rows \+ 1 rejects", out
+    )
+    report = subprocess.run(
+        [str(script), "report", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert report.returncode == ExitCode.OK, report.stderr
+    lake = json.loads(report.stdout)
+    assert lake["rows"] == {"access": 49}
+    assert lake["rejects"] == {"bad_timestamp": 1}
 
 
 @pytest.mark.spark
