@@ -28,7 +28,8 @@ WORKDIR /opt/sluice
 COPY requirements.lock pyproject.toml README.md ./
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir -c requirements.lock \
-        sqlalchemy alembic tenacity pydantic pyyaml "psycopg[binary]" pyarrow numpy
+        sqlalchemy alembic tenacity pydantic pyyaml "psycopg[binary]" pyarrow numpy \
+        prometheus-client croniter zlib-ng inotify-simple
 COPY pipeline_core ./pipeline_core
 RUN pip install --no-cache-dir --no-deps . \
     && rm -rf build ./*.egg-info \

@@ -29,11 +29,15 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
         help="read every file to its current end, seal a checkpoint and exit (Ctrl-C seals "
         "what was read so far and exits 130)",
     )
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics while collecting",
+    metrics = parser.add_mutually_exclusive_group()
+    metrics.add_argument(
+        "--metrics-address",
+        metavar="HOST:PORT",
+        type=_listen_address,
+        help="serve /metrics (Prometheus), /health and /ready on HOST:PORT while collecting "
+        "(0.0.0.0:9464, [::1]:9464)",
     )
+    metrics.add_argument("--metrics-port", type=int, metavar="N", help="the same on 127.0.0.1:N")
     parser.set_defaults(handler=run)
 
 
@@ -71,7 +75,9 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
     from pipeline_core.collector import CollectorService
 
     _warn_about_sources_without_files(_configs_of_folder(args.config))
-    service = CollectorService(args.config, metrics_port=args.metrics_port)
+    service = CollectorService(
+        args.config, metrics_address=args.metrics_address, metrics_port=args.metrics_port
+    )
     if stop.requested:
         service.close()
         return _stopped_before_collecting(once=True)
@@ -101,7 +107,9 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
         return _stopped_before_collecting()
     if args.config.is_dir():
         _warn_about_sources_without_files(_configs_of_folder(args.config))
-    service = CollectorService(args.config, metrics_port=args.metrics_port)
+    service = CollectorService(
+        args.config, metrics_address=args.metrics_address, metrics_port=args.metrics_port
+    )
     if stop.requested:
         service.close()
         return _stopped_before_collecting()
@@ -158,3 +166,14 @@ def _warn_about_sources_without_files(configs: list[Any]) -> None:
                     f"pipeline {config.name}, source {source.name}: no file matches "
                     f"{', '.join(source.paths)} (`optional: true` on the source silences this)"
                 )
+
+
+def _listen_address(text: str) -> str:
+    from pipeline_core.collector import ListenAddress
+    from pipeline_core.errors import ListenAddressError
+
+    try:
+        ListenAddress.parse(text)
+    except ListenAddressError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text

@@ -40,7 +40,9 @@ Threading model: every piece of pipeline state (the registry, tracked files, off
 barriers, acker trees, the coordinators) is changed only on the mailbox thread, the thread
 that calls :meth:`Collector.run_once` or :meth:`Collector.run`; each mail handler checks it
 first. Stage threads, sink-group threads, the control thread and the file events' thread talk
-to it only by mail; metrics read plain attributes from any thread, without locks.
+to it only by mail; metrics read plain attributes from any thread, without locks, and the
+probes (:meth:`Collector.liveness`, :meth:`Collector.readiness`) read values their owners
+replace whole: the run's phase, the control loop's :class:`ControlStatus`, the last sweep.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from enum import Enum
 
+from pipeline_core.collector import _readiness
 from pipeline_core.collector._checkpoint_driver import CheckpointDriver
 from pipeline_core.collector._control_loop import ControlLoop, WatchList
 from pipeline_core.collector._feedback import Feedback
@@ -58,6 +62,7 @@ from pipeline_core.collector._launcher import PipelineLauncher, lease_holder
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
 from pipeline_core.collector._metrics import PipelineMetrics, pipeline_metrics
 from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.collector._readiness import OK, ProbeResult
 from pipeline_core.collector._registry import PipelineRegistry, reading_order
 from pipeline_core.collector._results import CollectorResult, RunResults
 from pipeline_core.collector._scheduler import ReadScheduler
@@ -180,6 +185,27 @@ class Collector:
         served = list(self._pending) + list(self._registry.runtimes())
         return [pipeline_metrics(runtime, self._queues.stats(runtime.name)) for runtime in served]
 
+    def liveness(self) -> ProbeResult:
+        """Ok while the collector's loops run, starting and stopping included: the mailbox
+        thread handles the control loop's sweeps, the control and stage threads are alive.
+        Not ok once the run ended (any thread)."""
+        run = self._run_parts
+        if run is None:
+            return ProbeResult(True, "starting")
+        return run.liveness(time.monotonic())
+
+    def readiness(self) -> ProbeResult:
+        """Ok while it collects: live, every served pipeline's lease held, each pipeline's
+        metastore reached recently (see :class:`ControlStatus`); not ok while it starts or
+        stops (any thread)."""
+        stopping = self._stop_requested.is_set()
+        run = self._run_parts
+        if run is None:
+            return ProbeResult(False, "stopping" if stopping else "starting: no lease taken yet")
+        if stopping and run.phase is _Phase.RUNNING:
+            return ProbeResult(False, "stopping")
+        return run.readiness(time.monotonic())
+
     # -- the run -----------------------------------------------------------------------------
 
     def _run(self, mode: CollectorMode) -> CollectorResult:
@@ -219,6 +245,15 @@ def _acquire_leases(runtimes: list[PipelineRuntime]) -> None:
                 f"pipeline {runtime.name!r} on {runtime.host} is being collected by {holder}"
             )
         acquired.append(runtime)
+
+
+class _Phase(Enum):
+    """Where a run is (written by the mailbox thread, read by the probes)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
 
 
 class _Run:
@@ -272,6 +307,7 @@ class _Run:
             lease_lost=self.driver.lease_lost,
         )
         registry.subscribe(self._registry_changed)
+        self.phase = _Phase.STARTING
 
     def execute(self, started: float) -> CollectorResult:
         """Run the mailbox loop until every pipeline is done (or it fails); stop every
@@ -279,11 +315,43 @@ class _Run:
         for stage in self.stages:
             stage.start()
         self.control.start()
+        self.phase = _Phase.RUNNING
         try:
             self.processor.run_mailbox_loop()
         finally:
-            self._shut_down()
+            self.phase = _Phase.STOPPING
+            try:
+                self._shut_down()
+            finally:
+                self.phase = _Phase.STOPPED
         return self.results.collector_result(time.monotonic() - started)
+
+    def liveness(self, now: float) -> ProbeResult:
+        """See :meth:`Collector.liveness` (any thread)."""
+        phase = self.phase
+        if phase is _Phase.STOPPED:
+            return ProbeResult(False, "stopped")
+        if phase is not _Phase.RUNNING:
+            return ProbeResult(True, phase.value)
+        threads = [(stage.name, stage.alive) for stage in self.stages]
+        threads.append(("sluice-control", self.control.alive))
+        ended = [name for name, alive in threads if not alive]
+        if ended:
+            return ProbeResult(False, f"thread {', '.join(ended)} ended")
+        silent = now - self.feedback.last_sweep
+        if silent > _readiness.MAILBOX_STALL_SECONDS:
+            return ProbeResult(False, f"the mailbox thread has not turned for {silent:.0f} s")
+        return OK
+
+    def readiness(self, now: float) -> ProbeResult:
+        """See :meth:`Collector.readiness` (any thread)."""
+        control = self.control.status.readiness(now, _readiness.METASTORE_GRACE_SECONDS)
+        phase = self.phase
+        if phase is not _Phase.RUNNING:  # a lost lease ends the run: say so
+            reason = phase.value if control.ok else f"{phase.value}: {control.reason}"
+            return ProbeResult(False, reason)
+        live = self.liveness(now)
+        return live if not live.ok else control
 
     def _read(self, controller: MailboxDefaultAction.Controller) -> None:
         self.scheduler.run_default_action(controller)

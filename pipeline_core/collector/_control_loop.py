@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
 from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
 from pipeline_core.metastore import Metastore, RequestProbe
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,8 @@ class WatchedPipeline:
     holder: str
     metastore: Metastore
     lease_seconds: float
+    leased_at: float | None = None
+    """When (``time.monotonic()``) the mailbox thread took the lease; None: just now."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class WatchList:
                     runtime.holder,
                     runtime.metastore,
                     runtime.config.collector.lease_seconds,
+                    runtime.lease_acquired_at,
                 )
                 for runtime in served
                 if runtime.state is not PipelineState.DONE
@@ -87,10 +92,14 @@ class ControlLoop:
     ``REFORWARD_SECONDS`` while it still waits for this host) and
     ``lease_lost(pipeline)`` (another collector took the lease over).
 
+    What it learns of each watched pipeline's lease and metastore it publishes as a
+    :class:`ControlStatus` (:attr:`status`), which readiness probes read.
+
     Threading model: its own thread. :meth:`watch` and :meth:`stop` are called from the mailbox
     thread and only put into the loop's inbox: the loop never reads collector state, it works
     from the last :class:`WatchList` it received. Its own fields (lease renewals, requests
-    forwarded, probes) belong to its thread.
+    forwarded, probes, lease statuses) belong to its thread; :attr:`status` is an immutable
+    value it replaces whole, read from any thread.
     """
 
     def __init__(
@@ -111,6 +120,19 @@ class ControlLoop:
         self._renewals: dict[str, float] = {}
         self._forwarded: dict[tuple[str, int], float] = {}
         self._probes: dict[int, RequestProbe] = {}
+        self._leases: dict[str, LeaseStatus] = {}
+        self._waiting_since: float | None = None
+        self._status = ControlStatus()
+
+    @property
+    def status(self) -> ControlStatus:
+        """The leases and metastores as last seen (any thread)."""
+        return self._status
+
+    @property
+    def alive(self) -> bool:
+        """Whether its thread runs (any thread)."""
+        return self._thread.is_alive()
 
     def watch(self, watching: WatchList) -> None:
         """Watch these pipelines from now on (mailbox thread, at each change of the
@@ -163,13 +185,41 @@ class ControlLoop:
                 if message is None:
                     return False
                 self._watching = message
+                self._track_leases(message)
                 message = self._inbox.get_nowait()
         except queue.Empty:
             return True
 
+    def _track_leases(self, watching: WatchList) -> None:
+        """Keep the statuses of the pipelines still watched; start those of new ones from the
+        moment their lease was taken."""
+        now = time.monotonic()
+        leases: dict[str, LeaseStatus] = {}
+        for pipeline in watching.pipelines:
+            taken = pipeline.leased_at if pipeline.leased_at is not None else now
+            known = self._leases.get(pipeline.name)
+            if known is None or known.host != pipeline.host:
+                known = LeaseStatus(
+                    pipeline.name, pipeline.host, taken + pipeline.lease_seconds, taken
+                )
+            elif pipeline.leased_at is not None and taken + pipeline.lease_seconds > (
+                known.lease_until
+            ):
+                known = known.renewed(taken, pipeline.lease_seconds)  # taken again: replaced
+            leases[pipeline.name] = known
+        self._leases = leases
+        self._publish()
+
+    def _publish(self) -> None:
+        self._status = ControlStatus(tuple(self._leases.values()), self._waiting_since)
+
     def _turn(self, polling: bool) -> None:
         watched = self._watching.pipelines
         probed = self._probe_requests(watched) if not polling else set()
+        if not watched or not (polling or probed):
+            return
+        self._waiting_since = time.monotonic()  # a query that hangs shows
+        self._publish()
         for pipeline in watched:
             try:
                 if polling:
@@ -178,6 +228,16 @@ class ControlLoop:
                     self._forward_requests(pipeline)
             except Exception as exc:  # the metastore may be briefly unreachable
                 log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
+                self._note(pipeline, functools.partial(LeaseStatus.failed, error=exc))
+        self._waiting_since = None
+        self._publish()
+
+    def _note(
+        self, pipeline: WatchedPipeline, change: Callable[[LeaseStatus], LeaseStatus]
+    ) -> None:
+        known = self._leases.get(pipeline.name)
+        if known is not None:
+            self._leases[pipeline.name] = change(known)
 
     def _probe_requests(self, watched: tuple[WatchedPipeline, ...]) -> set[int]:
         """The metastores (by ``id``) whose probe says a request may have arrived."""
@@ -199,14 +259,19 @@ class ControlLoop:
             if not pipeline.metastore.acquire_lease(
                 pipeline.name, pipeline.host, pipeline.holder, pipeline.lease_seconds
             ):
+                self._note(pipeline, lambda status: status.taken_over().reached(now))
+                self._publish()  # before the collector hears of it
                 self._lease_lost(pipeline.name)
                 return
+            self._note(pipeline, lambda status: status.renewed(now, pipeline.lease_seconds))
             self._renewals[pipeline.name] = time.monotonic() + renew_every
 
     def _forward_requests(self, pipeline: WatchedPipeline) -> None:
         if self._mode is not CollectorMode.CONTINUOUS:
             return
+        asked = time.monotonic()
         waiting = pipeline.metastore.unsealed_for_host(pipeline.name, pipeline.host)
+        self._note(pipeline, lambda status: status.reached(asked))
         now = time.monotonic()
         for checkpoint_id in waiting:
             key = (pipeline.name, checkpoint_id)

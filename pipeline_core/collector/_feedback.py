@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Callable
 
 from pipeline_core.collector._file_event_router import FileEventRouter
@@ -46,6 +47,9 @@ class Feedback:
         self.file_events = (
             FileEventRouter(self._file_events_arrived) if mode is CollectorMode.CONTINUOUS else None
         )
+        self.last_sweep = time.monotonic()
+        """When the mailbox thread last handled a sweep (the control loop sends one a second
+        at most): written on the mailbox thread, read by the liveness probe."""
 
     # -- other threads: mail only ------------------------------------------------------------
 
@@ -97,6 +101,7 @@ class Feedback:
 
     def _on_sweep(self) -> None:
         self._processor.check_mailbox_thread("Feedback._on_sweep()")
+        self.last_sweep = time.monotonic()
         runtimes = self._registry.runtimes()
         for runtime in runtimes:
             runtime.tracking.acker.sweep()

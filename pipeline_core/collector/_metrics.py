@@ -1,4 +1,4 @@
-"""Per-pipeline collector metrics, and their Prometheus text exposition."""
+"""Per-pipeline collector metrics: one frozen snapshot of a pipeline, taken from any thread."""
 
 from __future__ import annotations
 
@@ -144,73 +144,3 @@ def _size(tracked: TrackedFile) -> int:
     if (info.st_dev, info.st_ino) != (tracked.dev, tracked.ino):
         return tracked.read_offset
     return info.st_size
-
-
-def prometheus_text(metrics: Iterable[PipelineMetrics]) -> str:
-    """The Prometheus text exposition format (version 0.0.4) of ``metrics``."""
-    families: dict[str, tuple[str, str, list[str]]] = {}
-
-    def sample(name: str, kind: str, help_text: str, labels: dict[str, str], value: float) -> None:
-        family = families.setdefault(name, (kind, help_text, []))
-        rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-        family[2].append(f"{name}{{{rendered}}} {value:g}")
-
-    for m in metrics:
-        base = {"pipeline": m.pipeline, "host": m.host}
-        sample("sluice_lines_read_total", "counter", "Lines read.", base, m.lines_read)
-        sample("sluice_bytes_read_total", "counter", "Bytes read.", base, m.bytes_read)
-        sample("sluice_bytes_sent_total", "counter", "Bytes sent to the sinks.", base, m.bytes_sent)
-        sample(
-            "sluice_blocked_seconds_total",
-            "counter",
-            "Time reading waited on a full queue or on acks.",
-            base,
-            m.blocked_seconds,
-        )
-        sample("sluice_unread_bytes", "gauge", "Bytes not read yet.", base, m.unread_bytes)
-        sample(
-            "sluice_truncated_unread_bytes_total",
-            "counter",
-            "Bytes a truncation destroyed before they were read.",
-            base,
-            m.truncated_unread_bytes,
-        )
-        sample("sluice_trees_in_flight", "gauge", "Chunks not acked yet.", base, m.trees_in_flight)
-        for queue, q in m.queues.items():
-            labels = {**base, "queue": queue}
-            sample("sluice_queue_size", "gauge", "Items in a stage queue.", labels, q.size)
-            sample("sluice_queue_high_watermark", "gauge", "High watermark.", labels, q.high)
-            sample("sluice_queue_low_watermark", "gauge", "Low watermark.", labels, q.low)
-        for group in m.sink_groups:
-            labels = {**base, "sink_group": group.name}
-            sample(
-                "sluice_sink_deliveries_total",
-                "counter",
-                "Batches delivered.",
-                labels,
-                group.deliveries,
-            )
-            sample(
-                "sluice_sink_failures_total",
-                "counter",
-                "Failed delivery attempts.",
-                labels,
-                group.delivery_errors + group.errors,
-            )
-        for file in m.files:
-            labels = {**base, "path": file.path}
-            sample(
-                "sluice_file_unread_bytes",
-                "gauge",
-                "Bytes of a file not read yet.",
-                labels,
-                file.unread_bytes,
-            )
-    lines = []
-    for name, (kind, help_text, samples) in families.items():
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *samples]
-    return "\n".join(lines) + "\n"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')

@@ -1,18 +1,26 @@
-"""Publishing a running collector's metrics: files for ``sluice status``, Prometheus text."""
+"""Publishing a running collector's metrics: files for ``sluice status``, Prometheus text,
+and the ops endpoints."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline_core.collector._metrics import PipelineMetrics, prometheus_text
+from prometheus_client import CollectorRegistry, write_to_textfile
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from pipeline_core.collector._metric_families import metrics_registry
+from pipeline_core.collector._metrics import PipelineMetrics
+from pipeline_core.collector._ops_server import ListenAddress, OpsServer
+from pipeline_core.collector._readiness import HealthProbes
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +35,21 @@ def metrics_file(data_dir: Path, pipeline: str) -> Path:
 
 class MetricsExporter:
     """Every ``interval`` seconds, writes each pipeline's metrics as JSON to
-    ``<data_dir>/collector/<pipeline>.json`` and all of them as Prometheus text to
-    ``<data_dir>/collector/metrics.prom`` (atomically: write, then rename; a node exporter's
-    textfile collector can read it); with ``port``, also serves ``GET /metrics`` on
-    127.0.0.1 (or ``host``).
+    ``<data_dir>/collector/<pipeline>.json`` and, from its Prometheus registry (see
+    :func:`metrics_registry`), the metrics of the pipelines of that data directory and the
+    process's to ``<data_dir>/collector/metrics.prom`` (atomically: write, then rename; a node
+    exporter's textfile collector can read it). With ``address`` (``HOST:PORT``, see
+    :meth:`ListenAddress.parse`), also serves the same registry on ``/metrics`` and
+    ``probes`` on ``/health`` and ``/ready`` (:class:`OpsServer`).
+
+    ``port`` (and ``host``, default 127.0.0.1) is the older way to give the address.
 
     Threading model: its own daemon thread (and the HTTP server's); it only calls
-    ``snapshot()``, which must be safe from any thread.
+    ``snapshot()`` and the probes, which must be safe from any thread.
+
+    Raises (``__init__``):
+        ListenAddressError: ``address`` is not ``HOST:PORT``.
+        OSError: the address cannot be listened on (in use, say).
     """
 
     def __init__(
@@ -42,36 +58,40 @@ class MetricsExporter:
         data_dir_of: Callable[[str], Path],
         *,
         interval: float = 5.0,
+        address: str | ListenAddress | None = None,
+        probes: HealthProbes | None = None,
         port: int | None = None,
         host: str = "127.0.0.1",
     ) -> None:
+        if address is not None and port is not None:
+            raise ValueError("give the metrics address or its port, not both")
+        if isinstance(address, str):
+            address = ListenAddress.parse(address)
+        elif address is None and port is not None:
+            address = ListenAddress(host, port)
         self._snapshot = snapshot
         self._data_dir_of = data_dir_of
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sluice-metrics", daemon=True)
-        self._server: ThreadingHTTPServer | None = None
-        if port is not None:
-            self._server = ThreadingHTTPServer((host, port), _handler(snapshot))
+        self.registry = metrics_registry(snapshot)
+        self._server = OpsServer(address, self.registry, probes) if address is not None else None
 
     @property
     def port(self) -> int | None:
-        return self._server.server_address[1] if self._server is not None else None
+        return self._server.port if self._server is not None else None
 
     def start(self) -> MetricsExporter:
         self._thread.start()
         if self._server is not None:
-            threading.Thread(
-                target=self._server.serve_forever, name="sluice-metrics-http", daemon=True
-            ).start()
+            self._server.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
         self.write()
 
     def write(self) -> None:
@@ -80,17 +100,43 @@ class MetricsExporter:
         except Exception as exc:  # a pipeline added or removed meanwhile: next time
             log.debug("metrics snapshot failed: %s", exc)
             return
-        folders: dict[Path, list[PipelineMetrics]] = {}
+        folders: dict[Path, set[str]] = {}
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
-            folders.setdefault(folder, []).append(item)
+            folders.setdefault(folder, set()).add(item.pipeline)
             _write_atomically(folder / f"{item.pipeline}.json", json.dumps(item.to_dict()))
-        for folder, items in folders.items():
-            _write_atomically(folder / "metrics.prom", prometheus_text(items))
+        for folder, pipelines in folders.items():
+            try:
+                write_to_textfile(
+                    str(folder / "metrics.prom"), _Pipelines(self.registry, pipelines)
+                )
+            except Exception as exc:  # written again at the next interval
+                log.warning("cannot write %s: %s", folder / "metrics.prom", exc)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             self.write()
+
+
+class _Pipelines(Collector):
+    """``registry``'s families with only the samples of ``pipelines`` (and those of no
+    pipeline: the process's)."""
+
+    def __init__(self, registry: CollectorRegistry, pipelines: set[str]) -> None:
+        self._registry = registry
+        self._pipelines = pipelines
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            samples = [
+                s
+                for s in family.samples
+                if s.labels.get("pipeline", None) in (None, *self._pipelines)
+            ]
+            if samples or not family.samples:
+                kept = copy.copy(family)  # a collector may hand out the same family each time
+                kept.samples = samples
+                yield kept
 
 
 def read_metrics(data_dir: Path, pipeline: str, max_age: float = 60.0) -> dict[str, Any] | None:
@@ -114,22 +160,3 @@ def _write_atomically(path: Path, text: str) -> None:
         os.replace(temporary, path)
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)
-
-
-def _handler(snapshot: Callable[[], list[PipelineMetrics]]) -> type[BaseHTTPRequestHandler]:
-    class MetricsHandler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
-                self.send_error(404)
-                return
-            body = prometheus_text(snapshot()).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug(format, *args)
-
-    return MetricsHandler

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from pipeline_core.collector._blocked_time import BlockedClock
 from pipeline_core.collector._checkpoints import CheckpointCoordinator
 from pipeline_core.collector._delivery_tracking import DeliveryTracker
 from pipeline_core.collector._events import PipelineEvent
@@ -41,7 +42,8 @@ class PipelineRuntime:
     Threading model: the fields are owned by the collector's mailbox thread, except the ring
     (written by the send stage, read by the sink groups' threads), ``rate_limit`` and
     ``bytes_sent`` (send stage thread), and the sink groups (their own threads). Other threads
-    may read fields (metrics), never write them.
+    may read fields (metrics), never write them; ``blocked`` is read through its own lock (see
+    :class:`BlockedClock`).
     """
 
     def __init__(
@@ -102,8 +104,12 @@ class PipelineRuntime:
         self.lines = 0
         self.bytes = 0
         self.bytes_sent = 0
-        self.blocked_since: float | None = None
-        self.blocked_seconds = 0.0
+        self.blocked = BlockedClock()
+        """Time reading was held back (a full queue, the acker at its limit), the current
+        block included."""
+        self.lease_acquired_at: float | None = None
+        """When (``time.monotonic()``) this collector last took the lease itself; the control
+        loop renews it from then on."""
         self._consumers: list[tuple[BatchEventProcessor[PipelineEvent], threading.Thread]] = []
 
     def __repr__(self) -> str:
@@ -113,7 +119,11 @@ class PipelineRuntime:
 
     def acquire_lease(self) -> bool:
         lease = self.config.collector.lease_seconds
-        return self.metastore.acquire_lease(self.name, self.host, self.holder, lease)
+        taken_at = time.monotonic()
+        taken = self.metastore.acquire_lease(self.name, self.host, self.holder, lease)
+        if taken:
+            self.lease_acquired_at = taken_at
+        return taken
 
     # -- sink groups ---------------------------------------------------------------------------
 
@@ -182,12 +192,14 @@ class PipelineRuntime:
         :class:`ReadProgressSampler`)."""
         self.progress.sample(self.lines, self.bytes, list(self.watcher.files))
 
-    def mark_blocked(self, blocked: bool, now: float) -> None:
-        if blocked and self.blocked_since is None:
-            self.blocked_since = now
-        elif not blocked and self.blocked_since is not None:
-            self.blocked_seconds += now - self.blocked_since
-            self.blocked_since = None
+    def mark_blocked(self, blocked: bool) -> None:
+        """Reading is held back (or not) from now on (mailbox thread)."""
+        self.blocked.mark(blocked)
+
+    @property
+    def blocked_seconds(self) -> float:
+        """Seconds reading was held back, the current block included (any thread)."""
+        return self.blocked.seconds()
 
     def close(self) -> None:
         """Stop the sink groups, save what is in flight, release the files and the lease."""

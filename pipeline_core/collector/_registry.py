@@ -142,6 +142,8 @@ class PipelineRegistry:
         if (replacement is not None) != (target is PipelineState.REPLACING):
             raise ValueError(f"pipeline {runtime.name!r}: a replacement goes with REPLACING only")
         runtime.state = target
+        if target is not PipelineState.READING:
+            runtime.mark_blocked(False)  # it reads no more: its time blocked stops counting
         if replacement is not None:
             self._replacements[runtime.name] = replacement
         else:

@@ -123,7 +123,7 @@ class ReadScheduler(MailboxDefaultAction):
                 runtime = reading[self._cursor % len(reading)]
                 self._cursor = (self._cursor + 1) % len(reading)
                 turn = self._serve(runtime)
-                runtime.mark_blocked(turn is _Turn.BLOCKED, now)
+                runtime.mark_blocked(turn is _Turn.BLOCKED)
                 if turn is _Turn.READ:
                     going_on = True
                     self._idle_confirmed.discard(runtime.name)

@@ -33,7 +33,8 @@ class CollectorService:
     ``RELOAD_POLL_SECONDS`` and at once on :meth:`reload` (``sluice collect`` calls it on
     SIGHUP): an added pipeline starts, a removed one seals what it read and stops, a changed
     one seals, stops and starts again on its new config from its sealed offsets. Nothing read
-    is lost across a reload. Metrics are written (and served on ``metrics_port``) while it runs.
+    is lost across a reload. Metrics are written while it runs, and served with ``/health`` and
+    ``/ready`` on ``metrics_address`` (``HOST:PORT``).
 
     In a folder, a config file that does not validate is logged, skipped and listed in
     :attr:`config_problems` (written for ``sluice status`` to
@@ -44,10 +45,18 @@ class CollectorService:
     mailbox thread; :meth:`reload` and :meth:`stop` from any thread.
     """
 
-    def __init__(self, path: Path, *, metrics_port: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        metrics_address: str | None = None,
+        metrics_port: int | None = None,
+    ) -> None:
         self._path = path
         self._source = ConfigSource(path)
-        self._metrics_port = metrics_port
+        if metrics_address is None and metrics_port is not None:
+            metrics_address = f"127.0.0.1:{metrics_port}"
+        self._metrics_address = metrics_address
         self._metastores: dict[str, Metastore] = {}
         self._data_dirs: dict[str, Path] = {}
         self._reload = threading.Event()
@@ -73,7 +82,10 @@ class CollectorService:
 
     def run(self) -> CollectorResult:
         self.exporter = MetricsExporter(
-            self.collector.metrics, self._data_dir_of, port=self._metrics_port
+            self.collector.metrics,
+            self._data_dir_of,
+            address=self._metrics_address,
+            probes=self.collector,
         ).start()
         self._publish_problems()
         watcher = threading.Thread(target=self._watch, name="sluice-config-watch", daemon=True)

@@ -111,6 +111,15 @@ class StageThread(Generic[T]):
     def stopping(self) -> threading.Event:
         return self._stopped
 
+    @property
+    def name(self) -> str:
+        return self._thread.name
+
+    @property
+    def alive(self) -> bool:
+        """Whether its thread runs (any thread)."""
+        return self._thread.is_alive()
+
     def start(self) -> None:
         self._thread.start()
 

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from pipeline_core.testing import staged_payloads
 from tests.pipeline_core.cli.support import no_traceback, sluice, start_sluice
 from tests.support.faults import wait_until
 from tests.support.pipelines import append, write_config
+from tests.support.processes import free_port
 
 
 @pytest.mark.timeout(60)
@@ -203,3 +206,58 @@ def test_should_seal_what_it_read_and_exit_130_on_ctrl_c_during_collect_once(
     assert states == [CheckpointState.SEALED]
     assert main(["collect", str(path), "--once"]) == ExitCode.OK
     assert sorted(staged_payloads(load_pipeline_config(path))) == sorted(lines)
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read().decode()
+
+
+@pytest.mark.timeout(120)
+def test_should_serve_metrics_health_and_ready_on_the_metrics_address(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    config_path = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", *[f"line {i}".encode() for i in range(1234)])
+    address = f"127.0.0.1:{free_port()}"
+    collector = start_sluice("collect", str(config_path), "--metrics-address", address)
+    try:
+        assert collector.stdout is not None
+        assert "collecting pipeline web_access" in collector.stdout.readline()
+        wait_until(lambda: http_get(f"http://{address}/ready")[0] == 200, timeout=30, what="ready")
+        health, _ = http_get(f"http://{address}/health")
+        read_all = re.compile(
+            r'^sluice_read_lines_total\{[^}]*pipeline="web_access"[^}]*\} 1234\.0$', re.M
+        )
+        wait_until(
+            lambda: read_all.search(http_get(f"http://{address}/metrics")[1]) is not None,
+            timeout=30,
+            what="every line counted in /metrics",
+        )
+        _, metrics = http_get(f"http://{address}/metrics")
+        missing, _ = http_get(f"http://{address}/nothing")
+        collector.send_signal(signal.SIGTERM)
+        _, err = collector.communicate(timeout=60)
+    finally:
+        collector.kill()
+    assert collector.returncode == 0, err
+    assert health == 200
+    assert missing == 404
+    assert "# TYPE sluice_read_bytes_total counter" in metrics
+    assert "sluice_build_info{" in metrics
+    assert "process_cpu_seconds_total" in metrics
+
+
+def test_should_refuse_a_malformed_metrics_address_in_one_line(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    config_path = write_config(tmp_path, metastore_url)
+
+    done = sluice("collect", str(config_path), "--metrics-address", "localhost")
+
+    assert done.returncode == ExitCode.INVALID
+    assert "localhost" in done.stderr
+    no_traceback(done.stderr)

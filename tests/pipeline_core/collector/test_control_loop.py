@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import cast
 
@@ -177,3 +178,45 @@ def test_should_snapshot_the_pipelines_not_done_and_the_shortest_sweep(
     assert WatchList.of([]).sweep_every == CONTROL_POLL_SECONDS
     for runtime in runtimes:
         runtime.watcher.close()
+
+
+@pytest.mark.timeout(20)
+def test_should_publish_what_it_learns_of_the_lease_and_the_metastore() -> None:
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=1)
+    loop = outbox.loop()
+    loop.watch(watching(metastore))
+    loop.start()
+    try:
+        wait_until(lambda: metastore.queries >= 1 and metastore.renewals >= 1)
+        wait_until(lambda: loop.status.pipelines[0].error is None and metastore.renewals >= 2)
+        recovered, seen_at = loop.status, time.monotonic()
+        metastore.lease_free = False
+        wait_until(lambda: loop.status.pipelines[0].lost)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    (web,) = recovered.pipelines
+    assert (web.pipeline, web.host, web.lost) == ("web", "test-host", False)
+    assert recovered.readiness(seen_at, grace=0.0).ok
+    assert outbox.lost == ["web"]
+    assert "lost" in loop.status.readiness(time.monotonic()).reason
+
+
+@pytest.mark.timeout(20)
+def test_should_report_a_failing_metastore_in_its_status() -> None:
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=10**6)
+    loop = outbox.loop()
+    loop.watch(watching(metastore))
+    loop.start()
+    try:
+        wait_until(lambda: any(p.error for p in loop.status.pipelines))
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    (web,) = loop.status.pipelines
+    assert web.error == "MetastoreError: the metastore is unreachable"
+    assert not loop.status.readiness(time.monotonic(), grace=0.0).ok

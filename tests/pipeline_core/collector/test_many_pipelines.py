@@ -231,7 +231,7 @@ def test_should_reload_a_folder_of_configs_and_serve_metrics(
     service.reload()
     wait_until(lambda: "two" in service.collector.pipelines)
     url = f"http://127.0.0.1:{service.exporter.port}/metrics"
-    wait_until(lambda: 'sluice_lines_read_total{pipeline="two"' in _get(url))
+    wait_until(lambda: 'sluice_read_lines_total{host="test-host",pipeline="two"}' in _get(url))
 
     changed = yaml.safe_load((configs / "one.yaml").read_text())
     changed["collector"]["read_chunk_bytes"] = 8192
@@ -272,10 +272,11 @@ def test_should_render_prometheus_text_with_labels(
 
     assert metrics.lines_read == 100
     assert metrics.unread_bytes == len(b"".join(line + b"\n" for line in lines("later", 10)))
-    assert "# TYPE sluice_bytes_read_total counter" in text
-    assert f'sluice_file_unread_bytes{{pipeline="shown",host="test-host",path="{log}"}}' in text
+    assert "# TYPE sluice_read_bytes_total counter" in text
+    assert f'sluice_file_unread_bytes{{host="test-host",path="{log}",pipeline="shown"}}' in text
     assert (
-        'sluice_queue_high_watermark{pipeline="shown",host="test-host",queue="process"} 8' in text
+        'sluice_queue_high_watermark_items{host="test-host",pipeline="shown",queue="process"} 8.0'
+        in text
     )
 
 
