@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
+from pipeline_core.cli._options import config_command
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -16,8 +16,7 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
         "compact the lake tables' small files, expire old snapshots, remove orphan files and "
         "the staging of committed checkpoints past handoff.retain_hours"
     )
-    parser = commands.add_parser("compact", parents=[common], help=text, description=text)
-    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    parser = config_command(commands, common, "compact", text)
     parser.add_argument(
         "--day",
         type=_day,

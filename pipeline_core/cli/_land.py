@@ -12,11 +12,10 @@ import argparse
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json
+from pipeline_core.cli._options import add_json, config_command
 from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json, progress
 
 if TYPE_CHECKING:
@@ -28,8 +27,7 @@ HEARTBEAT_S = 15.0
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
     text = "land sealed checkpoints into the lake with Spark and commit"
-    parser = commands.add_parser("land", parents=[common], help=text, description=text)
-    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    parser = config_command(commands, common, "land", text)
     parser.add_argument(
         "--checkpoint",
         type=int,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -54,3 +56,22 @@ def add_json(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON document on stdout instead of text (progress stays on stderr)",
     )
+
+
+CONFIG_HELP = "pipeline config file (YAML)"
+
+
+def config_command(
+    commands: Any,
+    common: argparse.ArgumentParser,
+    name: str,
+    text: str,
+    *,
+    config_help: str = CONFIG_HELP,
+) -> argparse.ArgumentParser:
+    """A subcommand ``name`` taking the common options and one pipeline ``config`` argument."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, parents=[common], help=text, description=text
+    )
+    parser.add_argument("config", type=Path, help=config_help)
+    return parser

@@ -4,11 +4,10 @@ Read-only: the metastore (which holds the catalog) must exist and be migrated.""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json
+from pipeline_core.cli._options import add_json, config_command
 from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json
 
 COMMITTED_SHOWN = 3
@@ -16,8 +15,7 @@ COMMITTED_SHOWN = 3
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
     text = "what the lake holds: rows, rows per HTTP status, rejects"
-    parser = commands.add_parser("report", parents=[common], help=text, description=text)
-    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    parser = config_command(commands, common, "report", text)
     add_json(parser)
     parser.set_defaults(handler=run)
 

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json
+from pipeline_core.cli._options import add_json, config_command
 from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
     text = "files and offsets, checkpoints and batches, the collector lease, live metrics"
-    parser = commands.add_parser("status", parents=[common], help=text, description=text)
-    parser.add_argument("config", type=Path, help="pipeline config file (YAML)")
+    parser = config_command(commands, common, "status", text)
     add_json(parser)
     parser.set_defaults(handler=run)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json
+from pipeline_core.cli._options import add_json, config_command
 
 if TYPE_CHECKING:
     from pipeline_core.cli._preflight import Check
@@ -20,8 +20,9 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
         "each glob matches, folders writable, metastore reachable and migrated, lake catalog, "
         "sinks reachable; changes nothing"
     )
-    parser = commands.add_parser("validate", parents=[common], help=text, description=text)
-    parser.add_argument("config", type=Path, help="pipeline config file (YAML), or a folder")
+    parser = config_command(
+        commands, common, "validate", text, config_help="pipeline config file (YAML), or a folder"
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
 

@@ -214,6 +214,8 @@ def http_get(url: str) -> tuple[int, str]:
             return int(response.status), response.read().decode()
     except urllib.error.HTTPError as error:
         return int(error.code), error.read().decode()
+    except urllib.error.URLError:  # not listening yet (or any more)
+        return 0, ""
 
 
 @pytest.mark.timeout(120)
