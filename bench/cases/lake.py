@@ -21,6 +21,15 @@ has no byte offsets (no ``event_id``) and no rejects table, so it does less than
 
 The ratio is Sluice / baseline wall time. Target: at most 1.0.
 
+The landing alone (``land_and_commit``: checks, event ids, reconciliation, commit) is also set
+against two floors measured in the same run, on the same log files from the page cache:
+
+* Spark's floor (``spark_floor``): the same session, ``spark.read.text``, the landing's own
+  nginx parse (``NGINX_PATTERN`` rewritten and split once) and casts, Parquet by
+  ``event_date``; no event ids, rejects or checks. Target: the landing within 1.15 x of it.
+* DuckDB (``duckdb_parse``, a bench-only dependency): 2 threads, the same pattern and casts,
+  Parquet by ``event_date``. Shown for orientation; no target.
+
 Once per run of the suite (unless ``--no-spark-submit``), the landing of the last checkpoint
 is timed again through ``spark-submit`` (a fresh JVM, as ``sluice land`` and the DAG run it), in
 ``replace`` mode so that it writes and commits as much as the first landing, to show what a
