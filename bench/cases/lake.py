@@ -21,6 +21,15 @@ has no byte offsets (no ``event_id``) and no rejects table, so it does less than
 
 The ratio is Sluice / baseline wall time. Target: at most 1.0.
 
+The landing alone (``land_and_commit``: checks, event ids, reconciliation, commit) is also set
+against two floors measured in the same run, on the same log files from the page cache:
+
+* Spark's floor (``spark_floor``): the same session, ``spark.read.text``, the landing's own
+  nginx parse (``NGINX_PATTERN`` rewritten and split once) and casts, Parquet by
+  ``event_date``; no event ids, rejects or checks. Target: the landing within 1.15 x of it.
+* DuckDB (``duckdb_parse``, a bench-only dependency): 2 threads, the same pattern and casts,
+  Parquet by ``event_date``. Shown for orientation; no target.
+
 Once per run of the suite (unless ``--no-spark-submit``), the landing of the last checkpoint
 is timed again through ``spark-submit`` (a fresh JVM, as ``sluice land`` and the DAG run it), in
 ``replace`` mode so that it writes and commits as much as the first landing, to show what a
@@ -46,6 +55,9 @@ if TYPE_CHECKING:
     from pipeline_core.lake import LakeLocation
 
 TARGET = 1.0
+FLOOR_TARGET = 1.15
+"""The landing in-process against Spark's floor (``spark_floor``), same run."""
+DUCKDB_THREADS = 2
 
 
 def run(ctx: Context) -> list[Row]:
@@ -58,6 +70,8 @@ def run(ctx: Context) -> list[Row]:
     collect_s: list[float] = []
     land_s: list[float] = []
     baseline_s: list[float] = []
+    floor_s: list[float] = []
+    duckdb_s: list[float] = []
     last: tuple[str, LakeLocation, float] | None = None
     for _ in range(ctx.sizes.runs):
         work = ctx.work("lake-streaming")
@@ -71,6 +85,10 @@ def run(ctx: Context) -> list[Row]:
         collect_s.append(collected.seconds)
         land_s.append(landing)
         last = (collected.checkpoint_dir, lake, landing)
+        common.warm(folder)
+        floor_s.append(spark_floor(spark, folder, ctx.work("lake-floor")))
+        common.warm(folder)
+        duckdb_s.append(duckdb_parse(folder, ctx.work("lake-duckdb")))
     sluice = Stat([c + lnd for c, lnd in zip(collect_s, land_s, strict=True)], "s")
     baseline = Stat(baseline_s, "s")
     ratio = paired_ratio(sluice.values, baseline.values)
@@ -89,8 +107,40 @@ def run(ctx: Context) -> list[Row]:
                 f"{Stat(land_s, 's').text()}; local[2], SparkSession start "
                 f"({spark_seconds:.0f} s incl. a first job) left out of both"
             ),
-            details={"mb": megabytes, "collect_s": collect_s, "land_s": land_s},
+            details={
+                "mb": megabytes,
+                "collect_s": collect_s,
+                "land_s": land_s,
+                "floor_s": floor_s,
+                "duckdb_s": duckdb_s,
+            },
         )
+    ]
+    landed = Stat(land_s, "s")
+    to_floor = paired_ratio(land_s, floor_s)
+    rows += [
+        Row(
+            case="3",
+            measure=f"landing in-process, {megabytes:.0f} MB (checks, event ids, commit)",
+            sluice=landed,
+            baseline=Stat(floor_s, "s"),
+            baseline_name="Spark floor: read.text + parse",
+            ratio=to_floor,
+            target=f"<= {FLOOR_TARGET:.2f} x floor",
+            met=to_floor.median <= FLOOR_TARGET,
+            note="floor: the same session, spark.read.text of the log files, the landing's "
+            "nginx pattern and casts, Parquet by event_date; no event ids, rejects or checks",
+        ),
+        Row(
+            case="3",
+            measure=f"landing in-process, {megabytes:.0f} MB",
+            sluice=landed,
+            baseline=Stat(duckdb_s, "s"),
+            baseline_name=f"DuckDB, {DUCKDB_THREADS} threads, same parse",
+            ratio=paired_ratio(land_s, duckdb_s),
+            note="DuckDB: read_csv of the log files (a line per row), the same pattern "
+            "(RE2) and casts, Parquet by event_date",
+        ),
     ]
     if ctx.spark_submit and last is not None:
         checkpoint_dir, lake, in_process = last
@@ -104,8 +154,8 @@ def run(ctx: Context) -> list[Row]:
                 f"{submitted - in_process:.1f} s (JVM and session start, Python workers)",
             )
         )
-    ctx.work("lake-streaming")
-    ctx.work("lake-sluice")
+    for name in ("lake-streaming", "lake-sluice", "lake-floor", "lake-duckdb"):
+        ctx.work(name)
     return rows
 
 
@@ -189,6 +239,97 @@ def structured_streaming(spark: SparkSession, folder: Path, work: Path) -> float
     if query.exception() is not None:
         raise RuntimeError(f"the streaming query failed: {query.exception()}")
     return seconds
+
+
+def spark_floor(spark: SparkSession, folder: Path, work: Path) -> float:
+    """Spark's floor for the landing: ``spark.read.text`` of ``folder`` (lines split at
+    ``\\n`` only, as the landing splits them), the landing job's own nginx parse
+    (``NGINX_PATTERN`` rewritten into ``\\x01``-joined fields, split once) and casts, the same
+    parsed columns as Parquet partitioned by ``event_date``. No event ids, no rejects, no
+    checks: the least a Spark job landing these lines does. Returns the wall time in seconds."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN, NGINX_TIME_FORMAT
+
+    groups = "\x01".join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
+    fields = F.split(F.regexp_replace("value", NGINX_PATTERN, groups), "\x01", -1)
+
+    def field(name: str) -> Column:
+        return F.get(F.col("_fields"), NGINX_FIELDS.index(name))
+
+    def unless(value: Column, placeholder: str) -> Column:
+        return F.when(value != placeholder, value)
+
+    lines = spark.read.option("lineSep", "\n").text(str(folder))
+    parsed = lines.select(fields.alias("_fields")).select(
+        field("remote_addr").alias("remote_addr"),
+        unless(field("remote_user"), "-").alias("remote_user"),
+        F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)).alias("event_time"),
+        field("request").alias("request"),
+        unless(field("method"), "").alias("method"),
+        unless(field("path"), "").alias("path"),
+        unless(field("protocol"), "").alias("protocol"),
+        field("status").cast("int").alias("status"),
+        unless(field("body_bytes_sent"), "-").try_cast("long").alias("body_bytes_sent"),
+        field("http_referer").alias("http_referer"),
+        field("http_user_agent").alias("http_user_agent"),
+    )
+    started = time.perf_counter()
+    (
+        parsed.withColumn("event_date", F.to_date("event_time"))
+        .write.mode("errorifexists")
+        .partitionBy("event_date")
+        .parquet(str(work / "floor"))
+    )
+    return time.perf_counter() - started
+
+
+def duckdb_parse(folder: Path, work: Path) -> float:
+    """DuckDB (``DUCKDB_THREADS`` threads) doing the floor's work: the lines of ``folder``, the
+    same nginx pattern (without its possessive quantifiers, which RE2 lacks: the pattern's
+    character classes leave nothing to backtrack into), the same casts and parsed columns,
+    Parquet partitioned by ``event_date``. Returns the wall time in seconds."""
+    import duckdb
+
+    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN
+
+    pattern = NGINX_PATTERN.replace("++", "+").replace("*+", "*")
+    names = ", ".join(f"'{name}'" for name in NGINX_FIELDS)
+    # A delimiter no line holds: every line is one column.
+    files = (
+        f"read_csv('{folder}/*.log', columns={{'line': 'VARCHAR'}}, header=false, "
+        f"delim='{chr(2)}', quote='', escape='', auto_detect=false)"
+    )
+    query = f"""
+        WITH fields AS (SELECT regexp_extract(line, $pattern, [{names}]) AS f FROM {files}),
+        parsed AS (
+            SELECT f.remote_addr AS remote_addr,
+                   nullif(f.remote_user, '-') AS remote_user,
+                   try_strptime(f.time_local, '%d/%b/%Y:%H:%M:%S %z') AS event_time,
+                   f.request AS request,
+                   nullif(f.method, '') AS method,
+                   nullif(f.path, '') AS path,
+                   nullif(f.protocol, '') AS protocol,
+                   try_cast(f.status AS INTEGER) AS status,
+                   try_cast(nullif(f.body_bytes_sent, '-') AS BIGINT) AS body_bytes_sent,
+                   f.http_referer AS http_referer,
+                   f.http_user_agent AS http_user_agent
+            FROM fields)
+        SELECT *, CAST(event_time AT TIME ZONE 'UTC' AS DATE) AS event_date FROM parsed
+    """
+    connection = duckdb.connect()
+    try:
+        connection.execute(f"SET threads = {DUCKDB_THREADS}")
+        connection.execute("SET TimeZone = 'UTC'")
+        started = time.perf_counter()
+        connection.execute(
+            f"COPY ({query}) TO '{work / 'duckdb'}' (FORMAT parquet, PARTITION_BY (event_date))",
+            {"pattern": pattern},
+        )
+        return time.perf_counter() - started
+    finally:
+        connection.close()
 
 
 def spark_submit_landing(checkpoint_dir: str, lake: LakeLocation) -> float:
