@@ -8,9 +8,16 @@
 #
 #     bash scripts/python-tiers.sh            # every other supported Python
 #     bash scripts/python-tiers.sh 3.13       # one of them
+#     bash scripts/python-tiers.sh --install  # only the virtualenvs (make test does this early,
+#                                             # while the main suite runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+INSTALL_ONLY=false
+if [ "${1:-}" = "--install" ]; then
+    INSTALL_ONLY=true
+    shift
+fi
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.10 3.12 3.13)
 UV=.venv/bin/uv
@@ -19,12 +26,13 @@ FAST_TIER=(-m "not slow and not spark and not airflow and not system"
     tests/pipeline_core tests/plugins tests/dags tests/spark_jobs)
 
 find_python() {
+    # pyenv's own install first: its shim on PATH fails for a version pyenv does not enable.
     local version=$1 candidate
-    for candidate in "python$version" \
-        "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
+    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
+        "$(command -v "python$version" 2>/dev/null || true)" \
         /usr/bin/python"$version" /usr/local/bin/python"$version"; do
-        if command -v "$candidate" >/dev/null 2>&1; then
-            command -v "$candidate"
+        if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c "import sys" 2>/dev/null; then
+            printf '%s\n' "$candidate"
             return 0
         fi
     done
@@ -38,9 +46,17 @@ for version in "${VERSIONS[@]}"; do
         exit 1
     }
     venv=".venv-$version"
-    echo "== Python $version ($python): installing Sluice and its dependencies into $venv"
+    echo "== Python $version ($python): installing Sluice's dependencies into $venv"
     [ -x "$venv/bin/python" ] || "$UV" venv --quiet --python "$python" "$venv"
-    "$UV" pip install --quiet --python "$venv/bin/python" -e ".[test]"
+    # The dependencies alone (no build of the project: that would write sluice.egg-info into
+    # the checkout while the main suite may be running).
+    "$UV" pip install --quiet --python "$venv/bin/python" -r pyproject.toml --extra test
+done
+if $INSTALL_ONLY; then
+    exit 0
+fi
+for version in "${VERSIONS[@]}"; do
+    "$UV" pip install --quiet --python ".venv-$version/bin/python" --no-deps -e .
     rm -rf ./*.egg-info build  # as in bootstrap.sh: never a second "sluice" on the import path
 done
 
