@@ -28,6 +28,7 @@ trap 'bash scripts/postgres.sh stop' EXIT
 pytest -m metastore "$@"
 bash scripts/postgres.sh stop
 trap - EXIT
+unset SLUICE_TEST_POSTGRES_URL  # the server is gone: the other Pythons' tiers use SQLite
 echo "== the fast tier on Python 3.10, 3.12 and 3.13"
 wait "$TIERS_INSTALL" || { cat data/python-tiers-install.log; exit 1; }
 bash scripts/python-tiers.sh
