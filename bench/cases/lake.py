@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,7 @@ from bench import common
 from bench.common import Context, Row, Stat, paired_ratio
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
     from pipeline_core.lake import LakeLocation
 
@@ -199,31 +200,16 @@ def land_and_commit(spark: SparkSession, lake: LakeLocation, collected: common.C
 
 def structured_streaming(spark: SparkSession, folder: Path, work: Path) -> float:
     """The baseline query over ``folder``; returns its wall time in seconds."""
-    from pyspark.sql import Column
     from pyspark.sql import functions as F
 
-    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN, NGINX_TIME_FORMAT
+    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN
 
     def field(name: str) -> Column:
         return F.regexp_extract("value", NGINX_PATTERN, NGINX_FIELDS.index(name) + 1)
 
-    def unless(value: Column, placeholder: str) -> Column:
-        return F.when(value != placeholder, value)
-
     lines = spark.readStream.text(str(folder))
     parsed = lines.select(
-        F.col("_metadata.file_path").alias("input_file"),
-        field("remote_addr").alias("remote_addr"),
-        unless(field("remote_user"), "-").alias("remote_user"),
-        F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)).alias("event_time"),
-        field("request").alias("request"),
-        unless(field("method"), "").alias("method"),
-        unless(field("path"), "").alias("path"),
-        unless(field("protocol"), "").alias("protocol"),
-        field("status").cast("int").alias("status"),
-        unless(field("body_bytes_sent"), "-").try_cast("long").alias("body_bytes_sent"),
-        field("http_referer").alias("http_referer"),
-        field("http_user_agent").alias("http_user_agent"),
+        F.col("_metadata.file_path").alias("input_file"), *nginx_columns(field)
     ).withColumn("event_date", F.to_date("event_time"))
     started = time.perf_counter()
     query = (
@@ -241,28 +227,17 @@ def structured_streaming(spark: SparkSession, folder: Path, work: Path) -> float
     return seconds
 
 
-def spark_floor(spark: SparkSession, folder: Path, work: Path) -> float:
-    """Spark's floor for the landing: ``spark.read.text`` of ``folder`` (lines split at
-    ``\\n`` only, as the landing splits them), the landing job's own nginx parse
-    (``NGINX_PATTERN`` rewritten into ``\\x01``-joined fields, split once) and casts, the same
-    parsed columns as Parquet partitioned by ``event_date``. No event ids, no rejects, no
-    checks: the least a Spark job landing these lines does. Returns the wall time in seconds."""
-    from pyspark.sql import Column
+def nginx_columns(field: Callable[[str], Column]) -> list[Column]:
+    """The landing's parsed nginx columns, from ``field(name)``: one extracted field as text
+    (the baselines extract them in their own ways)."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN, NGINX_TIME_FORMAT
-
-    groups = "\x01".join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
-    fields = F.split(F.regexp_replace("value", NGINX_PATTERN, groups), "\x01", -1)
-
-    def field(name: str) -> Column:
-        return F.get(F.col("_fields"), NGINX_FIELDS.index(name))
+    from spark_jobs.formats import NGINX_TIME_FORMAT
 
     def unless(value: Column, placeholder: str) -> Column:
         return F.when(value != placeholder, value)
 
-    lines = spark.read.option("lineSep", "\n").text(str(folder))
-    parsed = lines.select(fields.alias("_fields")).select(
+    return [
         field("remote_addr").alias("remote_addr"),
         unless(field("remote_user"), "-").alias("remote_user"),
         F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)).alias("event_time"),
@@ -274,7 +249,27 @@ def spark_floor(spark: SparkSession, folder: Path, work: Path) -> float:
         unless(field("body_bytes_sent"), "-").try_cast("long").alias("body_bytes_sent"),
         field("http_referer").alias("http_referer"),
         field("http_user_agent").alias("http_user_agent"),
-    )
+    ]
+
+
+def spark_floor(spark: SparkSession, folder: Path, work: Path) -> float:
+    """Spark's floor for the landing: ``spark.read.text`` of ``folder`` (lines split at
+    ``\\n`` only, as the landing splits them), the landing job's own nginx parse
+    (``NGINX_PATTERN`` rewritten into ``\\x01``-joined fields, split once) and casts, the same
+    parsed columns as Parquet partitioned by ``event_date``. No event ids, no rejects, no
+    checks: the least a Spark job landing these lines does. Returns the wall time in seconds."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.formats import NGINX_FIELDS, NGINX_PATTERN
+
+    groups = "\x01".join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
+    fields = F.split(F.regexp_replace("value", NGINX_PATTERN, groups), "\x01", -1)
+
+    def field(name: str) -> Column:
+        return F.get(F.col("_fields"), NGINX_FIELDS.index(name))
+
+    lines = spark.read.option("lineSep", "\n").text(str(folder))
+    parsed = lines.select(fields.alias("_fields")).select(*nginx_columns(field))
     started = time.perf_counter()
     (
         parsed.withColumn("event_date", F.to_date("event_time"))
