@@ -11,10 +11,12 @@ folder (``<[core] dags_folder>/../pipelines``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 from airflow.sdk import Asset, CronDataIntervalTimetable
@@ -66,6 +68,24 @@ def pipeline_configs(folder: Path) -> list[Path]:
     return configs
 
 
+def config_document(config: Path) -> dict[str, Any] | None:
+    """The config file as plain YAML: its mapping, or ``None`` when it holds something else.
+
+    Read once per version of the file (its path, size and modification time) however many of
+    the pipeline's DAGs ask.
+
+    :raises OSError, UnicodeDecodeError, yaml.YAMLError: the file cannot be read as YAML.
+    """
+    info = config.stat()
+    return _parsed(config, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(config: Path, size: int, mtime_ns: int) -> dict[str, Any] | None:
+    document = yaml.safe_load(config.read_text(encoding="utf-8"))
+    return document if isinstance(document, dict) else None
+
+
 def dag_settings(config: Path) -> tuple[str, str | None]:
     """The pipeline's ``name`` and ``schedule`` from its config, read as plain YAML.
 
@@ -73,11 +93,11 @@ def dag_settings(config: Path) -> tuple[str, str | None]:
     file name and the default schedule, so one broken config never breaks DAG parsing.
     """
     try:
-        document = yaml.safe_load(config.read_text(encoding="utf-8"))
+        document = config_document(config)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         log.warning("Reading %s: %s; using the file name and the default schedule", config, exc)
         return config.stem, SCHEDULE
-    if not isinstance(document, dict):
+    if document is None:
         return config.stem, SCHEDULE
     name = document.get("name")
     if not isinstance(name, str) or PIPELINE_NAME.fullmatch(name) is None:

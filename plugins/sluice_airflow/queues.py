@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from sluice_airflow.pipeline_configs import config_document
+
 log = logging.getLogger(__name__)
 
 WORKER_SECTION = "worker"
@@ -123,9 +125,7 @@ def executor_is_configured(name: str) -> bool:
 def _worker_section(config: Path) -> object | None:
     """The config's ``worker`` section (plain YAML), or ``None`` without one."""
     try:
-        document = yaml.safe_load(config.read_text(encoding="utf-8"))
+        document = config_document(config)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None  # dag_settings has logged it; the tasks report it
-    if not isinstance(document, dict):
-        return None
-    return document.get(WORKER_SECTION)
+    return None if document is None else document.get(WORKER_SECTION)

@@ -471,3 +471,13 @@ def test_the_request_task_collects_in_process_only_without_collector_hosts(
         "collect_web-1",
         "collect_web-2",
     }
+
+
+def test_a_config_read_again_after_it_changed(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "web_access")
+    assert pipeline_configs.dag_settings(config) == ("web_access", "*/5 * * * *")
+
+    config.write_text(CONFIG.format(name="web_access").replace("*/5 * * * *", "0 * * * *"))
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 1_000_000))
+
+    assert pipeline_configs.dag_settings(config) == ("web_access", "0 * * * *")
