@@ -83,3 +83,14 @@ class SinkRejectedError(SluiceError):
 
     Sinks that have a dead-letter file write the refused lines there with this error's message.
     """
+
+
+class LocationError(SluiceError, ValueError):
+    """A storage location (``handoff.staging``, ``lake.path``) is not one Sluice can use: an
+    unsupported URL scheme, no bucket, or a credential written into the URL. The one-line
+    message says what is wrong, never a credential's value."""
+
+
+class StorageError(SluiceError):
+    """A storage location (a local folder or an object store) could not be reached, read or
+    written; the cause is chained."""

@@ -26,7 +26,6 @@ from pipeline_core.lake._catalog import (
     LakeCatalog,
     LakeLocation,
     catalog_url,
-    location_filesystem,
     open_lake,
 )
 from pipeline_core.lake._commits import (
@@ -63,6 +62,7 @@ from pipeline_core.lake._schemas import (
     source_schema,
     time_column,
 )
+from pipeline_core.storage import location_filesystem
 
 if TYPE_CHECKING:
     from pipeline_core.config import PipelineConfig

@@ -16,9 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
 import sqlalchemy as sa
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -146,19 +144,6 @@ class LakeCatalog:
                 transaction.set_properties({NAME_MAPPING_PROPERTY: _name_mapping(evolved)})
             table = self.catalog.load_table(identifier)
         return table
-
-
-def location_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem of a table location (a URI) and the location's path in it.
-
-    A ``file`` location is a path as it is written, as pyiceberg and Spark read it: never
-    %-decoded (``FileSystem.from_uri`` decodes, and would name another folder).
-    """
-    parsed = urlparse(location)
-    if (parsed.scheme or "file") == "file":
-        return pafs.LocalFileSystem(), parsed.path
-    filesystem, path = pafs.FileSystem.from_uri(location)
-    return filesystem, str(path)
 
 
 def _name_mapping(schema: Schema) -> str:

@@ -32,8 +32,8 @@ from pyiceberg.io.pyarrow import ArrowScan, parquet_file_to_data_file
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import FileScanTask, Table
 
-from pipeline_core.lake._catalog import location_filesystem
 from pipeline_core.lake._schemas import TARGET_FILE_BYTES
+from pipeline_core.storage import location_filesystem
 
 OPERATION_PROPERTY = "sluice.operation"
 COMPACT_ATTEMPTS = 5

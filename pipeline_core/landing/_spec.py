@@ -30,9 +30,10 @@ SHIPPED_CORE_FILES = (
     "errors.py",
     "staging_contract/*.py",
     "lake/*.py",
+    "storage/*.py",
 )
-"""The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, all standard library only:
-the archive for ``--py-files`` holds them beside ``spark_jobs``."""
+"""The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, standard library and
+pyarrow only: the archive for ``--py-files`` holds them beside ``spark_jobs``."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,146 @@
+"""An S3-compatible server on loopback for the tests: moto's standalone server.
+
+``s3_server`` (session) starts ``moto_server`` on 127.0.0.1 with a free port, in a process
+group of its own, waits until it answers, and stops it at the end of the session.
+``s3_bucket`` (per test) creates a fresh bucket on it and sets the environment a Sluice
+process reads its credentials and endpoint from (``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``), so a pipeline file names only
+``s3://<bucket>/<prefix>``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from tests.support.processes import free_port, stop_group
+
+ACCESS_KEY = "sluice-test-key"
+SECRET_KEY = "sluice-test-secret"
+REGION = "us-east-1"
+START_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """A running moto server: its endpoint URL (``http://127.0.0.1:<port>``)."""
+
+    endpoint: str
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a process needs to reach the server through the standard AWS variables."""
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def filesystem(self) -> pafs.S3FileSystem:
+        """pyarrow's S3 filesystem on the server, with explicit options (no environment)."""
+        scheme, _, address = self.endpoint.partition("://")
+        return pafs.S3FileSystem(
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            region=REGION,
+            endpoint_override=address,
+            scheme=scheme,
+            allow_bucket_creation=True,
+        )
+
+
+@dataclass(frozen=True)
+class S3Bucket:
+    """A bucket of its own for one test on the session's server."""
+
+    server: S3Server
+    name: str
+
+    def url(self, prefix: str = "staging") -> str:
+        return f"s3://{self.name}/{prefix}"
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every object under ``prefix`` of the bucket, as ``<bucket>/<key>`` paths, sorted."""
+        base = f"{self.name}/{prefix}".rstrip("/")
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        infos = self.server.filesystem().get_file_info(selector)
+        return sorted(info.path for info in infos if info.type == pafs.FileType.File)
+
+    def read(self, path: str) -> bytes:
+        """The object at ``<bucket>/<key>`` path ``path``."""
+        with self.server.filesystem().open_input_stream(path) as stream:
+            return bytes(stream.read())
+
+
+def _moto_command(port: int) -> list[str]:
+    script = shutil.which("moto_server", path=str(Path(sys.executable).parent))
+    if script is not None:
+        return [script, "-H", "127.0.0.1", "-p", str(port)]
+    return [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+
+
+def _wait_until_answering(endpoint: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"moto_server exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.1)
+    raise RuntimeError(f"moto_server did not answer on {endpoint} within {START_SECONDS} s")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3-compatible server on 127.0.0.1, for the whole session."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("moto") / "moto_server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            _moto_command(port),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_answering(endpoint, process)
+        yield S3Server(endpoint)
+    finally:
+        stop_group(process, signal.SIGTERM, timeout=10)
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+    """A fresh bucket on the session's server, and the AWS variables that reach it set in this
+    process's environment (child processes inherit them)."""
+    for name, value in s3_server.environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    name = f"sluice-{uuid.uuid4().hex[:12]}"
+    s3_server.filesystem().create_dir(name)
+    return S3Bucket(s3_server, name)
+
+
+def s3_environment(server: S3Server) -> dict[str, str]:
+    """``os.environ`` with the server's AWS variables: for a child process."""
+    return {**os.environ, **server.environment}
