@@ -55,6 +55,11 @@ class SealError(SluiceError):
     """A checkpoint could not be sealed (staging files not written or not recorded)."""
 
 
+class CorruptBatchError(SealError):
+    """A batch sealed on local disk no longer matches its manifest (a part missing, of
+    another size or CRC-32): it cannot be uploaded, and its lines must be read again."""
+
+
 class LandingError(SluiceError):
     """A checkpoint could not be landed, or its landing does not add up: nothing of it may be
     committed.

@@ -7,7 +7,8 @@ import logging
 import time
 from collections.abc import Mapping
 
-from pipeline_core.collector._launcher import PipelineLauncher
+from pipeline_core.collector._checkpoints import SealedCheckpoint
+from pipeline_core.collector._launcher import PipelineLauncher, UploadFeedback
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._registry import PipelineRegistry, Replacement
@@ -39,7 +40,8 @@ class CheckpointDriver:
       mailbox loop ends when every pipeline is DONE.
 
     Threading model: :meth:`add`, :meth:`remove`, :meth:`replace`, :meth:`stop`,
-    :meth:`checkpoint_requested`, :meth:`barrier_passed` and :meth:`lease_lost` may be called
+    :meth:`checkpoint_requested`, :meth:`barrier_passed`, :meth:`batch_uploaded`,
+    :meth:`upload_failed` and :meth:`lease_lost` may be called
     from any thread and only send mail; everything else runs on the mailbox thread, and each
     mail handler checks it first.
     """
@@ -115,6 +117,29 @@ class CheckpointDriver:
         except RejectedExecutionError:
             raise AlertException() from None
 
+    def batch_uploaded(self, name: str, checkpoint_id: int, url: str) -> None:
+        """A pipeline's upload thread stored the batch of ``checkpoint_id`` at ``url``."""
+        try:
+            self._mail.execute(
+                functools.partial(self._on_uploaded, name, checkpoint_id, url),
+                "%s: checkpoint %d's batch uploaded",
+                name,
+                checkpoint_id,
+            )
+        except RejectedExecutionError:
+            log.warning(
+                "%s: checkpoint %d uploaded after the collector stopped", name, checkpoint_id
+            )
+
+    @property
+    def upload_feedback(self) -> UploadFeedback:
+        """Where upload threads report: :meth:`batch_uploaded` and :meth:`upload_failed`."""
+        return UploadFeedback(self.batch_uploaded, self.upload_failed)
+
+    def upload_failed(self, name: str, error: BaseException) -> None:
+        """A pipeline's upload thread failed for good: the collector stops with the error."""
+        self._processor.report_throwable(error)
+
     def lease_lost(self, name: str) -> None:
         """Another collector took over an expired lease: stop reading at once (a control
         mail, put first)."""
@@ -127,7 +152,9 @@ class CheckpointDriver:
     ) -> None:
         """A pipeline added while running (or served again from a changed config)."""
         self._processor.check_mailbox_thread("CheckpointDriver.start_pipeline()")
-        if self._launcher.launch(config, metastore, sinks, self.barrier_passed):
+        if self._launcher.launch(
+            config, metastore, sinks, self.barrier_passed, self.upload_feedback
+        ):
             self._processor.resume_default_action()
 
     def begin_stop(self) -> None:
@@ -189,17 +216,30 @@ class CheckpointDriver:
             return
         recorded = runtime.coordinator.passed(passed, runtime.watcher, runtime.tracking.records)
         if recorded is not None:
-            self._results.record_sealed(recorded)
-            runtime.last_snapshot = time.monotonic()
-            runtime.sink_states.flush()
-            runtime.record_progress()
-            self._end_when_sealed(runtime)
+            self._recorded(runtime, recorded)
+
+    def _on_uploaded(self, name: str, checkpoint_id: int, url: str) -> None:
+        self._processor.check_mailbox_thread("CheckpointDriver._on_uploaded()")
+        runtime = self._registry.get(name)
+        if runtime is None:
+            return
+        recorded = runtime.coordinator.uploaded(
+            checkpoint_id, url, runtime.watcher, runtime.tracking.records
+        )
+        self._recorded(runtime, recorded)
+
+    def _recorded(self, runtime: PipelineRuntime, recorded: SealedCheckpoint) -> None:
+        self._results.record_sealed(recorded)
+        runtime.last_snapshot = time.monotonic()
+        runtime.sink_states.flush()
+        runtime.record_progress()
+        self._end_when_sealed(runtime)
 
     # -- mailbox thread ----------------------------------------------------------------------
 
     def serve(self, runtime: PipelineRuntime) -> None:
         """Serve a pipeline whose lease is held (at the start of the run)."""
-        self._launcher.serve(runtime, self.barrier_passed)
+        self._launcher.serve(runtime, self.barrier_passed, self.upload_feedback)
 
     def finish(self, runtime: PipelineRuntime) -> None:
         """A pipeline caught up for good (one-shot mode): seal it, then it is DONE."""

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import tenacity
 
 from pipeline_core.collector._sink_group import BarrierPassed
+from pipeline_core.collector._spool import SpooledBatch
+from pipeline_core.collector._uploads import UploadWorker
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import (
     AckerTreeRecord,
@@ -41,6 +43,7 @@ class _PendingSeal:
     files: tuple[FileRecord, ...]
     groups_passed: set[str] = field(default_factory=set)
     sealed: SealedBatch | None = None
+    uploading: bool = False
 
 
 class CheckpointCoordinator:
@@ -52,13 +55,24 @@ class CheckpointCoordinator:
     then batch, ranges, offsets and the checkpoint's new state are recorded in one metastore
     transaction.
 
+    With staging in an object store (``uploads`` given) the batch the handoff group sealed is
+    in the local spool: it is handed to the upload thread, and recorded only once its upload
+    is complete (:meth:`uploaded`); the spooled copy is released after the record. Until then
+    the checkpoint stays in flight, so a pipeline that stops waits for its uploads.
+
     Threading model: owned by the collector's mailbox thread.
     """
 
     def __init__(
-        self, metastore: Metastore, pipeline: str, host: str, groups: Iterable[str]
+        self,
+        metastore: Metastore,
+        pipeline: str,
+        host: str,
+        groups: Iterable[str],
+        uploads: UploadWorker | None = None,
     ) -> None:
         self._metastore = metastore
+        self._uploads = uploads
         self._groups = frozenset(groups)
         self._pipeline = pipeline
         self._host = host
@@ -113,11 +127,40 @@ class CheckpointCoordinator:
             return None
         if pending.sealed is None:
             raise AssertionError(f"no sink group sealed checkpoint {passed.checkpoint_id}")
-        return self._record(pending.sealed, watcher, acker_trees() if acker_trees else None)
+        if self._uploads is not None:
+            if not pending.uploading:
+                pending.uploading = True
+                self._uploads.submit(
+                    SpooledBatch(passed.checkpoint_id, pending.sealed.staging_path, pending.files)
+                )
+            return None
+        return self._record(
+            pending.sealed,
+            str(pending.sealed.staging_path),
+            watcher,
+            acker_trees() if acker_trees else None,
+        )
+
+    def uploaded(
+        self,
+        checkpoint_id: int,
+        url: str,
+        watcher: FileWatcher,
+        acker_trees: Callable[[], list[AckerTreeRecord]] | None = None,
+    ) -> SealedCheckpoint:
+        """The batch of ``checkpoint_id`` is stored at ``url``: record it, then release its
+        spooled copy."""
+        pending = self._pending[checkpoint_id]
+        assert pending.sealed is not None and self._uploads is not None
+        spooled = SpooledBatch(checkpoint_id, pending.sealed.staging_path)
+        result = self._record(pending.sealed, url, watcher, acker_trees() if acker_trees else None)
+        self._uploads.release(spooled)
+        return result
 
     def _record(
         self,
         sealed: SealedBatch,
+        staging_path: str,
         watcher: FileWatcher,
         acker_trees: list[AckerTreeRecord] | None,
     ) -> SealedCheckpoint:
@@ -126,7 +169,7 @@ class CheckpointCoordinator:
         batch = BatchRecord(
             checkpoint_id=sealed.checkpoint_id,
             host=self._host,
-            staging_path=str(sealed.staging_path),
+            staging_path=staging_path,
             line_count=sealed.line_count,
             byte_count=sealed.byte_count,
             part_count=len(sealed.parts),
@@ -150,7 +193,7 @@ class CheckpointCoordinator:
             batch_id,
             sealed.line_count,
             sealed.byte_count,
-            str(sealed.staging_path),
+            staging_path,
         )
         self.sealed.append(result)
         log.info(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from pipeline_core.collector._feedback import Feedback
 from pipeline_core.collector._lifecycle import PipelineState
@@ -22,6 +23,16 @@ log = logging.getLogger(__name__)
 
 BarrierFeedback = Callable[[str, BarrierPassed], None]
 """``(pipeline, passed)``, called on a sink group's thread when it passed a barrier."""
+
+
+@dataclass(frozen=True)
+class UploadFeedback:
+    """What a pipeline's upload thread reports (with staging in an object store)."""
+
+    uploaded: Callable[[str, int, str], None]
+    """``(pipeline, checkpoint_id, url)``: a batch is stored."""
+    failed: Callable[[str, BaseException], None]
+    """``(pipeline, error)``: an upload failed for good."""
 
 
 def lease_holder(config: PipelineConfig, nonce: str) -> str:
@@ -65,6 +76,7 @@ class PipelineLauncher:
         metastore: Metastore,
         sinks: Mapping[str, Sink] | None,
         on_barrier_passed: BarrierFeedback,
+        uploads: UploadFeedback,
     ) -> bool:
         """Serve a pipeline added while running, if it can be: not served already, the
         collector not stopping, its lease free. False (with an error in the log) if not."""
@@ -84,11 +96,16 @@ class PipelineLauncher:
             runtime.watcher.close()
             return False
         self._queues.add(runtime.name, config.collector)
-        self.serve(runtime, on_barrier_passed)
+        self.serve(runtime, on_barrier_passed, uploads)
         log.info("serving pipeline %s", config.name)
         return True
 
-    def serve(self, runtime: PipelineRuntime, on_barrier_passed: BarrierFeedback) -> None:
+    def serve(
+        self,
+        runtime: PipelineRuntime,
+        on_barrier_passed: BarrierFeedback,
+        uploads: UploadFeedback,
+    ) -> None:
         """Serve a pipeline whose lease is held and whose stage queues exist."""
         self._processor.check_mailbox_thread("PipelineLauncher.serve()")
         self._registry.add(runtime)
@@ -98,6 +115,10 @@ class PipelineLauncher:
             functools.partial(on_barrier_passed, runtime.name),
             functools.partial(self._feedback.delivered, runtime.name),
             self._queues.send.wake,  # a slot is free: the send stage may publish
+        )
+        runtime.start_uploads(
+            functools.partial(uploads.uploaded, runtime.name),
+            functools.partial(uploads.failed, runtime.name),
         )
         runtime.tracking.restore(runtime.metastore.acker_trees(runtime.name, runtime.host))
 

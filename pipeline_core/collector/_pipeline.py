@@ -19,14 +19,21 @@ from pipeline_core.collector._read_progress import ReadProgressSampler
 from pipeline_core.collector._sink_group import BarrierPassed, SinkGroupEventHandler
 from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
 from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
+from pipeline_core.collector._spool_recovery import recover_spool
+from pipeline_core.collector._uploads import UploadWorker
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import ConfigError
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
-from pipeline_core.sinks import HandoffWriter, Sink
+from pipeline_core.sinks import HandoffWriter, Sink, SpoolBudget
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 
 log = logging.getLogger(__name__)
+
+UploadDone = Callable[[int, str], None]
+"""``(checkpoint_id, url)``: a pipeline's batch is stored (called on its upload thread)."""
+UploadFailed = Callable[[BaseException], None]
+"""An upload failed for good (called on the upload thread)."""
 
 
 def _run_consumer(consumer: BatchEventProcessor[PipelineEvent]) -> None:
@@ -60,6 +67,24 @@ class PipelineRuntime:
         self.name = config.name
         self.host = tuning.host
         self.holder = holder
+        staging = config.staging_location
+        self.spool: SpoolBudget | None = None
+        """With staging in an object store: the local spool's bytes against its bound."""
+        self.uploads: UploadWorker | None = None
+        """With staging in an object store: the thread uploading sealed batches."""
+        self._upload_feedback: tuple[UploadDone, UploadFailed] | None = None
+        if not staging.is_local:
+            # Before the files are opened: what it records is where reading resumes.
+            recover_spool(config, metastore, self.host, self.acquire_lease)
+            self.spool = SpoolBudget(config.handoff.max_spool_bytes)
+            self.uploads = UploadWorker(
+                config.name,
+                self.host,
+                staging,
+                self.spool,
+                self._batch_uploaded,
+                self._upload_failed,
+            )
         self.watcher = FileWatcher(
             config.sources,
             self.host,
@@ -73,16 +98,21 @@ class PipelineRuntime:
             slice_seconds=tuning.read_slice_ms / 1000,
         )
         writer = HandoffWriter(
-            config.staging_dir,
+            config.seal_dir,
             config.name,
             self.host,
             config.sources,
             max_part_bytes=config.handoff.max_part_bytes,
+            budget=self.spool,
         )
         self.sink_states = MetastoreSinkStateStore(metastore, config.name, self.host)
         self.groups: list[SinkGroup] = build_sink_groups(config, writer, self.sink_states, sinks)
         self.coordinator = CheckpointCoordinator(
-            metastore, config.name, self.host, [group.name for group in self.groups]
+            metastore,
+            config.name,
+            self.host,
+            [group.name for group in self.groups],
+            self.uploads,
         )
         self.tracking = DeliveryTracker(
             self.watcher,
@@ -169,6 +199,26 @@ class PipelineRuntime:
             self._consumers.append((consumer, thread))
             thread.start()
 
+    def start_uploads(self, on_uploaded: UploadDone, on_failed: UploadFailed) -> None:
+        """Start the upload thread (staging in an object store; otherwise nothing to do):
+        ``on_uploaded(checkpoint_id, url)`` and ``on_failed(error)`` run on it."""
+        if self.uploads is not None:
+            self._upload_feedback = (on_uploaded, on_failed)
+            self.uploads.start()
+
+    def _batch_uploaded(self, checkpoint_id: int, url: str) -> None:
+        assert self._upload_feedback is not None
+        self._upload_feedback[0](checkpoint_id, url)
+
+    def _upload_failed(self, error: BaseException) -> None:
+        assert self._upload_feedback is not None
+        self._upload_feedback[1](error)
+
+    @property
+    def spool_full(self) -> bool:
+        """Whether reading waits for uploads to free the spool (any thread)."""
+        return self.spool is not None and self.spool.full
+
     def stop_consumers(self) -> None:
         for group in self.groups:
             group.runner.stop()
@@ -204,6 +254,8 @@ class PipelineRuntime:
     def close(self) -> None:
         """Stop the sink groups, save what is in flight, release the files and the lease."""
         self.stop_consumers()
+        if self.uploads is not None:
+            self.uploads.stop()
         self.sink_states.flush()
         self.save_in_flight()
         self.watcher.close()
@@ -214,20 +266,29 @@ class PipelineRuntime:
 
 
 def _check_writable(config: PipelineConfig) -> None:
-    """Refuse, before anything starts, a staging folder that cannot be created or written
+    """Refuse, before anything starts, a staging folder (or, with staging in an object store,
+    the spool folder) that cannot be created or written
     (it would otherwise surface at the first part written, after a checkpoint was requested).
 
     Raises:
         ConfigError: naming ``handoff.staging_dir`` (or ``data_dir`` when it is the default).
     """
-    staging = config.staging_dir
+    staging = config.seal_dir
     try:
         staging.mkdir(parents=True, exist_ok=True)
         probe = staging / f".sluice-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        key = "handoff.staging_dir" if config.handoff.staging_dir is not None else "data_dir"
+        key = (
+            "handoff.spool_dir"
+            if config.handoff.spool_dir is not None
+            else "handoff.staging"
+            if config.handoff.staging is not None and config.staging_location.is_local
+            else "handoff.staging_dir"
+            if config.handoff.staging_dir is not None
+            else "data_dir"
+        )
         raise ConfigError(
             str(config.config_path or config.name),
             [f"{key}: cannot create or write the staging folder {staging}: {exc}"],

@@ -33,7 +33,8 @@ class _Turn(Enum):
     CAUGHT_UP = "caught_up"
     """A whole round of the pipeline's files had nothing new."""
     BLOCKED = "blocked"
-    """The pipeline's process queue is full or its acker is at its limit."""
+    """The pipeline's process queue is full, its acker is at its limit, or its spool (staging
+    in an object store) waits for uploads."""
 
 
 class ReadScheduler(MailboxDefaultAction):
@@ -182,6 +183,8 @@ class ReadScheduler(MailboxDefaultAction):
             return _Turn.BLOCKED
         if not runtime.tracking.can_admit():
             return _Turn.BLOCKED
+        if runtime.spool_full:
+            return _Turn.BLOCKED  # the spool is at its bound: wait for uploads
         grace = (
             0.0 if self._mode is CollectorMode.ONCE else runtime.config.collector.rotated_grace_s
         )
@@ -197,8 +200,12 @@ class ReadScheduler(MailboxDefaultAction):
         return _Turn.CAUGHT_UP if result.caught_up else _Turn.EMPTY
 
     def _servable(self, runtime: PipelineRuntime) -> bool:
-        """Whether nothing holds the pipeline's reading back now (queue, acker)."""
-        return self._queues.process.is_writable(runtime.name) and runtime.tracking.can_proceed()
+        """Whether nothing holds the pipeline's reading back now (queue, acker, spool)."""
+        return (
+            self._queues.process.is_writable(runtime.name)
+            and runtime.tracking.can_proceed()
+            and not runtime.spool_full
+        )
 
     def _publish_chunk(self, runtime: PipelineRuntime, chunk: Chunk) -> bool:
         if not runtime.tracking.can_admit():

@@ -15,7 +15,7 @@ def describe_pipeline_config(config: PipelineConfig) -> list[str]:
     for source in config.sources:
         lines.append(f"  source {source.name} ({source.format.value}): {', '.join(source.paths)}")
     lines += [
-        f"  staging  {config.staging_dir}",
+        f"  staging  {config.staging_location}",
         f"  lake     {config.lake_dir}",
         f"  metastore {config.metastore_url}",
         f"  schedule {config.schedule}",

@@ -92,9 +92,15 @@ def _resolve(config: PipelineConfig, file: Path) -> PipelineConfig:
         for source in config.sources
     ]
     update: dict[str, Any] = {"data_dir": data_dir, "sources": sources, "config_path": file}
+    handoff: dict[str, Any] = {}
     if config.handoff.staging_dir is not None:
-        staging = absolute(config.handoff.staging_dir)
-        update["handoff"] = config.handoff.model_copy(update={"staging_dir": staging})
+        handoff["staging_dir"] = absolute(config.handoff.staging_dir)
+    if config.handoff.staging is not None and "://" not in config.handoff.staging:
+        handoff["staging"] = str(absolute(config.handoff.staging))
+    if config.handoff.spool_dir is not None:
+        handoff["spool_dir"] = absolute(config.handoff.spool_dir)
+    if handoff:
+        update["handoff"] = config.handoff.model_copy(update=handoff)
     if config.lake.path is not None:
         update["lake"] = config.lake.model_copy(update={"path": absolute(config.lake.path)})
     update["sinks"] = {name: _resolve_sink(sink, absolute) for name, sink in config.sinks.items()}

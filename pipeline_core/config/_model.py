@@ -21,6 +21,7 @@ from pipeline_core.config._sinks import (
     StdoutSinkConfig,
 )
 from pipeline_core.config._worker import WorkerConfig
+from pipeline_core.storage import StorageLocation
 
 SinkConfig = Annotated[
     HandoffSinkConfig
@@ -77,10 +78,39 @@ class HandoffConfig(_Strict):
     """A committed checkpoint's staging batches are deleted once they are this old (by seal
     time); until then the checkpoint can be reprocessed from them."""
 
+    staging: str | None = None
+    """Where sealed batches are staged for the landing: a folder (a path, relative to the
+    file's folder, or a ``file://`` URL) or an object store prefix (``s3://bucket/prefix``,
+    ``gs://bucket/prefix``, ``abfs://container@account.dfs.core.windows.net/prefix``).
+    Credentials are never written here: they come from the environment and the store's
+    standard chain; an S3-compatible server's endpoint from ``AWS_ENDPOINT_URL_S3`` or
+    ``AWS_ENDPOINT_URL``. With an object store the collector seals each batch into
+    ``spool_dir`` first, then uploads it. Default: ``staging_dir``."""
     staging_dir: Path | None = None
-    """Default: ``<data_dir>/staging``."""
+    """A local staging folder (the older spelling of ``staging`` with a path; give one of
+    the two). Default: ``<data_dir>/staging``."""
+    spool_dir: Path | None = None
+    """With ``staging`` in an object store: where batches are sealed before they are
+    uploaded, and kept until the upload is recorded. Default: ``<data_dir>/spool``."""
+    max_spool_bytes: Annotated[int, Field(ge=1024 * 1024)] = 4 * 1024 * 1024 * 1024
+    """With ``staging`` in an object store: the most bytes the spool holds (the batch being
+    written plus sealed batches waiting for their upload). At this bound reading pauses until
+    uploads free space; nothing is dropped."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
+
+    @field_validator("staging")
+    @classmethod
+    def _staging_location(cls, value: str | None) -> str | None:
+        if value is not None:
+            StorageLocation.parse(value)  # LocationError is a ValueError: names the key
+        return value
+
+    @model_validator(mode="after")
+    def _one_staging(self) -> HandoffConfig:
+        if self.staging is not None and self.staging_dir is not None:
+            raise ValueError("give handoff.staging or handoff.staging_dir, not both")
+        return self
 
 
 class LakeConfig(_Strict):
@@ -258,8 +288,31 @@ class PipelineConfig(_Strict):
         return [SinkGroupConfig(name=name, sinks=[name]) for name in self.sinks]
 
     @property
+    def staging_location(self) -> StorageLocation:
+        """Where sealed batches are staged (``handoff.staging``, ``handoff.staging_dir`` or
+        ``<data_dir>/staging``)."""
+        if self.handoff.staging is not None:
+            return StorageLocation.parse(self.handoff.staging)
+        return StorageLocation.parse(self.handoff.staging_dir or self.data_dir / "staging")
+
+    @property
     def staging_dir(self) -> Path:
-        return self.handoff.staging_dir or self.data_dir / "staging"
+        """The local staging folder.
+
+        Raises:
+            LocationError: staging is in an object store (``staging_location``).
+        """
+        return self.staging_location.local_path
+
+    @property
+    def seal_dir(self) -> Path:
+        """Where the collector seals batches: the staging folder, or with staging in an
+        object store the spool (``handoff.spool_dir``, default ``<data_dir>/spool``) they
+        are uploaded from."""
+        location = self.staging_location
+        if location.is_local:
+            return location.local_path
+        return self.handoff.spool_dir or self.data_dir / "spool"
 
     @property
     def lake_dir(self) -> Path:

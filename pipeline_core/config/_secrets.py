@@ -27,9 +27,20 @@ def looks_secret(name: str) -> bool:
     return any(part in upper for part in SECRET_NAME_PARTS)
 
 
+_URL_SECRET_OPTION = re.compile(
+    r"(?P<head>[?&][^=&#\s'\"]*(?:key|secret|token|password|passwd|credential|sig)[^=&#\s'\"]*=)"
+    r"[^&#\s'\"]*",
+    re.IGNORECASE,
+)
+"""A URL query option whose name looks secret (``?secret_key=``, ``&sas_token=``), then its
+value."""
+
+
 def mask_url_passwords(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by :data:`MASK`."""
-    return _URL_PASSWORD.sub(lambda match: match["head"] + MASK, text)
+    """``text`` with the password of every URL in it, and the value of every URL option whose
+    name looks secret (``secret_key``, ``session_token``...), replaced by :data:`MASK`."""
+    text = _URL_PASSWORD.sub(lambda match: match["head"] + MASK, text)
+    return _URL_SECRET_OPTION.sub(lambda match: match["head"] + MASK, text)
 
 
 @dataclass(frozen=True)

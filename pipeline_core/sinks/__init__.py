@@ -15,12 +15,21 @@ the ring batch is then rewound by the group's ``BatchRewindStrategy``.
 
 The handoff sink stages lines as raw part files and seals them, at each checkpoint barrier,
 into an immutable batch folder that the Spark landing job reads; the folder's layout and its
-manifest are ``pipeline_core.staging_contract``'s.
+manifest are ``pipeline_core.staging_contract``'s. With staging in an object store the batch
+is sealed into a local spool (its bytes counted by a ``SpoolBudget``) and then uploaded by
+``upload_sealed_batch``: parts first, each checked against the manifest's CRC-32, the manifest
+last.
 """
 
 from pipeline_core.config._sinks import HttpFormat
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
 from pipeline_core.sinks._batch import DeliveryBatch, LogEvent, event_id
+from pipeline_core.sinks._batch_upload import (
+    ReadBack,
+    UploadedBatch,
+    upload_sealed_batch,
+    verify_local_batch,
+)
 from pipeline_core.sinks._channel import BatchChannel, ChannelFullError, Transaction
 from pipeline_core.sinks._clock import SYSTEM_CLOCK, Clock, SystemClock
 from pipeline_core.sinks._default_processor import DefaultSinkProcessor
@@ -41,6 +50,7 @@ from pipeline_core.sinks._sink_state import (
     SinkHealth,
     SinkStateStore,
 )
+from pipeline_core.sinks._spool_budget import SpoolBudget
 from pipeline_core.sinks._sql import SqlSink
 from pipeline_core.sinks._status import Status
 from pipeline_core.sinks._trial import NullSink, StdoutSink
@@ -65,6 +75,7 @@ __all__ = [
     "LoadBalancingSinkProcessor",
     "LogEvent",
     "NullSink",
+    "ReadBack",
     "RetryPolicy",
     "RollingFileSink",
     "RunnerCounters",
@@ -77,11 +88,15 @@ __all__ = [
     "SinkRunner",
     "SinkSelector",
     "SinkStateStore",
+    "SpoolBudget",
     "SqlSink",
     "Status",
     "StdoutSink",
     "SystemClock",
     "Transaction",
+    "UploadedBatch",
     "build_sink",
     "event_id",
+    "upload_sealed_batch",
+    "verify_local_batch",
 ]

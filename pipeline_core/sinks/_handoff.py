@@ -20,6 +20,7 @@ from zlib_ng import zlib_ng
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
 from pipeline_core.sinks import _writeback
+from pipeline_core.sinks._spool_budget import SpoolBudget
 from pipeline_core.source import Chunk
 from pipeline_core.staging_contract import (
     Manifest,
@@ -163,6 +164,10 @@ class HandoffWriter:
     Sealing fsyncs every part, writes ``_manifest.json`` last, renames the folder to the
     checkpoint's and fsyncs the parent: a sealed folder is complete or absent.
 
+    With a ``budget`` (staging in an object store, sealed into a local spool), every byte
+    written is added to it; unsealed bytes dropped by :meth:`reset` are freed, sealed ones
+    stay until their upload frees them.
+
     Threading model: used by one thread (the sink group's event processor).
     """
 
@@ -174,8 +179,11 @@ class HandoffWriter:
         sources: Iterable[SourceConfig],
         *,
         max_part_bytes: int,
+        budget: SpoolBudget | None = None,
     ) -> None:
         self._root = staging_root
+        self._budget = budget
+        self._unsealed_bytes = 0
         self._pipeline = pipeline
         self._host = host
         self._sources = {s.name: s for s in sources}
@@ -193,6 +201,9 @@ class HandoffWriter:
         self._closed.clear()
         self._sequence.clear()
         shutil.rmtree(self._inflight, ignore_errors=True)
+        if self._budget is not None:
+            self._budget.free(self._unsealed_bytes)
+        self._unsealed_bytes = 0
 
     def append(self, chunks: Sequence[Chunk]) -> None:
         """Stage ``chunks`` (in order; any sources): each source's run goes to its part."""
@@ -209,7 +220,11 @@ class HandoffWriter:
         part = self._open.get(source)
         if part is None:
             part = self._open[source] = self._new_part(source)
+        before = part.size
         part.write(chunks)
+        if self._budget is not None:
+            self._budget.add(part.size - before)
+        self._unsealed_bytes += part.size - before
         if part.size >= self._max_part_bytes:
             self._closed.append(self._open.pop(source).close())
 
@@ -262,6 +277,7 @@ class HandoffWriter:
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self._inflight, target)
+        self._unsealed_bytes = 0  # sealed: the upload frees them, when there is one
         _writeback.fsync_path(target.parent)
         _writeback.fsync_path(self._inflight.parent)
         return SealedBatch(

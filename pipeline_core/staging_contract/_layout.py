@@ -42,6 +42,12 @@ def batch_dir(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) 
     return checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
 
 
+def batch_key(pipeline: str, checkpoint_id: int, host: str) -> str:
+    """``<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch below a staging root,
+    as a ``/``-separated key (an object store prefix's form of :func:`batch_dir`)."""
+    return f"{pipeline}/{checkpoint_id:08d}/{host}"
+
+
 def inflight_dir(staging_root: Path, pipeline: str, host: str) -> Path:
     """``<staging>/<pipeline>/_inflight/<host>``: a host's parts until they are sealed."""
     return Path(staging_root) / pipeline / INFLIGHT_DIR / host

@@ -79,16 +79,24 @@ HANDLERS: list[tuple[str, Handler]] = [
         lambda run, c, m: run.driver._on_barrier_passed("web", BarrierPassed("lake", 1, None)),
     ),
     (
+        "CheckpointDriver._on_uploaded",
+        lambda run, c, m: run.driver._on_uploaded("web", 1, "s3://bucket/staging/web/00000001/a"),
+    ),
+    (
         "ReadScheduler.run_default_action",
         lambda run, c, m: run.scheduler.run_default_action(NOT_A_CONTROLLER),
     ),
     (
         "PipelineLauncher.launch",
-        lambda run, c, m: run.launcher.launch(c, m, None, run.driver.barrier_passed),
+        lambda run, c, m: run.launcher.launch(
+            c, m, None, run.driver.barrier_passed, run.driver.upload_feedback
+        ),
     ),
     (
         "PipelineLauncher.serve",
-        lambda run, c, m: run.launcher.serve(NOT_A_RUNTIME, run.driver.barrier_passed),
+        lambda run, c, m: run.launcher.serve(
+            NOT_A_RUNTIME, run.driver.barrier_passed, run.driver.upload_feedback
+        ),
     ),
     (
         "PipelineLauncher.retire",
