@@ -3,6 +3,8 @@
 Each check is one :class:`Check` with a :class:`CheckStatus`; nothing is created, migrated or
 written (no folder, no database file, no table): folders are judged by the nearest one that
 exists, the metastore is only connected to, sinks only asked (HTTP ``HEAD``, SQL ``SELECT 1``).
+The one exception is staging in an object store, which can only be known writable by writing:
+a probe object is written, read back and deleted.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def preflight(config: PipelineConfig) -> list[Check]:
     checks = [check_schedule(config.schedule)]
     checks += [check_source(source) for source in config.sources]
     checks.append(check_folder("data_dir", config.data_dir))
-    checks.append(check_folder("staging", config.staging_dir))
+    checks += check_staging(config)
     checks.append(check_folder("lake", config.lake_dir))
     metastore = check_metastore(config.metastore_url)
     checks.append(metastore)
@@ -127,6 +129,32 @@ def check_source(source: SourceConfig) -> Check:
         details.append(f"... and {len(files) - LISTED_FILES} more")
     count = f"{len(files)} files match" if len(files) > 1 else "1 file matches"
     return Check(name, CheckStatus.OK, f"{count} {patterns}", tuple(details))
+
+
+def check_staging(config: PipelineConfig) -> list[Check]:
+    """The staging folder; or, with staging in an object store, the local spool folder and
+    the store: reachable and writable, by a probe object written, read back and deleted (the
+    one thing ``sluice validate`` writes, and removes again)."""
+    from pipeline_core.errors import StorageError
+    from pipeline_core.storage import probe_writable
+
+    location = config.staging_location
+    if location.is_local:
+        return [check_folder("staging", location.local_path)]
+    checks = [check_folder("spool", config.seal_dir)]
+    try:
+        probe_writable(location)
+    except StorageError as exc:
+        checks.append(Check("staging", CheckStatus.UNREACHABLE, str(exc)))
+    else:
+        checks.append(
+            Check(
+                "staging",
+                CheckStatus.OK,
+                f"{location} (writable: a probe object written and deleted)",
+            )
+        )
+    return checks
 
 
 def check_folder(name: str, folder: Path) -> Check:

@@ -38,7 +38,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from pipeline_core.collector._metrics import PipelineMetrics
+from pipeline_core.collector._metrics import PipelineMetrics, UploadMetrics
 
 DISTRIBUTION = "sluice"
 BASE_LABELS = ("pipeline", "host")
@@ -103,6 +103,28 @@ def sluice_version() -> str:
         return "unknown"
 
 
+def _upload_families(families: _Families, base: tuple[str, str], u: UploadMetrics) -> None:
+    """The spool and upload series of a pipeline staging in an object store."""
+    families.gauge(
+        "sluice_spool_bytes", "Bytes in the local spool (unsealed and waiting for upload)."
+    ).add_metric(base, u.spool_bytes)
+    families.gauge(
+        "sluice_spool_limit_bytes", "The spool's bound (handoff.max_spool_bytes)."
+    ).add_metric(base, u.spool_limit_bytes)
+    families.gauge(
+        "sluice_spool_full", "1 while reading waits for uploads to free the spool."
+    ).add_metric(base, int(u.spool_full))
+    families.gauge(
+        "sluice_upload_waiting_batches", "Sealed batches waiting for their upload."
+    ).add_metric(base, u.waiting)
+    families.counter(
+        "sluice_uploaded_bytes_total", "Part bytes uploaded to the staging store."
+    ).add_metric(base, u.uploaded_bytes)
+    families.counter(
+        "sluice_upload_failures_total", "Failed upload attempts (each retried)."
+    ).add_metric(base, u.failures)
+
+
 def pipeline_families(metrics: Iterable[PipelineMetrics]) -> list[Metric]:
     """Every family of the pipelines' metrics (those with no sample left out)."""
     families = _Families()
@@ -130,6 +152,8 @@ def pipeline_families(metrics: Iterable[PipelineMetrics]) -> list[Metric]:
         families.gauge("sluice_unread_bytes", "Bytes of the files not read yet.").add_metric(
             base, m.unread_bytes
         )
+        if m.uploads is not None:
+            _upload_families(families, base, m.uploads)
         families.counter(
             "sluice_truncated_unread_bytes_total",
             "Bytes a truncation (copytruncate) destroyed before they were read.",

@@ -49,6 +49,28 @@ class SinkGroupMetrics:
 
 
 @dataclass(frozen=True)
+class UploadMetrics:
+    """The local spool and the uploads of a pipeline whose staging is in an object store.
+
+    ``spool_full`` is why reading waits when it does: the spool holds ``spool_bytes`` of its
+    ``spool_limit_bytes`` (``handoff.max_spool_bytes``) and ``waiting`` batches wait for their
+    upload; ``failures`` counts failed attempts (each retried), ``last_error`` is the last
+    failure's message until an upload succeeds again.
+    """
+
+    spool_bytes: int
+    spool_limit_bytes: int
+    spool_full: bool
+    spool_full_times: int
+    waiting: int
+    uploaded: int
+    uploaded_bytes: int
+    failures: int
+    last_error: str | None
+    upload_seconds: float
+
+
+@dataclass(frozen=True)
 class PipelineMetrics:
     """One pipeline in a running collector, at one moment."""
 
@@ -67,6 +89,8 @@ class PipelineMetrics:
     queues: Mapping[str, QueueMetrics]
     sink_groups: tuple[SinkGroupMetrics, ...]
     files: tuple[FileMetrics, ...]
+    uploads: UploadMetrics | None = None
+    """With staging in an object store: the spool and the uploads (None otherwise)."""
 
     @property
     def unread_bytes(self) -> int:
@@ -124,6 +148,25 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
             for group in runtime.groups
         ),
         files=tuple(files),
+        uploads=_upload_metrics(runtime),
+    )
+
+
+def _upload_metrics(runtime: PipelineRuntime) -> UploadMetrics | None:
+    if runtime.spool is None or runtime.uploads is None:
+        return None
+    stats = runtime.uploads.stats()
+    return UploadMetrics(
+        spool_bytes=runtime.spool.used,
+        spool_limit_bytes=runtime.spool.limit,
+        spool_full=runtime.spool.full,
+        spool_full_times=runtime.spool.times_full,
+        waiting=stats.waiting,
+        uploaded=stats.uploaded,
+        uploaded_bytes=stats.uploaded_bytes,
+        failures=stats.failures,
+        last_error=stats.last_error,
+        upload_seconds=stats.seconds,
     )
 
 

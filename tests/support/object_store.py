@@ -21,6 +21,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -36,9 +37,11 @@ START_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class S3Server:
-    """A running moto server: its endpoint URL (``http://127.0.0.1:<port>``)."""
+    """A running moto server: its endpoint URL (``http://127.0.0.1:<port>``) and its request
+    log (one line per request: multipart uploads show as ``?uploads`` and ``partNumber=``)."""
 
     endpoint: str
+    log: Path
 
     @property
     def environment(self) -> dict[str, str]:
@@ -123,7 +126,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     endpoint = f"http://127.0.0.1:{port}"
     try:
         _wait_until_answering(endpoint, process)
-        yield S3Server(endpoint)
+        yield S3Server(endpoint, log)
     finally:
         stop_group(process, signal.SIGTERM, timeout=10)
 
@@ -144,3 +147,37 @@ def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
 def s3_environment(server: S3Server) -> dict[str, str]:
     """``os.environ`` with the server's AWS variables: for a child process."""
     return {**os.environ, **server.environment}
+
+
+def sealed_batch(
+    folder: Path, *, parts: int = 2, part_bytes: int = 64 * 1024, checkpoint_id: int = 1
+) -> Path:
+    """A batch sealed on local disk by the real :class:`HandoffWriter` under ``folder``
+    (``folder/<pipeline>/<N:08d>/<host>``): ``parts`` parts of about ``part_bytes`` bytes of
+    numbered lines of source ``access``. Returns the batch's folder."""
+    from pipeline_core.config import SourceConfig, SourceFormat
+    from pipeline_core.sinks import Barrier, HandoffWriter
+    from pipeline_core.source import Chunk, count_lines
+    from pipeline_core.staging_contract import ManifestRange
+
+    source = SourceConfig(name="access", paths=["/logs/access.log"], format=SourceFormat.RAW)
+    writer = HandoffWriter(folder, "web", "host-a", [source], max_part_bytes=part_bytes)
+    line_bytes = 16
+    count = parts * part_bytes // line_bytes
+    data = b"".join(f"line {i:09d}\n".encode()[-line_bytes:] for i in range(count))
+    chunks = [
+        Chunk(
+            "access",
+            "00000000000000aa",
+            start,
+            data[start : start + part_bytes // 2],
+            count_lines(data[start : start + part_bytes // 2]),
+        )
+        for start in range(0, len(data), part_bytes // 2)
+    ]
+    for piece in chunks:  # a part closes past max_part_bytes at the end of an append
+        writer.append([piece])
+    total = sum(c.lines for c in chunks)
+    ranges = (ManifestRange("00000000000000aa", "/logs/access.log", "access", 0, len(data), total),)
+    sealed = writer.seal(Barrier(checkpoint_id, datetime.now(timezone.utc), ranges))
+    return sealed.staging_path
