@@ -10,6 +10,7 @@ process reads its credentials and endpoint from (``AWS_ACCESS_KEY_ID``,
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -181,3 +182,64 @@ def sealed_batch(
     ranges = (ManifestRange("00000000000000aa", "/logs/access.log", "access", 0, len(data), total),)
     sealed = writer.seal(Barrier(checkpoint_id, datetime.now(timezone.utc), ranges))
     return sealed.staging_path
+
+
+@dataclass(frozen=True)
+class RemoteLine:
+    """A line of a recorded batch, read back from the store."""
+
+    fingerprint: str
+    offset: int
+    data: bytes
+    checkpoint_id: int
+    host: str
+
+
+def recorded_remote_lines(metastore_url: str, pipeline: str) -> list[RemoteLine]:
+    """Every line of every batch the metastore records for ``pipeline``, read from where it
+    records it (an object store URL), sorted by file and offset. Each batch's manifest must
+    be stored, and each part must match its CRC-32."""
+    import zlib
+
+    from pipeline_core.metastore import Metastore
+    from pipeline_core.staging_contract import MANIFEST_NAME, Manifest
+    from pipeline_core.storage import StorageLocation
+
+    metastore = Metastore.open(metastore_url, migrate=False)
+    try:
+        batches = [
+            batch
+            for checkpoint in metastore.checkpoints(pipeline)
+            for batch in metastore.batches(checkpoint.checkpoint_id)
+        ]
+    finally:
+        metastore.close()
+    found: list[RemoteLine] = []
+    for batch in batches:
+        filesystem, root = StorageLocation.parse(batch.staging_path).filesystem()
+        with filesystem.open_input_stream(f"{root}/{MANIFEST_NAME}") as stream:
+            manifest = Manifest.from_json(json.loads(bytes(stream.read())))
+        for part in manifest.parts:
+            with filesystem.open_input_stream(f"{root}/{part.name}") as stream:
+                data = bytes(stream.read())
+            assert f"{zlib.crc32(data):08x}" == part.crc32, f"{root}/{part.name}"
+            for segment in part.segments:
+                offset = segment.start_offset
+                piece = data[segment.part_offset : segment.part_offset + segment.length]
+                for line in piece.splitlines(keepends=True):
+                    found.append(
+                        RemoteLine(
+                            segment.file_fingerprint,
+                            offset,
+                            line.removesuffix(b"\n"),
+                            manifest.checkpoint_id,
+                            manifest.host,
+                        )
+                    )
+                    offset += len(line)
+    return sorted(found, key=lambda line: (line.fingerprint, line.offset))
+
+
+def manifests_in(bucket: S3Bucket, prefix: str = "staging") -> list[str]:
+    """The keys of every batch manifest stored under ``prefix`` (a visible batch each)."""
+    return [key for key in bucket.keys(prefix) if key.endswith("/_manifest.json")]
