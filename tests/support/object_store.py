@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -85,6 +86,15 @@ class S3Bucket:
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
         infos = self.server.filesystem().get_file_info(selector)
         return sorted(info.path for info in infos if info.type == pafs.FileType.File)
+
+    def incomplete_uploads(self) -> list[str]:
+        """The keys of the multipart uploads begun and never completed nor aborted (S3's
+        ``ListMultipartUploads``; the server takes it unsigned)."""
+        with urllib.request.urlopen(
+            f"{self.server.endpoint}/{self.name}?uploads", timeout=10
+        ) as answer:
+            document = answer.read().decode()
+        return re.findall(r"<Upload>.*?<Key>([^<]*)</Key>", document, flags=re.DOTALL)
 
     def read(self, path: str) -> bytes:
         """The object at ``<bucket>/<key>`` path ``path``."""
