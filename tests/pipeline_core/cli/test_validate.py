@@ -13,6 +13,7 @@ import yaml
 from pipeline_core.cli import ExitCode, main
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
 from tests.support.http_server import RecordingHttpServer
+from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
 
@@ -184,3 +185,51 @@ def test_should_not_create_a_metastore_that_a_typo_names(tmp_path: Path) -> None
         "to create it (or correct metastore.url)\n"
     )
     assert not database.parent.exists()
+
+
+def test_should_probe_staging_in_an_object_store_and_leave_nothing_behind(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ready_config(tmp_path, metastore_url, handoff={"staging": s3_bucket.url("staging")})
+    capsys.readouterr()
+
+    assert main(["validate", str(path)]) == ExitCode.OK
+
+    out = capsys.readouterr().out
+    assert f"ok           spool: {tmp_path.resolve() / 'data' / 'spool'}" in out
+    assert (
+        f"ok           staging: {s3_bucket.url('staging')} (writable: a probe object written "
+        "and deleted)"
+    ) in out
+    assert s3_bucket.keys() == []
+
+
+def test_should_exit_3_naming_the_staging_bucket_that_cannot_be_written(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
+) -> None:
+    missing = f"s3://{s3_bucket.name}-missing/staging"
+    path = ready_config(tmp_path, metastore_url, handoff={"staging": missing})
+
+    result = sluice("validate", str(path))
+
+    assert result.returncode == ExitCode.UNREACHABLE, result.stdout + result.stderr
+    assert f"unreachable  staging: cannot write a probe object in {missing}:" in result.stdout
+    assert "bucket does not exist" in result.stdout
+    no_traceback(result.stderr)
+
+
+def test_should_exit_2_naming_a_credential_written_into_the_staging_url(tmp_path: Path) -> None:
+    path = tmp_path / "web_access.yaml"
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*"], "format": "raw"}],
+        "handoff": {"staging": "s3://bucket/staging?secret_key=wJalrXUtnFEMI"},
+    }
+    path.write_text(yaml.safe_dump(document))
+
+    result = sluice("validate", str(path))
+
+    assert result.returncode == ExitCode.INVALID
+    assert "handoff.staging" in result.stdout and "secret_key" in result.stdout
+    assert str(path) in result.stdout + result.stderr
+    assert "wJalrXUtnFEMI" not in result.stdout + result.stderr

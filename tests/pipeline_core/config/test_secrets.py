@@ -49,6 +49,9 @@ def test_should_not_take_these_names_for_secrets(name: str) -> None:
         ("https://host:8443/path", "https://host:8443/path"),
         ("https://host/a:b@c", "https://host/a:b@c"),
         ("sqlite:////var/lib/sluice.db", "sqlite:////var/lib/sluice.db"),
+        ("s3://b/p?region=eu&secret_key=abc", "s3://b/p?region=eu&secret_key=***"),
+        ("'s3://b/p?x_session_token=abc&y=1'", "'s3://b/p?x_session_token=***&y=1'"),
+        ("s3://b/p?region=eu-west-1", "s3://b/p?region=eu-west-1"),
     ],
 )  # fmt: skip
 def test_should_hide_url_passwords(text: str, expected: str) -> None:
