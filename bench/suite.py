@@ -46,6 +46,7 @@ from bench.cases import (
     tail_latency,
     tailing,
     throughput,
+    upload,
 )
 from bench.common import Context, Row
 
@@ -59,6 +60,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "7": ("acker", acker_metastore.run),
     "8": ("latency", tail_latency.run),
     "9": ("tables", lake_tables.run),
+    "10": ("upload", upload.run),
 }
 
 

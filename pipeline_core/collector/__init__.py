@@ -26,6 +26,7 @@ from pipeline_core.collector._metrics import (
     PipelineMetrics,
     QueueMetrics,
     SinkGroupMetrics,
+    UploadMetrics,
 )
 from pipeline_core.collector._metrics_export import MetricsExporter, metrics_file, read_metrics
 from pipeline_core.collector._ops_server import ListenAddress, OpsServer
@@ -59,6 +60,7 @@ __all__ = [
     "QueueMetrics",
     "SealedCheckpoint",
     "SinkGroupMetrics",
+    "UploadMetrics",
     "config_problems_file",
     "metrics_file",
     "metrics_registry",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,7 +162,7 @@ def test_a_collector_killed_during_an_upload_leaves_no_visible_partial_batch(
     finally:
         first.stop()
 
-    left = {
+    left: dict[str, Any] = {
         "stored_objects": len(s3_bucket.keys(prefix)),
         "stored_manifests": len(manifests_in(s3_bucket)),
         "incomplete_multipart_uploads": len(s3_bucket.incomplete_uploads()),

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from pipeline_core.collector import Collector
+from pipeline_core.collector import Collector, UploadMetrics
 from pipeline_core.collector import _uploads as uploads_module
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.sinks import ReadBack, UploadedBatch
+from pipeline_core.sinks import ReadBack, UploadedBatch, upload_sealed_batch
 from pipeline_core.storage import StorageLocation
 from tests.pipeline_core.collector.support import Tailing, lines, wait_until
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
@@ -35,6 +35,19 @@ def remote_config(
 
 def spooled_files(config: PipelineConfig) -> list[Path]:
     return sorted(p for p in config.seal_dir.rglob("*") if p.is_file())
+
+
+def uploads(collector: Collector) -> UploadMetrics:
+    """The pipeline's spool and upload metrics (staging is in an object store)."""
+    metrics = collector.metrics()[0].uploads
+    assert metrics is not None
+    return metrics
+
+
+def wait_sealed(metastore: Metastore, checkpoint_id: int) -> None:
+    wait_until(
+        lambda: metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED, timeout=60
+    )
 
 
 def line_texts(metastore_url: str) -> list[bytes]:
@@ -92,7 +105,7 @@ def test_should_finish_an_upload_interrupted_between_parts_when_restarted(
     config = remote_config(tmp_path, metastore_url, s3_bucket)
     log = tmp_path / "logs" / "access.log"
     append(log, *lines("a", 150_000))
-    real_upload = uploads_module.upload_sealed_batch
+    real_upload = upload_sealed_batch
 
     def first_part_only(
         local: Path, target: StorageLocation, *, read_back: ReadBack
@@ -162,35 +175,25 @@ def test_should_pause_reading_at_the_spool_bound_until_uploads_free_it(
     collector = Collector(config, metastore)
     tailing = Tailing(collector.run, collector.stop)
     try:
-        wait_until(
-            lambda: (
-                collector.metrics()[0].uploads is not None
-                and collector.metrics()[0].uploads.spool_full
-            )
-        )
+        wait_until(lambda: uploads(collector).spool_full)
         metastore.request_checkpoint(config.name, "run-1")
-        wait_until(lambda: collector.metrics()[0].uploads.failures >= 1)  # no bucket yet
+        wait_until(lambda: uploads(collector).failures >= 1)  # no bucket yet
         read_while_full = collector.metrics()[0].bytes_read
         time.sleep(1.0)
-        held = collector.metrics()[0]
+        held, held_uploads = collector.metrics()[0], uploads(collector)
         assert held.bytes_read == read_while_full < sum(len(line) + 1 for line in written)
-        assert held.uploads.spool_full and held.uploads.waiting == 1
-        assert held.uploads.spool_bytes >= SPOOL_BOUND
-        assert "bucket does not exist" in (held.uploads.last_error or "")
+        assert held_uploads.spool_full and held_uploads.waiting == 1
+        assert held_uploads.spool_bytes >= SPOOL_BOUND
+        assert "bucket does not exist" in (held_uploads.last_error or "")
         assert held.blocked_seconds > 0
 
         bucket.server.filesystem().create_dir(bucket.name)  # the store is back
-        wait_until(lambda: metastore.checkpoint(1).state is CheckpointState.SEALED, timeout=60)
+        wait_sealed(metastore, 1)
         wait_until(lambda: collector.metrics()[0].bytes_read > read_while_full, timeout=30)
         while collector.metrics()[0].unread_bytes > 0:  # checkpoints free the spool
             requested = metastore.request_checkpoint(config.name, f"run-{time.monotonic()}")
-            wait_until(
-                lambda n=requested.checkpoint_id: (
-                    metastore.checkpoint(n).state is CheckpointState.SEALED
-                ),
-                timeout=60,
-            )
-        assert collector.metrics()[0].uploads.last_error is None
+            wait_sealed(metastore, requested.checkpoint_id)
+        assert uploads(collector).last_error is None
     finally:
         tailing.stop()
     assert line_texts(metastore_url) == written  # nothing dropped, nothing doubled
