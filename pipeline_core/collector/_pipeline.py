@@ -84,6 +84,7 @@ class PipelineRuntime:
                 self.spool,
                 self._batch_uploaded,
                 self._upload_failed,
+                retry_seconds=config.handoff.upload_retry_s,
             )
         self.watcher = FileWatcher(
             config.sources,

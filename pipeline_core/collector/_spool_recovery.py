@@ -18,10 +18,6 @@ from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
 
-RECOVERY_RETRY_SECONDS = 120.0
-"""How long an upload left in the spool is retried at start before the pipeline fails to
-start with the error (its batch stays in the spool for the next start)."""
-
 
 class Recovery(Enum):
     """What became of a batch found in the spool at start."""
@@ -50,7 +46,8 @@ def recover_spool(
     Returns each batch's checkpoint and what became of it.
 
     Raises:
-        StorageError: an upload kept failing for ``RECOVERY_RETRY_SECONDS``.
+        StorageError: an upload kept failing for ``handoff.upload_retry_s`` (the batch stays
+            in the spool for the next start).
         MetastoreError: the metastore could not be reached.
     """
     location = config.staging_location
@@ -63,7 +60,9 @@ def recover_spool(
     outcomes = []
     for batch in batches:
         target = location.child(*batch_key(config.name, batch.checkpoint_id, host).split("/"))
-        outcome = _recover(config.name, metastore, host, batch, target)
+        outcome = _recover(
+            config.name, metastore, host, batch, target, config.handoff.upload_retry_s
+        )
         log.warning(
             "%s: checkpoint %d's batch left in the spool by the last run: %s",
             config.name,
@@ -81,6 +80,7 @@ def _recover(
     host: str,
     batch: SpooledBatch,
     target: StorageLocation,
+    retry_seconds: float,
 ) -> Recovery:
     if any(b.host == host for b in metastore.batches(batch.checkpoint_id)):
         return Recovery.ALREADY_RECORDED
@@ -91,7 +91,7 @@ def _recover(
     except CorruptBatchError as exc:
         log.error("%s: %s", pipeline, exc)
         return Recovery.DROPPED
-    _upload_retrying(batch, target)
+    _upload_retrying(batch, target, retry_seconds)
     try:
         metastore.seal(pipeline, _batch_record(manifest, target), batch.files, host)
     except CheckpointError as exc:  # sealed without this host meanwhile, committed, failed
@@ -101,11 +101,11 @@ def _recover(
     return Recovery.RECORDED
 
 
-def _upload_retrying(batch: SpooledBatch, target: StorageLocation) -> None:
+def _upload_retrying(batch: SpooledBatch, target: StorageLocation, retry_seconds: float) -> None:
     for attempt in tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(StorageError),
         wait=tenacity.wait_random_exponential(multiplier=0.5, max=10.0),
-        stop=tenacity.stop_after_delay(RECOVERY_RETRY_SECONDS),
+        stop=tenacity.stop_after_delay(retry_seconds),
         before_sleep=lambda state: log.warning(
             "upload of %s failed (%s); retrying",
             batch.folder,

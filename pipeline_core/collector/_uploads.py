@@ -83,6 +83,7 @@ class UploadWorker:
         on_uploaded: Callable[[int, str], None],
         on_failed: Callable[[BaseException], None],
         *,
+        retry_seconds: float,
         read_back: ReadBack = ReadBack.VERIFY,
     ) -> None:
         self._pipeline = pipeline
@@ -92,6 +93,7 @@ class UploadWorker:
         self._on_uploaded = on_uploaded
         self._on_failed = on_failed
         self._read_back = read_back
+        self._retry_seconds = retry_seconds
         self._commands: queue.SimpleQueue[_Upload | _Release | None] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._thread = threading.Thread(
@@ -151,8 +153,14 @@ class UploadWorker:
                     self._upload(command.batch)
                 else:
                     self._remove(command.batch)
-            except StorageError:
-                log.warning("%s: upload given up as the collector stops", self._pipeline)
+            except StorageError as exc:
+                if self._stopping.is_set():
+                    log.warning("%s: upload given up as the collector stops", self._pipeline)
+                    return
+                log.error(
+                    "%s: upload failed for %.0f s: %s", self._pipeline, self._retry_seconds, exc
+                )
+                self._on_failed(exc)
                 return
             except Exception as exc:
                 log.error("%s: upload failed for good: %s", self._pipeline, exc)
@@ -166,7 +174,7 @@ class UploadWorker:
         for attempt in tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(StorageError),
             wait=tenacity.wait_random_exponential(multiplier=0.5, max=MAX_RETRY_WAIT_SECONDS),
-            stop=lambda _: self._stopping.is_set(),
+            stop=self._give_up,
             sleep=self._pause,
             before_sleep=self._failed_attempt,
             reraise=True,
@@ -186,6 +194,11 @@ class UploadWorker:
             target,
         )
         self._on_uploaded(batch.checkpoint_id, target.url)
+
+    def _give_up(self, state: tenacity.RetryCallState) -> bool:
+        """Stop retrying when the worker stops, or ``retry_seconds`` after the first attempt."""
+        elapsed = state.seconds_since_start or 0.0
+        return self._stopping.is_set() or elapsed >= self._retry_seconds
 
     def _pause(self, seconds: float) -> None:
         """Wait between attempts; a stop cuts the wait short."""

@@ -96,6 +96,10 @@ class HandoffConfig(_Strict):
     """With ``staging`` in an object store: the most bytes the spool holds (the batch being
     written plus sealed batches waiting for their upload). At this bound reading pauses until
     uploads free space; nothing is dropped."""
+    upload_retry_s: Annotated[float, Field(gt=0)] = 300.0
+    """With ``staging`` in an object store: how long a failing upload is retried (jittered
+    exponential waits up to 30 s) before the collector stops with the error; the batch stays
+    in the spool and the next start uploads it."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
 

@@ -12,6 +12,8 @@ import pytest
 from pipeline_core.collector import Collector, UploadMetrics
 from pipeline_core.collector import _uploads as uploads_module
 from pipeline_core.config import PipelineConfig
+from pipeline_core.errors import StorageError
+from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.sinks import ReadBack, UploadedBatch, upload_sealed_batch
 from pipeline_core.storage import StorageLocation
@@ -198,3 +200,25 @@ def test_should_pause_reading_at_the_spool_bound_until_uploads_free_it(
         tailing.stop()
     assert line_texts(metastore_url) == written  # nothing dropped, nothing doubled
     assert spooled_files(config) == []
+
+
+@pytest.mark.timeout(120)
+def test_should_stop_with_the_stores_error_once_uploads_failed_for_upload_retry_s(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, s3_bucket: S3Bucket
+) -> None:
+    bucket = S3Bucket(s3_bucket.server, f"{s3_bucket.name}-later")  # not created yet
+    config = remote_config(tmp_path, metastore_url, bucket, upload_retry_s=1.0)
+    append(tmp_path / "logs" / "access.log", *lines("a", 1000))
+
+    with pytest.raises(ReportedThrowableError) as failure:
+        Collector(config, metastore).run_once()
+    assert isinstance(failure.value.__cause__, StorageError)
+    assert bucket.name in str(failure.value.__cause__)
+    assert "bucket does not exist" in str(failure.value.__cause__)
+
+    assert metastore.checkpoint(1).state is CheckpointState.REQUESTED  # nothing recorded
+    assert any(p.name == "_seal_record.json" for p in spooled_files(config))  # kept
+    bucket.server.filesystem().create_dir(bucket.name)
+    Collector(config, metastore).run_once()  # the start uploads what the spool kept
+    assert metastore.checkpoint(1).state is CheckpointState.SEALED
+    assert line_texts(metastore_url) == lines("a", 1000)
