@@ -7,7 +7,8 @@ sent, the stored object read back and checked again), the manifest last, recorde
 metastore, and the spooled copy deleted: ``Collector.run_once``, timed inside the process.
 Baseline: the same collection sealing on local disk (``handoff.staging`` a folder), as case 1.
 Figures are input MB per second; the ratio is object storage / local, run by run. The note
-gives the upload alone (part bytes over the upload thread's time).
+gives the upload alone (part bytes over the upload thread's time). A second row is the same
+collection with ``handoff.upload_read_back: false`` (no read-back of the stored parts).
 
 moto keeps objects in its own memory and is a single Python process sharing the machine's two
 cores with the collector: the figure is a floor for a real store, not a ceiling.
@@ -51,6 +52,7 @@ def run(ctx: Context) -> list[Row]:
     local_s: list[float] = []
     remote_s: list[float] = []
     upload_mb_s: list[float] = []
+    unchecked_s: list[float] = []
     with moto_server(ctx.work("moto")) as endpoint:
         for run_number in range(ctx.sizes.runs):
             common.warm(source)
@@ -64,12 +66,22 @@ def run(ctx: Context) -> list[Row]:
             )
             remote_s.append(remote["seconds"])
             upload_mb_s.append(remote["uploaded_bytes"] / 1e6 / max(remote["upload_seconds"], 1e-9))
+            common.warm(source)
+            unchecked = collect(
+                ctx.work("remote"),
+                source,
+                staging=f"s3://{bucket}/unchecked",
+                endpoint=endpoint,
+                read_back=False,
+            )
+            unchecked_s.append(unchecked["seconds"])
     ctx.work("local")
     ctx.work("remote")
     sluice = Stat([megabytes / s for s in remote_s], "MB/s")
     baseline = Stat([megabytes / s for s in local_s], "MB/s")
     ratio = paired_ratio(sluice.values, baseline.values)
     upload = Stat(upload_mb_s, "MB/s")
+    no_read_back = Stat([megabytes / s for s in unchecked_s], "MB/s")
     return [
         Row(
             case="10",
@@ -87,17 +99,29 @@ def run(ctx: Context) -> list[Row]:
                 "local_s": local_s,
                 "upload_mb_s": upload_mb_s,
             },
-        )
+        ),
+        Row(
+            case="10",
+            measure="the same, handoff.upload_read_back: false",
+            sluice=no_read_back,
+            baseline=baseline,
+            baseline_name="sealed on local disk",
+            ratio=paired_ratio(no_read_back.values, baseline.values),
+            note="parts CRC-checked as sent and their stored size checked; not read back",
+            details={"remote_s": unchecked_s},
+        ),
     ]
 
 
-def collect(work: Path, source: Path, *, staging: str | None, endpoint: str) -> dict[str, Any]:
+def collect(
+    work: Path, source: Path, *, staging: str | None, endpoint: str, read_back: bool = True
+) -> dict[str, Any]:
     """One collection of ``source`` in a fresh process, staging in ``staging`` (an object
     store URL) or on local disk (None)."""
     config = common.pipeline_config(work, source)
     if staging is not None:
         document = yaml.safe_load(config.read_text())
-        document["handoff"] = {"staging": staging}
+        document["handoff"] = {"staging": staging, "upload_read_back": read_back}
         config.write_text(yaml.safe_dump(document))
     saved = {name: os.environ.get(name) for name in [*S3_ENV, "AWS_ENDPOINT_URL"]}
     os.environ.update({**S3_ENV, "AWS_ENDPOINT_URL": endpoint})

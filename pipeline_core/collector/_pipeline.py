@@ -25,7 +25,7 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import ConfigError
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
-from pipeline_core.sinks import HandoffWriter, Sink, SpoolBudget
+from pipeline_core.sinks import HandoffWriter, ReadBack, Sink, SpoolBudget
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,9 @@ class PipelineRuntime:
                 self._batch_uploaded,
                 self._upload_failed,
                 retry_seconds=config.handoff.upload_retry_s,
+                read_back=ReadBack.VERIFY
+                if config.handoff.upload_read_back
+                else ReadBack.SIZE_ONLY,
             )
         self.watcher = FileWatcher(
             config.sources,

@@ -12,7 +12,7 @@ from pipeline_core.collector._spool import SpooledBatch, spooled_batches
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CheckpointError, CorruptBatchError, StorageError
 from pipeline_core.metastore import BatchRecord, ByteRange, Metastore
-from pipeline_core.sinks import upload_sealed_batch, verify_local_batch
+from pipeline_core.sinks import ReadBack, upload_sealed_batch, verify_local_batch
 from pipeline_core.staging_contract import Manifest, batch_key
 from pipeline_core.storage import StorageLocation
 
@@ -60,9 +60,7 @@ def recover_spool(
     outcomes = []
     for batch in batches:
         target = location.child(*batch_key(config.name, batch.checkpoint_id, host).split("/"))
-        outcome = _recover(
-            config.name, metastore, host, batch, target, config.handoff.upload_retry_s
-        )
+        outcome = _recover(config, metastore, host, batch, target)
         log.warning(
             "%s: checkpoint %d's batch left in the spool by the last run: %s",
             config.name,
@@ -75,13 +73,13 @@ def recover_spool(
 
 
 def _recover(
-    pipeline: str,
+    config: PipelineConfig,
     metastore: Metastore,
     host: str,
     batch: SpooledBatch,
     target: StorageLocation,
-    retry_seconds: float,
 ) -> Recovery:
+    pipeline = config.name
     if any(b.host == host for b in metastore.batches(batch.checkpoint_id)):
         return Recovery.ALREADY_RECORDED
     if batch.files is None:
@@ -91,7 +89,8 @@ def _recover(
     except CorruptBatchError as exc:
         log.error("%s: %s", pipeline, exc)
         return Recovery.DROPPED
-    _upload_retrying(batch, target, retry_seconds)
+    read_back = ReadBack.VERIFY if config.handoff.upload_read_back else ReadBack.SIZE_ONLY
+    _upload_retrying(batch, target, config.handoff.upload_retry_s, read_back)
     try:
         metastore.seal(pipeline, _batch_record(manifest, target), batch.files, host)
     except CheckpointError as exc:  # sealed without this host meanwhile, committed, failed
@@ -101,7 +100,9 @@ def _recover(
     return Recovery.RECORDED
 
 
-def _upload_retrying(batch: SpooledBatch, target: StorageLocation, retry_seconds: float) -> None:
+def _upload_retrying(
+    batch: SpooledBatch, target: StorageLocation, retry_seconds: float, read_back: ReadBack
+) -> None:
     for attempt in tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(StorageError),
         wait=tenacity.wait_random_exponential(multiplier=0.5, max=10.0),
@@ -114,7 +115,7 @@ def _upload_retrying(batch: SpooledBatch, target: StorageLocation, retry_seconds
         reraise=True,
     ):
         with attempt:
-            upload_sealed_batch(batch.folder, target)
+            upload_sealed_batch(batch.folder, target, read_back=read_back)
 
 
 def _batch_record(manifest: Manifest, target: StorageLocation) -> BatchRecord:

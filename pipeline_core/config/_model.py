@@ -100,6 +100,10 @@ class HandoffConfig(_Strict):
     """With ``staging`` in an object store: how long a failing upload is retried (jittered
     exponential waits up to 30 s) before the collector stops with the error; the batch stays
     in the spool and the next start uploads it."""
+    upload_read_back: bool = True
+    """With ``staging`` in an object store: read every uploaded part back and check its CRC-32
+    against the manifest's (twice the traffic). The bytes sent are always checked, and the
+    stored object's size; false skips the read-back."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
 
