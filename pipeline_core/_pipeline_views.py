@@ -22,7 +22,9 @@ class CheckpointInfo:
     state: CheckpointState
     run_id: str | None
     staging_dir: Path
-    """``<staging>/<pipeline>/<checkpoint:08d>``: one folder per host's batch."""
+    """``<staging>/<pipeline>/<checkpoint:08d>``: one folder per host's batch. With staging in
+    an object store, the collector's spool folder of the checkpoint (where batches wait for
+    their upload; ``staging_url`` is where they are)."""
     line_count: int
     byte_count: int
     batch_ids: tuple[int, ...]
@@ -38,6 +40,13 @@ class CheckpointInfo:
     """The hosts whose batches the metastore recorded (the batch folders to land)."""
     data_interval: tuple[datetime, datetime] | None = None
     """The data interval of the DAG run that requested it, when one was recorded."""
+    staging_url: str | None = None
+    """With staging in an object store: ``<staging>/<pipeline>/<checkpoint:08d>`` there."""
+
+    @property
+    def staging(self) -> str:
+        """Where the checkpoint's batches are: ``staging_url``, or the ``staging_dir`` path."""
+        return self.staging_url or str(self.staging_dir)
 
     @property
     def landed(self) -> LandingCounts:
@@ -48,8 +57,8 @@ class CheckpointInfo:
         """Why the recorded batches of a checkpoint cannot be landed: the error when one of them
         is not sealed in staging (no folder, or no manifest in it); None when all are there, or
         when the pipeline's staging folder cannot be seen at all (nothing is known then)."""
-        if not self.staging_dir.parent.is_dir():
-            return None
+        if self.staging_url is not None or not self.staging_dir.parent.is_dir():
+            return None  # an object store is not looked into here
         missing = [h for h in self.hosts if not (self.staging_dir / h / MANIFEST_NAME).is_file()]
         if not missing:
             return None

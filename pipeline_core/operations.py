@@ -18,11 +18,13 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import pyarrow.fs as pafs
+
 from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
 from pipeline_core._stop_request import StopRequest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
-from pipeline_core.errors import CheckpointError, LandingError
+from pipeline_core.errors import CheckpointError, LandingError, StorageError
 from pipeline_core.lake import (
     LandingMode,
     MaintenanceReport,
@@ -46,6 +48,7 @@ from pipeline_core.metastore import (
     as_utc,
 )
 from pipeline_core.staging_contract import checkpoint_dir
+from pipeline_core.storage import StorageLocation
 
 __all__ = [
     "CheckpointInfo",
@@ -409,8 +412,13 @@ class PipelineOperations:
         with self._metastore() as metastore:
             records = metastore.checkpoints(self.config.name, [CheckpointState.COMMITTED])
         removed = []
+        staging = self.config.staging_location
         for record in records:
             if record.sealed_at is None or as_utc(record.sealed_at) > cutoff:
+                continue
+            if not staging.is_local:
+                if _remove_stored(staging.child(self.config.name, f"{record.checkpoint_id:08d}")):
+                    removed.append(record.checkpoint_id)
                 continue
             folder = checkpoint_dir(self.config.staging_dir, self.config.name, record.checkpoint_id)
             if folder.exists():
@@ -444,13 +452,19 @@ class PipelineOperations:
 
     def _info(self, metastore: Metastore, record: CheckpointRecord) -> CheckpointInfo:
         batches = metastore.batches(record.checkpoint_id)
+        staging = self.config.staging_location
         return CheckpointInfo(
             checkpoint_id=record.checkpoint_id,
             pipeline=record.pipeline,
             state=record.state,
             run_id=record.run_id,
             staging_dir=checkpoint_dir(
-                self.config.staging_dir, self.config.name, record.checkpoint_id
+                self.config.seal_dir, self.config.name, record.checkpoint_id
+            ),
+            staging_url=(
+                None
+                if staging.is_local
+                else staging.child(self.config.name, f"{record.checkpoint_id:08d}").url
             ),
             line_count=sum(b.line_count for b in batches),
             byte_count=sum(b.byte_count for b in batches),
@@ -472,3 +486,19 @@ def _spark_submit_hook(spec: SparkJobSpec) -> SparkSubmitHook:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
     return SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())
+
+
+def _remove_stored(folder: StorageLocation) -> bool:
+    """Delete a checkpoint's folder in an object store; whether there was one.
+
+    Raises:
+        StorageError: the store could not be reached or the objects not deleted.
+    """
+    filesystem, path = folder.filesystem()
+    try:
+        if filesystem.get_file_info(path).type is pafs.FileType.NotFound:
+            return False
+        filesystem.delete_dir(path)
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot delete the staging of {folder}: {exc}") from exc
+    return True

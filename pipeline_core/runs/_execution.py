@@ -193,5 +193,5 @@ def _log_checkpoint(info: CheckpointInfo) -> None:
         info.checkpoint_id,
         info.pipeline,
         info.state.value,
-        info.staging_dir,
+        info.staging,
     )

@@ -31,7 +31,7 @@ PAGE_HREF = URL_PREFIX.lstrip("/") + "/"
 def checkpoint_dir(config_path: str, checkpoint_id: int | str) -> str:
     """Staging directory of a checkpoint (``<staging>/<pipeline>/<checkpoint:08d>``)."""
     hook = SluiceHook(config_path=config_path)
-    return str(hook.checkpoint(parse_checkpoint_id(checkpoint_id)).staging_dir)
+    return hook.checkpoint(parse_checkpoint_id(checkpoint_id)).staging
 
 
 def checkpoint_state(config_path: str, checkpoint_id: int | str) -> str:

@@ -24,6 +24,7 @@ from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOp
 from pipeline_core.staging_contract import LAKE_SQL_CONF, MANIFEST_NAME
 from tests.support.lake import append_rows, table_rows
 from tests.support.lease_holders import HolderProcess
+from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -642,3 +643,29 @@ def test_reading_a_checkpoint_excuses_no_host(
     operations.collect_once()  # seals a checkpoint of its own: this one waits for dead-host
 
     assert operations.checkpoint(info.checkpoint_id).state is CheckpointState.REQUESTED
+
+
+# -- staging in an object store ----------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_committed(
+    tmp_path: Path, metastore_url: str, log: Path, s3_bucket: S3Bucket
+) -> None:
+    operations = PipelineOperations(
+        write_config(tmp_path, metastore_url, handoff={"staging": s3_bucket.url("staging")})
+    )
+    sealed = sealed_checkpoint(operations, log, 20)
+    folder = f"staging/web_access/{sealed.checkpoint_id:08d}"
+    assert sealed.staging == f"{s3_bucket.url('staging')}/web_access/{sealed.checkpoint_id:08d}"
+    assert operations.status().checkpoints[-1].staging == sealed.staging
+    assert sealed.missing_batches() is None
+    assert s3_bucket.keys(folder)
+    committed = commit_landed(operations, sealed)
+    assert committed.sealed_at is not None
+    later = datetime.now(timezone.utc) + timedelta(hours=operations.config.handoff.retain_hours + 1)
+
+    assert operations.remove_committed_staging(now=later) == [sealed.checkpoint_id]
+
+    assert s3_bucket.keys(folder) == []
+    assert operations.remove_committed_staging(now=later) == []

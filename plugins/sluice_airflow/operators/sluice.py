@@ -136,7 +136,7 @@ class RequestCheckpointOperator(BaseOperator):
         except RunPlanError as exc:
             raise AirflowFailException(str(exc)) from exc
         if result.checkpoint is not None:
-            staging_dir = str(result.checkpoint.staging_dir)
+            staging_dir = result.checkpoint.staging
             context["ti"].xcom_push(key=CHECKPOINT_DIR_KEY, value=staging_dir)
         return result.lands
 
