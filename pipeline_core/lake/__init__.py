@@ -13,7 +13,7 @@ name). Table data and metadata are under the warehouse, ``lake.path``.
 * :mod:`._maintenance`: compaction, snapshot expiry and orphan file removal.
 
 The landing job (``spark_jobs``) imports the catalog, schemas and commits on its driver, so
-those modules import nothing of the rest of ``pipeline_core`` but ``errors``.
+those modules import nothing of the rest of ``pipeline_core`` but ``errors`` and ``storage``.
 """
 
 from __future__ import annotations

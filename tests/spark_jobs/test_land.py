@@ -211,7 +211,7 @@ def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path
         "pipeline_core.lake",
     }
     # Of pipeline_core, only the packages the archive ships: never the config, metastore...
-    shipped = ("pipeline_core.staging_contract", "pipeline_core.lake")
+    shipped = ("pipeline_core.staging_contract", "pipeline_core.lake", "pipeline_core.storage")
     assert [
         name
         for name in names
