@@ -134,6 +134,8 @@ class StorageLocation:
             StorageError: the filesystem cannot be built (a malformed option, a store's
                 library missing from this pyarrow).
         """
+        if self.is_local:
+            return pafs.LocalFileSystem(), str(self.local_path)
         return location_filesystem(self.url)
 
     def __str__(self) -> str:
