@@ -15,6 +15,9 @@ Cases (``--only`` takes the numbers or the names):
  6    memory       collector peak RSS for 1 GiB, 10 GiB (``--huge``), 1,000 files
  7    acker        acker tree operations/s; metastore transactions per checkpoint
  8    latency      write -> sink latency of a tailed line, file events vs polling
+ 9    tables       13 checkpoints in one landing job; compaction of a day
+ 10   freshness    write -> queryable under a real Airflow schedule, every minute
+ 11   upload       collector sealing into S3 (loopback moto) vs sealing on local disk
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -39,6 +42,7 @@ from bench import common
 from bench.cases import (
     acker_metastore,
     checkpoint_latency,
+    freshness,
     lake,
     lake_tables,
     memory,
@@ -60,7 +64,8 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "7": ("acker", acker_metastore.run),
     "8": ("latency", tail_latency.run),
     "9": ("tables", lake_tables.run),
-    "10": ("upload", upload.run),
+    "10": ("freshness", freshness.run),
+    "11": ("upload", upload.run),
 }
 
 

@@ -19,13 +19,15 @@ echo "== browser, PostgreSQL and the rotation tools for the system tests"
 bash scripts/browser.sh install
 bash scripts/postgres.sh install
 bash scripts/rotation-tools.sh install
+# The longest fault tests run once, against the metastore they stress most (markers
+# postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
 echo "== pytest (metastore: SQLite)"
-pytest "$@"
+pytest -m "not postgres_pass" "$@"
 echo "== pytest (metastore: PostgreSQL)"
 SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
 export SLUICE_TEST_POSTGRES_URL
 trap 'bash scripts/postgres.sh stop' EXIT
-pytest -m metastore "$@"
+pytest -m "metastore and not sqlite_pass" "$@"
 bash scripts/postgres.sh stop
 trap - EXIT
 unset SLUICE_TEST_POSTGRES_URL  # the server is gone: the other Pythons' tiers use SQLite

@@ -5,7 +5,9 @@ collected once per checkpoint), landed through ``spark-submit`` as ``sluice land
 submit it. Sluice lands all 13 in one job (one Spark application, one Iceberg commit per
 table); the baseline lands each in a job of its own (a fresh JVM each), as every landing did
 before a job could land several. Both sides land the same data into fresh lakes, then commit.
-The ratio is one job / 13 jobs (wall time). Target: at most 0.25.
+The ratio is one job / 13 jobs (wall time). Target: at most 0.25. The same 13 checkpoints in
+one job are also set against the same lines collected as ONE checkpoint and landed the same way
+(what a landing costs per checkpoint beyond its lines). Target: at most 1.3.
 
 Compaction: a day of 5-minute checkpoints (288; 24 with ``--quick``), each collected and landed
 on its own in this process's SparkSession (one commit per checkpoint, as a 5-minute schedule
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 CHECKPOINTS = 13
 TARGET = 0.25
+ONE_CHECKPOINT_TARGET = 1.3
 DAY_CHECKPOINTS = 288
 QUICK_DAY_CHECKPOINTS = 24
 BLOCK_BYTES = 64 * 1024
@@ -38,52 +41,72 @@ BLOCK_BYTES = 64 * 1024
 def run(ctx: Context) -> list[Row]:
     rows = []
     if ctx.spark_submit:
-        rows.append(one_job_against_many(ctx))
+        rows += one_job_against_many(ctx)
     rows.append(compaction_of_a_day(ctx))
     ctx.work("tables")
     return rows
 
 
-def staged(work: Path, checkpoints: int) -> tuple[Path, list[int]]:
-    """A pipeline config under ``work`` and ``checkpoints`` sealed checkpoints of it."""
+def staged(work: Path, checkpoints: int, blocks: int = CHECKPOINTS) -> tuple[Path, list[int]]:
+    """A pipeline config under ``work`` and ``checkpoints`` sealed checkpoints of it holding
+    ``blocks`` blocks of access-log lines between them (the same lines however many
+    checkpoints: a checkpoint is collected after every ``blocks // checkpoints`` blocks)."""
     log = work / "logs" / "access.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_bytes(b"")
     config = common.pipeline_config(work, log.parent)
     ids = []
-    for number in range(checkpoints):
+    for number in range(blocks):
         block = work / "block.log.tmp"
         common.write_access_log(block, BLOCK_BYTES, start_block=number)
         with open(log, "ab") as out:
             out.write(block.read_bytes()[len(common.first_line(block.name)) :])
         block.unlink()
-        ids.append(common.collect_once(config).checkpoint_id)
+        if (number + 1) % (blocks // checkpoints) == 0:
+            ids.append(common.collect_once(config).checkpoint_id)
     return config, ids
 
 
-def one_job_against_many(ctx: Context) -> Row:
+def one_job_against_many(ctx: Context) -> list[Row]:
     from pipeline_core.operations import PipelineOperations
 
     ours: list[float] = []
     theirs: list[float] = []
+    single: list[float] = []
     for _ in range(1 if ctx.quick else max(1, ctx.sizes.runs - 1)):
         config, ids = staged(ctx.work("tables/one"), CHECKPOINTS)
         ours.append(common.timed(functools.partial(PipelineOperations(config).land, ids)))
         config, ids = staged(ctx.work("tables/many"), CHECKPOINTS)
         theirs.append(common.timed(functools.partial(land_each, PipelineOperations(config), ids)))
+        config, ids = staged(ctx.work("tables/single"), 1)
+        single.append(common.timed(functools.partial(PipelineOperations(config).land, ids)))
     ratio = common.paired_ratio(ours, theirs)
-    return Row(
-        case="9",
-        measure=f"land {CHECKPOINTS} checkpoints via spark-submit",
-        sluice=Stat(ours, "s"),
-        baseline=Stat(theirs, "s"),
-        baseline_name=f"{CHECKPOINTS} jobs, one each",
-        ratio=ratio,
-        target=f"<= {TARGET} x",
-        met=ratio.median <= TARGET,
-        note="one Spark application and one Iceberg commit per table, against a JVM per "
-        "checkpoint; both commit in the metastore",
-    )
+    to_single = common.paired_ratio(ours, single)
+    return [
+        Row(
+            case="9",
+            measure=f"land {CHECKPOINTS} checkpoints via spark-submit",
+            sluice=Stat(ours, "s"),
+            baseline=Stat(theirs, "s"),
+            baseline_name=f"{CHECKPOINTS} jobs, one each",
+            ratio=ratio,
+            target=f"<= {TARGET} x",
+            met=ratio.median <= TARGET,
+            note="one Spark application and one Iceberg commit per table, against a JVM per "
+            "checkpoint; both commit in the metastore",
+        ),
+        Row(
+            case="9",
+            measure=f"land {CHECKPOINTS} checkpoints via spark-submit",
+            sluice=Stat(ours, "s"),
+            baseline=Stat(single, "s"),
+            baseline_name="the same lines as 1 checkpoint",
+            ratio=to_single,
+            target=f"<= {ONE_CHECKPOINT_TARGET} x",
+            met=to_single.median <= ONE_CHECKPOINT_TARGET,
+            note="both in one Spark application; what 12 more checkpoints cost",
+        ),
+    ]
 
 
 def land_each(operations: PipelineOperations, ids: list[int]) -> None:
@@ -99,7 +122,7 @@ def compaction_of_a_day(ctx: Context) -> Row:
     spark = ctx.spark()
     count = QUICK_DAY_CHECKPOINTS if ctx.quick else DAY_CHECKPOINTS
     work = ctx.work("tables/day")
-    config, ids = staged(work, count)
+    config, ids = staged(work, count, blocks=count)
     operations = PipelineOperations(config)
     location = lake_location(operations.config)
     for checkpoint_id in ids:

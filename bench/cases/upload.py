@@ -1,4 +1,4 @@
-"""Case 10: sealing into object storage against sealing on local disk.
+"""Case 11: sealing into object storage against sealing on local disk.
 
 Sluice: a fresh process collects one nginx log to its end with ``handoff.staging`` on an S3
 server on loopback (moto's standalone server, the test suite's): the batch is sealed into the
@@ -84,7 +84,7 @@ def run(ctx: Context) -> list[Row]:
     no_read_back = Stat([megabytes / s for s in unchecked_s], "MB/s")
     return [
         Row(
-            case="10",
+            case="11",
             measure=f"collector 1 x {size // MiB} MiB -> sealed + uploaded to S3 (loopback moto)",
             sluice=sluice,
             baseline=baseline,
@@ -101,7 +101,7 @@ def run(ctx: Context) -> list[Row]:
             },
         ),
         Row(
-            case="10",
+            case="11",
             measure="the same, handoff.upload_read_back: false",
             sluice=no_read_back,
             baseline=baseline,

@@ -45,7 +45,12 @@ from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.lake import snapshot_operations, table_rows
 
-pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.airflow,
+    pytest.mark.sqlite_pass,
+    pytest.mark.timeout(1200),
+]
 
 START = datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc)
 MARKER = re.compile(r"/item/(\d+)\b")

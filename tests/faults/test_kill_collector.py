@@ -38,7 +38,7 @@ from tests.support.faults import (
 )
 from tests.support.pipelines import write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 DEFAULT_MB = 200
 """Written in all, unless ``SLUICE_FAULT_MB`` says otherwise."""

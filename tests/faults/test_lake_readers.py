@@ -41,7 +41,7 @@ from tests.spark_jobs.support import LINES_PER_HOST, stage
 from tests.support.lake import assert_exactly_once, table_rows
 from tests.support.processes import stop_group
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "access"

@@ -212,6 +212,9 @@ def test_should_seal_requested_checkpoints_while_tailing_and_seal_on_stop(
     thread = threading.Thread(target=run)
     thread.start()
     try:
+        # A checkpoint holds what was read before its barrier: request it once the first
+        # lines are read, or a loaded machine seals it empty.
+        wait_until(lambda: any(m.lines_read >= 100 for m in collector.metrics()))
         requested = metastore.request_checkpoint(config.name, "run-1").checkpoint_id
         wait_until(lambda: metastore.checkpoint(requested).state is CheckpointState.SEALED)
         append(logs / "access.log", *lines("b", 30))
