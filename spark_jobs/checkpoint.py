@@ -4,7 +4,8 @@
 every batch with the staging contract (``pipeline_core.staging_contract``), which checks each
 manifest on its own, and then checks what only the job can: that the manifest is its folder's
 checkpoint's, that each source's format has a parser, that every part it lists is there and that
-the batches agree on their sources.
+the batches agree on their sources. The checkpoint's folder is a path or an object store's URL
+(``spark_jobs.part_files``); a part's ``path`` is then the part's URL.
 
 A host folder without a manifest is an unsealed batch and fails the landing; a checkpoint
 without any manifest, or whose manifests list no parts, is empty and lands zero rows.
@@ -12,6 +13,7 @@ without any manifest, or whose manifests list no parts, is empty and lands zero 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import Counter
@@ -20,15 +22,25 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline_core.errors import StorageError
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
+    Manifest,
     ManifestError,
     ManifestPart,
     SourceSpec,
     checkpoint_id_of,
-    read_manifest,
 )
 from spark_jobs.formats import SourceFormat
+from spark_jobs.part_files import (
+    file_sizes,
+    is_local,
+    join,
+    list_folders,
+    local_path,
+    parent_and_name,
+    read_whole,
+)
 
 FileKey = tuple[int, str, str, str]
 """``(checkpoint_id, source, host, file_fingerprint)``: one source file's lines in one batch."""
@@ -38,8 +50,8 @@ FILE_KEY_COLUMNS = ("checkpoint_id", "source", "host", "file_fingerprint")
 @dataclass(frozen=True)
 class PartFile:
     """A part file of a sealed batch: where it is (an absolute path, seen alike by the driver
-    and the executors), its batch's checkpoint, ``host`` and ``sealed_at`` (UTC), and its
-    manifest entry."""
+    and the executors, or its URL in an object store), its batch's checkpoint, ``host`` and
+    ``sealed_at`` (UTC), and its manifest entry."""
 
     path: str
     checkpoint_id: int
@@ -65,7 +77,8 @@ class Checkpoint:
 def read_checkpoint(
     checkpoint_dir: str | os.PathLike[str], hosts: Sequence[str] | None = None
 ) -> Checkpoint:
-    """Read and validate the manifests of ``<staging>/<pipeline>/<checkpoint:08d>``.
+    """Read and validate the manifests of ``<staging>/<pipeline>/<checkpoint:08d>`` (a folder,
+    or its URL in an object store).
 
     ``hosts``: the hosts whose batches the metastore recorded for the checkpoint; only their
     folders are read (a folder another host left by crashing between its rename and its
@@ -74,40 +87,57 @@ def read_checkpoint(
 
     Raises:
         ManifestError: the directory is missing or misnamed, a batch has no manifest, a
-            manifest is malformed or names a missing part, batches disagree on a source, or a
-            recorded host's batch folder is missing.
+            manifest is malformed or names a missing part, batches disagree on a source, a
+            recorded host's batch folder is missing, or the store cannot be read (the store's
+            error chained).
     """
-    root = Path(os.path.abspath(checkpoint_dir))
-    if not root.is_dir():
+    root = str(checkpoint_dir)
+    if is_local(root):
+        root = os.path.abspath(local_path(root))
+    checkpoint_id = checkpoint_id_of(Path(parent_and_name(root)[1]))
+    names = _listed(root)
+    if names is None:
         raise ManifestError(f"checkpoint directory does not exist: {root}")
-    checkpoint_id = checkpoint_id_of(root)
-    sources: dict[str, SourceSpec] = {}
-    parts: list[PartFile] = []
-    batch_dirs = sorted(entry for entry in root.iterdir() if entry.is_dir())
     if hosts is not None:
-        missing = sorted(set(hosts) - {entry.name for entry in batch_dirs})
+        missing = sorted(set(hosts) - set(names))
         if missing:
             raise ManifestError(f"recorded batches missing under {root}: {', '.join(missing)}")
-        unrecorded = [entry.name for entry in batch_dirs if entry.name not in set(hosts)]
+        unrecorded = [name for name in names if name not in set(hosts)]
         if unrecorded:
             print(
                 f"skipping batch folders the metastore did not record: {', '.join(unrecorded)}",
                 file=sys.stderr,
             )
-        batch_dirs = [entry for entry in batch_dirs if entry.name in set(hosts)]
-    for batch_dir in batch_dirs:
+        names = [name for name in names if name in set(hosts)]
+    sources: dict[str, SourceSpec] = {}
+    parts: list[PartFile] = []
+    for name in names:
+        batch_dir = join(root, name)
         batch_sources, batch_parts = _read_batch(batch_dir, checkpoint_id)
-        for name, spec in batch_sources.items():
-            if sources.setdefault(name, spec) != spec:
+        for source, spec in batch_sources.items():
+            if sources.setdefault(source, spec) != spec:
                 raise ManifestError(
-                    f"source {name!r} is declared as {sources[name]} and as {spec} in {batch_dir}"
+                    f"source {source!r} is declared as {sources[source]} and as {spec} in "
+                    f"{batch_dir}"
                 )
         parts.extend(batch_parts)
-    return Checkpoint(checkpoint_id, len(batch_dirs), dict(sorted(sources.items())), tuple(parts))
+    return Checkpoint(checkpoint_id, len(names), dict(sorted(sources.items())), tuple(parts))
+
+
+def _listed(folder: str) -> list[str] | None:
+    """The batch folders of a checkpoint's folder (``None``: there is none).
+
+    Raises:
+        ManifestError: it cannot be listed.
+    """
+    try:
+        return list_folders(folder)
+    except (OSError, StorageError) as exc:
+        raise ManifestError(f"cannot list the checkpoint directory {folder}: {exc}") from exc
 
 
 def _read_batch(
-    batch_dir: Path, checkpoint_id: int
+    batch_dir: str, checkpoint_id: int
 ) -> tuple[Mapping[str, SourceSpec], list[PartFile]]:
     """The sources and the part files of one host's batch of ``checkpoint_id``.
 
@@ -116,8 +146,18 @@ def _read_batch(
             checkpoint's, declares a format without a parser or names a missing part (the
             message starts with the manifest's path).
     """
-    manifest = read_manifest(batch_dir)
-    where = batch_dir / MANIFEST_NAME
+    where = join(batch_dir, MANIFEST_NAME)
+    try:
+        sizes = file_sizes(batch_dir)
+        document = read_whole(where) if MANIFEST_NAME in sizes else None
+    except (OSError, StorageError) as exc:
+        raise ManifestError(f"{where}: cannot be read: {exc}") from exc
+    if document is None:
+        raise ManifestError(f"batch is not sealed (no {MANIFEST_NAME}): {batch_dir}")
+    try:
+        manifest = Manifest.from_json(json.loads(document))
+    except (ValueError, ManifestError) as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
     if manifest.checkpoint_id != checkpoint_id:
         raise ManifestError(
             f"{where}: checkpoint_id {manifest.checkpoint_id} != directory {checkpoint_id}"
@@ -132,10 +172,10 @@ def _read_batch(
     sealed_at = manifest.sealed_at.astimezone(timezone.utc)
     parts: list[PartFile] = []
     for entry in manifest.parts:
-        path = batch_dir / entry.name
-        if not path.is_file():
+        path = join(batch_dir, entry.name)
+        if entry.name not in sizes:
             raise ManifestError(f"{where}: part listed in the manifest is missing: {path}")
-        parts.append(PartFile(str(path), checkpoint_id, manifest.host, sealed_at, entry))
+        parts.append(PartFile(path, checkpoint_id, manifest.host, sealed_at, entry))
     return manifest.sources, parts
 
 

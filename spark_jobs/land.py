@@ -4,14 +4,17 @@ Usage (from the repository root; on a cluster ship the archive ``pipeline_core.l
 with ``--py-files``)::
 
     SLUICE_METASTORE_URL=<metastore URL> spark-submit --master local[2] spark_jobs/land.py \
-        --checkpoint <staging>/<pipeline>/<checkpoint:08d>[=web-1,web-2] [--checkpoint ...] \
+        --checkpoint <staging>/<pipeline>/<checkpoint:08d>[=web-1,web-2][?options] \
         --lake <warehouse> --namespace <namespace> --landing-id <run id> \
         [--mode append|replace] [--shuffle-partitions N]
 
 It builds the session (``build_session``), lands every checkpoint in one job
 (``spark_jobs.landing.land``: one commit per table) and prints the summary as the last line of
 standard output. The metastore URL (the lake catalog's database) comes from the environment,
-never the command line, so a password in it is not shown in process lists.
+never the command line, so a password in it is not shown in process lists. Staging may be an
+object store's URL (``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and
+credentials come from the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and
+the driver hands them to the executors of a cluster (``build_session``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the repository root importable
@@ -34,9 +37,14 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import LAKE_SQL_CONF
+from pipeline_core.storage import store_environment
 from spark_jobs.landing import CheckpointInput, Landing, land
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
+EXECUTOR_ENV_PREFIX = "spark.executorEnv."
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|spark\.executorEnv\."
+"""``spark.redaction.regex`` when the store's environment is handed to the executors: their
+values are hidden wherever Spark shows its settings (UI, event logs)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -46,8 +54,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="append",
         required=True,
         type=checkpoint_input,
-        help="<staging>/<pipeline>/<checkpoint:08d>, then optionally '=' and the comma-separated "
-        "hosts whose batches the metastore recorded (default: every batch folder); repeatable",
+        help="<staging>/<pipeline>/<checkpoint:08d> (a folder or an s3://, gs://, abfs:// URL), "
+        "then optionally '=' and the comma-separated hosts whose batches the metastore "
+        "recorded (default: every batch folder), then a URL's '?options'; repeatable",
     )
     parser.add_argument("--lake", required=True, help="the lake's warehouse folder")
     parser.add_argument("--namespace", required=True, help="the catalog namespace of the tables")
@@ -70,12 +79,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def checkpoint_input(value: str) -> CheckpointInput:
-    """``FOLDER`` or ``FOLDER=host,host`` (a folder never holds ``=``: it ends in the
-    checkpoint's number)."""
-    if "=" not in value:
+    """``FOLDER``, ``FOLDER=host,host``, or either followed by a URL's ``?options`` (a folder
+    never holds ``=``: it ends in the checkpoint's number; options go after the hosts)."""
+    location, mark, options = value.partition("?")
+    folder, equals, hosts = location.rpartition("=")
+    if not equals:
         return CheckpointInput(value)
-    folder, _, hosts = value.rpartition("=")
-    return CheckpointInput(folder, tuple(h for h in hosts.split(",") if h))
+    return CheckpointInput(folder + mark + options, tuple(h for h in hosts.split(",") if h))
 
 
 def build_session(app_name: str, shuffle_partitions: int | None = None) -> SparkSession:
@@ -85,10 +95,15 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
     and, on a local master, as many shuffle partitions as cores (the job's only shuffles are
     small counts). The staged lines are split into read tasks per core by
     ``spark_jobs.landing.read_source`` itself. Settings given with ``--conf`` are kept, except
-    ``LAKE_SQL_CONF``.
+    ``LAKE_SQL_CONF``. On a cluster (any master but ``local``), the object stores' variables
+    of the driver's environment (``store_environment``) are handed to the executors as
+    ``spark.executorEnv.*``, unless ``--conf`` gave them, and redacted where Spark shows its
+    settings; a local master's executors share the driver's environment already.
     """
     builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
     for key, value in LAKE_SQL_CONF.items():
+        builder = builder.config(key, value)
+    for key, value in executor_environment(os.environ).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     context = spark.sparkContext
@@ -103,6 +118,32 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
         if not given.contains(key):
             spark.conf.set(key, str(number))
     return spark
+
+
+def executor_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings that hand the object stores' variables of ``environ`` to a cluster's
+    executors: none on a local master (its executors share the driver's environment), none
+    that spark-submit's ``--conf`` gave already."""
+    master = _submitted_conf("spark.master") or "local"
+    variables = store_environment(environ)
+    if master.startswith("local") or not variables:
+        return {}
+    settings = {
+        f"{EXECUTOR_ENV_PREFIX}{name}": value
+        for name, value in variables.items()
+        if _submitted_conf(f"{EXECUTOR_ENV_PREFIX}{name}") is None
+    }
+    if settings and _submitted_conf("spark.redaction.regex") is None:
+        settings["spark.redaction.regex"] = REDACTION_REGEX
+    return settings
+
+
+def _submitted_conf(key: str) -> str | None:
+    """A setting spark-submit gave the driver (a JVM system property), before the session."""
+    from pyspark import SparkConf
+
+    value = SparkConf().get(key)
+    return None if value is None else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

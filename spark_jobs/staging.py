@@ -4,8 +4,10 @@ A part file holds raw line bytes, one segment after the other; a segment is a ru
 lines of one source file, from ``start_offset`` in it (docs/architecture.md, "Part files").
 The driver turns the manifests' segment index into a small DataFrame of ``SEGMENT_SCHEMA``
 rows (``segment_frame``); on the executors ``read_segments`` (for ``mapInArrow``) reads each
-segment's bytes with ``os.pread`` and splits them into lines with NumPy (``split_segment``:
-no Python work per line), one segment at a time, in parallel with the parsing.
+segment's bytes by a ranged read (``os.pread`` of a local part; a ranged request of a part in
+an object store, through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into
+lines with NumPy (``split_segment``: no Python work per line), one segment at a time, in
+parallel with the parsing.
 
 A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (the
 unterminated end of a rotated file) and is a line too. Any other byte is kept: ``\\r`` of CRLF
@@ -13,13 +15,13 @@ line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` s
 line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
 makes it a ``line_too_long`` reject.
 
-The module imports only NumPy, pyarrow, pyspark and the standard library (the executors
-import it; ``--py-files`` ships it); the manifest's ``Segment`` is named in its types only.
+The module imports only NumPy, pyarrow, pyspark, the standard library and
+``spark_jobs.part_files`` (the executors import it; ``--py-files`` ships it); the manifest's
+``Segment`` is named in its types only.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +38,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from spark_jobs.part_files import PartReader, open_part
 
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
     from pipeline_core.staging_contract import Segment
@@ -149,65 +153,103 @@ def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         SegmentError: a segment cannot be read whole, or its line count differs from its
             ``lines``.
     """
-    for batch in batches:
-        columns = {name: batch.column(name) for name in batch.schema.names}
-        for row in range(batch.num_rows):
-            path = columns["path"][row].as_py()
-            part_offset = columns["part_offset"][row].as_py()
-            length = columns["length"][row].as_py()
-            expected = columns["lines"][row].as_py()
-            data = read_segment(path, part_offset, length)
-            byte_offset, line = split_segment(data, columns["start_offset"][row].as_py())
-            count = len(line)
-            if count != expected:
-                raise SegmentError(
-                    f"{path}: the segment at part_offset {part_offset} ({length} bytes) holds "
-                    f"{count} lines, the manifest says {expected}"
+    reader: _OpenPart | None = None  # consecutive segments are mostly of one part
+    try:
+        for batch in batches:
+            columns = {name: batch.column(name) for name in batch.schema.names}
+            for row in range(batch.num_rows):
+                path = columns["path"][row].as_py()
+                part_offset = columns["part_offset"][row].as_py()
+                length = columns["length"][row].as_py()
+                expected = columns["lines"][row].as_py()
+                if reader is None or reader.path != path:
+                    if reader is not None:
+                        reader.close()
+                    reader = None
+                    reader = _OpenPart.of(path, part_offset)
+                data = reader.read_segment(part_offset, length)
+                byte_offset, line = split_segment(data, columns["start_offset"][row].as_py())
+                count = len(line)
+                if count != expected:
+                    raise SegmentError(
+                        f"{path}: the segment at part_offset {part_offset} ({length} bytes) "
+                        f"holds {count} lines, the manifest says {expected}"
+                    )
+                if not count:
+                    continue
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.repeat(columns["file_fingerprint"][row], count),
+                        byte_offset,
+                        line,
+                        pa.repeat(columns["checkpoint_id"][row], count),
+                        pa.repeat(columns["host"][row], count),
+                        pa.repeat(columns["sealed_at"][row], count),
+                        pa.repeat(columns["line_bytes"][row], count),
+                    ],
+                    names=LINE_SCHEMA.names,
                 )
-            if not count:
-                continue
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.repeat(columns["file_fingerprint"][row], count),
-                    byte_offset,
-                    line,
-                    pa.repeat(columns["checkpoint_id"][row], count),
-                    pa.repeat(columns["host"][row], count),
-                    pa.repeat(columns["sealed_at"][row], count),
-                    pa.repeat(columns["line_bytes"][row], count),
-                ],
-                names=LINE_SCHEMA.names,
-            )
+    finally:
+        if reader is not None:
+            reader.close()
 
 
 def read_segment(path: str, part_offset: int, length: int) -> bytes:
-    """Bytes ``[part_offset, part_offset + length)`` of the file at ``path``.
+    """Bytes ``[part_offset, part_offset + length)`` of the part file at ``path`` (a path or
+    a store's URL).
 
     Raises:
         SegmentError: the file cannot be opened, or ends before the segment does.
     """
+    part = _OpenPart.of(path, part_offset)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SegmentError(
-            f"{path}: cannot read the segment at part_offset {part_offset}: {exc}"
-        ) from exc
-    try:
-        pieces: list[bytes] = []
-        done = 0
-        while done < length:
-            piece = os.pread(fd, length - done, part_offset + done)
-            if not piece:
-                size = os.fstat(fd).st_size
-                raise SegmentError(
-                    f"{path}: short read: the segment at part_offset {part_offset} needs bytes "
-                    f"up to {part_offset + length}, the file has {size}"
-                )
-            pieces.append(piece)
-            done += len(piece)
+        return part.read_segment(part_offset, length)
     finally:
-        os.close(fd)
-    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        part.close()
+
+
+@dataclass
+class _OpenPart:
+    """A part file opened for its segments' ranged reads."""
+
+    path: str
+    reader: PartReader
+
+    @classmethod
+    def of(cls, path: str, part_offset: int) -> _OpenPart:
+        """Open ``path`` (to read the segment at ``part_offset`` first).
+
+        Raises:
+            SegmentError: it cannot be opened.
+        """
+        try:
+            return cls(path, open_part(path))
+        except Exception as exc:  # OSError, or the store's filesystem cannot be built
+            raise SegmentError(
+                f"{path}: cannot read the segment at part_offset {part_offset}: {exc}"
+            ) from exc
+
+    def read_segment(self, part_offset: int, length: int) -> bytes:
+        """Bytes ``[part_offset, part_offset + length)``.
+
+        Raises:
+            SegmentError: they cannot be read, or the file ends before them.
+        """
+        try:
+            data = self.reader.read_at(part_offset, length)
+        except OSError as exc:
+            raise SegmentError(
+                f"{self.path}: cannot read the segment at part_offset {part_offset}: {exc}"
+            ) from exc
+        if len(data) < length:
+            raise SegmentError(
+                f"{self.path}: short read: the segment at part_offset {part_offset} needs bytes "
+                f"up to {part_offset + length}, the file has {part_offset + len(data)}"
+            )
+        return data
+
+    def close(self) -> None:
+        self.reader.close()
 
 
 def count_newlines(data: bytes | bytearray | memoryview) -> int:

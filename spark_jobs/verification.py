@@ -1,10 +1,11 @@
 """Part files checked against their manifests on the driver, before the lake changes.
 
-First the sizes of all parts (``stat``), then the content of each part in one sequential read
-(no Spark job): its CRC-32 and the lines of each of its segments (an over-long line's segment:
-one line, its prefix, without a newline). A part that differs fails the landing, naming the
-file, with the earlier landing of the checkpoint intact; the executors count each segment's
-lines again as they read it (``spark_jobs.staging``).
+First the sizes of all parts (``stat``, or one listing per batch folder in an object store),
+then the content of each part in one sequential read (no Spark job; ranged reads of
+``VERIFY_READ_BYTES`` in a store): its CRC-32 and the lines of each of its segments (an
+over-long line's segment: one line, its prefix, without a newline). A part that differs fails
+the landing, naming the file, with the earlier landing of the checkpoint intact; the executors
+count each segment's lines again as they read it (``spark_jobs.staging``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ try:  # zlib-ng's CRC-32 is SIMD (about 20 GB/s) and the same checksum as zlib's
 except ImportError:  # a driver environment without it: the standard library's
     from zlib import crc32
 
-from pipeline_core.errors import LandingError
-from pipeline_core.staging_contract import SegmentKind
+from pipeline_core.errors import LandingError, StorageError
+from pipeline_core.staging_contract import Segment, SegmentKind
 from spark_jobs.checkpoint import PartFile
+from spark_jobs.part_files import is_local, local_path, open_part, sizes_of
 from spark_jobs.staging import count_newlines
 
 VERIFY_READ_BYTES = 8 * 1024 * 1024
@@ -56,11 +58,12 @@ def verify_parts(parts: Sequence[PartFile]) -> list[PartFile]:
         PartChecksumError: naming every file whose CRC-32 differs from its manifest.
         PartRowCountError: naming every segment whose lines differ from its manifest.
     """
-    sizes = {part.path: _size(part.path) for part in parts}
+    sizes = _sizes(parts)
     _fail(
         PartSizeError,
         [
-            f"{part.path}: manifest says {part.entry.bytes} bytes, file has {sizes[part.path]}"
+            f"{part.path}: manifest says {part.entry.bytes} bytes, file has "
+            f"{'none (it is gone)' if sizes[part.path] is None else sizes[part.path]}"
             for part in parts
             if sizes[part.path] != part.entry.bytes
         ],
@@ -81,14 +84,28 @@ def verify_parts(parts: Sequence[PartFile]) -> list[PartFile]:
     return [part for part in parts if part.entry.rows]
 
 
+def _sizes(parts: Sequence[PartFile]) -> dict[str, int | None]:
+    """The size of each part file (``None``: it is gone).
+
+    Raises:
+        PartSizeError: a part cannot be looked at.
+    """
+    if all(is_local(part.path) for part in parts):
+        return {part.path: _size(part.path) for part in parts}
+    try:
+        return sizes_of([part.path for part in parts])
+    except (OSError, StorageError) as exc:
+        raise PartSizeError(f"cannot list the part files: {exc}") from exc
+
+
 def _size(path: str) -> int:
-    """The size of a part file.
+    """The size of a local part file.
 
     Raises:
         PartSizeError: it cannot be read.
     """
     try:
-        return os.stat(path).st_size
+        return os.stat(local_path(path)).st_size
     except OSError as exc:
         raise PartSizeError(f"{path}: {exc}") from exc
 
@@ -97,33 +114,85 @@ def _scan(part: PartFile) -> tuple[str, list[str]]:
     """Read a part file whose size matches its manifest: its CRC-32 (as the manifest writes it)
     and what is wrong with its segments' line counts. The reads, the CRC and the counting
     release the GIL, so parts are scanned in parallel threads."""
+    if not is_local(part.path):
+        return _scan_stored(part)
     buffer = bytearray(VERIFY_READ_BYTES)
     view = memoryview(buffer)
-    crc = 0
-    problems: list[str] = []
-    with open(part.path, "rb", buffering=0) as handle:
+    counter = _PartCounter(part)
+    with open(local_path(part.path), "rb", buffering=0) as handle:
         for segment in part.entry.segments:
-            left, newlines, last = segment.length, 0, _NEWLINE
+            left = segment.length
             while left:
                 got = handle.readinto(view[: min(left, len(buffer))])
                 if not got:
                     raise PartSizeError(f"{part.path}: ended while being read")
-                crc = crc32(view[:got], crc)
-                newlines += count_newlines(view[:got])
-                last = buffer[got - 1]
+                counter.add(view[:got])
                 left -= got
-            lines = newlines + (0 if last == _NEWLINE else 1)
-            if lines != segment.lines:
-                problems.append(
-                    f"{part.path}: the segment at part_offset {segment.part_offset} holds "
-                    f"{lines} lines, the manifest says {segment.lines}"
-                )
-            elif segment.kind is SegmentKind.LONG_LINE and newlines:
-                problems.append(
-                    f"{part.path}: the segment at part_offset {segment.part_offset} is an "
-                    "over-long line's prefix, and holds a newline"
-                )
-    return f"{crc:08x}", problems
+            counter.end_segment(segment)
+    return counter.result()
+
+
+def _scan_stored(part: PartFile) -> tuple[str, list[str]]:
+    """``_scan`` of a part in an object store: ranged reads of ``VERIFY_READ_BYTES``."""
+    counter = _PartCounter(part)
+    try:
+        reader = open_part(part.path)
+    except (OSError, StorageError) as exc:
+        raise PartSizeError(f"{part.path}: cannot be read: {exc}") from exc
+    try:
+        offset = 0
+        for segment in part.entry.segments:
+            left = segment.length
+            while left:
+                try:
+                    data = reader.read_at(offset, min(left, VERIFY_READ_BYTES))
+                except OSError as exc:
+                    raise PartSizeError(f"{part.path}: cannot be read: {exc}") from exc
+                if not data:
+                    raise PartSizeError(f"{part.path}: ended while being read")
+                counter.add(data)
+                offset += len(data)
+                left -= len(data)
+            counter.end_segment(segment)
+    finally:
+        reader.close()
+    return counter.result()
+
+
+class _PartCounter:
+    """A part's CRC-32 and its segments' lines, from its bytes in order."""
+
+    def __init__(self, part: PartFile) -> None:
+        self._part = part
+        self._crc = 0
+        self._newlines = 0
+        self._last = _NEWLINE
+        self._problems: list[str] = []
+
+    def add(self, data: bytes | memoryview) -> None:
+        """The next bytes of the current segment."""
+        self._crc = crc32(data, self._crc)
+        self._newlines += count_newlines(data)
+        self._last = data[-1]
+
+    def end_segment(self, segment: Segment) -> None:
+        """``segment``'s bytes were all added: check its lines."""
+        lines = self._newlines + (0 if self._last == _NEWLINE else 1)
+        if lines != segment.lines:
+            self._problems.append(
+                f"{self._part.path}: the segment at part_offset {segment.part_offset} holds "
+                f"{lines} lines, the manifest says {segment.lines}"
+            )
+        elif segment.kind is SegmentKind.LONG_LINE and self._newlines:
+            self._problems.append(
+                f"{self._part.path}: the segment at part_offset {segment.part_offset} is an "
+                "over-long line's prefix, and holds a newline"
+            )
+        self._newlines, self._last = 0, _NEWLINE
+
+    def result(self) -> tuple[str, list[str]]:
+        """The CRC-32 (as the manifest writes it) and the problems found."""
+        return f"{self._crc:08x}", self._problems
 
 
 def _fail(error: type[LandingError], problems: Sequence[str]) -> None:

@@ -2,7 +2,9 @@
 
 The Airflow DAG's ``LandCheckpointOperator`` and ``sluice land`` both submit exactly this spec,
 through the Spark provider's ``SparkSubmitHook`` (:meth:`SparkJobSpec.hook_arguments`,
-:func:`spark_submit_binary`).
+:func:`spark_submit_binary`). With staging in an object store, the job reads each checkpoint
+from its URL there (:func:`checkpoint_location`); the store's endpoint and credentials reach
+spark-submit through its inherited environment, never its command line or the spec.
 """
 
 from __future__ import annotations
@@ -96,9 +98,9 @@ def landing_job_spec(
         raise ValueError("a landing job needs at least one checkpoint")
     arguments: list[str] = []
     for item in checkpoints:
-        folder = str(checkpoint_dir(config.staging_dir, config.name, item.checkpoint_id))
+        folder, mark, options = checkpoint_location(config, item.checkpoint_id).partition("?")
         hosts = "" if item.hosts is None else "=" + ",".join(sorted(item.hosts))
-        arguments += ["--checkpoint", folder + hosts]
+        arguments += ["--checkpoint", folder + hosts + mark + options]
     ids = [item.checkpoint_id for item in checkpoints]
     span = f"{ids[0]}" if len(ids) == 1 else f"{min(ids)}-{max(ids)}"
     return SparkJobSpec(
@@ -127,6 +129,16 @@ def landing_job_spec(
         },
         py_files=str(spark_jobs_archive(config.data_dir / "spark", write=write_archive)),
     )
+
+
+def checkpoint_location(config: PipelineConfig, checkpoint_id: int) -> str:
+    """Where the landing job reads a checkpoint's batches: its staging folder (a path, exactly
+    as the collectors seal it), or with staging in an object store its URL there
+    (``<staging>/<pipeline>/<checkpoint:08d>``, the URL's options kept)."""
+    staging = config.staging_location
+    if staging.is_local:
+        return str(checkpoint_dir(config.staging_dir, config.name, checkpoint_id))
+    return staging.child(config.name, f"{checkpoint_id:08d}").url
 
 
 def spark_jobs_archive(folder: Path, *, write: bool = True) -> Path:
