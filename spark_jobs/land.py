@@ -14,7 +14,8 @@ standard output. The metastore URL (the lake catalog's database) comes from the 
 never the command line, so a password in it is not shown in process lists. Staging may be an
 object store's URL (``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and
 credentials come from the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and
-the driver hands them to the executors of a cluster (``build_session``).
+the driver hands them to the Python workers that read the segments
+(``spark_jobs.staging.segment_frame``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the repository root importable
@@ -37,14 +38,9 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import LAKE_SQL_CONF
-from pipeline_core.storage import store_environment
 from spark_jobs.landing import CheckpointInput, Landing, land
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
-EXECUTOR_ENV_PREFIX = "spark.executorEnv."
-REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|spark\.executorEnv\."
-"""``spark.redaction.regex`` when the store's environment is handed to the executors: their
-values are hidden wherever Spark shows its settings (UI, event logs)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -95,15 +91,10 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
     and, on a local master, as many shuffle partitions as cores (the job's only shuffles are
     small counts). The staged lines are split into read tasks per core by
     ``spark_jobs.landing.read_source`` itself. Settings given with ``--conf`` are kept, except
-    ``LAKE_SQL_CONF``. On a cluster (any master but ``local``), the object stores' variables
-    of the driver's environment (``store_environment``) are handed to the executors as
-    ``spark.executorEnv.*``, unless ``--conf`` gave them, and redacted where Spark shows its
-    settings; a local master's executors share the driver's environment already.
+    ``LAKE_SQL_CONF``.
     """
     builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
     for key, value in LAKE_SQL_CONF.items():
-        builder = builder.config(key, value)
-    for key, value in executor_environment(os.environ).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     context = spark.sparkContext
@@ -118,32 +109,6 @@ def build_session(app_name: str, shuffle_partitions: int | None = None) -> Spark
         if not given.contains(key):
             spark.conf.set(key, str(number))
     return spark
-
-
-def executor_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The settings that hand the object stores' variables of ``environ`` to a cluster's
-    executors: none on a local master (its executors share the driver's environment), none
-    that spark-submit's ``--conf`` gave already."""
-    master = _submitted_conf("spark.master") or "local"
-    variables = store_environment(environ)
-    if master.startswith("local") or not variables:
-        return {}
-    settings = {
-        f"{EXECUTOR_ENV_PREFIX}{name}": value
-        for name, value in variables.items()
-        if _submitted_conf(f"{EXECUTOR_ENV_PREFIX}{name}") is None
-    }
-    if settings and _submitted_conf("spark.redaction.regex") is None:
-        settings["spark.redaction.regex"] = REDACTION_REGEX
-    return settings
-
-
-def _submitted_conf(key: str) -> str | None:
-    """A setting spark-submit gave the driver (a JVM system property), before the session."""
-    from pyspark import SparkConf
-
-    value = SparkConf().get(key)
-    return None if value is None else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -12,7 +12,7 @@ Hadoop filesystem is involved: the cluster needs no S3 connector. Only a URL's r
 
 The store's credentials and endpoint come from the environment of the process that reads
 (``AWS_*``, ``AZURE_*``, Application Default Credentials), never from the URL; the driver hands
-them to the executors (``spark_jobs.land.build_session``).
+its own to the Python workers that read (:func:`reader_environment`).
 """
 
 from __future__ import annotations
@@ -181,6 +181,17 @@ def sizes_of(locations: Sequence[str]) -> dict[str, int | None]:
             folders[folder] = file_sizes(folder)
         sizes[location] = folders[folder].get(name)
     return sizes
+
+
+def reader_environment(locations: Sequence[str]) -> dict[str, str]:
+    """What a process reading ``locations`` needs of this process's environment: the object
+    stores' variables (``pipeline_core.storage.STORE_ENVIRONMENT``) when one of them is in a
+    store, else nothing. Values may be secrets: never log or print them."""
+    if all(is_local(location) for location in locations):
+        return {}
+    from pipeline_core.storage import store_environment
+
+    return store_environment()
 
 
 @lru_cache(maxsize=64)

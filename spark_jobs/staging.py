@@ -39,7 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.part_files import PartReader, open_part
+from spark_jobs.part_files import PartReader, open_part, reader_environment
 
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
     from pipeline_core.staging_contract import Segment
@@ -114,8 +114,14 @@ def segment_frame(
     It is split into ``splits_per_core`` partitions per core of the session (at most one per
     segment, at least one), each holding consecutive segments: a task reads and parses a run of
     segments in their staging order, and enough tasks balance the cores.
+
+    With parts in an object store, the store's variables of the driver's environment
+    (endpoint, region, credentials: ``part_files.reader_environment``) are added to the
+    session's ``SparkContext.environment``: Spark hands them to the Python workers of every
+    executor with the job's functions (never in its settings, UI or event logs).
     """
     context = spark.sparkContext
+    context.environment.update(reader_environment(sorted({row.path for row in segments})))
     splits = max(1, min(len(segments), splits_per_core * context.defaultParallelism))
     rows = [
         (

@@ -101,6 +101,25 @@ class S3Bucket:
         with self.server.filesystem().open_input_stream(path) as stream:
             return bytes(stream.read())
 
+    def write(self, path: str, data: bytes) -> None:
+        """Store ``data`` as the object at ``<bucket>/<key>`` path ``path`` (replacing it)."""
+        with self.server.filesystem().open_output_stream(path) as stream:
+            stream.write(data)
+
+    def upload(self, folder: Path, prefix: str) -> str:
+        """Copy every file under the local ``folder`` to the bucket under ``prefix`` (same
+        relative names); returns the URL of the copy, ``s3://<bucket>/<prefix>``."""
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                key = f"{prefix}/{path.relative_to(folder).as_posix()}"
+                pafs.copy_files(
+                    str(path),
+                    f"{self.name}/{key}",
+                    source_filesystem=pafs.LocalFileSystem(),
+                    destination_filesystem=self.server.filesystem(),
+                )
+        return f"s3://{self.name}/{prefix}"
+
 
 def _moto_command(port: int) -> list[str]:
     script = shutil.which("moto_server", path=str(Path(sys.executable).parent))
