@@ -47,7 +47,7 @@ from pipeline_core.metastore import (
     Metastore,
     as_utc,
 )
-from pipeline_core.staging_contract import checkpoint_dir
+from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 from pipeline_core.storage import StorageLocation
 
 __all__ = [
@@ -310,7 +310,7 @@ class PipelineOperations:
         inputs = []
         for checkpoint_id in dict.fromkeys(checkpoint_ids):
             info = self.landable(checkpoint_id)
-            missing = info.missing_batches()
+            missing = info.missing_batches() if info.staging_url is None else _missing_stored(info)
             if missing is None:
                 inputs.append(LandingInput(checkpoint_id, info.hosts))
             elif info.state is CheckpointState.COMMITTED:
@@ -486,6 +486,40 @@ def _spark_submit_hook(spec: SparkJobSpec) -> SparkSubmitHook:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
     return SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())
+
+
+def _missing_stored(info: CheckpointInfo) -> str | None:
+    """``CheckpointInfo.missing_batches`` of a checkpoint staged in an object store: the error
+    when a recorded batch has no stored manifest; None when all have one, or when nothing is
+    stored under the pipeline's prefix or the store cannot be asked (the landing job then says
+    what is wrong)."""
+    folder = StorageLocation.parse(info.staging)
+    try:
+        filesystem, path = folder.filesystem()
+        if filesystem.get_file_info(path.rpartition("/")[0]).type is pafs.FileType.NotFound:
+            return None
+        manifests = filesystem.get_file_info(
+            [f"{path}/{host}/{MANIFEST_NAME}" for host in info.hosts]
+        )
+    except (OSError, ValueError, StorageError) as exc:
+        log.warning(
+            "cannot look for the batches of checkpoint %d in %s: %s",
+            info.checkpoint_id,
+            folder,
+            exc,
+        )
+        return None
+    missing = [
+        host
+        for host, manifest in zip(info.hosts, manifests, strict=True)
+        if manifest.type is not pafs.FileType.File
+    ]
+    if not missing:
+        return None
+    return (
+        f"recorded batches missing under {folder}: {', '.join(missing)} (no sealed batch in "
+        "the store holds their lines any more)"
+    )
 
 
 def _remove_stored(folder: StorageLocation) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import shutil
 import time
 import zipfile
@@ -669,3 +670,46 @@ def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_co
 
     assert s3_bucket.keys(folder) == []
     assert operations.remove_committed_staging(now=later) == []
+
+
+@pytest.mark.timeout(120)
+def test_should_point_the_landing_job_at_the_checkpoint_in_the_store(
+    tmp_path: Path, metastore_url: str, log: Path, s3_bucket: S3Bucket
+) -> None:
+    operations = PipelineOperations(
+        write_config(tmp_path, metastore_url, handoff={"staging": s3_bucket.url("staging")})
+    )
+    sealed = sealed_checkpoint(operations, log, 4)
+
+    spec = operations.landing_job([sealed.checkpoint_id], "scheduled__1")
+
+    assert spec is not None
+    assert spec.application_args[:2] == ["--checkpoint", f"{sealed.staging_url}=test-host"]
+    assert spec.application_args[2:4] == ["--lake", str(operations.config.lake_dir)]
+    command = operations.spark_submit_command(spec)
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID"):  # the store's credentials
+        assert os.environ[name] not in command
+        assert name not in spec.env_vars
+    assert not any(os.environ["AWS_SECRET_ACCESS_KEY"] in v for v in spec.conf.values())
+
+
+@pytest.mark.timeout(120)
+def test_should_fail_a_sealed_checkpoint_whose_batch_left_the_store(
+    tmp_path: Path, metastore_url: str, log: Path, s3_bucket: S3Bucket
+) -> None:
+    operations = PipelineOperations(
+        write_config(tmp_path, metastore_url, handoff={"staging": s3_bucket.url("staging")})
+    )
+    first = sealed_checkpoint(operations, log, 3)
+    second = sealed_checkpoint(operations, log, 3)
+    s3_bucket.server.filesystem().delete_file(
+        f"{s3_bucket.name}/staging/web_access/{second.checkpoint_id:08d}/test-host/{MANIFEST_NAME}"
+    )
+
+    assert operations.landing_job([first.checkpoint_id], "run-1") is not None
+    with pytest.raises(CheckpointFailedError, match="recorded batches missing under s3://"):
+        operations.landing_job([second.checkpoint_id], "run-1")
+
+    failed = operations.checkpoint(second.checkpoint_id)
+    assert failed.state is CheckpointState.FAILED
+    assert failed.error is not None and "test-host" in failed.error

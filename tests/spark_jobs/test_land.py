@@ -55,6 +55,39 @@ def test_arguments_name_each_checkpoint_with_the_hosts_to_land() -> None:
     assert parse_args([*REQUIRED, "--mode", "replace"]).mode == "replace"
 
 
+def test_arguments_name_checkpoints_in_an_object_store_with_their_options() -> None:
+    args = parse_args(
+        [
+            "--checkpoint", "s3://logs/staging/web_access/00000003=web-1,web-2",
+            "--checkpoint", "s3://logs/staging/web_access/00000004?endpoint_override=http://s3:9000",
+            "--checkpoint", "s3://logs/staging/web_access/00000005=web-1?region=eu-west-1",
+            "--lake", "/lake", "--namespace", "web", "--landing-id", "run-1",
+        ]
+    )  # fmt: skip
+
+    assert args.checkpoint == [
+        CheckpointInput("s3://logs/staging/web_access/00000003", ("web-1", "web-2")),
+        CheckpointInput("s3://logs/staging/web_access/00000004?endpoint_override=http://s3:9000"),
+        CheckpointInput("s3://logs/staging/web_access/00000005?region=eu-west-1", ("web-1",)),
+    ]
+
+
+def test_the_landing_spec_names_checkpoints_staged_in_an_object_store_by_url(
+    tmp_path: Path,
+) -> None:
+    staging = "s3://logs/staging?region=eu-west-1"
+    config = load(tmp_path, f"sqlite:///{tmp_path / 'sluice.db'}", handoff={"staging": staging})
+
+    spec = landing_job_spec(config, [LandingInput(3, ("web-1",)), LandingInput(4)], "run-7")
+    args = parse_args(spec.application_args)
+
+    assert args.checkpoint == [
+        CheckpointInput(f"s3://logs/staging/{config.name}/00000003?region=eu-west-1", ("web-1",)),
+        CheckpointInput(f"s3://logs/staging/{config.name}/00000004?region=eu-west-1", None),
+    ]
+    assert Path(args.lake) == config.lake_dir
+
+
 @pytest.mark.parametrize(
     "argv",
     [

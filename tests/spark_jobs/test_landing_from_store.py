@@ -57,7 +57,7 @@ def test_a_recorded_batch_missing_from_the_store_is_refused(
 ) -> None:
     url = stage_in_store(s3_bucket, tmp_path, 4)
 
-    with pytest.raises(ManifestError, match="recorded batches missing under .*: web-3"):
+    with pytest.raises(ManifestError, match=r"recorded batches missing under .*: web-3"):
         read_checkpoint(url, ["web-1", "web-3"])
     with pytest.raises(ManifestError, match="checkpoint directory does not exist"):
         read_checkpoint(f"s3://{s3_bucket.name}/staging/{PIPELINE}/00000009")
