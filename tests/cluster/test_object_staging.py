@@ -1,5 +1,6 @@
 """Collector hosts that share no folder, staging into one S3 prefix (moto's server on
-loopback), and a collector SIGKILLed while its uploads are in flight.
+loopback), landed from there by spark-submit, and a collector SIGKILLed while its uploads are
+in flight.
 
 Each ``sluice collect`` process has a data folder of its own (its spool) and reads logs of its
 own; they share only the metastore (a SQLite file here, PostgreSQL in the PostgreSQL pass) and
@@ -17,9 +18,12 @@ from typing import Any
 import pytest
 
 from pipeline_core.collector import metrics_file, read_metrics
+from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.operations import PipelineOperations
 from tests.cluster.processes import CollectorProcess
 from tests.support.faults import wait_until
+from tests.support.lake import assert_exactly_once, table_rows
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
 from tests.support.pipelines import append, write_config
 
@@ -126,6 +130,69 @@ def test_two_hosts_without_a_shared_folder_seal_one_checkpoint_into_one_prefix(
     assert manifests_in(s3_bucket) == sorted(recorded)
     for host in HOSTS:  # nothing left on either host's disk
         assert not [p for p in (tmp_path / host / "data" / "spool").rglob("*") if p.is_file()]
+
+
+def landing_config(root: Path, metastore_url: str, bucket: S3Bucket) -> Path:
+    """The pipeline file where the land task runs (no log host's name, a data folder and a
+    lake of its own, no folder shared with the collector hosts): staging is the prefix."""
+    return write_config(
+        root / "airflow",
+        metastore_url,
+        name=PIPELINE,
+        pattern=str(root / "airflow" / "no-logs" / "*.log"),
+        fmt="raw",
+        collector={"host": "airflow-worker"},
+        data_dir=str(root / "airflow" / "data"),
+        handoff={"staging": bucket.url("staging")},
+    )
+
+
+@pytest.mark.timeout(900)
+def test_two_hosts_without_a_shared_folder_land_every_line_exactly_once_through_the_store(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
+) -> None:
+    Metastore.open(metastore_url).close()
+    configs = {host: host_config(tmp_path, host, metastore_url, s3_bucket) for host in HOSTS}
+    written = {host: host_lines(host, range(30_000)) for host in HOSTS}
+    for host in HOSTS:
+        append(tmp_path / host / "logs" / "access.log", *written[host])
+    collectors = [CollectorProcess(configs[h], tmp_path / h / "collector.log") for h in HOSTS]
+    metastore = Metastore.open(metastore_url)
+    try:
+        for collector in collectors:
+            collector.start()
+        wait_until(lambda: all(holds_lease(metastore, h) for h in HOSTS), START_TIMEOUT, "leases")
+        wait_until(
+            lambda: all(read_everything(tmp_path / h / "data", 30_000) for h in HOSTS),
+            START_TIMEOUT,
+            "every line read",
+        )
+        checkpoint = request_and_wait(metastore, "run-1")
+    finally:
+        for collector in collectors:
+            collector.stop()
+        metastore.close()
+    operations = PipelineOperations(landing_config(tmp_path, metastore_url, s3_bucket))
+
+    (landed,) = operations.land([checkpoint], landing_id="run-1")  # spark-submit, as `sluice land`
+
+    assert landed.state is CheckpointState.COMMITTED
+    lake = lake_location(operations.config)
+    rows = table_rows(lake, "access", checkpoint)
+    assert assert_exactly_once(lake, "access", checkpoint) == 2 * 30_000 == landed.line_count
+    assert landed.landed.rejects == 0
+    for host in HOSTS:
+        messages = sorted(
+            message.encode()
+            for message, row_host in zip(
+                rows.column("message").to_pylist(), rows.column("host").to_pylist(), strict=True
+            )
+            if row_host == host
+        )
+        assert messages == sorted(written[host])  # every line of the host, once
+    for host in HOSTS:  # the hosts shared no folder with the landing, nor with each other
+        assert not (tmp_path / host / "data" / "lake").exists()
+        assert not (tmp_path / host / "data" / "staging").exists()
 
 
 @pytest.mark.timeout(600)
