@@ -18,6 +18,7 @@ Cases (``--only`` takes the numbers or the names):
  9    tables       13 checkpoints in one landing job; compaction of a day
  10   freshness    write -> queryable under a real Airflow schedule, every minute
  11   upload       collector sealing into S3 (loopback moto) vs sealing on local disk
+ 13   landstore    landing a checkpoint from S3 (loopback moto) vs from local disk
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -45,6 +46,7 @@ from bench.cases import (
     freshness,
     lake,
     lake_tables,
+    landing_store,
     memory,
     pygtail_peer,
     tail_latency,
@@ -66,6 +68,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "9": ("tables", lake_tables.run),
     "10": ("freshness", freshness.run),
     "11": ("upload", upload.run),
+    "13": ("landstore", landing_store.run),
 }
 
 
