@@ -15,6 +15,8 @@ Cases (``--only`` takes the numbers or the names):
  6    memory       collector peak RSS for 1 GiB, 10 GiB (``--huge``), 1,000 files
  7    acker        acker tree operations/s; metastore transactions per checkpoint
  8    latency      write -> sink latency of a tailed line, file events vs polling
+ 9    tables       13 checkpoints in one landing job; compaction of a day
+10    warm         a 20k-line checkpoint, request -> committed: Spark Connect vs spark-submit
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -46,6 +48,7 @@ from bench.cases import (
     tail_latency,
     tailing,
     throughput,
+    warm_spark,
 )
 from bench.common import Context, Row
 
@@ -59,6 +62,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "7": ("acker", acker_metastore.run),
     "8": ("latency", tail_latency.run),
     "9": ("tables", lake_tables.run),
+    "10": ("warm", warm_spark.run),
 }
 
 
@@ -79,7 +83,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-spark-submit",
         action="store_true",
-        help="case 3: skip timing the landing job through spark-submit",
+        help="cases 3, 9, 10: skip timing the landing job through spark-submit",
     )
     return parser.parse_args(argv)
 
@@ -96,7 +100,7 @@ def selected(only: list[str] | None) -> list[str]:
                 f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-{len(CASES)}"
             )
         chosen.append(number)
-    return sorted(set(chosen))
+    return sorted(set(chosen), key=int)
 
 
 def main(argv: list[str] | None = None) -> int:
