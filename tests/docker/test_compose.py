@@ -238,9 +238,7 @@ def test_the_commented_spark_connect_connection_reaches_the_warm_server(
 ) -> None:
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-    [line] = [
-        line for line in COMPOSE_FILE.read_text().splitlines() if '"spark_connect"' in line
-    ]
+    [line] = [line for line in COMPOSE_FILE.read_text().splitlines() if '"spark_connect"' in line]
     value = line.split("AIRFLOW_CONN_SPARK_DEFAULT:", 1)[1].strip().strip("'")
     connect = services["spark-connect"]
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", value)
