@@ -34,7 +34,7 @@ def session_cores(spark: SparkSession) -> int:
     the threads of a local master (the machine's cores for ``local[*]``), else the partitions
     Spark gives a ``spark.range`` (its scheduler's default parallelism; one small job, once per
     session)."""
-    given = spark.conf.get("spark.default.parallelism", None)
+    given = _conf(spark, "spark.default.parallelism")
     if given:
         return max(1, int(given))
     local = _LOCAL_MASTER.fullmatch(_master(spark))
@@ -58,4 +58,9 @@ def session_cores(spark: SparkSession) -> int:
 
 
 def _master(spark: SparkSession) -> str:
-    return str(spark.conf.get("spark.master", "") or "")
+    return _conf(spark, "spark.master") or ""
+
+
+def _conf(spark: SparkSession, key: str) -> str | None:
+    value = spark.conf.get(key, None)
+    return None if value is None else str(value)
