@@ -1,8 +1,9 @@
 """The one Spark Connect server of a test run (``scripts/spark-connect.sh``, ``local[2]``).
 
-``spark_connect_url`` is session-scoped and lazy: the server starts when the first test that
-asks for it runs (on a free port, in a folder of the run) and stops when the run ends, so a
-run that needs none starts none. Tests that use it are marked ``slow`` and ``spark``.
+``spark_connect_server`` (and its ``spark_connect_url``) is session-scoped and lazy: the server
+starts when the first test that asks for it runs (on a free port, in a folder of the run) and
+stops when the run ends, so a run that needs none starts none. Tests that use it are marked
+``slow`` and ``spark``.
 
 pyspark chooses between a classic session and Spark Connect once per process, and the suite's
 process has the classic ``spark`` session: Spark Connect clients run in child processes
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,9 +33,29 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class ConnectServer:
+    """The run's Spark Connect server: its URL, and the environment ``scripts/spark-connect.sh``
+    runs with to reach it (its run folder and port)."""
+
+    url: str
+    env: Mapping[str, str]
+
+    def script(self, command: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``scripts/spark-connect.sh COMMAND`` for this server."""
+        return subprocess.run(
+            ["bash", str(SCRIPT), command],
+            env=dict(self.env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
 @pytest.fixture(scope="session")
-def spark_connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The ``sc://127.0.0.1:PORT`` URL of the run's Spark Connect server."""
+def spark_connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    """The run's Spark Connect server (started on first use, stopped at the end)."""
     env = {
         **os.environ,
         "SLUICE_SPARK_CONNECT_DIR": str(tmp_path_factory.mktemp("spark-connect")),
@@ -48,14 +70,19 @@ def spark_connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         timeout=START_TIMEOUT_S,
         check=False,
     )
+    server = ConnectServer(started.stdout.strip(), env)
     try:
         if started.returncode != 0:
             pytest.fail(f"the Spark Connect server did not start:\n{started.stderr[-3000:]}")
-        yield started.stdout.strip()
+        yield server
     finally:
-        subprocess.run(
-            ["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120, check=False
-        )
+        server.script("stop")
+
+
+@pytest.fixture(scope="session")
+def spark_connect_url(spark_connect_server: ConnectServer) -> str:
+    """The ``sc://127.0.0.1:PORT`` URL of the run's Spark Connect server."""
+    return spark_connect_server.url
 
 
 def run_connect_client(
