@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import uuid
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not remote:
             raise SystemExit(f"--spark-connect: {SPARK_CONNECT_URL_ENV} must name the server")
     py_files = [path for path in (args.py_files or "").split(",") if path]
+    # pyspark's Spark Connect client warns at every start about the pandas release it was not
+    # tested with (the job uses no pandas): kept out of the task's log.
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
     spark = build_session(name, args.shuffle_partitions, remote=remote, py_files=py_files)
     if remote is None:
         try:
