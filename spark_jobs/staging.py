@@ -13,8 +13,9 @@ line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` s
 line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
 makes it a ``line_too_long`` reject.
 
-The module imports only NumPy, pyarrow, pyspark and the standard library (the executors
-import it; ``--py-files`` ships it); the manifest's ``Segment`` is named in its types only.
+The module imports only NumPy, pyarrow, pyspark, the standard library and
+``spark_jobs.session`` (the executors import it; ``--py-files`` ships it); the manifest's
+``Segment`` is named in its types only.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BinaryType,
     LongType,
@@ -36,6 +38,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from spark_jobs.session import session_cores
 
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
     from pipeline_core.staging_contract import Segment
@@ -77,6 +81,7 @@ MAX_SEGMENT_BYTES = 2**31 - 1
 segments are at most 8 MiB)."""
 
 _NEWLINE = 10
+_INDEX = "segment_index"
 
 
 class SegmentError(ValueError):
@@ -109,12 +114,14 @@ def segment_frame(
 
     It is split into ``splits_per_core`` partitions per core of the session (at most one per
     segment, at least one), each holding consecutive segments: a task reads and parses a run of
-    segments in their staging order, and enough tasks balance the cores.
+    segments in their staging order, and enough tasks balance the cores. The split is a
+    ``spark.range`` of the segments' indexes joined with the (small, broadcast) segment rows,
+    the same on a classic session and on Spark Connect (which has no ``parallelize``).
     """
-    context = spark.sparkContext
-    splits = max(1, min(len(segments), splits_per_core * context.defaultParallelism))
+    splits = max(1, min(len(segments), splits_per_core * session_cores(spark)))
     rows = [
         (
+            index,
             row.path,
             row.checkpoint_id,
             row.host,
@@ -126,9 +133,12 @@ def segment_frame(
             row.segment.lines,
             row.segment.line_bytes,
         )
-        for row in segments
+        for index, row in enumerate(segments)
     ]
-    return spark.createDataFrame(context.parallelize(rows, splits), SEGMENT_SCHEMA)
+    indexed = StructType([StructField(_INDEX, LongType(), nullable=False), *SEGMENT_SCHEMA])
+    table = spark.createDataFrame(rows, indexed)
+    runs = spark.range(0, len(rows), 1, splits).withColumnRenamed("id", _INDEX)
+    return runs.join(F.broadcast(table), _INDEX).select(*SEGMENT_SCHEMA.names)
 
 
 def read_lines(

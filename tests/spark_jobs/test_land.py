@@ -225,4 +225,8 @@ def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path
 def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
     modules = imported_from(REPO, "import spark_jobs.staging")
 
-    assert [name for name, _ in modules] == ["spark_jobs", "spark_jobs.staging"]
+    assert [name for name, _ in modules] == [
+        "spark_jobs",
+        "spark_jobs.session",
+        "spark_jobs.staging",
+    ]
