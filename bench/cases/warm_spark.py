@@ -17,12 +17,7 @@ at most 8 s from request to committed on the warm server.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from bench import common
@@ -30,7 +25,6 @@ from bench.common import Context, Row, Stat
 
 LINES = 20_000
 TARGET_S = 8.0
-SCRIPT = common.ROOT / "scripts" / "spark-connect.sh"
 
 
 def run(ctx: Context) -> list[Row]:
@@ -39,7 +33,7 @@ def run(ctx: Context) -> list[Row]:
     submit_config = pipeline(ctx.work("warm/submit"))
     ours: list[float] = []
     theirs: list[float] = []
-    with connect_server(ctx.work("warm/server")) as url:
+    with common.connect_server(ctx.work("warm/server")) as url:
         first = request_to_committed(connect_config, 0, url)
         for number in range(1, runs + 1):
             ours.append(request_to_committed(connect_config, number, url))
@@ -88,28 +82,3 @@ def request_to_committed(config: Path, number: int, spark_connect: str | None) -
     if committed.line_count != LINES:
         raise AssertionError(f"checkpoint {committed.checkpoint_id}: {committed.line_count} lines")
     return seconds
-
-
-@contextmanager
-def connect_server(folder: Path) -> Iterator[str]:
-    """A Spark Connect server of its own (a free port, run folder ``folder``), stopped at the
-    end; yields its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **common.child_env(),
-        "SLUICE_SPARK_CONNECT_DIR": str(folder),
-        "SLUICE_SPARK_CONNECT_PORT": str(port),
-        "SLUICE_PYTHON": common.PYTHON,
-    }
-    started = subprocess.run(
-        ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=300
-    )
-    try:
-        if started.returncode != 0:
-            raise RuntimeError(f"the Spark Connect server did not start:\n{started.stderr}")
-        os.environ.setdefault("PYSPARK_PYTHON", common.PYTHON)
-        yield started.stdout.strip()
-    finally:
-        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
