@@ -13,11 +13,13 @@ import json
 import os
 import platform
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -569,3 +571,39 @@ def _row_json(row: Row) -> dict[str, Any]:
             document[name]["min"] = min(stat.values)
             document[name]["max"] = max(stat.values)
     return document
+
+
+# ---------------------------------------------------------------------------------- spark
+
+SPARK_CONNECT_SCRIPT = ROOT / "scripts" / "spark-connect.sh"
+
+
+@contextmanager
+def connect_server(folder: Path) -> Iterator[str]:
+    """A Spark Connect server of its own (a free port, run folder ``folder``), stopped at the
+    end; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **child_env(),
+        "SLUICE_SPARK_CONNECT_DIR": str(folder),
+        "SLUICE_SPARK_CONNECT_PORT": str(port),
+        "SLUICE_PYTHON": PYTHON,
+    }
+    started = subprocess.run(
+        ["bash", str(SPARK_CONNECT_SCRIPT), "start"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    try:
+        if started.returncode != 0:
+            raise RuntimeError(f"the Spark Connect server did not start:\n{started.stderr}")
+        os.environ.setdefault("PYSPARK_PYTHON", PYTHON)
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(
+            ["bash", str(SPARK_CONNECT_SCRIPT), "stop"], env=env, capture_output=True, timeout=120
+        )

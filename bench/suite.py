@@ -18,6 +18,7 @@ Cases (``--only`` takes the numbers or the names):
  9    tables       13 checkpoints in one landing job; compaction of a day
  10   freshness    write -> queryable under a real Airflow schedule, every minute
  11   upload       collector sealing into S3 (loopback moto) vs sealing on local disk
+ 12   warm         a 20k-line checkpoint, request -> committed: Spark Connect vs spark-submit
  13   landstore    landing a checkpoint from S3 (loopback moto) vs from local disk
 ====  ===========  ===================================================================
 
@@ -53,6 +54,7 @@ from bench.cases import (
     tailing,
     throughput,
     upload,
+    warm_spark,
 )
 from bench.common import Context, Row
 
@@ -68,6 +70,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "9": ("tables", lake_tables.run),
     "10": ("freshness", freshness.run),
     "11": ("upload", upload.run),
+    "12": ("warm", warm_spark.run),
     "13": ("landstore", landing_store.run),
 }
 
@@ -89,7 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-spark-submit",
         action="store_true",
-        help="case 3: skip timing the landing job through spark-submit",
+        help="cases 3, 9, 10: skip timing the landing job through spark-submit",
     )
     return parser.parse_args(argv)
 
@@ -106,7 +109,7 @@ def selected(only: list[str] | None) -> list[str]:
                 f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-{len(CASES)}"
             )
         chosen.append(number)
-    return sorted(set(chosen))
+    return sorted(set(chosen), key=int)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,9 @@ from pipeline_core.lake import (
     open_lake,
 )
 from pipeline_core.landing import (
+    JobSubmitter,
     LandingInput,
+    SparkConnectSubmitter,
     SparkJobSpec,
     landing_job_spec,
     spark_submit_binary,
@@ -71,10 +73,11 @@ class LandingProgress(Protocol):
     """What :meth:`PipelineOperations.land` tells as it goes (``sluice land`` prints it)."""
 
     def submitting(self, command: str) -> None:
-        """spark-submit starts now, with this command line (secrets masked)."""
+        """spark-submit (or the job's driver on Spark Connect) starts now, with this command
+        line (secrets masked)."""
 
     def spark_finished(self, seconds: float) -> None:
-        """spark-submit ended well after ``seconds``: the lake tables hold the landing."""
+        """The job ended well after ``seconds``: the lake tables hold the landing."""
 
     def committing(self, checkpoint_ids: Sequence[int]) -> None:
         """The checkpoints are checked against the tables and committed now."""
@@ -336,23 +339,22 @@ class PipelineOperations:
         landing_id: str | None = None,
         mode: LandingMode = LandingMode.APPEND,
         progress: LandingProgress | None = None,
+        spark_connect: str | None = None,
     ) -> list[CheckpointInfo]:
         """Land ``checkpoint_ids`` in one Spark job (the provider's SparkSubmitHook, as the DAG
-        does) and commit them, telling ``progress`` each phase. An interrupt
-        (``KeyboardInterrupt``) while Spark runs kills spark-submit and is raised again: none of
-        the checkpoints is committed then.
+        does; with ``spark_connect``, an ``sc://`` URL, on that Spark Connect server) and commit
+        them, telling ``progress`` each phase. An interrupt (``KeyboardInterrupt``) while Spark
+        runs kills the job and is raised again: none of the checkpoints is committed then.
 
         Raises:
-            LandingError: spark-submit failed or what the tables hold does not add up.
+            LandingError: the Spark job failed or what the tables hold does not add up.
         """
         ids = list(dict.fromkeys(checkpoint_ids))
         spec = self.landing_job(ids, landing_id or f"sluice-land-{uuid.uuid4().hex}", mode)
         if spec is not None:
-            hook = _spark_submit_hook(spec)
+            hook = _submitter(spec, spark_connect)
             if progress is not None:
-                progress.submitting(
-                    hook._mask_cmd(hook._build_spark_submit_command(spec.application))
-                )
+                progress.submitting(self.spark_submit_command(spec, spark_connect))
             started = time.monotonic()
             try:
                 hook.submit(spec.application)
@@ -367,9 +369,11 @@ class PipelineOperations:
             progress.committing(ids)
         return self.commit(ids)
 
-    def spark_submit_command(self, spec: SparkJobSpec) -> str:
-        """The spark-submit command line :meth:`land` would run for ``spec`` (secrets
-        masked)."""
+    def spark_submit_command(self, spec: SparkJobSpec, spark_connect: str | None = None) -> str:
+        """The command line :meth:`land` would run for ``spec`` (secrets masked): spark-submit,
+        or with ``spark_connect`` the job's driver (the URL goes in its environment)."""
+        if spark_connect is not None:
+            return SparkConnectSubmitter(spec, spark_connect).command_line()
         hook = _spark_submit_hook(spec)
         return hook._mask_cmd(hook._build_spark_submit_command(spec.application))
 
@@ -477,6 +481,12 @@ class PipelineOperations:
             error=record.error,
             data_interval=record.data_interval,
         )
+
+
+def _submitter(spec: SparkJobSpec, spark_connect: str | None) -> JobSubmitter:
+    if spark_connect is not None:
+        return SparkConnectSubmitter(spec, spark_connect, logger=log)
+    return _spark_submit_hook(spec)
 
 
 def _spark_submit_hook(spec: SparkJobSpec) -> SparkSubmitHook:

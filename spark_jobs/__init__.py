@@ -25,5 +25,10 @@ standard library and three modules of ``pipeline_core``: ``errors`` and ``stagin
 (standard library only) and ``lake`` (pyiceberg, on the driver only). The package can be
 shipped to a cluster with ``--py-files``: the archive ``pipeline_core.landing`` builds holds
 those beside it; a driver there needs pyiceberg installed. The executors import only
-``staging.py``, which needs none of them.
+``staging.py`` (and ``session.py``), which need none of them.
+
+The same code runs on a classic SparkSession (spark-submit) and on a Spark Connect session
+(``land.py --remote``): it never touches the ``SparkContext``, RDDs, accumulators, broadcast
+variables or the JVM, which Spark Connect does not have; ``session.py`` reads what the job
+needs to know of its session from the session's configuration.
 """

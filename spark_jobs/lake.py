@@ -46,7 +46,7 @@ def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, li
         frame.withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
         .withColumn(day, utc_date(F.col(time_column)))
         .drop("event_date")
-        .write.mode("errorifexists")
+        .write.mode("error")  # errorifexists; Spark Connect knows only this name
         .partitionBy(CHECKPOINT_FOLDER, day)
         .parquet(folder)
     )

@@ -8,14 +8,23 @@ with ``--py-files``)::
         --lake <warehouse> --namespace <namespace> --landing-id <run id> \
         [--mode append|replace] [--shuffle-partitions N]
 
+Or, on a warm Spark Connect server instead of a spark-submit (the driver is this Python
+process; the archive is added to the session as Python artifacts, for the server's Python
+workers)::
+
+    SLUICE_METASTORE_URL=<metastore URL> SLUICE_SPARK_CONNECT_URL=sc://host:15002 \
+        python spark_jobs/land.py --spark-connect --py-files <spark_jobs archive> \
+        --checkpoint ... --lake ... --namespace ... --landing-id ...
+
 It builds the session (``build_session``), lands every checkpoint in one job
 (``spark_jobs.landing.land``: one commit per table) and prints the summary as the last line of
-standard output. The metastore URL (the lake catalog's database) comes from the environment,
-never the command line, so a password in it is not shown in process lists. Staging may be an
-object store's URL (``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and
-credentials come from the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and
-the driver hands them to the Python workers that read the segments
-(``spark_jobs.staging.segment_frame``).
+standard output. The metastore URL (the lake catalog's database) and the Spark Connect URL come
+from the environment, never the command line, so a password or token in them is not shown in
+process lists. Staging may be an object store's URL
+(``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and credentials come from
+the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and the driver hands them
+to the Python workers that read the segments (``spark_jobs.staging.segment_frame``; a Spark
+Connect server's workers use the server's own environment).
 """
 
 from __future__ import annotations
@@ -23,9 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import uuid
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the repository root importable
     try:
@@ -38,9 +51,12 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import LAKE_SQL_CONF
+from spark_jobs.connect import close_session, connect_session
 from spark_jobs.landing import CheckpointInput, Landing, land
+from spark_jobs.session import is_local, session_cores
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
+SPARK_CONNECT_URL_ENV = "SLUICE_SPARK_CONNECT_URL"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -71,6 +87,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="spark.sql.shuffle.partitions (default: the number of cores on a local master)",
     )
+    parser.add_argument(
+        "--spark-connect",
+        action="store_true",
+        help=f"land through the Spark Connect server ${SPARK_CONNECT_URL_ENV} names (sc://...) "
+        "in a session of its own, instead of the session spark-submit gives",
+    )
+    parser.add_argument(
+        "--py-files",
+        default=None,
+        help="with --spark-connect: comma-separated .zip/.py files added to the session as "
+        "Python artifacts (the archive of spark_jobs that spark-submit gets as --py-files)",
+    )
     return parser.parse_args(argv)
 
 
@@ -84,30 +112,35 @@ def checkpoint_input(value: str) -> CheckpointInput:
     return CheckpointInput(folder + mark + options, tuple(h for h in hosts.split(",") if h))
 
 
-def build_session(app_name: str, shuffle_partitions: int | None = None) -> SparkSession:
-    """A session set up for the landing job.
+def build_session(
+    app_name: str,
+    shuffle_partitions: int | None = None,
+    *,
+    remote: str | None = None,
+    py_files: Sequence[str] = (),
+) -> SparkSession:
+    """A session set up for the landing job: spark-submit's, or with ``remote`` (an
+    ``sc://`` URL) the session of that Spark Connect server that the landings shipping
+    ``py_files`` share (``spark_jobs.connect.connect_session``).
 
-    Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary)
-    and, on a local master, as many shuffle partitions as cores (the job's only shuffles are
-    small counts). The staged lines are split into read tasks per core by
-    ``spark_jobs.landing.read_source`` itself. Settings given with ``--conf`` are kept, except
-    ``LAKE_SQL_CONF``.
+    Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary;
+    a Spark Connect server has its own settings) and, on a local master, as many shuffle
+    partitions as cores (the job's only shuffles are small counts). The staged lines are split
+    into read tasks per core by ``spark_jobs.landing.read_source`` itself. Settings given with
+    ``--conf`` (or the server's) are kept, except ``LAKE_SQL_CONF``.
     """
-    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
-    for key, value in LAKE_SQL_CONF.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    context = spark.sparkContext
-    given = context.getConf()
-    defaults: dict[str, int] = {}
-    if (context.master or "").startswith("local"):
-        defaults["spark.sql.shuffle.partitions"] = context.defaultParallelism
+    if remote is None:
+        builder = SparkSession.builder.appName(app_name)
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+        for key, value in LAKE_SQL_CONF.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    else:
+        spark = connect_session(remote, app_name, py_files)
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        defaults.pop("spark.sql.shuffle.partitions", None)
-    for key, number in defaults.items():
-        if not given.contains(key):
-            spark.conf.set(key, str(number))
+    elif spark.conf.get("spark.sql.shuffle.partitions", None) is None and is_local(spark):
+        spark.conf.set("spark.sql.shuffle.partitions", str(session_cores(spark)))
     return spark
 
 
@@ -125,12 +158,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     first, last = Path(inputs[0].folder).name, Path(inputs[-1].folder).name
     name = f"sluice-land-{args.namespace}-{first}" + (f"-{last}" if last != first else "")
-    spark = build_session(name, args.shuffle_partitions)
-    try:
-        summary = land(spark, landing)
-    finally:
-        spark.stop()
+    remote = None
+    if args.spark_connect:
+        remote = os.environ.get(SPARK_CONNECT_URL_ENV)
+        if not remote:
+            raise SystemExit(f"--spark-connect: {SPARK_CONNECT_URL_ENV} must name the server")
+    py_files = [path for path in (args.py_files or "").split(",") if path]
+    # pyspark's Spark Connect client warns at every start about the pandas release it was not
+    # tested with (the job uses no pandas): kept out of the task's log.
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+    spark = build_session(name, args.shuffle_partitions, remote=remote, py_files=py_files)
+    if remote is None:
+        try:
+            summary = land(spark, landing)
+        finally:
+            spark.stop()
+    else:
+        summary = _land_on_server(spark, landing)
     print(json.dumps(summary), flush=True)
+
+
+def _land_on_server(spark: SparkSession, landing: Landing) -> dict[str, Any]:
+    """``land`` in a Spark Connect session that other landings share: its operations are
+    tagged with the landing, and interrupted on the server when the landing fails or is killed
+    (SIGTERM); the session stays open for the next landing."""
+    tag = f"sluice-landing-{uuid.uuid4().hex}"
+    spark.addTag(tag)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        return land(spark, landing)
+    except BaseException:
+        spark.interruptTag(tag)
+        raise
+    finally:
+        close_session(spark)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

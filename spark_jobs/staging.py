@@ -15,8 +15,8 @@ line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` s
 line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
 makes it a ``line_too_long`` reject.
 
-The module imports only NumPy, pyarrow, pyspark, the standard library and
-``spark_jobs.part_files`` (the executors import it; ``--py-files`` ships it); the manifest's
+The module imports only NumPy, pyarrow, pyspark, the standard library, ``spark_jobs.part_files``
+and ``spark_jobs.session`` (the executors import it; ``--py-files`` ships it); the manifest's
 ``Segment`` is named in its types only.
 """
 
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BinaryType,
     LongType,
@@ -40,6 +41,7 @@ from pyspark.sql.types import (
 )
 
 from spark_jobs.part_files import PartReader, open_part, reader_environment
+from spark_jobs.session import session_cores, share_environment
 
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
     from pipeline_core.staging_contract import Segment
@@ -81,6 +83,7 @@ MAX_SEGMENT_BYTES = 2**31 - 1
 segments are at most 8 MiB)."""
 
 _NEWLINE = 10
+_INDEX = "segment_index"
 
 
 class SegmentError(ValueError):
@@ -113,18 +116,20 @@ def segment_frame(
 
     It is split into ``splits_per_core`` partitions per core of the session (at most one per
     segment, at least one), each holding consecutive segments: a task reads and parses a run of
-    segments in their staging order, and enough tasks balance the cores.
+    segments in their staging order, and enough tasks balance the cores. The split is a
+    ``spark.range`` of the segments' indexes joined with the (small, broadcast) segment rows,
+    the same on a classic session and on Spark Connect (which has no ``parallelize``).
 
     With parts in an object store, the store's variables of the driver's environment
-    (endpoint, region, credentials: ``part_files.reader_environment``) are added to the
-    session's ``SparkContext.environment``: Spark hands them to the Python workers of every
-    executor with the job's functions (never in its settings, UI or event logs).
+    (endpoint, region, credentials: ``part_files.reader_environment``) go to the Python
+    workers that read them (``session.share_environment``: never in Spark's settings, UI or
+    event logs); a Spark Connect server's workers use the server's own environment.
     """
-    context = spark.sparkContext
-    context.environment.update(reader_environment(sorted({row.path for row in segments})))
-    splits = max(1, min(len(segments), splits_per_core * context.defaultParallelism))
+    share_environment(spark, reader_environment(sorted({row.path for row in segments})))
+    splits = max(1, min(len(segments), splits_per_core * session_cores(spark)))
     rows = [
         (
+            index,
             row.path,
             row.checkpoint_id,
             row.host,
@@ -136,9 +141,12 @@ def segment_frame(
             row.segment.lines,
             row.segment.line_bytes,
         )
-        for row in segments
+        for index, row in enumerate(segments)
     ]
-    return spark.createDataFrame(context.parallelize(rows, splits), SEGMENT_SCHEMA)
+    indexed = StructType([StructField(_INDEX, LongType(), nullable=False), *SEGMENT_SCHEMA])
+    table = spark.createDataFrame(rows, indexed)
+    runs = spark.range(0, len(rows), 1, splits).withColumnRenamed("id", _INDEX)
+    return runs.join(F.broadcast(table), _INDEX).select(*SEGMENT_SCHEMA.names)
 
 
 def read_lines(

@@ -4,7 +4,8 @@
 * Every test that uses the metastore (directly or through a fixture) is marked ``metastore``;
   the PostgreSQL pass of ``make test`` runs exactly those again with
   ``SLUICE_TEST_POSTGRES_URL`` set.
-* One SparkSession serves the whole session (``tests.support.spark``).
+* One SparkSession serves the whole session (``tests.support.spark``), and one Spark Connect
+  server the tests that land on one (``tests.support.spark_connect``, started on first use).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ pytest_plugins = [
     "tests.support.metastore",
     "tests.support.object_store",
     "tests.support.spark",
+    "tests.support.spark_connect",
 ]
 
 

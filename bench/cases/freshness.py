@@ -14,8 +14,9 @@ Reported: the p50 and p99 of every line's delay (one run: several minutes of lin
 lines written against the lines seen (each exactly once). Target: p99 at most the schedule's
 interval plus 15 s (75 s).
 
-The landing goes through the ``spark_default`` connection: ``spark-submit`` (``local[2]``, a
-JVM per run) unless ``--spark-connect URL`` names a running Spark Connect server.
+The landing goes through the ``spark_default`` connection, of type ``spark_connect``: a Spark
+Connect server (``scripts/spark-connect.sh``, ``local[2]``) started before the Airflow site, as
+``make run`` and the compose stack run one.
 """
 
 from __future__ import annotations
@@ -70,13 +71,15 @@ def run(ctx: Context) -> list[Row]:
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
-        "AIRFLOW_CONN_SPARK_DEFAULT": spark_connection(ctx),
     }
     collector = common.start_collector(config)
     try:
         with (
+            common.connect_server(work / "spark-connect") as spark_connect,
             airflow_postgres_database() as database,
-            running_airflow_site(work, settings | database, COMPONENTS) as site,
+            running_airflow_site(
+                work, settings | database | spark_connection(spark_connect), COMPONENTS
+            ) as site,
         ):
             unpause(site)
             writer = Writer(log)
@@ -146,13 +149,10 @@ def result_row(
     )
 
 
-def spark_connection(ctx: Context) -> str:
-    """``spark_default``: a Spark Connect server when one is given, else spark-submit."""
-    url = ctx.shared.get("spark_connect_url")
-    if url:
-        host, _, port = str(url).removeprefix("sc://").partition(":")
-        return json.dumps({"conn_type": "spark_connect", "host": host, "port": int(port or 15002)})
-    return json.dumps({"conn_type": "spark", "host": "local[2]"})
+def spark_connection(url: str) -> dict[str, str]:
+    """The ``spark_default`` connection of the Spark Connect server at ``url``."""
+    connection = json.dumps({"conn_type": "spark_connect", "host": url})
+    return {"AIRFLOW_CONN_SPARK_DEFAULT": connection}
 
 
 def write_pipeline(pipelines: Path, work: Path) -> Path:

@@ -3,12 +3,15 @@
 Each phase is a progress line on stderr (what it lands, spark-submit starting, Spark finished,
 committing); ``--dry-run`` prints the plan and changes nothing. Ctrl-C while Spark runs kills
 spark-submit and says which checkpoints were not committed (the next ``sluice land`` lands
-them; landing is idempotent, so nothing lands twice).
+them; landing is idempotent, so nothing lands twice). ``--spark-connect sc://HOST:PORT`` (or
+``$SLUICE_SPARK_CONNECT_URL``) lands on that warm Spark Connect server instead of a
+spark-submit.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -46,6 +49,14 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
         help="print what would be landed (checkpoints, bytes, the spark-submit command) and "
         "change nothing",
     )
+    parser.add_argument(
+        "--spark-connect",
+        metavar="URL",
+        default=None,
+        help="land on this Spark Connect server (sc://host:port; scripts/spark-connect.sh "
+        "starts one) instead of with spark-submit (default: $SLUICE_SPARK_CONNECT_URL; an "
+        "empty URL: spark-submit)",
+    )
     add_json(parser)
     parser.set_defaults(handler=run)
 
@@ -54,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline_core.cli._output import open_operations
     from pipeline_core.lake import LandingMode
 
+    spark_connect = spark_connect_url(args.spark_connect)
     operations = open_operations(args.config, migrate=not args.dry_run)
     mode = LandingMode.REPLACE if args.replace else LandingMode.APPEND
     if args.checkpoint:
@@ -62,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         infos = operations.pending_landings()
     ids = list(dict.fromkeys(info.checkpoint_id for info in infos))
     if args.dry_run:
-        return _print_plan(operations, infos, mode, args.json)
+        return _print_plan(operations, infos, mode, args.json, spark_connect)
     if not ids:
         _say_nothing_to_land(args.json)
         return ExitCode.OK
@@ -70,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     progress(
         f"landing checkpoint{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} "
         f"({sum(info.line_count for info in infos)} lines, {total} bytes) in one Spark job "
-        f"({mode.value})"
+        f"({mode.value})" + ("" if spark_connect is None else f" on {_shown(spark_connect)}")
     )
-    phases = _Phases()
+    phases = _Phases(spark_connect)
     try:
-        landed = operations.land(ids, mode=mode, progress=phases)
+        landed = operations.land(ids, mode=mode, progress=phases, spark_connect=spark_connect)
     except KeyboardInterrupt:
         phases.stop_heartbeat()
         _say_not_committed(operations, ids, phases.spark_started)
@@ -90,17 +102,35 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def spark_connect_url(given: str | None) -> str | None:
+    """The Spark Connect server to land on: ``--spark-connect``, else
+    ``$SLUICE_SPARK_CONNECT_URL``; None (spark-submit) when neither names one."""
+    from pipeline_core.landing import SPARK_CONNECT_URL_ENV
+
+    url = given if given is not None else os.environ.get(SPARK_CONNECT_URL_ENV)
+    return url or None
+
+
+def _shown(url: str) -> str:
+    """``url`` without its parameters (a token)."""
+    return url.split(";", 1)[0].rstrip("/")
+
+
 class _Phases:
     """Prints the phases :meth:`PipelineOperations.land` reports, and a heartbeat while Spark
     runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, spark_connect: str | None = None) -> None:
         self.spark_started = False
+        self._spark_connect = spark_connect
         self._spark_done = threading.Event()
 
     def submitting(self, command: str) -> None:
         self.spark_started = True
-        progress(f"spark-submit starting: {command.split(' ', 1)[0]}")
+        if self._spark_connect is None:
+            progress(f"spark-submit starting: {command.split(' ', 1)[0]}")
+        else:
+            progress(f"landing job starting on Spark Connect {_shown(self._spark_connect)}")
         threading.Thread(target=self._heartbeat, name="sluice-land-heartbeat", daemon=True).start()
 
     def spark_finished(self, seconds: float) -> None:
@@ -153,11 +183,12 @@ def _print_plan(
     infos: list[CheckpointInfo],
     mode: Any,
     as_json: bool,
+    spark_connect: str | None = None,
 ) -> int:
     """What a landing would do; nothing changed (no archive written, no checkpoint failed)."""
     ids = [info.checkpoint_id for info in infos]
     spec = operations.landing_job(ids, "sluice-land-dry-run", mode, dry_run=True) if ids else None
-    command = operations.spark_submit_command(spec) if spec is not None else None
+    command = operations.spark_submit_command(spec, spark_connect) if spec is not None else None
     if as_json:
         print_json(
             {
@@ -165,7 +196,10 @@ def _print_plan(
                 "mode": mode.value,
                 "checkpoints": [checkpoint_json(info) for info in infos],
                 "bytes": sum(info.byte_count for info in infos),
-                "spark_submit": command,
+                "spark_submit": command if spark_connect is None else None,
+                "spark_connect": None
+                if spark_connect is None
+                else {"url": _shown(spark_connect), "command": command},
             }
         )
         return ExitCode.OK
@@ -175,5 +209,8 @@ def _print_plan(
     print(f"would land in one Spark job ({mode.value}), {sum(i.byte_count for i in infos)} bytes:")
     for info in infos:
         print(checkpoint_line(info, indent="  "))
-    print(f"spark-submit command:\n  {command}")
+    if spark_connect is None:
+        print(f"spark-submit command:\n  {command}")
+    else:
+        print(f"on Spark Connect {_shown(spark_connect)}, the job's driver:\n  {command}")
     return ExitCode.OK

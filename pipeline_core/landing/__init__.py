@@ -1,5 +1,13 @@
-"""Landing sealed checkpoints into the lake: the spark-submit spec of the landing job."""
+"""Landing sealed checkpoints into the lake: the spark-submit spec of the landing job, and
+running it on a Spark Connect server instead."""
 
+from pipeline_core.landing._connect import (
+    SPARK_CONNECT_CONN_TYPE,
+    SPARK_CONNECT_URL_ENV,
+    JobSubmitter,
+    SparkConnectSubmitter,
+    spark_connect_command,
+)
 from pipeline_core.landing._spec import (
     LANDING_APPLICATION,
     METASTORE_URL_ENV,
@@ -14,10 +22,15 @@ from pipeline_core.landing._spec import (
 __all__ = [
     "LANDING_APPLICATION",
     "METASTORE_URL_ENV",
+    "SPARK_CONNECT_CONN_TYPE",
+    "SPARK_CONNECT_URL_ENV",
+    "JobSubmitter",
     "LandingInput",
+    "SparkConnectSubmitter",
     "SparkJobSpec",
     "checkpoint_location",
     "landing_job_spec",
+    "spark_connect_command",
     "spark_jobs_archive",
     "spark_submit_binary",
 ]

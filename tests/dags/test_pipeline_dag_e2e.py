@@ -23,6 +23,7 @@ what landed.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from datetime import datetime, timedelta, timezone
@@ -34,6 +35,7 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.models.asset import AssetEvent, AssetModel
 from airflow.models.dagrun import DagRun
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import DAG
 from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
@@ -249,3 +251,33 @@ def test_two_runs_land_every_line_once_across_rotations(
     assert [info.checkpoint_id for info in operations.status().checkpoints][-1] == (
         orphan.checkpoint_id
     )
+
+
+@pytest.mark.spark
+def test_a_run_lands_on_spark_connect_when_spark_default_is_of_that_type(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_home: Path,
+    metastore_url: str,
+    spark_connect_url: str,
+) -> None:
+    write_config(tmp_path, metastore_url)
+    log = tmp_path / "logs" / "access.log"
+    log.parent.mkdir()
+    monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(tmp_path / "pipelines"))
+    connection = {"conn_type": "spark_connect", "host": spark_connect_url}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(connection))
+    monkeypatch.setattr(SparkSubmitHook, "submit", lambda *a, **k: pytest.fail("spark-submit"))
+    dag = DagBag(dag_folder=REPO_ROOT / "dags").dags["sluice_web_access"]
+    assert isinstance(dag, DAG)
+    append(log, [nginx_line(i) for i in range(50)] + [MALFORMED[0]])
+
+    run = run_dag(dag)
+
+    landed = committed(run)
+    assert (landed["lines"], landed["rows"], landed["rejects"]) == (51, 50, 1)
+    assert landed["landing"]["rows"] == {"access": 50}
+    lake = lake_location(load_pipeline_config(tmp_path / "pipelines" / "web_access.yaml"))
+    rows = lake_rows(lake)
+    assert markers(rows.to_pylist()) == list(range(50))
+    assert len(set(rows.column("event_id").to_pylist())) == 50

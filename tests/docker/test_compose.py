@@ -233,6 +233,24 @@ def test_spark_connection_names_the_master_the_worker_joins(
     assert "deploy-mode" not in connection.get("extra", {})
 
 
+def test_the_commented_spark_connect_connection_reaches_the_warm_server(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    [line] = [line for line in COMPOSE_FILE.read_text().splitlines() if '"spark_connect"' in line]
+    value = line.split("AIRFLOW_CONN_SPARK_DEFAULT:", 1)[1].strip().strip("'")
+    connect = services["spark-connect"]
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", value)
+
+    url = SparkConnectHook(conn_id="spark_default").get_connection_url()
+
+    port = connect["environment"]["SPARK_CONNECT_PORT"]
+    assert url == f"sc://{connect['hostname']}:{port}/"
+    assert connect["image"] == services["spark-master"]["image"]
+    assert connect["command"] == ["connect"]
+
+
 def test_tasks_reach_the_api_server_and_databases_exist(
     services: dict[str, dict[str, Any]],
 ) -> None:
@@ -260,7 +278,7 @@ def test_every_sluice_process_sees_the_pipeline_and_the_shared_data(
     pipelines = sorted((DOCKER / "pipelines").glob("*.yaml"))
     assert pipelines
     configs = [load_pipeline_config(path) for path in pipelines]
-    for name in ("collector", "airflow-scheduler", "spark-worker"):
+    for name in ("collector", "airflow-scheduler", "spark-worker", "spark-connect"):
         volumes = mounts(services[name])
         for config in configs:
             for directory in (config.staging_dir, config.lake_dir):

@@ -21,7 +21,13 @@ SHELL_SCRIPTS = (
     DOCKER / "spark-node.sh",
     *(
         REPO_ROOT / "scripts" / name
-        for name in ("spark-standalone.sh", "postgres.sh", "browser.sh", "rotation-tools.sh")
+        for name in (
+            "spark-standalone.sh",
+            "spark-connect.sh",
+            "postgres.sh",
+            "browser.sh",
+            "rotation-tools.sh",
+        )
     ),
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 from spark_jobs.landing import CheckpointInput, Landing
-from tests.support.staging import write_batch
+from tests.support.staging import line_offsets, write_batch
 
 PIPELINE = "web_access"
 ACCESS = [
@@ -32,6 +32,8 @@ APP = [
 ]
 MISC = [b"free text", b"\xfe\xff"]
 LINES_PER_HOST = len(ACCESS) + len(APP) + len(MISC)
+STAGED = {"access": (ACCESS, "aaaa"), "app": (APP, "bbbb"), "misc": (MISC, "cccc")}
+"""The lines ``stage`` writes per source, and the end of their files' fingerprints."""
 
 
 def stage(staging: Path, checkpoint_id: int, hosts: tuple[str, ...] = ("web-1", "web-2")) -> Path:
@@ -81,3 +83,14 @@ def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path
     edit(manifest)
     path.write_text(json.dumps(manifest))
     return path
+
+
+def staged_event_ids(checkpoint_id: int, hosts: dict[str, int]) -> set[tuple[int, str]]:
+    """``(checkpoint_id, event_id)`` of every line ``stage`` wrote for ``hosts`` (each host
+    with its position in the hosts it was staged with)."""
+    return {
+        (checkpoint_id, f"{number:04x}00000000{suffix}:{offset}")
+        for number in hosts.values()
+        for lines, suffix in STAGED.values()
+        for offset in line_offsets(lines, 1000 * checkpoint_id)
+    }

@@ -261,5 +261,6 @@ def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
     assert [name for name, _ in modules] == [
         "spark_jobs",
         "spark_jobs.part_files",
+        "spark_jobs.session",
         "spark_jobs.staging",
     ]

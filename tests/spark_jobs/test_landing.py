@@ -39,7 +39,6 @@ from spark_jobs.landing import (
 from spark_jobs.verification import PartChecksumError, PartSizeError, verify_parts
 from tests.spark_jobs.support import (
     ACCESS,
-    APP,
     LINES_PER_HOST,
     MISC,
     PIPELINE,
@@ -47,6 +46,7 @@ from tests.spark_jobs.support import (
     edit_manifest,
     landing,
     stage,
+    staged_event_ids,
 )
 from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
 from tests.support.staging import (
@@ -60,8 +60,6 @@ from tests.support.staging import (
 
 SOURCES = ("access", "app", "misc")
 TABLES = (*SOURCES, "_rejects")
-STAGED = {"access": (ACCESS, "aaaa"), "app": (APP, "bbbb"), "misc": (MISC, "cccc")}
-"""The lines ``stage`` writes per source, and the end of their files' fingerprints."""
 
 
 def table_files(lake: LakeLocation, table: str) -> set[str]:
@@ -88,17 +86,6 @@ def rows_by_checkpoint(lake: LakeLocation, table: str) -> dict[int, int]:
 
 def event_ids(lake: LakeLocation, table: str, checkpoint_id: int) -> list[str]:
     return sorted(table_rows(lake, table, checkpoint_id).column("event_id").to_pylist())
-
-
-def staged_event_ids(checkpoint_id: int, hosts: dict[str, int]) -> set[tuple[int, str]]:
-    """``(checkpoint_id, event_id)`` of every line ``stage`` wrote for ``hosts`` (each host
-    with its position in the hosts it was staged with)."""
-    return {
-        (checkpoint_id, f"{number:04x}00000000{suffix}:{offset}")
-        for number in hosts.values()
-        for lines, suffix in STAGED.values()
-        for offset in line_offsets(lines, 1000 * checkpoint_id)
-    }
 
 
 @pytest.mark.spark

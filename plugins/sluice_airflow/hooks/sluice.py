@@ -180,6 +180,23 @@ class SluiceHook(BaseHook):
         except CheckpointFailedError as exc:
             raise AirflowFailException(str(exc)) from exc
 
+    def spark_connect_url(self, spark_conn_id: str) -> str | None:
+        """The ``sc://`` URL of the Spark connection ``spark_conn_id`` when it is of type
+        ``spark_connect`` (the provider's ``SparkConnectHook`` builds it, with its user id,
+        token and SSL setting): the landing then runs on that Spark Connect server. None when
+        the connection is of another type, or missing: the landing is a spark-submit."""
+        from pipeline_core.landing import SPARK_CONNECT_CONN_TYPE
+
+        try:
+            connection = self.get_connection(spark_conn_id)
+        except AirflowNotFoundException:
+            return None
+        if (connection.conn_type or "").lower() != SPARK_CONNECT_CONN_TYPE:
+            return None
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        return SparkConnectHook(conn_id=spark_conn_id).get_connection_url()
+
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         """Mark landed checkpoints committed, with what the lake tables hold of them."""
         return self.operations.commit(checkpoint_ids)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk import Context
 
-    from pipeline_core.landing import SparkJobSpec
+    from pipeline_core.landing import JobSubmitter, SparkConnectSubmitter, SparkJobSpec
     from pipeline_core.runs import RunPlan
 
 CHECKPOINT_DIR_KEY = "checkpoint_dir"
@@ -154,6 +154,12 @@ class LandCheckpointOperator(BaseOperator):
     and no ``spark_binary`` is given, the one installed beside the running Python (the
     virtualenv's pyspark) is used.
 
+    When the ``conn_id`` connection is of type ``spark_connect`` (the Spark provider's
+    ``SparkConnectHook``), the same job runs on that warm Spark Connect server instead
+    (``pipeline_core.landing.SparkConnectSubmitter``: its driver is a child process of the task,
+    with the pipeline's environment and ``env_vars``); ``conf``, ``spark_binary`` and
+    ``spark_submit_kwargs`` are spark-submit's and do not apply (the server has its settings).
+
     Nothing is carried between attempts: every execution (a retry, a cleared task) asks the
     lake tables again. Normal runs leave out checkpoints a table holds already, so a retry
     after a landing that committed never lands it twice, and one that did not commit lands it
@@ -168,7 +174,7 @@ class LandCheckpointOperator(BaseOperator):
     :param checkpoint_id: the sealed checkpoint, usually
         ``"{{ ti.xcom_pull(task_ids='request_checkpoint') }}"``; or a list of them. (templated)
     :param conn_id: the Spark connection (``spark_default``: ``local[*]`` unless it says
-        otherwise).
+        otherwise; of type ``spark_connect``, the Spark Connect server to land on).
     :param conf: Spark properties laid over the pipeline's. (templated)
     :param env_vars: environment of spark-submit, laid over the pipeline's. (templated)
     :param spark_binary: the spark-submit command; default as described above.
@@ -199,7 +205,7 @@ class LandCheckpointOperator(BaseOperator):
         self.env_vars = env_vars
         self.spark_binary = spark_binary
         self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
-        self._submitting: SparkSubmitHook | None = None
+        self._submitting: JobSubmitter | None = None
 
     def execute(self, context: Context) -> None:
         from pipeline_core.lake import LandingMode
@@ -210,22 +216,27 @@ class LandCheckpointOperator(BaseOperator):
             return
         plan = run_plan(context)
         mode = LandingMode.REPLACE if plan.replaces_landed else LandingMode.APPEND
-        spec = SluiceHook(config_path=self.config_path).landing_job(
-            checkpoint_ids, landing_id=str(context["run_id"]), mode=mode
-        )
+        hook = SluiceHook(config_path=self.config_path)
+        spec = hook.landing_job(checkpoint_ids, landing_id=str(context["run_id"]), mode=mode)
         if spec is None:
             self.log.info("Nothing left to land of checkpoints %s", checkpoint_ids)
             return
+        url = hook.spark_connect_url(self.conn_id)
+        where = "in one Spark application" if url is None else "on Spark Connect"
         self.log.info(
-            "Landing checkpoints %s in one Spark application (%s): %s %s",
+            "Landing checkpoints %s %s (%s): %s %s",
             checkpoint_ids,
+            where,
             mode.value,
             spec.application,
             spec.application_args,
         )
-        self._submitting = self.submit_hook(spec)
+        submitter: JobSubmitter = (
+            self.submit_hook(spec) if url is None else self.connect_job(spec, url)
+        )
+        self._submitting = submitter
         try:
-            self._submitting.submit(spec.application)
+            submitter.submit(spec.application)
         finally:
             self._submitting = None
 
@@ -245,6 +256,19 @@ class LandCheckpointOperator(BaseOperator):
             **self.spark_submit_kwargs,
         }
         return SparkSubmitHook(**arguments)
+
+    def connect_job(self, spec: SparkJobSpec, url: str) -> SparkConnectSubmitter:
+        """The landing job on the Spark Connect server at ``url``: the pipeline's spec with
+        this operator's ``env_vars``."""
+        from pipeline_core.landing import SparkConnectSubmitter
+
+        if self.conf or self.spark_binary or self.spark_submit_kwargs:
+            self.log.warning(
+                "conf, spark_binary and spark_submit_kwargs are spark-submit's: on Spark "
+                "Connect they do not apply (the server has its own settings)"
+            )
+        env = {key: str(value) for key, value in (self.env_vars or {}).items()}
+        return SparkConnectSubmitter(spec, url, env_vars=env, logger=self.log)
 
     def on_kill(self) -> None:
         if self._submitting is not None:

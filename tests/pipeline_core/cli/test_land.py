@@ -17,7 +17,7 @@ import pytest
 
 from pipeline_core.cli import ExitCode, main
 from pipeline_core.metastore import CheckpointState, Metastore
-from tests.pipeline_core.cli.support import no_traceback, sluice_env, start_sluice
+from tests.pipeline_core.cli.support import no_traceback, sluice, sluice_env, start_sluice
 from tests.support.faults import wait_until
 from tests.support.pipelines import append, write_config
 
@@ -239,3 +239,50 @@ def spark_submits_of(tmp_path: Path) -> list[int]:
         if str(tmp_path) in command and "spark" in command:
             found.append(int(entry.name))
     return found
+
+
+@pytest.mark.timeout(60)
+def test_should_plan_a_landing_on_spark_connect_without_showing_its_token(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = two_sealed_checkpoints(tmp_path, metastore_url)
+    url = "sc://spark-connect:15002/;token=s3cret"
+    capsys.readouterr()
+
+    assert main(["land", str(path), "--dry-run", "--spark-connect", url]) == ExitCode.OK
+    text = capsys.readouterr().out
+    assert main(["land", str(path), "--dry-run", "--json", "--spark-connect", url]) == 0
+    plan = json.loads(capsys.readouterr().out)
+
+    assert "on Spark Connect sc://spark-connect:15002, the job's driver:" in text
+    assert plan["spark_submit"] is None
+    assert plan["spark_connect"]["url"] == "sc://spark-connect:15002"
+    assert "--spark-connect" in plan["spark_connect"]["command"]
+    assert "s3cret" not in text + json.dumps(plan)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_should_land_on_the_spark_connect_server_the_environment_names(
+    tmp_path: Path, metastore_url: str, spark_connect_url: str
+) -> None:
+    path = sealed_raw_checkpoint(tmp_path, metastore_url)
+
+    done = sluice(
+        "land", str(path), "--json", timeout=280, SLUICE_SPARK_CONNECT_URL=spark_connect_url
+    )
+
+    assert done.returncode == ExitCode.OK, done.stderr
+    phases = [
+        "landing checkpoint 1 (50 lines,",
+        f"landing job starting on Spark Connect {spark_connect_url}",
+        "Spark finished in",
+        "committed 1 checkpoint",
+    ]
+    positions = [done.stderr.find(phase) for phase in phases]
+    assert -1 not in positions and positions == sorted(positions), done.stderr
+    assert "spark-submit" not in done.stderr
+    [landed] = json.loads(done.stdout)["landed"]
+    assert (landed["checkpoint_id"], landed["state"]) == (1, "committed")
+    assert checkpoint_states(metastore_url) == [CheckpointState.COMMITTED]

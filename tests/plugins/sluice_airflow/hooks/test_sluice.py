@@ -319,3 +319,20 @@ def test_connections_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.Mon
     hook = SluiceHook(config_path=config, lake_conn_id=None, metastore_conn_id=None)
 
     assert hook.lake_dir() == tmp_path / "data" / "lake"
+
+
+def test_a_spark_connect_connection_gives_the_url_to_land_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    set_connection(
+        monkeypatch, "spark_warm", conn_type="spark_connect", host="spark-connect", port=15002,
+        login="sluice", password="s3cret",
+    )  # fmt: skip
+    set_connection(monkeypatch, "spark_cluster", conn_type="spark", host="spark://m", port=7077)
+    hook = SluiceHook(config_path="/unused.yaml")
+
+    assert hook.spark_connect_url("spark_warm") == (
+        "sc://spark-connect:15002/;user_id=sluice;token=s3cret"
+    )
+    assert hook.spark_connect_url("spark_cluster") is None
+    assert hook.spark_connect_url("spark_missing") is None

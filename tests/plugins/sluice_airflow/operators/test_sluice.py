@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,9 +26,10 @@ from sluice_airflow.operators.sluice import (
 )
 from sluice_airflow.pipeline_configs import lake_asset, lake_interval_asset
 
+from pipeline_core.config import load_pipeline_config
 from pipeline_core.errors import CollectorBusyError
-from pipeline_core.lake import LandingMode
-from pipeline_core.operations import CheckpointState
+from pipeline_core.lake import LandingMode, lake_location
+from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.runs import RunMode as PlannedMode
 from pipeline_core.runs import plan_run
 from tests.support.fake_pipeline import (
@@ -37,6 +39,8 @@ from tests.support.fake_pipeline import (
     FakeTaskInstance,
     make_context,
 )
+from tests.support.lake import table_rows
+from tests.support.pipelines import append, write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
 LANDING = {
@@ -609,3 +613,71 @@ def test_land_of_an_empty_list_submits_nothing(
 
     assert submitted == []
     assert fake_pipeline.calls == []
+
+
+# --- LandCheckpointOperator on Spark Connect (a real server, a real pipeline) -----------------
+
+
+def sealed_pipeline(tmp_path: Path, metastore_url: str, lines: int) -> tuple[Path, int]:
+    """A pipeline whose log holds ``lines`` nginx lines, collected and sealed once: its config
+    and the sealed checkpoint."""
+    config = write_config(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", *(nginx_line(i) for i in range(lines)))
+    [sealed] = PipelineOperations(config).collect_once().sealed
+    return config, sealed.checkpoint_id
+
+
+def nginx_line(i: int) -> bytes:
+    return (
+        f'10.0.0.{i % 250 + 1} - - [22/Nov/2026:10:00:{i % 60:02d} +0000] "GET /item/{i} '
+        f'HTTP/1.1" 200 {i} "-" "sluice-test/1.0"'
+    ).encode()
+
+
+def set_connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+
+
+def no_spark_submit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any spark-submit fails: what lands went through Spark Connect."""
+    monkeypatch.setattr(SparkSubmitHook, "submit", lambda *args, **kwargs: pytest.fail("submit"))
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_land_runs_on_spark_connect_when_the_connection_is_of_that_type(
+    spark_connect_url: str, metastore_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, checkpoint_id = sealed_pipeline(tmp_path, metastore_url, 200)
+    host, port = spark_connect_url.removeprefix("sc://").rsplit(":", 1)
+    set_connection(monkeypatch, "spark_warm", conn_type="spark_connect", host=host, port=int(port))
+    no_spark_submit(monkeypatch)
+    operator = LandCheckpointOperator(
+        task_id="land", config_path=str(config), checkpoint_id=checkpoint_id, conn_id="spark_warm"
+    )
+
+    operator.execute(make_context(run_id="scheduled__1"))
+
+    [committed] = PipelineOperations(config).commit([checkpoint_id])  # checks the lake's lines
+    assert committed.line_count == 200
+    assert committed.landing is not None
+    assert committed.landing["rows"] == {"access": 200}
+    lake = lake_location(load_pipeline_config(config))
+    event_ids = table_rows(lake, "access").column("event_id").to_pylist()
+    assert len(set(event_ids)) == 200
+
+
+def test_land_submits_with_spark_submit_when_the_connection_is_of_another_type(
+    fake_pipeline: FakePipeline, submitted: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_pipeline.add_checkpoint(CheckpointState.SEALED)
+    set_connection(monkeypatch, "spark_cluster", conn_type="spark", host="spark://m:7077")
+    operator = LandCheckpointOperator(
+        task_id="land", config_path=CONFIG, checkpoint_id=1, conn_id="spark_cluster"
+    )
+
+    operator.execute(make_context())
+
+    [job] = submitted
+    assert job["master"] == "spark://m:7077"

@@ -1,0 +1,95 @@
+"""spark_jobs.connect: the landing job's sessions on a real Spark Connect server.
+
+Each test's client runs in a child process (``run_connect_client``): the suite's own process
+holds the classic SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.connect import _with_session_id, landing_session_id
+from tests.support.spark_connect import run_connect_client
+
+CLIENT = """
+import json
+import pyarrow as pa
+from spark_jobs.connect import close_session, connect_session
+
+url, first, second = {url!r}, {first!r}, {second!r}
+
+
+def probe(spark):
+    # What the server's Python workers import of the session's archive.
+    def read(batches):
+        import sluice_probe
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pylist([{{"value": sluice_probe.VALUE}}])
+
+    return spark.range(1).mapInArrow(read, "value long").first()["value"]
+
+
+seen = []
+for name, archive in [("a", first), ("b", first), ("c", second)]:
+    spark = connect_session(url, name, [archive])
+    seen.append([spark.session_id, probe(spark), spark.conf.get("spark.sql.session.timeZone")])
+    close_session(spark)
+spark = connect_session(url, "d", [second])
+spark.stop()  # releases the session: the server closes it for good
+spark = connect_session(url, "e", [second])
+seen.append([spark.session_id, probe(spark), spark.conf.get("spark.sql.session.timeZone")])
+close_session(spark)
+print(json.dumps(seen))
+"""
+
+
+def probe_archive(folder: Path, name: str, value: int) -> str:
+    path = folder / name
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("sluice_probe.py", f"VALUE = {value}\n")
+    return str(path)
+
+
+def test_the_session_id_is_named_by_the_archives_and_the_generation() -> None:
+    first = landing_session_id(["/data/spark/spark_jobs-aaaa.zip"])
+
+    assert first == landing_session_id(["/elsewhere/spark_jobs-aaaa.zip"])
+    assert first != landing_session_id(["/data/spark/spark_jobs-bbbb.zip"])
+    assert first != landing_session_id(["/data/spark/spark_jobs-aaaa.zip"], 1)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sc://127.0.0.1:15002", "sc://127.0.0.1:15002/;session_id=S"),
+        ("sc://db:15002/", "sc://db:15002/;session_id=S"),
+        ("sc://db:15002/;token=t;session_id=old", "sc://db:15002/;token=t;session_id=S"),
+    ],
+)
+def test_the_session_id_is_added_to_the_url(url: str, expected: str) -> None:
+    assert _with_session_id(url, "S") == expected
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_landings_share_a_session_per_archive_and_another_archive_gets_its_own(
+    spark_connect_url: str, tmp_path: Path
+) -> None:
+    first = probe_archive(tmp_path, "spark_jobs-1111.zip", 1)
+    second = probe_archive(tmp_path, "spark_jobs-2222.zip", 2)
+
+    code = CLIENT.format(url=spark_connect_url, first=first, second=second)
+    seen = json.loads(run_connect_client(code)[-1])
+
+    assert seen == [
+        [landing_session_id([first]), 1, "UTC"],
+        [landing_session_id([first]), 1, "UTC"],  # the same warm session
+        [landing_session_id([second]), 2, "UTC"],  # a changed archive: a session of its own
+        [landing_session_id([second], 1), 2, "UTC"],  # the next of the series, once closed
+    ]
