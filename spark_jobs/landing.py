@@ -22,9 +22,10 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
    left out (a retried landing never duplicates); in ``replace`` mode (reprocess, backfill) the
    checkpoints' rows are replaced in the same commit.
 
-The staging paths are filesystem paths seen alike by the driver and the executors (local disks,
-or a shared mount on a cluster). The only Python that runs on the executors is
-``spark_jobs.staging.read_segments``; the driver needs pyiceberg.
+The staging folders are filesystem paths seen alike by the driver and the executors (local
+disks, or a shared mount on a cluster), or an object store's URLs read through Arrow
+filesystems (``spark_jobs.part_files``); the lake is a folder either way. The only Python that
+runs on the executors is ``spark_jobs.staging.read_segments``; the driver needs pyiceberg.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ class LandingCountError(LandingError):
 
 @dataclass(frozen=True)
 class CheckpointInput:
-    """A sealed checkpoint to land: its staging folder and the hosts whose batches the
-    metastore recorded (``None``: every batch folder)."""
+    """A sealed checkpoint to land: its staging folder (a path, or its URL in an object store)
+    and the hosts whose batches the metastore recorded (``None``: every batch folder)."""
 
     folder: str
     hosts: tuple[str, ...] | None = None
