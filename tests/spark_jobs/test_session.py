@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_jobs import session as session_module
-from spark_jobs.session import is_local, session_cores
+from spark_jobs.session import is_local, session_cores, share_environment
 
 
 class ConfiguredSession:
@@ -64,3 +64,35 @@ def test_a_cluster_without_a_default_parallelism_is_asked_through_a_range(
     monkeypatch.setattr(session_module, "_conf", lambda _, key: seen_as_cluster[key])
 
     assert session_cores(spark) == 2
+
+
+class ConnectLikeSession:
+    """A session without a SparkContext, as a Spark Connect session is."""
+
+    @property
+    def sparkContext(self) -> Any:
+        raise NotImplementedError("no SparkContext on Spark Connect")
+
+
+@pytest.mark.spark
+def test_variables_are_handed_to_the_python_workers_of_a_classic_session(
+    spark: SparkSession,
+) -> None:
+    name = "SLUICE_TEST_SHARED_VARIABLE"
+
+    assert share_environment(spark, {name: "handed"})
+
+    def read(_: Any) -> list[str | None]:
+        return [os.environ.get(name)]
+
+    try:
+        assert spark.sparkContext.parallelize([0], 1).flatMap(read).collect() == ["handed"]
+    finally:
+        spark.sparkContext.environment.pop(name, None)
+
+
+def test_a_spark_connect_session_cannot_be_handed_variables() -> None:
+    connect = cast(SparkSession, ConnectLikeSession())
+
+    assert not share_environment(connect, {"AWS_REGION": "eu-west-1"})
+    assert share_environment(connect, {})
