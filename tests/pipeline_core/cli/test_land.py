@@ -19,6 +19,7 @@ from pipeline_core.cli import ExitCode, main
 from pipeline_core.metastore import CheckpointState, Metastore
 from tests.pipeline_core.cli.support import no_traceback, sluice, sluice_env, start_sluice
 from tests.support.faults import wait_until
+from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
 
@@ -285,4 +286,42 @@ def test_should_land_on_the_spark_connect_server_the_environment_names(
     assert "spark-submit" not in done.stderr
     [landed] = json.loads(done.stdout)["landed"]
     assert (landed["checkpoint_id"], landed["state"]) == (1, "committed")
+    assert checkpoint_states(metastore_url) == [CheckpointState.COMMITTED]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_should_land_a_checkpoint_staged_in_an_object_store_from_the_store(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
+) -> None:
+    """``sluice land`` of a pipeline staging on the S3 server: the plan names the checkpoint's
+    URL and none of the store's credentials; the real command lands it (spark-submit reads the
+    parts from the store) and commits it."""
+    staging = s3_bucket.url("staging")
+    path = write_config(
+        tmp_path, metastore_url, pattern="logs/*.log", fmt="raw", handoff={"staging": staging}
+    )
+    append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(50)))
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    env = sluice_env()
+    env.pop("AIRFLOW_CONN_SPARK_DEFAULT", None)
+    script = Path(sys.executable).with_name("sluice")
+
+    plan = subprocess.run(
+        [str(script), "land", str(path), "--dry-run"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    done = subprocess.run(
+        [str(script), "land", str(path)], capture_output=True, text=True, env=env, timeout=280
+    )
+
+    assert plan.returncode == ExitCode.OK, plan.stderr
+    assert f"{staging}/web_access/00000001=test-host" in plan.stdout
+    for secret in (os.environ["AWS_SECRET_ACCESS_KEY"], os.environ["AWS_ACCESS_KEY_ID"]):
+        assert secret not in plan.stdout + plan.stderr + done.stdout + done.stderr
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert re.search(
+        r"checkpoint 1 committed: 50 lines, \d+ bytes, batch 1, landed 50 rows", done.stdout
+    )
     assert checkpoint_states(metastore_url) == [CheckpointState.COMMITTED]
