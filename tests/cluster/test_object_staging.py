@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,21 +78,36 @@ def holds_lease(metastore: Metastore, host: str) -> bool:
     return metastore.lease_holder(PIPELINE, host) is not None
 
 
-@pytest.mark.timeout(600)
-def test_two_hosts_without_a_shared_folder_seal_one_checkpoint_into_one_prefix(
-    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
-) -> None:
+@contextmanager
+def collecting_hosts(
+    root: Path, metastore_url: str, bucket: S3Bucket, written: dict[str, list[bytes]]
+) -> Iterator[Metastore]:
+    """A ``sluice collect`` process per host of :data:`HOSTS` (``written[host]`` appended to
+    its log first), each holding its lease; stopped on exit (SIGTERM: each seals what it read,
+    uploads it, then exits). Yields the metastore."""
     Metastore.open(metastore_url).close()  # migrated once before two processes open it
-    configs = {host: host_config(tmp_path, host, metastore_url, s3_bucket) for host in HOSTS}
-    written = {host: host_lines(host, range(20_000)) for host in HOSTS}
+    configs = {host: host_config(root, host, metastore_url, bucket) for host in HOSTS}
     for host in HOSTS:
-        append(tmp_path / host / "logs" / "access.log", *written[host])
-    collectors = [CollectorProcess(configs[h], tmp_path / h / "collector.log") for h in HOSTS]
+        append(root / host / "logs" / "access.log", *written[host])
+    collectors = [CollectorProcess(configs[h], root / h / "collector.log") for h in HOSTS]
     metastore = Metastore.open(metastore_url)
     try:
         for collector in collectors:
             collector.start()
         wait_until(lambda: all(holds_lease(metastore, h) for h in HOSTS), START_TIMEOUT, "leases")
+        yield metastore
+    finally:
+        for collector in collectors:
+            collector.stop()
+        metastore.close()
+
+
+@pytest.mark.timeout(600)
+def test_two_hosts_without_a_shared_folder_seal_one_checkpoint_into_one_prefix(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
+) -> None:
+    written = {host: host_lines(host, range(20_000)) for host in HOSTS}
+    with collecting_hosts(tmp_path, metastore_url, s3_bucket, written) as metastore:
         checkpoint = request_and_wait(metastore, "run-1")
 
         batches = {batch.host: batch for batch in metastore.batches(checkpoint)}
@@ -109,10 +126,6 @@ def test_two_hosts_without_a_shared_folder_seal_one_checkpoint_into_one_prefix(
             START_TIMEOUT,
             "the new lines read",
         )
-    finally:
-        for collector in collectors:
-            collector.stop()  # SIGTERM: each seals what it read, uploads it, then exits
-        metastore.close()
 
     lines = recorded_remote_lines(metastore_url, PIPELINE)
     for host in HOSTS:
@@ -151,27 +164,14 @@ def landing_config(root: Path, metastore_url: str, bucket: S3Bucket) -> Path:
 def test_two_hosts_without_a_shared_folder_land_every_line_exactly_once_through_the_store(
     tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
 ) -> None:
-    Metastore.open(metastore_url).close()
-    configs = {host: host_config(tmp_path, host, metastore_url, s3_bucket) for host in HOSTS}
     written = {host: host_lines(host, range(30_000)) for host in HOSTS}
-    for host in HOSTS:
-        append(tmp_path / host / "logs" / "access.log", *written[host])
-    collectors = [CollectorProcess(configs[h], tmp_path / h / "collector.log") for h in HOSTS]
-    metastore = Metastore.open(metastore_url)
-    try:
-        for collector in collectors:
-            collector.start()
-        wait_until(lambda: all(holds_lease(metastore, h) for h in HOSTS), START_TIMEOUT, "leases")
+    with collecting_hosts(tmp_path, metastore_url, s3_bucket, written) as metastore:
         wait_until(
             lambda: all(read_everything(tmp_path / h / "data", 30_000) for h in HOSTS),
             START_TIMEOUT,
             "every line read",
         )
         checkpoint = request_and_wait(metastore, "run-1")
-    finally:
-        for collector in collectors:
-            collector.stop()
-        metastore.close()
     operations = PipelineOperations(landing_config(tmp_path, metastore_url, s3_bucket))
 
     (landed,) = operations.land([checkpoint], landing_id="run-1")  # spark-submit, as `sluice land`
