@@ -18,7 +18,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from pipeline_core.config import load_pipeline_config
+from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.storage import StorageScheme
 from tests.docker.dockerfile import DockerIgnore, parse_dockerfile
 from tests.support.airflow_env import REPO_ROOT
 
@@ -29,6 +30,16 @@ AIRFLOW_SERVICES = (
     "airflow-scheduler",
     "airflow-dag-processor",
     "airflow-triggerer",
+)
+OBJECT_STORE = "object-store"
+STORE_USERS = ("collector", "airflow-init", *AIRFLOW_SERVICES, "spark-worker", "spark-connect")
+"""Every service that writes or reads the staging (or validates it)."""
+STORE_VARIABLES = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
 )
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
 
@@ -111,6 +122,7 @@ def test_the_file_parses_with_the_stack_it_promises(services: dict[str, dict[str
         "spark-master",
         "spark-worker",
         "collector",
+        "object-store",
     }
     assert expected <= set(services)
     commands = {name: services[name].get("command") for name in AIRFLOW_SERVICES}
@@ -275,17 +287,16 @@ def test_tasks_reach_the_api_server_and_databases_exist(
 def test_every_sluice_process_sees_the_pipeline_and_the_shared_data(
     services: dict[str, dict[str, Any]],
 ) -> None:
-    pipelines = sorted((DOCKER / "pipelines").glob("*.yaml"))
-    assert pipelines
-    configs = [load_pipeline_config(path) for path in pipelines]
-    for name in ("collector", "airflow-scheduler", "spark-worker", "spark-connect"):
+    """The lake is still a folder: the Airflow services (the land task is the Spark driver),
+    the Spark worker and the Spark Connect server mount it from one volume at one path."""
+    configs = pipeline_configs()
+    for name in ("airflow-scheduler", "spark-worker", "spark-connect"):
         volumes = mounts(services[name])
         for config in configs:
-            for directory in (config.staging_dir, config.lake_dir):
-                assert any(
-                    str(directory).startswith(target) and source == "sluice-data"
-                    for target, source in volumes.items()
-                ), f"{name} does not mount {directory} from the shared volume"
+            assert any(
+                str(config.lake_dir).startswith(target) and source == "sluice-data"
+                for target, source in volumes.items()
+            ), f"{name} does not mount {config.lake_dir} from the shared volume"
     for name in ("collector", *AIRFLOW_SERVICES):
         volumes = mounts(services[name])
         assert volumes.get("/etc/sluice/pipelines") == "./pipelines", name
@@ -296,9 +307,130 @@ def test_every_sluice_process_sees_the_pipeline_and_the_shared_data(
                     assert any(pattern.startswith(target + "/") for target in volumes), (
                         f"{name} cannot see {pattern}"
                     )
-    for path in pipelines:
+    for path in pipeline_files():
         # A container's hostname changes when it is re-created: the host is set explicitly.
         assert yaml.safe_load(path.read_text())["collector"]["host"], path
+
+
+def pipeline_files() -> list[Path]:
+    found = sorted((DOCKER / "pipelines").glob("*.yaml"))
+    assert found
+    return found
+
+
+def pipeline_configs() -> list[PipelineConfig]:
+    return [load_pipeline_config(path) for path in pipeline_files()]
+
+
+def named_volume_users(services: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+    """Named volume -> the services mounting it."""
+    users: dict[str, set[str]] = {}
+    for name, service in services.items():
+        for source in mounts(service).values():
+            if not source.startswith((".", "/")):
+                users.setdefault(source, set()).add(name)
+    return users
+
+
+def test_staging_is_the_bucket_of_the_object_store(services: dict[str, dict[str, Any]]) -> None:
+    store = services[OBJECT_STORE]
+    bucket_check = " ".join(store["healthcheck"]["test"])
+    script = "\n".join(store["command"])
+    for config in pipeline_configs():
+        location = config.staging_location
+        assert location.scheme is StorageScheme.S3, location
+        bucket = urlsplit(location.url).netloc
+        # Created by the store's own start-up (every start: the server keeps objects in
+        # memory), and healthy only once it exists.
+        assert f'bucket = "{bucket}"' in script and "create_bucket(Bucket=bucket)" in script
+        assert f"/{bucket}'" in bucket_check
+    assert "moto_server -H 0.0.0.0 -p 5000" in script and 'wait "$$server"' in script
+
+
+def test_the_store_is_the_server_the_tests_run(services: dict[str, dict[str, Any]]) -> None:
+    """moto's own image at the version requirements-dev.txt pins for the test suite."""
+    pin = re.search(
+        r"^moto\[server\]==(\S+)", (REPO_ROOT / "requirements-dev.txt").read_text(), re.MULTILINE
+    )
+    assert pin, "requirements-dev.txt pins no moto[server]"
+    assert services[OBJECT_STORE]["image"] == f"motoserver/moto:{pin.group(1)}"
+
+
+def test_the_store_endpoint_and_credentials_reach_every_staging_reader_by_environment(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    for name in STORE_USERS:
+        env = environment(services[name])
+        for variable in STORE_VARIABLES:
+            assert env.get(variable), f"{name} lacks {variable}"
+        endpoint = urlsplit(env["AWS_ENDPOINT_URL"])
+        assert endpoint.hostname == OBJECT_STORE == services[OBJECT_STORE]["hostname"], name
+        assert f"-p {endpoint.port}" in "\n".join(services[OBJECT_STORE]["command"])
+        # From the env file, never written into the compose file itself.
+        declared = services[name].get("environment") or {}
+        assert not set(declared) & set(STORE_VARIABLES), name
+        assert DOCKER / "object-store.env" in env_files(services[name]), name
+    for name in ("collector", "airflow-init", *AIRFLOW_SERVICES):
+        assert services[name]["depends_on"][OBJECT_STORE] == {"condition": "service_healthy"}
+
+
+def test_no_credential_is_in_any_yaml_file(services: dict[str, dict[str, Any]]) -> None:
+    """The store's keys live in object-store.env (the containers' environment) only: not in
+    the compose file, not in a pipeline file (which names only ``s3://bucket/prefix``)."""
+    env = environment(services["collector"])
+    secrets = [env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]]
+    for path in [COMPOSE_FILE, *pipeline_files()]:
+        text = path.read_text()
+        for secret in secrets:
+            assert secret not in text, f"{path.name} holds a store credential"
+        assert "AWS_SECRET_ACCESS_KEY" not in text and "AWS_ACCESS_KEY_ID" not in text, path
+    for config in pipeline_configs():
+        assert "@" not in urlsplit(config.staging_location.url).netloc
+        assert "?" not in config.staging_location.url
+
+
+def test_the_collector_shares_no_volume_and_spools_in_its_own(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """A log host needs the metastore and the store, no shared folder: every volume the
+    collector writes is its own; the only other one is the tailed log folder (read-only)."""
+    collector = services["collector"]
+    users = named_volume_users(services)
+    volumes = mounts(collector)
+    writable = {
+        target
+        for target, source in volumes.items()
+        if not source.startswith((".", "/"))
+        and not any(
+            spec == f"{source}:{target}:ro"
+            for spec in collector["volumes"]
+            if isinstance(spec, str)
+        )
+    }
+    assert writable, "the collector has no volume of its own for its spool"
+    for target in writable:
+        assert users[volumes[target]] == {"collector"}, f"{volumes[target]} is shared"
+    assert users[volumes["/logs"]] - {"collector"}  # the log folder it tails: read-only
+    assert "sluice-data" not in volumes.values()
+    for config in pipeline_configs():
+        assert any(str(config.seal_dir).startswith(target + "/") for target in writable), (
+            f"the spool {config.seal_dir} is not on the collector's own volume"
+        )
+        assert any(str(config.data_dir).startswith(target) for target in writable)
+
+
+def test_airflow_init_validates_the_pipeline_against_the_store(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """``sluice validate`` writes and deletes a probe object in the staging bucket: run after
+    the schema's migration, before anything else starts."""
+    init = services["airflow-init"]["command"][-1]
+    upgrade = init.index("python -m pipeline_core db upgrade /etc/sluice/pipelines")
+    validate = init.index("python -m pipeline_core validate /etc/sluice/pipelines")
+    assert upgrade < validate
+    assert "set -euo pipefail" in init
+    assert "/data/staging" not in init
+    assert DOCKER / "object-store.env" in env_files(services["airflow-init"])
 
 
 def test_the_collector_has_time_to_seal_on_stop(services: dict[str, dict[str, Any]]) -> None:
