@@ -13,7 +13,8 @@ This module is also a small program, run from the repository root::
 
 ``write-logs`` appends unique nginx lines to ``FOLDER/access.log`` at a steady pace, rotating
 it by rename (logrotate ``create``) and by copytruncate in turn; ``crash-at`` collects once
-and SIGKILLs itself at one of the sealing steps (:class:`SealCrashPoint`).
+and SIGKILLs itself at one of the sealing steps (:class:`SealCrashPoint`) or of the upload
+steps of a pipeline staging into an object store (:class:`UploadCrashPoint`).
 """
 
 from __future__ import annotations
@@ -468,10 +469,104 @@ def install_crash(point: SealCrashPoint) -> None:
     FileRepository.save = save_files_hook  # type: ignore[method-assign]
 
 
+# -- crash points in uploads ----------------------------------------------------------------------
+
+
+class UploadCrashPoint(StrEnum):
+    """Where a collector staging into an object store dies, in the order of an upload's steps.
+
+    The handoff sink seals the batch into the spool (``<spool>/<pipeline>/<N:08d>/<host>``,
+    parts and ``_manifest.json``) and the barrier passes to the mailbox thread, which submits
+    the batch to the upload thread (``UploadWorker``). That thread saves the seal record
+    (``_seal_record.json``, the files' offsets at the barrier) beside the manifest, then
+    ``upload_sealed_batch`` deletes a manifest left in the store by an earlier attempt, stores
+    each part (checked), deletes strays and stores the manifest last; the thread mails the
+    URL to the mailbox thread, which records batch and offsets in one metastore transaction
+    (``Metastore.seal``) and then has the upload thread delete the spooled copy.
+    """
+
+    SEALED_IN_SPOOL = "sealed-in-spool"
+    """The batch is sealed in the spool; no seal record yet, nothing stored."""
+    RECORD_SAVED = "seal-record-saved"
+    """The seal record is saved; no part stored yet."""
+    SOME_PARTS_STORED = "some-parts-stored"
+    """The first part is stored (and checked); the others are not."""
+    PARTS_STORED = "parts-stored"
+    """Every part is stored and strays are deleted; no manifest yet."""
+    MANIFEST_STORED = "manifest-stored"
+    """The manifest is stored and the upload mailed; the mailbox thread is about to open the
+    metastore transaction."""
+    RECORDED = "recorded"
+    """The transaction committed; the spooled copy is not deleted yet."""
+
+    @property
+    def record_saved(self) -> bool:
+        """Whether the spooled batch has its seal record after a crash here."""
+        return self is not UploadCrashPoint.SEALED_IN_SPOOL
+
+    @property
+    def manifest_stored(self) -> bool:
+        """Whether the store holds the batch's manifest after a crash here."""
+        return self in (UploadCrashPoint.MANIFEST_STORED, UploadCrashPoint.RECORDED)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the metastore holds the batch after a crash here."""
+        return self is UploadCrashPoint.RECORDED
+
+    def parts_stored(self, parts: int) -> int:
+        """How many of the batch's ``parts`` the store holds after a crash here."""
+        if self in (UploadCrashPoint.SEALED_IN_SPOOL, UploadCrashPoint.RECORD_SAVED):
+            return 0
+        return 1 if self is UploadCrashPoint.SOME_PARTS_STORED else parts
+
+
+def install_upload_crash(point: UploadCrashPoint) -> None:
+    """Make this process SIGKILL itself when an upload reaches ``point``."""
+    from pipeline_core.collector._spool import SpooledBatch
+    from pipeline_core.sinks import _batch_upload as batch_upload
+
+    save_record = SpooledBatch.save_record
+    upload_part = batch_upload._upload_part
+    delete_strays = batch_upload._delete_strays
+    seal = Metastore.seal
+
+    def save_record_hook(self: SpooledBatch) -> None:
+        if point is UploadCrashPoint.SEALED_IN_SPOOL:
+            _die()
+        save_record(self)
+
+    def upload_part_hook(*args: Any, **kwargs: Any) -> None:
+        if point is UploadCrashPoint.RECORD_SAVED:
+            _die()
+        upload_part(*args, **kwargs)
+        if point is UploadCrashPoint.SOME_PARTS_STORED:
+            _die()
+
+    def delete_strays_hook(*args: Any, **kwargs: Any) -> None:
+        delete_strays(*args, **kwargs)
+        if point is UploadCrashPoint.PARTS_STORED:
+            _die()
+
+    def seal_hook(self: Metastore, *args: Any, **kwargs: Any) -> int:
+        if point is UploadCrashPoint.MANIFEST_STORED:
+            _die()
+        batch_id = seal(self, *args, **kwargs)
+        if point is UploadCrashPoint.RECORDED:
+            _die()
+        return batch_id
+
+    SpooledBatch.save_record = save_record_hook  # type: ignore[method-assign]
+    batch_upload._upload_part = upload_part_hook
+    batch_upload._delete_strays = delete_strays_hook
+    Metastore.seal = seal_hook  # type: ignore[method-assign]
+
+
 def crash_while_sealing(
-    config_path: Path, point: SealCrashPoint
+    config_path: Path, point: SealCrashPoint | UploadCrashPoint
 ) -> subprocess.CompletedProcess[str]:
-    """Collect once in a subprocess that SIGKILLs itself at ``point``."""
+    """Collect once in a subprocess that SIGKILLs itself at ``point`` (of a seal or of an
+    upload; the environment, the store's variables with it, is inherited)."""
     return subprocess.run(
         [sys.executable, "-m", "tests.support.faults", "crash-at", point.value, str(config_path)],
         cwd=REPO,
@@ -722,7 +817,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     writer.add_argument("--rotations", type=int, required=True)
     writer.add_argument("--done", type=Path, required=True)
     crash = commands.add_parser("crash-at")
-    crash.add_argument("point", choices=[p.value for p in SealCrashPoint])
+    crash.add_argument(
+        "point", choices=[p.value for p in SealCrashPoint] + [p.value for p in UploadCrashPoint]
+    )
     crash.add_argument("config", type=Path)
     args = parser.parse_args(argv)
     if args.command == "write-logs":
@@ -737,9 +834,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from pipeline_core.operations import PipelineOperations
 
-    install_crash(SealCrashPoint(args.point))
+    if args.point in {p.value for p in UploadCrashPoint}:
+        install_upload_crash(UploadCrashPoint(args.point))
+    else:
+        install_crash(SealCrashPoint(args.point))
     PipelineOperations(args.config).collect_once()
-    print("sealed without reaching the crash point", file=sys.stderr)
+    print("collected without reaching the crash point", file=sys.stderr)
     return 3
 
 
