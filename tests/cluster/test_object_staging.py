@@ -29,7 +29,7 @@ from tests.support.lake import assert_exactly_once, table_rows
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres_pass]
 
 PIPELINE = "web_access"
 HOSTS = ("host-a", "host-b")

@@ -30,7 +30,7 @@ from tests.support.faults import (
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.sqlite_pass]
 
 LEASE_SECONDS = 1.0
 PART_BYTES = 16 * 1024
