@@ -125,7 +125,11 @@ class PipelineOperations:
             update["metastore"] = config.metastore.model_copy(
                 update={"url": self._default_metastore_url}
             )
-        if self._default_lake_dir is not None and config.lake.path is None:
+        if (
+            self._default_lake_dir is not None
+            and config.lake.path is None
+            and config.lake.warehouse is None
+        ):
             update["lake"] = config.lake.model_copy(update={"path": self._default_lake_dir})
         if self._host is not None:
             update["collector"] = config.collector.model_copy(update={"host": self._host})

@@ -201,9 +201,10 @@ class SluiceHook(BaseHook):
         """Mark landed checkpoints committed, with what the lake tables hold of them."""
         return self.operations.commit(checkpoint_ids)
 
-    def lake_dir(self) -> Path:
-        """The root of the pipeline's lake tables, as the landing job writes them."""
-        return self.operations.config.lake_dir
+    def lake_dir(self) -> Path | str:
+        """The root of the pipeline's lake tables, as the landing job writes them: a folder,
+        or an object store's URL."""
+        return self.operations.config.lake_warehouse
 
 
 def sqlalchemy_url(connection: Connection) -> str:
