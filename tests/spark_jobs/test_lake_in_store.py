@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import (
     LakeLocation,
+    LandingMode,
     compact_table,
     files_per_day,
     landed_checkpoints,
@@ -103,6 +104,22 @@ def test_landing_a_committed_checkpoint_again_commits_nothing(
         assert again["tables"][table]["already_committed"] == [3]
         assert "committed" not in again["tables"][table]
     assert assert_exactly_once(store_lake, "access", 3) == 6
+
+
+def test_a_reprocess_replaces_a_checkpoint_in_the_store_in_one_commit(
+    spark: SparkSession, store_lake: LakeLocation, s3_bucket: S3Bucket, tmp_path: Path
+) -> None:
+    checkpoint = staged(s3_bucket, tmp_path, 9)
+    land(spark, landing(store_lake, checkpoint))
+    before = set(table_rows(store_lake, "access", 9).column("event_id").to_pylist())
+
+    land(spark, landing(store_lake, checkpoint, landing_id="reprocess", mode=LandingMode.REPLACE))
+
+    assert snapshot_operations(store_lake, "access")[0] == ("append", "9")
+    assert snapshot_operations(store_lake, "access")[-1][1] == "9"
+    assert len(snapshot_operations(store_lake, "access")) > 1
+    assert assert_exactly_once(store_lake, "access", 9) == 6
+    assert set(table_rows(store_lake, "access", 9).column("event_id").to_pylist()) == before
 
 
 def test_no_credential_is_written_into_the_catalog_or_the_table_metadata(
