@@ -86,9 +86,10 @@ class LandingProgress(Protocol):
 class PipelineOperations:
     """Operations on one pipeline, named by its config file.
 
-    ``metastore_url`` and ``lake_dir`` are fallbacks for a config that names neither (Airflow
-    passes what its ``sluice_metastore`` and ``sluice_lake`` connections say): the config's own
-    ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and ``lake.path`` always win. ``host``,
+    ``metastore_url`` and ``lake_dir`` (a folder or an object store's URL) are fallbacks for a
+    config that names neither (Airflow passes what its ``sluice_metastore`` and ``sluice_lake``
+    connections say): the config's own ``metastore.url`` (or ``$SLUICE_METASTORE_URL``) and
+    ``lake.warehouse`` (or ``lake.path``) always win. ``host``,
     by contrast, wins over the config's ``collector.host``: the collector worker task of one
     of ``worker.hosts`` collects as that host. ``migrate``: False for readers that must create
     and change nothing (``sluice status``, ``sluice report``): the metastore must then exist at
@@ -109,7 +110,7 @@ class PipelineOperations:
         self._migrate = migrate
         self._config: PipelineConfig | None = None
         self._default_metastore_url = metastore_url
-        self._default_lake_dir = Path(lake_dir) if lake_dir is not None else None
+        self._default_lake = str(lake_dir) if lake_dir is not None else None
         self._host = host
 
     @property
@@ -125,8 +126,12 @@ class PipelineOperations:
             update["metastore"] = config.metastore.model_copy(
                 update={"url": self._default_metastore_url}
             )
-        if self._default_lake_dir is not None and config.lake.path is None:
-            update["lake"] = config.lake.model_copy(update={"path": self._default_lake_dir})
+        if (
+            self._default_lake is not None
+            and config.lake.path is None
+            and config.lake.warehouse is None
+        ):
+            update["lake"] = config.lake.model_copy(update={"warehouse": self._default_lake})
         if self._host is not None:
             update["collector"] = config.collector.model_copy(update={"host": self._host})
         return config.model_copy(update=update) if update else config

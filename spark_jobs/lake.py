@@ -1,6 +1,6 @@
-"""A landing's data files: written by Spark into a table's data folder, listed and counted.
+"""A landing's data files: written into a table's data folder, listed and counted.
 
-Spark writes the rows of one table for every checkpoint of the landing into a folder of its
+The rows of one table for every checkpoint of the landing into a folder of its
 own under the table's location::
 
     <table location>/data/landing-<uuid>/checkpoint=N/<day>=YYYY-MM-DD/part-*.parquet
@@ -12,6 +12,12 @@ the rows keep ``checkpoint_id`` and their timestamp, and the table's hidden part
 computed from the timestamp. Nothing of the folder is visible to readers until the driver
 commits its files (``pipeline_core.lake.commit_files``); files of a landing that crashed or was
 committed already are orphans that maintenance removes.
+
+A lake in a local (or mounted) folder is written by Spark's own Parquet writer, and the files
+are listed and their rows counted by Spark afterwards (:func:`data_files`,
+:func:`landed_lines`, :func:`count_rejects`). A lake in an object store is written by the
+executors through Arrow filesystems (``spark_jobs.lake_writer``: no Hadoop connector needed),
+whose tasks return the files they wrote and the rows of each, so nothing is read back.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -26,11 +34,25 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.lake import location_filesystem
+from pipeline_core.storage import StorageLocation, store_environment
 from spark_jobs.checkpoint import FILE_KEY_COLUMNS, FileKey
 from spark_jobs.formats import utc_date
+from spark_jobs.lake_writer import CHECKPOINT_FOLDER, WRITTEN_SCHEMA, write_batches
+from spark_jobs.session import share_environment
 
-CHECKPOINT_FOLDER = "checkpoint"
 DATA_FILE_SUFFIX = ".parquet"
+
+
+@dataclass(frozen=True)
+class WrittenFiles:
+    """The data files a landing wrote into one table."""
+
+    files: dict[int, list[str]]
+    """Per checkpoint, its files (URIs, sorted)."""
+    rows: Counter[tuple[str | int | None, ...]] | None
+    """Rows written per ``(checkpoint_id, *count_by values)`` (the values as strings), as the
+    writing tasks counted them; None when Spark's writer wrote the files (count them by
+    reading them: :func:`landed_lines`, :func:`count_rejects`)."""
 
 
 def landing_folder(table_location: str, landing_uuid: str | None = None) -> str:
@@ -38,9 +60,14 @@ def landing_folder(table_location: str, landing_uuid: str | None = None) -> str:
     return f"{table_location.rstrip('/')}/data/landing-{landing_uuid or uuid.uuid4().hex}"
 
 
-def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, list[str]]:
+def write_files(
+    frame: DataFrame, folder: str, time_column: str, count_by: Sequence[str] = ()
+) -> WrittenFiles:
     """Write ``frame`` into ``folder`` (by checkpoint and UTC day of ``time_column``) and
-    return the data files written per checkpoint (URIs, sorted)."""
+    return the data files written per checkpoint; with ``folder`` in an object store also
+    the rows written per checkpoint and value of the ``count_by`` columns."""
+    if not StorageLocation.parse(folder).is_local:
+        return _write_through_arrow(frame, folder, time_column, count_by)
     day = f"{time_column}_date"
     (
         frame.withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
@@ -50,7 +77,26 @@ def write_files(frame: DataFrame, folder: str, time_column: str) -> dict[int, li
         .partitionBy(CHECKPOINT_FOLDER, day)
         .parquet(folder)
     )
-    return data_files(folder)
+    return WrittenFiles(data_files(folder), None)
+
+
+def _write_through_arrow(
+    frame: DataFrame, folder: str, time_column: str, count_by: Sequence[str]
+) -> WrittenFiles:
+    """``write_files`` into an object store: the executors write with ``pyarrow`` (the
+    store's variables of the driver's environment handed to them, as for reading staging)
+    and return what they wrote; the job runs once (its result is collected once)."""
+    share_environment(frame.sparkSession, store_environment())
+    day = f"{time_column}_date"
+    writer = partial(write_batches, folder=folder, day_column=day, count_by=tuple(count_by))
+    prepared = frame.drop("event_date").withColumn(day, utc_date(F.col(time_column)))
+    files: dict[int, set[str]] = {}
+    rows: Counter[tuple[str | int | None, ...]] = Counter()
+    for row in prepared.mapInArrow(writer, WRITTEN_SCHEMA).collect():
+        checkpoint_id = int(row["checkpoint_id"])
+        files.setdefault(checkpoint_id, set()).add(str(row["path"]))
+        rows[(checkpoint_id, *row["key"])] += int(row["rows"])
+    return WrittenFiles({i: sorted(files[i]) for i in sorted(files)}, rows)
 
 
 def data_files(folder: str) -> dict[int, list[str]]:

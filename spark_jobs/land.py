@@ -70,7 +70,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "then optionally '=' and the comma-separated hosts whose batches the metastore "
         "recorded (default: every batch folder), then a URL's '?options'; repeatable",
     )
-    parser.add_argument("--lake", required=True, help="the lake's warehouse folder")
+    parser.add_argument(
+        "--lake",
+        required=True,
+        help="the lake's warehouse: a folder or an s3://, gs://, abfs:// URL",
+    )
     parser.add_argument("--namespace", required=True, help="the catalog namespace of the tables")
     parser.add_argument(
         "--landing-id", required=True, help="names the landing in snapshot summaries (the run)"
@@ -152,7 +156,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     inputs = tuple(dict.fromkeys(args.checkpoint))
     landing = Landing(
         checkpoints=inputs,
-        lake=LakeLocation(url, Path(args.lake), args.namespace),
+        lake=LakeLocation(
+            url, args.lake if "://" in args.lake else Path(args.lake), args.namespace
+        ),
         landing_id=args.landing_id,
         mode=LandingMode(args.mode),
     )

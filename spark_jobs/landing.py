@@ -24,8 +24,12 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
 
 The staging folders are filesystem paths seen alike by the driver and the executors (local
 disks, or a shared mount on a cluster), or an object store's URLs read through Arrow
-filesystems (``spark_jobs.part_files``); the lake is a folder either way. The only Python that
-runs on the executors is ``spark_jobs.staging.read_segments``; the driver needs pyiceberg.
+filesystems (``spark_jobs.part_files``). The lake is a folder written by Spark's Parquet writer,
+or an object store's URL written by the executors through Arrow filesystems
+(``spark_jobs.lake_writer``), whose tasks return the rows each file holds: step 5 then counts
+from those instead of reading the files back. The only Python that runs on the executors is
+``spark_jobs.staging.read_segments`` (and ``spark_jobs.lake_writer.write_batches``); the
+driver needs pyiceberg.
 """
 
 from __future__ import annotations
@@ -113,22 +117,35 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             rows = parse(
                 read_source(spark, parts, source), spec.format, time_field=spec.time_field
             )[0]
-            written[source] = write_files(
-                rows, landing_folder(tables[source].location()), "event_time"
+            out = write_files(
+                rows,
+                landing_folder(tables[source].location()),
+                "event_time",
+                ("host", "file_fingerprint"),
             )
-            landed.update(landed_lines(spark, _all(written[source]), source))
+            written[source] = out.files
+            if out.rows is None:
+                landed.update(landed_lines(spark, _all(out.files), source))
+            else:
+                for (checkpoint_id, host, fingerprint), count in out.rows.items():
+                    landed[(int(checkpoint_id or 0), source, str(host), str(fingerprint))] += count
         short = files_with_rejects(staged_lines(parts), landed)
         rejects = rejects_of(spark, sources, parts, short)
-        written[REJECTS_TABLE] = (
-            write_files(
+        reasons: dict[int, Counter[str]] = {}
+        written[REJECTS_TABLE] = {}
+        if rejects:
+            out = write_files(
                 reduce(DataFrame.unionByName, rejects),
                 landing_folder(tables[REJECTS_TABLE].location()),
                 "sealed_at",
+                ("reason",),
             )
-            if rejects
-            else {}
-        )
-        reasons = count_rejects(spark, _all(written[REJECTS_TABLE]))
+            written[REJECTS_TABLE] = out.files
+            if out.rows is None:
+                reasons = count_rejects(spark, _all(out.files))
+            else:
+                for (checkpoint_id, reason), count in out.rows.items():
+                    reasons.setdefault(int(checkpoint_id or 0), Counter())[str(reason)] += count
         summaries = [
             summarize(c, landed, reasons.get(c.checkpoint_id, Counter())) for c in checkpoints
         ]

@@ -11,7 +11,11 @@ lake each time (its own SQLite catalog and folder), with
   the batches and reads the manifests through the Arrow S3 filesystem, checks every part
   (sizes from a listing, CRC-32 and line counts by ranged reads of 8 MiB), and the executors'
   Python workers read each segment by one ranged read;
-* baseline: the checkpoint's local folder (``os.pread``), as before object storage.
+* baseline: the checkpoint's local folder (``os.pread``), as before object storage;
+* and a second row: the checkpoint's URL landed into a lake in the same store
+  (``s3://<bucket>/lake-<run>``: the executors write the Parquet files through the Arrow S3
+  filesystem, the commit goes through the tables' FileIO), against the same URL landed into a
+  lake in a local folder (Spark's Parquet writer).
 
 Figures are input MB per second of the landing (checks, parse, Parquet, commit); the ratio is
 store / local, run by run. moto keeps objects in the memory of one Python process that shares
@@ -46,6 +50,7 @@ def run(ctx: Context) -> list[Row]:
     collected = common.collect_once(common.pipeline_config(ctx.work("landing-store"), source))
     local_s: list[float] = []
     store_s: list[float] = []
+    lake_s: list[float] = []
     with moto_server(ctx.work("landing-store-moto")) as endpoint:
         saved = {name: os.environ.get(name) for name in [*S3_ENV, "AWS_ENDPOINT_URL"]}
         os.environ.update({**S3_ENV, "AWS_ENDPOINT_URL": endpoint})
@@ -57,7 +62,11 @@ def run(ctx: Context) -> list[Row]:
             for run_number in range(ctx.sizes.runs):
                 local_s.append(land_once(spark, ctx, collected, collected.checkpoint_dir))
                 store_s.append(land_once(spark, ctx, collected, url))
-                print(f"  run {run_number + 1}: local {local_s[-1]:.1f} s, S3 {store_s[-1]:.1f} s")
+                lake_s.append(land_once(spark, ctx, collected, url, bucket))
+                print(
+                    f"  run {run_number + 1}: local {local_s[-1]:.1f} s, S3 {store_s[-1]:.1f} s, "
+                    f"S3 into an S3 lake {lake_s[-1]:.1f} s"
+                )
         finally:
             for name, value in saved.items():
                 if value is None:
@@ -68,6 +77,7 @@ def run(ctx: Context) -> list[Row]:
     ctx.work("landing-store-lake")
     sluice = Stat([megabytes / s for s in store_s], "MB/s")
     baseline = Stat([megabytes / s for s in local_s], "MB/s")
+    into_store = Stat([megabytes / s for s in lake_s], "MB/s")
     return [
         Row(
             case="13",
@@ -81,7 +91,22 @@ def run(ctx: Context) -> list[Row]:
             note=f"{collected.lines} lines; land() {Stat(store_s, 's').text()} from S3, "
             f"{Stat(local_s, 's').text()} local; local[2], Arrow S3 ranged reads, no Hadoop S3",
             details={"mb": megabytes, "store_s": store_s, "local_s": local_s},
-        )
+        ),
+        Row(
+            case="13",
+            measure=f"landing 1 x {size // MiB} MiB checkpoint from S3 into a lake in S3 "
+            "(loopback moto), in-process",
+            sluice=into_store,
+            baseline=sluice,
+            baseline_name="the same checkpoint from S3 into a lake in a local folder",
+            ratio=paired_ratio(into_store.values, sluice.values),
+            target="",
+            met=None,
+            note=f"{collected.lines} lines; land() {Stat(lake_s, 's').text()} into S3; "
+            "local[2], Parquet written by the executors through Arrow's S3 filesystem, "
+            "commit through pyiceberg's FileIO, no Hadoop S3",
+            details={"mb": megabytes, "lake_store_s": lake_s, "store_s": store_s},
+        ),
     ]
 
 
@@ -103,9 +128,15 @@ def upload(folder: Path, endpoint: str, bucket: str) -> str:
     return url
 
 
-def land_once(spark: SparkSession, ctx: Context, collected: common.Collected, folder: str) -> float:
-    """Seconds of one landing of the checkpoint at ``folder`` into a fresh lake; checks that
-    every line landed."""
+def land_once(
+    spark: SparkSession,
+    ctx: Context,
+    collected: common.Collected,
+    folder: str,
+    bucket: str | None = None,
+) -> float:
+    """Seconds of one landing of the checkpoint at ``folder`` into a fresh lake (a local
+    folder, or with ``bucket`` a new prefix of that bucket); checks that every line landed."""
     from pipeline_core.lake import LakeLocation
     from pipeline_core.metastore import Metastore
     from spark_jobs.landing import CheckpointInput, Landing, land
@@ -113,7 +144,10 @@ def land_once(spark: SparkSession, ctx: Context, collected: common.Collected, fo
     work = ctx.work("landing-store-lake")
     url = f"sqlite:///{work / 'catalog.db'}"
     Metastore.open(url).close()
-    lake = LakeLocation(url, work / "lake", common.PIPELINE)
+    warehouse: Path | str = work / "lake"
+    if bucket is not None:
+        warehouse = f"s3://{bucket}/lake-{uuid.uuid4().hex[:8]}"
+    lake = LakeLocation(url, warehouse, common.PIPELINE)
     landing = Landing((CheckpointInput(folder),), lake, f"bench-{uuid.uuid4().hex}")
     common.warm(Path(collected.checkpoint_dir))
     summaries: list[dict[str, Any]] = []

@@ -73,7 +73,7 @@ def preflight(config: PipelineConfig) -> list[Check]:
     checks += [check_source(source) for source in config.sources]
     checks.append(check_folder("data_dir", config.data_dir))
     checks += check_staging(config)
-    checks.append(check_folder("lake", config.lake_dir))
+    checks.append(check_lake(config))
     metastore = check_metastore(config.metastore_url)
     checks.append(metastore)
     if metastore.ok:
@@ -157,6 +157,24 @@ def check_staging(config: PipelineConfig) -> list[Check]:
     return checks
 
 
+def check_lake(config: PipelineConfig) -> Check:
+    """The lake's warehouse folder; or, with the lake in an object store, the store: reachable
+    and writable, by a probe object written, read back and deleted."""
+    from pipeline_core.errors import StorageError
+    from pipeline_core.storage import probe_writable
+
+    location = config.lake_location
+    if location.is_local:
+        return check_folder("lake", location.local_path)
+    try:
+        probe_writable(location)
+    except StorageError as exc:
+        return Check("lake", CheckStatus.UNREACHABLE, str(exc))
+    return Check(
+        "lake", CheckStatus.OK, f"{location} (writable: a probe object written and deleted)"
+    )
+
+
 def check_folder(name: str, folder: Path) -> Check:
     """Whether this process can write ``folder``, or create it in the nearest folder that
     exists."""
@@ -237,14 +255,14 @@ def check_catalog(config: PipelineConfig) -> Check:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import NoSuchNamespaceError
 
-    from pipeline_core.lake import CATALOG_NAME, catalog_url
+    from pipeline_core.lake import CATALOG_NAME, catalog_url, warehouse_uri
 
     namespace = config.lake_namespace
     try:
         catalog = SqlCatalog(
             CATALOG_NAME,
             uri=catalog_url(_with_connect_timeout(config.metastore_url)),
-            warehouse=f"file://{config.lake_dir}",
+            warehouse=warehouse_uri(config.lake_warehouse),
             init_catalog_tables="false",
         )
         try:

@@ -16,7 +16,7 @@ def describe_pipeline_config(config: PipelineConfig) -> list[str]:
         lines.append(f"  source {source.name} ({source.format.value}): {', '.join(source.paths)}")
     lines += [
         f"  staging  {config.staging_location}",
-        f"  lake     {config.lake_dir}",
+        f"  lake     {config.lake_location}",
         f"  metastore {config.metastore_url}",
         f"  schedule {config.schedule}",
     ]

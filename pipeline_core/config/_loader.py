@@ -103,6 +103,10 @@ def _resolve(config: PipelineConfig, file: Path) -> PipelineConfig:
         update["handoff"] = config.handoff.model_copy(update=handoff)
     if config.lake.path is not None:
         update["lake"] = config.lake.model_copy(update={"path": absolute(config.lake.path)})
+    if config.lake.warehouse is not None and "://" not in config.lake.warehouse:
+        update["lake"] = config.lake.model_copy(
+            update={"warehouse": str(absolute(config.lake.warehouse))}
+        )
     update["sinks"] = {name: _resolve_sink(sink, absolute) for name, sink in config.sinks.items()}
     url = os.environ.get(METASTORE_URL_ENV) or config.metastore.url
     if url and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):

@@ -124,11 +124,31 @@ class HandoffConfig(_Strict):
 class LakeConfig(_Strict):
     """The lake: Iceberg tables in a SQL catalog kept in the metastore's database."""
 
+    warehouse: str | None = None
+    """The warehouse: table data and metadata live in ``<warehouse>/<namespace>/<table>/``.
+    A folder (a path, relative to the file's folder, or a ``file://`` URL) or an object store
+    prefix (``s3://bucket/prefix``, ``gs://bucket/prefix``,
+    ``abfs://container@account.dfs.core.windows.net/prefix``). Credentials are never written
+    here: they come from the environment and the store's standard chain, as for
+    ``handoff.staging``. Default: ``path``."""
     path: Path | None = None
-    """The warehouse: table data and metadata live in ``<path>/<namespace>/<table>/``.
-    Default: ``<data_dir>/lake``."""
+    """A local warehouse folder (the older spelling of ``warehouse`` with a path; give one of
+    the two). Default: ``<data_dir>/lake``."""
     namespace: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")] | None = None
     """The catalog namespace of the pipeline's tables. Default: the pipeline's name."""
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse_location(cls, value: str | None) -> str | None:
+        if value is not None:
+            StorageLocation.parse(value)  # LocationError is a ValueError: names the key
+        return value
+
+    @model_validator(mode="after")
+    def _one_warehouse(self) -> LakeConfig:
+        if self.warehouse is not None and self.path is not None:
+            raise ValueError("give lake.warehouse or lake.path, not both")
+        return self
 
 
 class MetastoreConfig(_Strict):
@@ -323,8 +343,28 @@ class PipelineConfig(_Strict):
         return self.handoff.spool_dir or self.data_dir / "spool"
 
     @property
+    def lake_location(self) -> StorageLocation:
+        """Where the lake's tables are (``lake.warehouse``, ``lake.path`` or
+        ``<data_dir>/lake``)."""
+        if self.lake.warehouse is not None:
+            return StorageLocation.parse(self.lake.warehouse)
+        return StorageLocation.parse(self.lake.path or self.data_dir / "lake")
+
+    @property
     def lake_dir(self) -> Path:
-        return self.lake.path or self.data_dir / "lake"
+        """The local warehouse folder.
+
+        Raises:
+            LocationError: the lake is in an object store (``lake_location``).
+        """
+        return self.lake_location.local_path
+
+    @property
+    def lake_warehouse(self) -> str | Path:
+        """The warehouse as the landing job and the catalog take it: the local folder, or
+        the object store's URL."""
+        location = self.lake_location
+        return location.local_path if location.is_local else location.url
 
     @property
     def lake_namespace(self) -> str:

@@ -2,7 +2,8 @@
 
 Each source of a pipeline lands into ``<namespace>.<source>`` and the lines that did not parse
 into ``<namespace>._rejects`` (the namespace is ``lake.namespace``, by default the pipeline's
-name). Table data and metadata are under the warehouse, ``lake.path``.
+name). Table data and metadata are under the warehouse, ``lake.warehouse``: a folder or an
+object store's URL (``s3://``, ``gs://``, ``abfs://``), read and written through its FileIO.
 
 * :mod:`._schemas`: the declared schema per source format, partitioned by ``day(event_time)``.
 * :mod:`._catalog`: :class:`LakeCatalog`, the catalog on the metastore's database; creates
@@ -27,6 +28,8 @@ from pipeline_core.lake._catalog import (
     LakeLocation,
     catalog_url,
     open_lake,
+    store_properties,
+    warehouse_uri,
 )
 from pipeline_core.lake._commits import (
     CHECKPOINT_IDS_PROPERTY,
@@ -99,16 +102,18 @@ __all__ = [
     "partition_spec",
     "remove_orphan_files",
     "source_schema",
+    "store_properties",
     "summarize_lake",
     "summarize_tables",
     "table_names",
     "time_column",
+    "warehouse_uri",
 ]
 
 
 def lake_location(config: PipelineConfig) -> LakeLocation:
     """Where the lake tables of ``config``'s pipeline are."""
-    return LakeLocation(config.metastore_url, config.lake_dir, config.lake_namespace)
+    return LakeLocation(config.metastore_url, config.lake_warehouse, config.lake_namespace)
 
 
 def summarize_lake(config: PipelineConfig) -> LakeSummary:

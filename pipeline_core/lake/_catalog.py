@@ -4,8 +4,14 @@ The catalog tables (``iceberg_tables``, ``iceberg_namespace_properties``) are th
 Iceberg's JDBC catalog uses, created by the metastore's migrations; pyiceberg's ``SqlCatalog``
 reads and commits through them, and any engine with an Iceberg JDBC catalog (Spark with the
 Iceberg runtime, Trino, Flink) or pyiceberg (DuckDB over its scans) reads the same tables.
-Table data and metadata live under the warehouse, ``<lake>/<namespace>/<table>/``; locations
-are ``file://`` + the path as written (not %-encoded), as Spark and pyiceberg both read them.
+Table data and metadata live under the warehouse, ``<lake>/<namespace>/<table>/``: a local
+folder, whose locations are ``file://`` + the path as written (not %-encoded), as Spark and
+pyiceberg both read them; or an object store's URL (``s3://bucket/prefix``, ``gs://``,
+``abfs://``), read and written through the tables' FileIO (pyiceberg's ``PyArrowFileIO``). The
+FileIO's endpoint and region come from this process's environment (``AWS_ENDPOINT_URL_S3``,
+``AWS_ENDPOINT_URL``, ``AWS_REGION``...: :func:`store_properties`), its credentials from the
+store's standard chain; they are catalog properties of this process only, never written into
+the catalog's database nor into a table's metadata.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlparse
 
 import sqlalchemy as sa
 from pyiceberg.catalog.sql import SqlCatalog
@@ -33,6 +40,7 @@ from pipeline_core.lake._schemas import (
     source_schema,
     table_properties,
 )
+from pipeline_core.storage import S3_ENDPOINT_ENV, StorageLocation, StorageScheme
 
 CATALOG_NAME = "sluice"
 """The catalog's name in the catalog tables (an engine's JDBC catalog must use the same)."""
@@ -44,16 +52,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LakeLocation:
-    """Where a pipeline's lake tables are: the catalog's database, the warehouse folder and
-    the namespace (the pipeline's name unless configured)."""
+    """Where a pipeline's lake tables are: the catalog's database, the warehouse (a folder or
+    an object store's URL) and the namespace (the pipeline's name unless configured)."""
 
     catalog_url: str
     """SQLAlchemy URL of the metastore database, which holds the catalog tables."""
-    warehouse: Path
+    warehouse: Path | str
+    """A local folder (a path, or a ``file://`` URL), or an object store's URL
+    (``s3://bucket/prefix``...)."""
     namespace: str
 
     def identifier(self, table: str) -> str:
         return f"{self.namespace}.{table}"
+
+    @property
+    def storage(self) -> StorageLocation:
+        """The warehouse as a :class:`StorageLocation`.
+
+        Raises:
+            LocationError: the warehouse's URL is not supported or holds a credential.
+        """
+        return StorageLocation.parse(self.warehouse)
 
 
 class LakeCatalog:
@@ -69,15 +88,21 @@ class LakeCatalog:
 
         :raises LakeError: the database cannot be reached or holds no catalog tables.
         """
-        warehouse = Path(os.path.abspath(location.warehouse))
         where = sa.make_url(location.catalog_url).render_as_string(hide_password=True)
         try:
-            warehouse.mkdir(parents=True, exist_ok=True)
+            storage = location.storage
+            warehouse: Path | str
+            if storage.is_local:
+                warehouse = Path(os.path.abspath(storage.local_path))
+                warehouse.mkdir(parents=True, exist_ok=True)
+            else:
+                warehouse = storage.url
             catalog = SqlCatalog(
                 CATALOG_NAME,
                 uri=catalog_url(location.catalog_url),
-                warehouse=f"file://{warehouse}",
+                warehouse=warehouse_uri(warehouse),
                 init_catalog_tables="false",
+                **store_properties(warehouse),
             )
             with catalog.engine.connect() as connection:
                 migrated = sa.inspect(connection).has_table(CATALOG_TABLE)
@@ -150,6 +175,56 @@ def _name_mapping(schema: Schema) -> str:
     """How files written without Iceberg field ids (Spark's) map to the schema: by name."""
     mapping: NameMapping = schema.name_mapping
     return mapping.model_dump_json()
+
+
+def warehouse_uri(warehouse: Path | str) -> str:
+    """The catalog's ``warehouse`` property for a folder or an object store's URL: ``file://``
+    + the absolute path, or the URL without its options (which are this process's, not the
+    tables')."""
+    storage = StorageLocation.parse(warehouse)
+    if storage.is_local:
+        return f"file://{os.path.abspath(storage.local_path)}"
+    return storage.redacted.rstrip("/")
+
+
+def store_properties(
+    warehouse: Path | str, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The FileIO properties of an object store's warehouse (none for a folder): for S3 the
+    endpoint (the URL's ``endpoint_override`` option, else ``AWS_ENDPOINT_URL_S3`` or
+    ``AWS_ENDPOINT_URL``) and region (the URL's ``region`` option, else ``AWS_REGION`` or
+    ``AWS_DEFAULT_REGION``); for Azure the account of the URL. No credential: pyarrow's
+    clients take them from the store's standard chain (the environment first), so nothing
+    secret is ever a catalog property.
+
+    Raises:
+        LocationError: the warehouse's URL is not supported or holds a credential.
+    """
+    env = os.environ if environ is None else environ
+    storage = StorageLocation.parse(warehouse)
+    parsed = urlparse(storage.url)
+    options = dict(parse_qsl(parsed.query))
+    properties: dict[str, str] = {}
+    if storage.scheme is StorageScheme.S3:
+        endpoint = options.get("endpoint_override") or next(
+            (env[name] for name in S3_ENDPOINT_ENV if env.get(name)), None
+        )
+        if endpoint is not None:
+            if "://" not in endpoint:
+                endpoint = f"{options.get('scheme', 'https')}://{endpoint}"
+            properties["s3.endpoint"] = endpoint
+        region = options.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region:
+            properties["s3.region"] = region
+    elif storage.scheme is StorageScheme.ABFS:
+        host = parsed.netloc.rpartition("@")[2]
+        account = options.get("account_name") or (host.split(".", 1)[0] if "." in host else "")
+        account = account or env.get("AZURE_STORAGE_ACCOUNT_NAME", "")
+        if account:
+            properties["adls.account-name"] = account
+    elif storage.scheme is StorageScheme.LOCAL:
+        return {}
+    return properties
 
 
 def catalog_url(metastore_url: str) -> str:

@@ -108,7 +108,7 @@ def landing_job_spec(
         application_args=[
             *arguments,
             "--lake",
-            str(config.lake_dir),
+            str(config.lake_warehouse),
             "--namespace",
             config.lake_namespace,
             "--landing-id",

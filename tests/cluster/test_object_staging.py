@@ -1,6 +1,6 @@
 """Collector hosts that share no folder, staging into one S3 prefix (moto's server on
-loopback), landed from there by spark-submit, and a collector SIGKILLed while its uploads are
-in flight.
+loopback), landed from there by spark-submit into a lake in the same bucket, and a collector
+SIGKILLed while its uploads are in flight.
 
 Each ``sluice collect`` process has a data folder of its own (its spool) and reads logs of its
 own; they share only the metastore (a SQLite file here, PostgreSQL in the PostgreSQL pass) and
@@ -146,8 +146,9 @@ def test_two_hosts_without_a_shared_folder_seal_one_checkpoint_into_one_prefix(
 
 
 def landing_config(root: Path, metastore_url: str, bucket: S3Bucket) -> Path:
-    """The pipeline file where the land task runs (no log host's name, a data folder and a
-    lake of its own, no folder shared with the collector hosts): staging is the prefix."""
+    """The pipeline file where the land task runs (no log host's name, a data folder of its
+    own, no folder shared with the collector hosts): staging is the prefix, and the lake
+    another prefix of the bucket."""
     return write_config(
         root / "airflow",
         metastore_url,
@@ -157,6 +158,7 @@ def landing_config(root: Path, metastore_url: str, bucket: S3Bucket) -> Path:
         collector={"host": "airflow-worker"},
         data_dir=str(root / "airflow" / "data"),
         handoff={"staging": bucket.url("staging")},
+        lake={"warehouse": bucket.url("lake")},
     )
 
 
@@ -193,6 +195,8 @@ def test_two_hosts_without_a_shared_folder_land_every_line_exactly_once_through_
     for host in HOSTS:  # the hosts shared no folder with the landing, nor with each other
         assert not (tmp_path / host / "data" / "lake").exists()
         assert not (tmp_path / host / "data" / "staging").exists()
+    assert not (tmp_path / "airflow" / "data" / "lake").exists()  # the lake is in the store
+    assert [k for k in s3_bucket.keys("lake") if "/access/data/" in k and k.endswith(".parquet")]
 
 
 @pytest.mark.timeout(600)

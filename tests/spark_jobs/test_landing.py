@@ -289,7 +289,7 @@ def test_a_column_the_declared_schema_gained_is_added_and_old_rows_read_it_as_nu
         written = write_files(
             rows.drop("http_user_agent"), landing_folder(table.location()), "event_time"
         )
-        commit_files(table, TableCommit(written, (1,), "older-job", LandingMode.APPEND))
+        commit_files(table, TableCommit(written.files, (1,), "older-job", LandingMode.APPEND))
     old_files = table_files(lake, "access")
     assert len(old_files) > 0
 
@@ -416,7 +416,7 @@ def test_part_of_another_size_than_its_manifest_fails_before_the_lake_changes(
     message = rf"part-access-00000\.lines: manifest says {size} bytes, file has {found}"
     with pytest.raises(PartSizeError, match=message):
         land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 6)))
-    assert not lake.warehouse.exists()
+    assert not Path(lake.warehouse).exists()
     with open_lake(lake) as catalog:
         assert catalog.load("access") is None
 
@@ -453,7 +453,7 @@ def test_checkpoints_that_declare_a_source_differently_are_refused(
     message = r"source 'access' is declared as .* in checkpoint 2, as .*: land those checkpoints"
     with pytest.raises(ManifestError, match=message):
         land(spark, landing(lake, *folders))
-    assert not lake.warehouse.exists()
+    assert not Path(lake.warehouse).exists()
 
 
 @pytest.mark.spark

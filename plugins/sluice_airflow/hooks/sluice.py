@@ -47,8 +47,9 @@ class SluiceHook(BaseHook):
       is unset. A connection of the provider's own type ``sluice`` holds both the metastore
       (extra ``sqlalchemy_url``) and the lake root (extra ``lake_path``).
     * ``sluice_lake``: the lake root, from ``extra`` ``{"path": "/data/lake"}`` or
-      ``{"uri": "file:///data/lake"}`` (a filesystem the Spark driver and executors share).
-      Used when the config has no ``lake.path``.
+      ``{"uri": "file:///data/lake"}`` (a filesystem the Spark driver and executors share), or
+      an object store's ``{"uri": "s3://bucket/lake"}`` (``gs://``, ``abfs://``; credentials
+      never in the URI). Used when the config has no ``lake.warehouse`` nor ``lake.path``.
 
     The hook owns what is Airflow's (the connections) and decides nothing: a DAG run's
     request step has it carry out the plan ``pipeline_core.runs.plan_run`` made
@@ -201,9 +202,10 @@ class SluiceHook(BaseHook):
         """Mark landed checkpoints committed, with what the lake tables hold of them."""
         return self.operations.commit(checkpoint_ids)
 
-    def lake_dir(self) -> Path:
-        """The root of the pipeline's lake tables, as the landing job writes them."""
-        return self.operations.config.lake_dir
+    def lake_dir(self) -> Path | str:
+        """The root of the pipeline's lake tables, as the landing job writes them: a folder,
+        or an object store's URL."""
+        return self.operations.config.lake_warehouse
 
 
 def sqlalchemy_url(connection: Connection) -> str:
@@ -244,10 +246,11 @@ def sqlalchemy_url(connection: Connection) -> str:
 
 
 def lake_path(connection: Connection) -> str:
-    """The lake root an Airflow connection names: extra ``path``, or a ``file:`` extra ``uri``.
+    """The lake root an Airflow connection names: extra ``path``, or extra ``uri`` (a
+    ``file:`` URI's path, or an object store's URL as written).
 
-    :raises ValueError: neither is set, or the URI is not on a filesystem (``s3://`` and
-        friends: the landing job writes to paths its driver and executors share).
+    :raises ValueError: neither is set, or the URI's scheme is not one Sluice writes, or it
+        holds a credential.
     """
     extra = _extra(connection)
     if extra.get("path"):
@@ -261,10 +264,13 @@ def lake_path(connection: Connection) -> str:
     parts = urlsplit(str(uri))
     if parts.scheme in ("", "file"):
         return unquote(parts.path) if parts.scheme else str(uri)
-    raise ValueError(
-        f"connection {connection.conn_id!r}: the lake must be a filesystem path or a file:// "
-        f"URI, not {parts.scheme}://"
-    )
+    from pipeline_core.errors import LocationError
+    from pipeline_core.storage import StorageLocation
+
+    try:
+        return StorageLocation.parse(str(uri)).url
+    except LocationError as exc:
+        raise ValueError(f"connection {connection.conn_id!r}: {exc}") from None
 
 
 def _extra(connection: Connection) -> dict[str, Any]:

@@ -233,3 +233,47 @@ def test_should_exit_2_naming_a_credential_written_into_the_staging_url(tmp_path
     assert "handoff.staging" in result.stdout and "secret_key" in result.stdout
     assert str(path) in result.stdout + result.stderr
     assert "wJalrXUtnFEMI" not in result.stdout + result.stderr
+
+
+def test_should_probe_a_lake_in_an_object_store_and_leave_nothing_behind(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ready_config(tmp_path, metastore_url, lake={"warehouse": s3_bucket.url("lake")})
+    capsys.readouterr()
+
+    assert main(["validate", str(path)]) == ExitCode.OK
+
+    out = capsys.readouterr().out
+    assert (
+        f"ok           lake: {s3_bucket.url('lake')} (writable: a probe object written and deleted)"
+    ) in out
+    assert s3_bucket.keys() == []
+
+
+def test_should_exit_3_naming_the_lake_bucket_that_cannot_be_written(
+    tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket
+) -> None:
+    missing = f"s3://{s3_bucket.name}-missing/lake"
+    path = ready_config(tmp_path, metastore_url, lake={"warehouse": missing})
+
+    result = sluice("validate", str(path))
+
+    assert result.returncode == ExitCode.UNREACHABLE, result.stdout + result.stderr
+    assert f"unreachable  lake: cannot write a probe object in {missing}:" in result.stdout
+    no_traceback(result.stderr)
+
+
+def test_should_exit_2_naming_a_credential_written_into_the_lake_url(tmp_path: Path) -> None:
+    path = tmp_path / "web_access.yaml"
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*"], "format": "raw"}],
+        "lake": {"warehouse": "s3://bucket/lake?secret_key=wJalrXUtnFEMI"},
+    }
+    path.write_text(yaml.safe_dump(document))
+
+    result = sluice("validate", str(path))
+
+    assert result.returncode == ExitCode.INVALID
+    assert "lake.warehouse" in result.stdout and "secret_key" in result.stdout
+    assert "wJalrXUtnFEMI" not in result.stdout + result.stderr

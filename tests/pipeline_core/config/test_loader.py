@@ -283,3 +283,25 @@ def test_should_report_a_missing_file(tmp_path: Path) -> None:
     assert str(path.resolve()) in str(error)
     (problem,) = error.problems
     assert problem.startswith("cannot read the file")
+
+
+def test_should_resolve_a_lake_warehouse_path_and_keep_a_store_url(tmp_path: Path) -> None:
+    folder = tmp_path / "conf"
+
+    local = load_pipeline_config(write(folder, minimal(lake={"warehouse": "warehouse"})))
+    stored = load_pipeline_config(
+        write(folder, minimal(lake={"warehouse": "s3://bucket/lake"}), "stored.yaml")
+    )
+
+    assert local.lake_dir == folder.resolve() / "warehouse"
+    assert local.lake_location.is_local
+    assert local.lake_warehouse == folder.resolve() / "warehouse"
+    assert stored.lake_location.url == "s3://bucket/lake"
+    assert stored.lake_warehouse == "s3://bucket/lake"
+    assert not stored.lake_location.is_local
+
+
+def test_should_refuse_a_lake_warehouse_and_path_together(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal(lake={"warehouse": "s3://bucket/lake", "path": "lake"}))
+
+    assert "give lake.warehouse or lake.path, not both" in str(config_error(path))

@@ -206,7 +206,11 @@ def test_sqlalchemy_url_of_a_connection(fields: dict[str, Any], url: str) -> Non
 
 @pytest.mark.parametrize(
     ("extra", "path"),
-    [({"path": "/data/lake"}, "/data/lake"), ({"uri": "file:///data/my%20lake"}, "/data/my lake")],
+    [
+        ({"path": "/data/lake"}, "/data/lake"),
+        ({"uri": "file:///data/my%20lake"}, "/data/my lake"),
+        ({"uri": "s3://bucket/lake"}, "s3://bucket/lake"),
+    ],
 )
 def test_lake_path_of_a_connection(extra: dict[str, str], path: str) -> None:
     lake = Connection(conn_id="sluice_lake", conn_type="fs", extra=json.dumps(extra))
@@ -216,11 +220,13 @@ def test_lake_path_of_a_connection(extra: dict[str, str], path: str) -> None:
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [({}, "names no lake"), ({"uri": "s3://bucket/lake"}, "not s3://")],
+    [
+        ({}, "names no lake"),
+        ({"uri": "ftp://host/lake"}, "unsupported scheme ftp://"),
+        ({"uri": "s3://bucket/lake?secret_key=abc"}, "credential option secret_key"),
+    ],
 )
-def test_lake_path_refuses_what_is_not_a_shared_filesystem(
-    extra: dict[str, str], message: str
-) -> None:
+def test_lake_path_refuses_what_sluice_cannot_write(extra: dict[str, str], message: str) -> None:
     lake = Connection(conn_id="sluice_lake", conn_type="fs", extra=json.dumps(extra))
 
     with pytest.raises(ValueError, match=message):
@@ -310,6 +316,18 @@ def test_the_config_wins_over_the_connections(
 
     assert operations.config.metastore_url == metastore_url
     assert operations.config.lake_dir == tmp_path / "configured-lake"
+
+
+def test_a_lake_connection_may_name_an_object_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metastore_url: str
+) -> None:
+    config = write_bare_config(tmp_path, metastore={"url": metastore_url})
+    set_connection(monkeypatch, LAKE_CONN_ID, conn_type="fs", extra={"uri": "s3://bucket/lake"})
+
+    hook = SluiceHook(config_path=config)
+
+    assert hook.lake_dir() == "s3://bucket/lake"
+    assert not hook.operations.config.lake_location.is_local
 
 
 def test_connections_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
