@@ -284,19 +284,17 @@ def test_tasks_reach_the_api_server_and_databases_exist(
     )
 
 
-def test_every_sluice_process_sees_the_pipeline_and_the_shared_data(
+def test_every_sluice_process_sees_the_pipeline_and_shares_no_data_folder(
     services: dict[str, dict[str, Any]],
 ) -> None:
-    """The lake is still a folder: the Airflow services (the land task is the Spark driver),
-    the Spark worker and the Spark Connect server mount it from one volume at one path."""
+    """Staging and lake are in the store: the Spark services mount no data volume, and the
+    Airflow services' data volume (the spool of a run that collects itself) is theirs alone."""
     configs = pipeline_configs()
-    for name in ("airflow-scheduler", "spark-worker", "spark-connect"):
-        volumes = mounts(services[name])
-        for config in configs:
-            assert any(
-                str(config.lake_dir).startswith(target) and source == "sluice-data"
-                for target, source in volumes.items()
-            ), f"{name} does not mount {config.lake_dir} from the shared volume"
+    for config in configs:
+        assert config.lake_location.scheme is StorageScheme.S3, config.lake_location
+    for name in ("spark-worker", "spark-connect"):
+        assert "sluice-data" not in mounts(services[name]).values(), name
+    assert named_volume_users(services)["sluice-data"] <= {"airflow-init", *AIRFLOW_SERVICES}
     for name in ("collector", *AIRFLOW_SERVICES):
         volumes = mounts(services[name])
         assert volumes.get("/etc/sluice/pipelines") == "./pipelines", name
@@ -332,18 +330,22 @@ def named_volume_users(services: dict[str, dict[str, Any]]) -> dict[str, set[str
     return users
 
 
-def test_staging_is_the_bucket_of_the_object_store(services: dict[str, dict[str, Any]]) -> None:
+def test_staging_and_lake_are_buckets_of_the_object_store(
+    services: dict[str, dict[str, Any]],
+) -> None:
     store = services[OBJECT_STORE]
     bucket_check = " ".join(store["healthcheck"]["test"])
     script = "\n".join(store["command"])
+    created = re.search(r"for bucket in \(([^)]*)\):", script)
+    assert created and "create_bucket(Bucket=bucket)" in script
     for config in pipeline_configs():
-        location = config.staging_location
-        assert location.scheme is StorageScheme.S3, location
-        bucket = urlsplit(location.url).netloc
-        # Created by the store's own start-up (every start: the server keeps objects in
-        # memory), and healthy only once it exists.
-        assert f'bucket = "{bucket}"' in script and "create_bucket(Bucket=bucket)" in script
-        assert f"/{bucket}'" in bucket_check
+        for location in (config.staging_location, config.lake_location):
+            assert location.scheme is StorageScheme.S3, location
+            bucket = urlsplit(location.url).netloc
+            # Created by the store's own start-up (every start: the server keeps objects in
+            # memory), and healthy only once it exists.
+            assert f'"{bucket}"' in created.group(1), bucket
+            assert f"/{bucket}'" in bucket_check, bucket
     assert "moto_server -H 0.0.0.0 -p 5000" in script and 'wait "$$server"' in script
 
 
@@ -385,8 +387,9 @@ def test_no_credential_is_in_any_yaml_file(services: dict[str, dict[str, Any]]) 
             assert secret not in text, f"{path.name} holds a store credential"
         assert "AWS_SECRET_ACCESS_KEY" not in text and "AWS_ACCESS_KEY_ID" not in text, path
     for config in pipeline_configs():
-        assert "@" not in urlsplit(config.staging_location.url).netloc
-        assert "?" not in config.staging_location.url
+        for location in (config.staging_location, config.lake_location):
+            assert "@" not in urlsplit(location.url).netloc
+            assert "?" not in location.url
 
 
 def test_the_collector_shares_no_volume_and_spools_in_its_own(

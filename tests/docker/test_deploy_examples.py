@@ -123,7 +123,7 @@ def test_daemonset_gives_each_node_a_valid_pipeline_file_from_its_environment(
     """The ConfigMap's files are mounted as they are; the ``${VAR}`` they use are set in the
     collector's environment (the node's name, the metastore password from the Secret)."""
     documents = daemonset_documents()
-    assert {kind for kind, _ in documents} == {"ConfigMap", "PersistentVolumeClaim", "DaemonSet"}
+    assert {kind for kind, _ in documents} == {"ConfigMap", "DaemonSet"}
     pod = collector_pod()
     assert "initContainers" not in pod
     [collector] = pod["containers"]
@@ -167,7 +167,8 @@ def test_daemonset_collectors_stage_into_the_store_and_mount_no_shared_volume(
     tmp_path: Path,
 ) -> None:
     """Each node's collector seals into a volume of its own pod (emptyDir or hostPath) and
-    uploads to ``s3://``; no claim (the lake's ReadWriteMany one is the Spark side's)."""
+    uploads to ``s3://``; no claim anywhere: the lake is in the store too, and the Spark
+    executors mount no volume."""
     pod = collector_pod()
     [collector] = pod["containers"]
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -185,21 +186,10 @@ def test_daemonset_collectors_stage_into_the_store_and_mount_no_shared_volume(
             for mount in collector["volumeMounts"]
             if mount["mountPath"] == spool
         )
-        lake = daemonset_documents()[("PersistentVolumeClaim", "sluice-lake")]
-        assert lake["spec"]["accessModes"] == ["ReadWriteMany"]
-    # The Spark executors mount the lake's claim at the lake's path.
+        assert config.lake_location.scheme is StorageScheme.S3
+    assert not [kind for kind, _ in daemonset_documents() if kind == "PersistentVolumeClaim"]
     properties = spark_properties(SPARK / "spark-defaults.kubernetes.conf")
-    claims = {
-        key.split(".")[-3]: value
-        for key, value in properties.items()
-        if key.startswith("spark.kubernetes.executor.volumes.persistentVolumeClaim.")
-        and key.endswith(".options.claimName")
-    }
-    assert list(claims.values()) == ["sluice-lake"]
-    [name] = claims
-    mount = properties[f"spark.kubernetes.executor.volumes.persistentVolumeClaim.{name}.mount.path"]
-    for config in daemonset_pipeline_configs(tmp_path):
-        assert str(config.lake_dir) == mount
+    assert not [key for key in properties if key.startswith("spark.kubernetes.executor.volumes.")]
 
 
 def test_daemonset_store_credentials_come_from_a_secret_and_its_endpoint_from_a_configmap(
@@ -225,10 +215,11 @@ def test_daemonset_store_credentials_come_from_a_secret_and_its_endpoint_from_a_
                 text = yaml.safe_dump(document["data"])
                 assert "AWS_SECRET_ACCESS_KEY" not in text and "AWS_ACCESS_KEY_ID" not in text
     for config in daemonset_pipeline_configs(tmp_path):
-        assert "@" not in urlsplit(config.staging_location.url).netloc
+        for location in (config.staging_location, config.lake_location):
+            assert "@" not in urlsplit(location.url).netloc
 
 
-def test_the_example_object_store_creates_the_staging_bucket(tmp_path: Path) -> None:
+def test_the_example_object_store_creates_the_staging_and_lake_buckets(tmp_path: Path) -> None:
     store = documents_of(STORE)
     deployment = store[("Deployment", "object-store")]
     service = store[("Service", "object-store")]
@@ -245,10 +236,13 @@ def test_the_example_object_store_creates_the_staging_bucket(tmp_path: Path) -> 
         service["spec"]["ports"][0]["targetPort"]
     ]
     assert f"moto_server -H 0.0.0.0 -p {port}" in script
+    created = re.search(r"for bucket in \(([^)]*)\):", script)
+    assert created and "create_bucket(Bucket=bucket)" in script
+    last = created.group(1).split(",")[-1].strip().strip('"')
+    assert server["readinessProbe"]["httpGet"]["path"] == f"/{last}"
     for config in daemonset_pipeline_configs(tmp_path):
-        bucket = urlsplit(config.staging_location.url).netloc
-        assert f'bucket = "{bucket}"' in script and "create_bucket(Bucket=bucket)" in script
-        assert server["readinessProbe"]["httpGet"]["path"] == f"/{bucket}"
+        for location in (config.staging_location, config.lake_location):
+            assert f'"{urlsplit(location.url).netloc}"' in created.group(1), location
 
 
 @pytest.mark.parametrize(
