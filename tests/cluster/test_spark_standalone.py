@@ -7,10 +7,13 @@ checkpoint and spark-submits the landing job to the cluster, where an executor l
 the worker does the work (the staging parts are split into lines in Python on the executor).
 The lake must then hold every well-formed line once and every malformed line as a reject.
 
-The executors are on this machine: they read the staging parts and write the lake through the
-same filesystem as the driver, and import ``spark_jobs`` from the checkout (the worker's
-``PYTHONPATH``). The metastore is a SQLite file of the test's own: what this test is about is
-Spark, and PostgreSQL is exercised by ``test_two_collectors``.
+The executors are on this machine and import ``spark_jobs`` from the checkout (the worker's
+``PYTHONPATH``). They read the staging parts and write the lake through the same filesystem as
+the driver, or, in the object-store variant, through the S3 server on loopback (moto): the
+collection uploads its batch there, the executors read it and write the lake's files into the
+same bucket with the store's variables the driver hands them (no Hadoop S3 connector). The
+metastore is a SQLite file of the test's own: what this test is about is Spark, and PostgreSQL
+is exercised by ``test_two_collectors``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from airflow.dag_processing.dagbag import DagBag
@@ -31,6 +35,7 @@ from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.testing import MALFORMED_SAMPLES, access_lines
 from tests.cluster.processes import SparkStandalone
 from tests.support.airflow_env import REPO_ROOT
+from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.airflow, pytest.mark.timeout(1200)]
@@ -56,9 +61,21 @@ def run_pipeline_dag(pipelines: Path) -> DagRun:
     return run
 
 
+@pytest.mark.parametrize("storage", ["folders", "object-store"])
 def test_pipeline_dag_lands_through_a_standalone_cluster(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: Path
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_home: Path,
+    storage: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    locations: dict[str, Any] = {}
+    if storage == "object-store":
+        bucket: S3Bucket = request.getfixturevalue("s3_bucket")
+        locations = {
+            "handoff": {"staging": bucket.url("staging")},
+            "lake": {"warehouse": bucket.url("lake")},
+        }
     cluster = SparkStandalone(tmp_path / "spark-standalone")
     try:
         master_url = cluster.start()
@@ -70,6 +87,7 @@ def test_pipeline_dag_lands_through_a_standalone_cluster(
             pipelines,
             f"sqlite:///{tmp_path / 'sluice.db'}",
             pattern=str(tmp_path / "logs" / "access.log*"),
+            **locations,
         )
         well_formed = list(access_lines(WELL_FORMED, seed=11, end=LINES_END))
         append(tmp_path / "logs" / "access.log", *well_formed[:200], *MALFORMED)
@@ -95,6 +113,11 @@ def test_pipeline_dag_lands_through_a_standalone_cluster(
         executor_logs = cluster.executor_logs()
         assert executor_logs, f"the worker launched no executor\n{cluster.logs()}"
         assert any("Running task" in log.read_text(errors="replace") for log in executor_logs)
+        if storage == "object-store":  # everything went through the store, nothing local
+            assert any(key.endswith("/_manifest.json") for key in bucket.keys("staging"))
+            assert any(key.endswith(".parquet") for key in bucket.keys("lake"))
+            assert not (pipelines / "data" / "lake").exists()
+            assert not (pipelines / "data" / "staging").exists()
         print(f"standalone cluster started in {cluster.started_seconds:.0f} s at {master_url}")
     finally:
         cluster.stop()
