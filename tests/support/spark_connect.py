@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.object_store import S3Server
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "spark-connect.sh"
 START_TIMEOUT_S = 240
@@ -54,10 +56,15 @@ class ConnectServer:
 
 
 @pytest.fixture(scope="session")
-def spark_connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    """The run's Spark Connect server (started on first use, stopped at the end)."""
+def spark_connect_server(
+    tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server
+) -> Iterator[ConnectServer]:
+    """The run's Spark Connect server (started on first use, stopped at the end), with the
+    session's S3 server's variables in its environment, as a deployment starts it beside a
+    store (its Python workers read staging from and write the lake into the store with them)."""
     env = {
         **os.environ,
+        **s3_server.environment,
         "SLUICE_SPARK_CONNECT_DIR": str(tmp_path_factory.mktemp("spark-connect")),
         "SLUICE_SPARK_CONNECT_PORT": str(free_port()),
         "SLUICE_PYTHON": sys.executable,

@@ -23,11 +23,14 @@ from pipeline_core.landing import (
     landing_job_spec,
     spark_connect_command,
 )
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import access_lines
 from spark_jobs import land as entry_point
 from tests.spark_jobs.support import LINES_PER_HOST, stage, staged_event_ids
-from tests.support.lake import snapshot_operations, table_rows
-from tests.support.pipelines import load
+from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
+from tests.support.object_store import S3Bucket
+from tests.support.pipelines import append, load, write_config
 
 TABLES = ("access", "app", "misc", "_rejects")
 
@@ -164,3 +167,34 @@ def test_a_killed_landing_stops_its_driver_and_commits_nothing(
     assert isinstance(error, LandingError)
     assert "was killed" in str(error)
     assert table_rows(lake_location(config), "access").num_rows == 0
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_a_landing_on_spark_connect_reads_staging_from_and_writes_the_lake_into_a_store(
+    spark_connect_url: str, metastore_url: str, tmp_path: Path, s3_bucket: S3Bucket
+) -> None:
+    """Staging and lake in the S3 server: the collection uploads the batch, the server's Python
+    workers read it and write the lake's files into the bucket (the server has the store's
+    variables in its environment), the commit goes through the table's FileIO."""
+    Metastore.open(metastore_url).close()
+    config = write_config(
+        tmp_path,
+        metastore_url,
+        handoff={"staging": s3_bucket.url("staging")},
+        lake={"warehouse": s3_bucket.url("lake")},
+    )
+    append(tmp_path / "logs" / "access.log", *access_lines(2_000, seed=5))
+    operations = PipelineOperations(config)
+    requested = operations.request_checkpoint("run-1")
+    operations.collect_once()
+
+    [landed] = operations.land([requested.checkpoint_id], spark_connect=spark_connect_url)
+
+    assert landed.state is CheckpointState.COMMITTED
+    assert landed.line_count == 2_000
+    lake = lake_location(operations.config)
+    assert assert_exactly_once(lake, "access", requested.checkpoint_id) == 2_000
+    assert any(key.endswith(".parquet") for key in s3_bucket.keys("lake"))
+    assert not (tmp_path / "data" / "lake").exists()
