@@ -12,6 +12,12 @@ from urllib.parse import unquote, urlsplit
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
+from sluice_airflow.hooks.store_credentials import (
+    STORE_CONN_ID,
+    apply_store_environment,
+    store_environment,
+)
+
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
@@ -90,6 +96,7 @@ class SluiceHook(BaseHook):
         config_path: str | os.PathLike[str],
         metastore_conn_id: str | None = METASTORE_CONN_ID,
         lake_conn_id: str | None = LAKE_CONN_ID,
+        store_conn_id: str | None = STORE_CONN_ID,
         host: str | None = None,
         logger_name: str | None = None,
     ):
@@ -97,6 +104,7 @@ class SluiceHook(BaseHook):
         self.config_path = os.fspath(config_path)
         self.metastore_conn_id = metastore_conn_id
         self.lake_conn_id = lake_conn_id
+        self.store_conn_id = store_conn_id
         self.host = host
         self._operations: PipelineOperations | None = None
 
@@ -106,6 +114,7 @@ class SluiceHook(BaseHook):
             # Imported here so parsing a DAG file never pays for pipeline_core's imports.
             from pipeline_core.operations import PipelineOperations
 
+            self.apply_store_credentials()
             self._operations = PipelineOperations(
                 self.config_path, host=self.host, **self.connection_defaults()
             )
@@ -129,6 +138,17 @@ class SluiceHook(BaseHook):
         if lake is not None:
             defaults["lake_dir"] = lake_path(lake)
         return defaults
+
+    def apply_store_credentials(self) -> list[str]:
+        """Lay the object store's credentials of the ``store_conn_id`` connection, when it
+        exists, over this process's environment, where the store's clients (and the landing
+        job this task starts) read them; returns the variables' names (none without it)."""
+        connection = self._optional_connection(self.store_conn_id)
+        if connection is None:
+            return []
+        variables = store_environment(connection)
+        apply_store_environment(variables)
+        return sorted(variables)
 
     def _optional_connection(self, conn_id: str | None) -> Connection | None:
         if conn_id is None:
