@@ -11,7 +11,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline_core.config import load_pipeline_config
-from pipeline_core.errors import CheckpointError
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
@@ -21,7 +20,9 @@ from tests.support.faults import (
     FaultLines,
     FaultSeed,
     SealCrashPoint,
+    assert_not_landable,
     check_exactly_once,
+    crash_a_collection,
     crash_while_sealing,
     land_and_commit_sealed,
     recorded_staging,
@@ -46,26 +47,10 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
     config_path = write_config(tmp_path, metastore_url, collector={"lease_seconds": LEASE_SECONDS})
     config = load_pipeline_config(config_path)
     operations = PipelineOperations(config_path)
-    log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
-    sizes = [fault_seed.rng.randint(50, 2000) for _ in range(3)]
-    before, crashed, after = (
-        source.lines(sum(sizes[:i]), sizes[i]) for i in range(3)
-    )  # sealed before the crash / read by the crashing run / appended after it
-    append(log, *before)
-    (first,) = operations.collect_once().sealed
     metastore = Metastore.open(config.metastore_url)
     try:
-        # Landed long ago as far as this test goes: only what the crash touches is landed.
-        metastore.commit_checkpoint(first.checkpoint_id, {"rows": {}, "rejects": {}})
-        append(log, *crashed)
-
-        crash = crash_while_sealing(config_path, point)
-
-        assert crash.returncode == -signal.SIGKILL, fault_seed.note(
-            f"the collector did not die at {point}: {crash.returncode}\n{crash.stderr[-3000:]}"
-        )
-        crashed_id = first.checkpoint_id + 1
+        run = crash_a_collection(config_path, metastore, fault_seed, point, (50, 2000))
+        before, crashed, after, crashed_id = run.before, run.crashed, run.after, run.crashed_id
         record = metastore.checkpoint(crashed_id)
         folder = checkpoint_dir(config.staging_dir, config.name, crashed_id) / config.collector.host
         if point.recorded:
@@ -75,11 +60,8 @@ def test_a_crash_while_sealing_leaves_no_orphan_and_the_next_run_lands_every_lin
             assert record.state is CheckpointState.REQUESTED
             assert metastore.batches(crashed_id) == []
             assert folder.is_dir() == point.folder_in_place
-            # An unrecorded batch folder is never offered for landing, nor landed on request.
-            assert crashed_id not in [i.checkpoint_id for i in operations.pending_landings()]
-            with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
-                operations.landing_job([crashed_id], "run-1")
-        append(log, *after)
+            assert_not_landable(operations, crashed_id)  # a batch folder, not recorded
+        append(tmp_path / "logs" / "access.log", *after)
         wait_for_free_lease(metastore, config, timeout=10 * LEASE_SECONDS)
 
         operations.collect_once()

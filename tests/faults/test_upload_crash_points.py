@@ -5,7 +5,6 @@ the next run recovers its spool, then lands and commits every line exactly once.
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,16 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.collector._spool import SEAL_RECORD_NAME
 from pipeline_core.config import load_pipeline_config
-from pipeline_core.errors import CheckpointError
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.staging_contract import MANIFEST_NAME, batch_key, read_manifest
 from tests.support.faults import (
-    FaultLines,
     FaultSeed,
     UploadCrashPoint,
+    assert_not_landable,
     check_exactly_once,
-    crash_while_sealing,
+    crash_a_collection,
     land_and_commit_sealed,
     wait_for_free_lease,
 )
@@ -68,26 +66,10 @@ def test_a_crash_while_uploading_shows_no_partial_batch_and_the_next_run_lands_e
     config = load_pipeline_config(config_path)
     host = config.collector.host
     operations = PipelineOperations(config_path)
-    log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
-    sizes = [fault_seed.rng.randint(300, 1500) for _ in range(3)]
-    before, crashed, after = (
-        source.lines(sum(sizes[:i]), sizes[i]) for i in range(3)
-    )  # recorded before the crash / read by the crashing run / appended after it
-    append(log, *before)
-    (first,) = operations.collect_once().sealed
     metastore = Metastore.open(config.metastore_url)
     try:
-        # Landed long ago as far as this test goes: only what the crash touches is landed.
-        metastore.commit_checkpoint(first.checkpoint_id, {"rows": {}, "rejects": {}})
-        append(log, *crashed)
-
-        crash = crash_while_sealing(config_path, point)
-
-        assert crash.returncode == -signal.SIGKILL, fault_seed.note(
-            f"the collector did not die at {point}: {crash.returncode}\n{crash.stderr[-3000:]}"
-        )
-        crashed_id = first.checkpoint_id + 1
+        run = crash_a_collection(config_path, metastore, fault_seed, point, (300, 1500))
+        before, crashed, after, crashed_id = run.before, run.crashed, run.after, run.crashed_id
         key = batch_key(config.name, crashed_id, host)
         spooled = config.seal_dir / key
         parts = len(read_manifest(spooled).parts)  # the spool holds the sealed batch
@@ -105,11 +87,8 @@ def test_a_crash_while_uploading_shows_no_partial_batch_and_the_next_run_lands_e
         else:
             assert record.state is CheckpointState.REQUESTED
             assert metastore.batches(crashed_id) == []
-            # A batch stored and not recorded is never offered for landing, nor landed.
-            assert crashed_id not in [i.checkpoint_id for i in operations.pending_landings()]
-            with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
-                operations.landing_job([crashed_id], "run-1")
-        append(log, *after)
+            assert_not_landable(operations, crashed_id)  # stored, not recorded
+        append(tmp_path / "logs" / "access.log", *after)
         wait_for_free_lease(metastore, config, timeout=10 * LEASE_SECONDS)
 
         operations.collect_once()  # recovers the spool first, then reads on

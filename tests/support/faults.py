@@ -47,6 +47,7 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
 from pipeline_core.testing import access_lines
+from tests.support.pipelines import append
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -575,6 +576,54 @@ def crash_while_sealing(
         timeout=120,
         check=False,
     )
+
+
+@dataclass(frozen=True)
+class CrashedCollection:
+    """Lines around a collection SIGKILLed at a crash point: ``before`` sealed and committed
+    first, ``crashed`` read by the killed run (checkpoint ``crashed_id``), ``after`` for the
+    caller to append once it has looked at what the crash left."""
+
+    before: list[bytes]
+    crashed: list[bytes]
+    after: list[bytes]
+    crashed_id: int
+
+
+def crash_a_collection(
+    config_path: Path,
+    metastore: Metastore,
+    fault_seed: FaultSeed,
+    point: SealCrashPoint | UploadCrashPoint,
+    line_counts: tuple[int, int],
+) -> CrashedCollection:
+    """Seal and commit a first batch (landed long ago as far as the test goes: only what the
+    crash touches is landed), append more lines and collect them in a process that SIGKILLs
+    itself at ``point``; each group has a random number of lines in ``line_counts``."""
+    from pipeline_core.operations import PipelineOperations
+
+    log = config_path.parent / "logs" / "access.log"
+    source = FaultLines(fault_seed.value)
+    sizes = [fault_seed.rng.randint(*line_counts) for _ in range(3)]
+    before, crashed, after = (source.lines(sum(sizes[:i]), sizes[i]) for i in range(3))
+    append(log, *before)
+    (first,) = PipelineOperations(config_path).collect_once().sealed
+    metastore.commit_checkpoint(first.checkpoint_id, {"rows": {}, "rejects": {}})
+    append(log, *crashed)
+    crash = crash_while_sealing(config_path, point)
+    assert crash.returncode == -signal.SIGKILL, fault_seed.note(
+        f"the collector did not die at {point}: {crash.returncode}\n{crash.stderr[-3000:]}"
+    )
+    return CrashedCollection(before, crashed, after, first.checkpoint_id + 1)
+
+
+def assert_not_landable(operations: PipelineOperations, checkpoint_id: int) -> None:
+    """An unrecorded checkpoint is never offered for landing, nor landed on request."""
+    from pipeline_core.errors import CheckpointError
+
+    assert checkpoint_id not in [i.checkpoint_id for i in operations.pending_landings()]
+    with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
+        operations.landing_job([checkpoint_id], "run-1")
 
 
 # -- landing and reading back ----------------------------------------------------------------------
