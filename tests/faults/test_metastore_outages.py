@@ -62,12 +62,20 @@ def test_a_collector_waits_out_a_write_lock_held_while_it_seals(
             30,
             "the collector to start",
         )
+        # The checkpoint holds what was read before its barrier: request it once ``before``
+        # is read, however loaded the machine.
+        wait_until(
+            lambda: any(m.lines_read >= len(before) for m in running.collector.metrics()),
+            30,
+            "the lines before the checkpoint read",
+        )
         locked_id = metastore.request_checkpoint(config.name, "locked-run").checkpoint_id
         folder = checkpoint_dir(config.staging_dir, config.name, locked_id)
         with metastore_write_lock(metastore_url):
+            # The batch is staged, its metastore transaction waits for the lock, held for
+            # ``hold`` seconds once the batch is there.
+            wait_until(folder.exists, 30, "the batch folder of the locked checkpoint")
             started = time.monotonic()
-            # The batch is staged, its metastore transaction waits for the lock.
-            wait_until(folder.exists, hold, "the batch folder of the locked checkpoint")
             append(log, *during)
             time.sleep(max(0.0, hold - (time.monotonic() - started)))
             assert not sealed(metastore, locked_id), "sealed through the lock?"
