@@ -612,12 +612,12 @@ def waiting_for_a_dead_host(
     """A checkpoint requested while ``dead-host`` held a lease, which has lapsed since."""
     metastore = Metastore.open(metastore_url)
     try:
-        assert metastore.acquire_lease(operations.config.name, "dead-host", "dead:1", 0.2)
+        assert metastore.acquire_lease(operations.config.name, "dead-host", "dead:1", 1.0)
     finally:
         metastore.close()
     append(log, *lines("a", 10))
     info = operations.request_checkpoint("run-1")
-    time.sleep(0.3)  # the dead host's lease lapses
+    time.sleep(1.1)  # the dead host's lease lapses
     return info
 
 

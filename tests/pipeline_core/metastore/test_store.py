@@ -556,10 +556,10 @@ def test_should_renew_a_lease_for_the_same_holder(metastore: Metastore) -> None:
 
 
 def test_should_let_another_holder_take_over_an_expired_lease(metastore: Metastore) -> None:
-    assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 0.2)
+    assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 1.0)
     assert not metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
 
-    time.sleep(0.3)
+    time.sleep(1.1)
 
     assert metastore.lease_holder(PIPELINE, HOST) is None
     assert metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
