@@ -71,6 +71,19 @@ class SourceConfig(_Strict):
     the validation."""
 
 
+def _valid_location(value: str | None) -> str | None:
+    """A location key's value, checked (``LocationError`` is a ``ValueError``: pydantic names
+    the key)."""
+    if value is not None:
+        StorageLocation.parse(value)
+    return value
+
+
+def _at_most_one(first: object, second: object, first_key: str, second_key: str) -> None:
+    if first is not None and second is not None:
+        raise ValueError(f"give {first_key} or {second_key}, not both")
+
+
 class HandoffConfig(_Strict):
     """The handoff sink: where sealed batches are staged for Spark."""
 
@@ -107,17 +120,11 @@ class HandoffConfig(_Strict):
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
 
-    @field_validator("staging")
-    @classmethod
-    def _staging_location(cls, value: str | None) -> str | None:
-        if value is not None:
-            StorageLocation.parse(value)  # LocationError is a ValueError: names the key
-        return value
+    _staging_location = field_validator("staging")(_valid_location)
 
     @model_validator(mode="after")
     def _one_staging(self) -> HandoffConfig:
-        if self.staging is not None and self.staging_dir is not None:
-            raise ValueError("give handoff.staging or handoff.staging_dir, not both")
+        _at_most_one(self.staging, self.staging_dir, "handoff.staging", "handoff.staging_dir")
         return self
 
 
@@ -137,17 +144,11 @@ class LakeConfig(_Strict):
     namespace: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")] | None = None
     """The catalog namespace of the pipeline's tables. Default: the pipeline's name."""
 
-    @field_validator("warehouse")
-    @classmethod
-    def _warehouse_location(cls, value: str | None) -> str | None:
-        if value is not None:
-            StorageLocation.parse(value)  # LocationError is a ValueError: names the key
-        return value
+    _warehouse_location = field_validator("warehouse")(_valid_location)
 
     @model_validator(mode="after")
     def _one_warehouse(self) -> LakeConfig:
-        if self.warehouse is not None and self.path is not None:
-            raise ValueError("give lake.warehouse or lake.path, not both")
+        _at_most_one(self.warehouse, self.path, "lake.warehouse", "lake.path")
         return self
 
 
