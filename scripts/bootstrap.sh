@@ -16,6 +16,16 @@ if sys.version_info[:2] != wanted:
              f"({sys.executable})")
 PY
 command -v java >/dev/null 2>&1 || { echo "Spark needs Java 17 (java not found on PATH)" >&2; exit 1; }
+# The landing compiles its JVM line reader (spark_jobs/jvm) with the JDK's javac; with a JRE only
+# it reads segments in Python workers instead (slower), so a JDK is installed where possible.
+if ! command -v javac >/dev/null 2>&1 && [[ -z "${JAVA_HOME:-}" || ! -x "$JAVA_HOME/bin/javac" ]]; then
+    # shellcheck source=scripts/lib.sh
+    if (. scripts/lib.sh && need_apt javac openjdk-17-jdk-headless && apt_install openjdk-17-jdk-headless); then
+        :
+    else
+        echo "bootstrap: no javac: the landing will read segments in Python workers" >&2
+    fi
+fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 UV_VERSION=$(sed -n 's/^uv==//p' requirements-dev.txt 2>/dev/null || true)

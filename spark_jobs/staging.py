@@ -3,11 +3,14 @@
 A part file holds raw line bytes, one segment after the other; a segment is a run of whole
 lines of one source file, from ``start_offset`` in it (docs/architecture.md, "Part files").
 The driver turns the manifests' segment index into a small DataFrame of ``SEGMENT_SCHEMA``
-rows (``segment_frame``); on the executors ``read_segments`` (for ``mapInArrow``) reads each
-segment's bytes by a ranged read (``os.pread`` of a local part; a ranged request of a part in
-an object store, through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into
-lines with NumPy (``split_segment``: no Python work per line), one segment at a time, in
-parallel with the parsing.
+rows (``segment_frame``). Segments of local part files are read and split in the executors'
+JVM (``spark_jobs.jvm_lines``) when the session has its function (``segment_reader``).
+Otherwise (part files in an object store, or a session without the function) the executors'
+Python workers do it: ``read_segments`` (for ``mapInArrow``) reads each segment's bytes by a
+ranged read (``os.pread`` of a local part; a ranged request of a part in an object store,
+through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into lines with NumPy
+(``split_segment``: no Python work per line), one segment at a time, in parallel with the
+parsing. Both give the same rows, checks and error messages.
 
 A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (the
 unterminated end of a rotated file) and is a line too. Any other byte is kept: ``\\r`` of CRLF
@@ -15,16 +18,17 @@ line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` s
 line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
 makes it a ``line_too_long`` reject.
 
-The module imports only NumPy, pyarrow, pyspark, the standard library, ``spark_jobs.part_files``
-and ``spark_jobs.session`` (the executors import it; ``--py-files`` ships it); the manifest's
-``Segment`` is named in its types only.
+The module imports only NumPy, pyarrow, pyspark, the standard library and
+``spark_jobs.part_files``, ``spark_jobs.jvm_lines`` and ``spark_jobs.session`` (the executors
+import it; ``--py-files`` ships it); the manifest's ``Segment`` is named in its types only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,7 +44,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.part_files import PartReader, open_part, reader_environment
+from spark_jobs.jvm_lines import enable_segment_lines, lines_in_jvm
+from spark_jobs.part_files import PartReader, is_local, local_path, open_part, reader_environment
 from spark_jobs.session import session_cores, share_environment
 
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
@@ -149,10 +154,35 @@ def segment_frame(
     return runs.join(F.broadcast(table), _INDEX).select(*SEGMENT_SCHEMA.names)
 
 
+class SegmentReader(Enum):
+    """Where the executors read segments and split them into lines."""
+
+    JVM = "jvm"
+    """In the executor's JVM (``spark_jobs.jvm_lines``): the lines stay in the JVM."""
+    PYTHON = "python"
+    """In Python workers (``read_segments``), handing the lines to the JVM as Arrow batches."""
+
+
+def segment_reader(spark: SparkSession, segments: Sequence[SegmentRow]) -> SegmentReader:
+    """``JVM`` when every part file of ``segments`` is local (a path, or a ``file://`` URL)
+    and ``spark`` has the JVM's function; ``PYTHON`` otherwise (an object store's parts)."""
+    if all(is_local(row.path) for row in segments) and enable_segment_lines(spark):
+        return SegmentReader.JVM
+    return SegmentReader.PYTHON
+
+
 def read_lines(
-    spark: SparkSession, segments: Sequence[SegmentRow], splits_per_core: int
+    spark: SparkSession,
+    segments: Sequence[SegmentRow],
+    splits_per_core: int,
+    reader: SegmentReader | None = None,
 ) -> DataFrame:
-    """The lines of ``segments`` as ``LINE_SCHEMA`` rows, read and split on the executors."""
+    """The lines of ``segments`` as ``LINE_SCHEMA`` rows, read and split on the executors by
+    ``reader`` (``None``: ``segment_reader``'s choice)."""
+    chosen = reader or segment_reader(spark, segments)
+    if chosen is SegmentReader.JVM:
+        local = [replace(row, path=local_path(row.path)) for row in segments]
+        return lines_in_jvm(segment_frame(spark, local, splits_per_core))
     return segment_frame(spark, segments, splits_per_core).mapInArrow(read_segments, LINE_SCHEMA)
 
 

@@ -1,0 +1,145 @@
+"""The JVM's line reader (``spark_jobs.jvm_lines``) against the Python workers' reader: the same
+lines, offsets, checks and messages; the jar built once per version; the choice between them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline_core.staging_contract import Segment, SegmentKind
+from spark_jobs import jvm_lines
+from spark_jobs.jvm_lines import JarBuildError, segment_lines_jar
+from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
+
+pytestmark = pytest.mark.spark
+
+SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
+TRICKY = (
+    b"caf\xc3\xa9 \xff\xfe\n\x00\x00\x00\n\nGET / HTTP/1.1\r\n\r\n"  # invalid UTF-8, NULs, CRLF
+    + b"".join(b"x" * (n % 300) + b"\n" for n in range(2000))
+    + b"unterminated end"
+)
+
+
+def segment_rows(path: Path, segments: list[Segment]) -> list[SegmentRow]:
+    return [SegmentRow(str(path), 7, "web-1", SEALED_AT, segment) for segment in segments]
+
+
+def lines(
+    spark: SparkSession, rows: list[SegmentRow], reader: SegmentReader
+) -> list[tuple[object, ...]]:
+    frame = read_lines(spark, rows, 2, reader)
+    return sorted(tuple(row) for row in frame.collect())
+
+
+def tricky_part(tmp_path: Path) -> tuple[Path, list[Segment]]:
+    """A part of three segments: the tricky lines, an over-long line's prefix, nothing."""
+    path = tmp_path / "part-access-00000.lines"
+    prefix = b"P" * 4096
+    path.write_bytes(TRICKY + prefix)
+    lines_count = TRICKY.count(b"\n") + 1
+    return path, [
+        Segment("a" * 16, 1000, 0, len(TRICKY), lines_count),
+        Segment("b" * 16, 50, len(TRICKY), len(prefix), 1, SegmentKind.LONG_LINE, 9_000_000),
+        Segment("c" * 16, 0, len(TRICKY) + len(prefix), 0, 0),
+    ]
+
+
+def test_the_suite_session_reads_local_parts_in_the_jvm_and_a_store_in_python(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path, segments = tricky_part(tmp_path)
+    assert segment_reader(spark, segment_rows(path, segments)) is SegmentReader.JVM
+    in_store = [SegmentRow("s3://bucket/p/part.lines", 7, "web-1", SEALED_AT, segments[0])]
+    assert segment_reader(spark, in_store) is SegmentReader.PYTHON
+
+
+def test_both_readers_give_the_same_lines_offsets_and_batch_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path, segments = tricky_part(tmp_path)
+    rows = segment_rows(path, segments)
+
+    in_jvm = lines(spark, rows, SegmentReader.JVM)
+
+    assert in_jvm == lines(spark, rows, SegmentReader.PYTHON)
+    assert len(in_jvm) == TRICKY.count(b"\n") + 2
+    by_offset = {(row[0], row[1]): row for row in in_jvm}
+    assert by_offset[("a" * 16, 1000)][2] == b"caf\xc3\xa9 \xff\xfe"
+    assert by_offset[("a" * 16, 1009)][2] == b"\x00\x00\x00"
+    assert by_offset[("a" * 16, 1014)][2] == b"GET / HTTP/1.1\r"
+    (long_line,) = [row for row in in_jvm if row[0] == "b" * 16]
+    assert long_line[1:] == (50, b"P" * 4096, 7, "web-1", SEALED_AT.replace(tzinfo=None), 9_000_000)
+    assert max(row[1] for row in in_jvm if row[0] == "a" * 16) == 1000 + len(TRICKY) - 16
+
+
+def test_a_file_url_is_read_in_the_jvm(spark: SparkSession, tmp_path: Path) -> None:
+    path, segments = tricky_part(tmp_path)
+    as_url = [SegmentRow(f"file://{path}", 7, "web-1", SEALED_AT, s) for s in segments]
+    assert segment_reader(spark, as_url) is SegmentReader.JVM
+    assert lines(spark, as_url, SegmentReader.JVM) == lines(
+        spark, segment_rows(path, segments), SegmentReader.PYTHON
+    )
+
+
+@pytest.mark.parametrize("reader", list(SegmentReader))
+def test_a_segment_of_other_lines_than_its_manifest_fails_alike(
+    spark: SparkSession, tmp_path: Path, reader: SegmentReader
+) -> None:
+    path = tmp_path / "part-a-00000.lines"
+    path.write_bytes(b"a\nbb\nccc\n")
+    rows = segment_rows(path, [Segment("f" * 16, 0, 0, 2, 1), Segment("f" * 16, 2, 2, 7, 3)])
+
+    message = r"part-a-00000\.lines: the segment at part_offset 2 \(7 bytes\) holds 2 lines, the "
+    with pytest.raises(Exception, match=message + "manifest says 3"):
+        read_lines(spark, rows, 2, reader).collect()
+
+
+@pytest.mark.parametrize("reader", list(SegmentReader))
+def test_a_short_or_missing_part_fails_alike(
+    spark: SparkSession, tmp_path: Path, reader: SegmentReader
+) -> None:
+    path = tmp_path / "part-a-00000.lines"
+    path.write_bytes(b"a\nbb\n")
+
+    short = segment_rows(path, [Segment("f" * 16, 0, 2, 7, 2)])
+    message = r"part-a-00000\.lines: short read: the segment at part_offset 2 needs bytes up to 9"
+    with pytest.raises(Exception, match=message + ", the file has 5"):
+        read_lines(spark, short, 2, reader).collect()
+    missing = segment_rows(tmp_path / "missing.lines", [Segment("f" * 16, 0, 0, 1, 1)])
+    with pytest.raises(Exception, match=r"missing\.lines: cannot read the segment at part_offset"):
+        read_lines(spark, missing, 2, reader).collect()
+
+
+def test_the_jar_is_built_once_per_version_of_its_source(tmp_path: Path) -> None:
+    jar = segment_lines_jar(tmp_path)
+    assert jar is not None and jar.parent == tmp_path and jar.name.startswith("sluice-spark-")
+    built = jar.stat().st_mtime_ns
+    assert segment_lines_jar(tmp_path) == jar and jar.stat().st_mtime_ns == built
+    assert (
+        segment_lines_jar(tmp_path / "elsewhere", write=False) == tmp_path / "elsewhere" / jar.name
+    )
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_no_javac_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert segment_lines_jar(tmp_path) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_source_javac_rejects_fails_with_its_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = tmp_path / "jvm" / "sluice" / "spark"
+    sources.mkdir(parents=True)
+    (sources / "Broken.java").write_text("package sluice.spark; class Broken { int x = ; }\n")
+    monkeypatch.setattr(jvm_lines, "JAVA_SOURCES", tmp_path / "jvm")
+
+    with pytest.raises(JarBuildError, match=r"Broken\.java.*illegal start of expression"):
+        segment_lines_jar(tmp_path / "jars")
+    assert not any((tmp_path / "jars").glob("*.jar"))
