@@ -142,7 +142,7 @@ def make_spark(local_dir: Path) -> SparkSession:
     """A ``local[2]`` session set up as the landing job sets up its own (``build_session``)."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs.jvm_lines import segment_lines_jar
+    from pipeline_core.landing import segment_lines_jar
     from spark_jobs.land import build_session
 
     os.environ.setdefault("PYSPARK_PYTHON", PYTHON)

@@ -25,20 +25,24 @@ MAX_SESSION_GENERATIONS = 1000
 ``spark.connect.session.manager.defaultSessionTimeout``) before a landing gives up; a closed
 session's id cannot be opened again, so the next of its series is used."""
 _SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
+_ARTIFACT_EXISTS = "ARTIFACT_ALREADY_EXISTS"
 _SESSION_NAMESPACE = uuid.UUID("5e1c3a9d-7f0b-4c1e-9a57-1a2d5c0b7e42")
 
 
-def connect_session(url: str, app_name: str, py_files: Sequence[str] = ()) -> SparkSession:
+def connect_session(
+    url: str, app_name: str, py_files: Sequence[str] = (), jars: Sequence[str] = ()
+) -> SparkSession:
     """The session of the Spark Connect server at ``url`` (``sc://host:port``, optionally with
-    ``;`` parameters) for a landing shipping ``py_files`` (added as Python artifacts), with
-    ``LAKE_SQL_CONF`` set. Close it with :func:`close_session`.
+    ``;`` parameters) for a landing shipping ``py_files`` (added as Python artifacts) and
+    ``jars`` (the JVM line reader, added as a jar artifact), with ``LAKE_SQL_CONF`` set. Close
+    it with :func:`close_session`.
 
     Raises:
         LandingError: the server closed every session of the series.
         PySparkException: the server cannot be reached, or refused the session.
     """
     for generation in range(MAX_SESSION_GENERATIONS):
-        session_id = landing_session_id(py_files, generation)
+        session_id = landing_session_id([*py_files, *jars], generation)
         builder = SparkSession.builder.remote(_with_session_id(url, session_id))
         for key, value in {**LAKE_SQL_CONF, "spark.app.name": app_name}.items():
             builder = builder.config(key, value)
@@ -50,6 +54,8 @@ def connect_session(url: str, app_name: str, py_files: Sequence[str] = ()) -> Sp
             continue
         if py_files:
             spark.addArtifacts(*py_files, pyfile=True)
+        for jar in jars:
+            _add_jar(spark, jar)
         return spark
     raise LandingError(
         f"Spark Connect: the server closed all {MAX_SESSION_GENERATIONS} sessions of this "
@@ -57,9 +63,21 @@ def connect_session(url: str, app_name: str, py_files: Sequence[str] = ()) -> Sp
     )
 
 
+def _add_jar(spark: SparkSession, jar: str) -> None:
+    """Add ``jar`` to the session's artifacts, unless an earlier landing sharing the session
+    added it (a jar's name holds a hash of its content: the same name is the same jar; the
+    server refuses to overwrite an artifact)."""
+    try:
+        spark.addArtifacts(jar)
+    except PySparkException as exc:
+        if exc.getCondition() != _ARTIFACT_EXISTS:
+            raise
+
+
 def landing_session_id(py_files: Sequence[str], generation: int = 0) -> str:
-    """The id (a UUID) of the Spark Connect session the landings shipping ``py_files`` share:
-    named by the files' names (the archive's name holds a hash of its content) and
+    """The id (a UUID) of the Spark Connect session the landings shipping ``py_files`` (and
+    jars) share: named by the files' names (the archive's and the jar's hold a hash of their
+    content) and
     ``generation``, the how-manieth session of the series it is."""
     names = "\n".join(sorted(os.path.basename(path) for path in py_files))
     return str(uuid.uuid5(_SESSION_NAMESPACE, f"{names}\n#{generation}"))

@@ -103,6 +103,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="with --spark-connect: comma-separated .zip/.py files added to the session as "
         "Python artifacts (the archive of spark_jobs that spark-submit gets as --py-files)",
     )
+    parser.add_argument(
+        "--jars",
+        default=None,
+        help="with --spark-connect: comma-separated jars added to the session as artifacts "
+        "(the JVM line reader that spark-submit gets as --jars)",
+    )
     return parser.parse_args(argv)
 
 
@@ -122,10 +128,11 @@ def build_session(
     *,
     remote: str | None = None,
     py_files: Sequence[str] = (),
+    jars: Sequence[str] = (),
 ) -> SparkSession:
     """A session set up for the landing job: spark-submit's, or with ``remote`` (an
     ``sc://`` URL) the session of that Spark Connect server that the landings shipping
-    ``py_files`` share (``spark_jobs.connect.connect_session``).
+    ``py_files`` and ``jars`` share (``spark_jobs.connect.connect_session``).
 
     Besides ``LAKE_SQL_CONF``: no console progress bar (standard output ends with the summary;
     a Spark Connect server has its own settings) and, on a local master, as many shuffle
@@ -140,7 +147,7 @@ def build_session(
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     else:
-        spark = connect_session(remote, app_name, py_files)
+        spark = connect_session(remote, app_name, py_files, jars)
     if shuffle_partitions is not None:
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     elif spark.conf.get("spark.sql.shuffle.partitions", None) is None and is_local(spark):
@@ -170,10 +177,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not remote:
             raise SystemExit(f"--spark-connect: {SPARK_CONNECT_URL_ENV} must name the server")
     py_files = [path for path in (args.py_files or "").split(",") if path]
+    jars = [path for path in (args.jars or "").split(",") if path]
     # pyspark's Spark Connect client warns at every start about the pandas release it was not
     # tested with (the job uses no pandas): kept out of the task's log.
     warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
-    spark = build_session(name, args.shuffle_partitions, remote=remote, py_files=py_files)
+    spark = build_session(
+        name, args.shuffle_partitions, remote=remote, py_files=py_files, jars=jars
+    )
     if remote is None:
         try:
             summary = land(spark, landing)

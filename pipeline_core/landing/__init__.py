@@ -8,6 +8,7 @@ from pipeline_core.landing._connect import (
     SparkConnectSubmitter,
     spark_connect_command,
 )
+from pipeline_core.landing._jar import JarBuildError, segment_lines_jar
 from pipeline_core.landing._spec import (
     LANDING_APPLICATION,
     METASTORE_URL_ENV,
@@ -24,12 +25,14 @@ __all__ = [
     "METASTORE_URL_ENV",
     "SPARK_CONNECT_CONN_TYPE",
     "SPARK_CONNECT_URL_ENV",
+    "JarBuildError",
     "JobSubmitter",
     "LandingInput",
     "SparkConnectSubmitter",
     "SparkJobSpec",
     "checkpoint_location",
     "landing_job_spec",
+    "segment_lines_jar",
     "spark_connect_command",
     "spark_jobs_archive",
     "spark_submit_binary",

@@ -165,8 +165,10 @@ class SparkConnectSubmitter:
 
 def spark_connect_command(spec: SparkJobSpec) -> list[str]:
     """How the landing job of ``spec`` runs as a Spark Connect client: this Python runs its
-    application with its arguments, ``--spark-connect`` and its ``--py-files``."""
+    application with its arguments, ``--spark-connect``, its ``--py-files`` and its ``--jars``."""
     command = [sys.executable, spec.application, *spec.application_args, "--spark-connect"]
     if spec.py_files:
         command += ["--py-files", spec.py_files]
+    if spec.jars:
+        command += ["--jars", spec.jars]
     return command

@@ -21,6 +21,7 @@ from typing import Any
 
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LandingMode
+from pipeline_core.landing._jar import segment_lines_jar
 from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 
 LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land.py"
@@ -48,6 +49,8 @@ class SparkJobSpec:
     conf: dict[str, str]
     env_vars: dict[str, str]
     py_files: str | None
+    jars: str | None = None
+    """The jar of the JVM line reader (``segment_lines_jar``); ``None`` without a JDK."""
 
     def hook_arguments(self) -> dict[str, Any]:
         """The job as keyword arguments of the Spark provider's ``SparkSubmitHook`` (the
@@ -58,6 +61,7 @@ class SparkJobSpec:
             "application_args": list(self.application_args),
             "env_vars": dict(self.env_vars),
             "py_files": self.py_files,
+            "jars": self.jars,
         }
 
 
@@ -90,7 +94,8 @@ def landing_job_spec(
 ) -> SparkJobSpec:
     """The spec of one job landing every checkpoint of ``checkpoints`` (one commit per table).
 
-    ``write_archive``: False names the ``--py-files`` archive without writing it (a plan).
+    ``write_archive``: False names the ``--py-files`` archive and the ``--jars`` jar without
+    writing them (a plan).
 
     :raises ValueError: ``checkpoints`` is empty.
     """
@@ -102,6 +107,7 @@ def landing_job_spec(
         hosts = "" if item.hosts is None else "=" + ",".join(sorted(item.hosts))
         arguments += ["--checkpoint", folder + hosts + mark + options]
     ids = [item.checkpoint_id for item in checkpoints]
+    jar = segment_lines_jar(config.data_dir / "spark", write=write_archive)
     span = f"{ids[0]}" if len(ids) == 1 else f"{min(ids)}-{max(ids)}"
     return SparkJobSpec(
         application=str(LANDING_APPLICATION),
@@ -128,6 +134,7 @@ def landing_job_spec(
             METASTORE_URL_ENV: config.metastore_url,
         },
         py_files=str(spark_jobs_archive(config.data_dir / "spark", write=write_archive)),
+        jars=None if jar is None else str(jar),
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_core.landing import segment_lines_jar
 from spark_jobs.connect import _with_session_id, landing_session_id
 from tests.support.spark_connect import run_connect_client
 
@@ -93,3 +94,47 @@ def test_landings_share_a_session_per_archive_and_another_archive_gets_its_own(
         [landing_session_id([second]), 2, "UTC"],  # a changed archive: a session of its own
         [landing_session_id([second], 1), 2, "UTC"],  # the next of the series, once closed
     ]
+
+
+JVM_CLIENT = """
+import json
+from datetime import datetime, timezone
+from pipeline_core.staging_contract import Segment
+from spark_jobs.connect import close_session, connect_session
+from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
+
+url, part, jar = {url!r}, {part!r}, {jar!r}
+rows = [
+    SegmentRow(part, 3, "web-1", datetime(2026, 11, 25, tzinfo=timezone.utc), segment)
+    for segment in [Segment("f" * 16, 100, 0, 9, 3), Segment("g" * 16, 0, 9, 4, 1)]
+]
+seen = {{}}
+for name, jars in [("without", []), ("with", [jar]), ("again", [jar])]:
+    spark = connect_session(url, name, [], jars)
+    reader = segment_reader(spark, rows)
+    lines = read_lines(spark, rows, 2, reader).select("file_fingerprint", "byte_offset", "line")
+    found = sorted([r[0], r[1], r[2].decode()] for r in lines.collect())
+    seen[name] = [reader.value, found]
+    close_session(spark)
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_a_session_given_the_jar_reads_local_parts_in_the_server_jvm(
+    spark_connect_url: str, tmp_path: Path
+) -> None:
+    part = tmp_path / "part-access-00000.lines"
+    part.write_bytes(b"a\nbb\nccc\ndddd")
+    jar = segment_lines_jar(tmp_path / "jars")
+    assert jar is not None
+
+    code = JVM_CLIENT.format(url=spark_connect_url, part=str(part), jar=str(jar))
+    seen = json.loads(run_connect_client(code)[-1])
+
+    lines = [["f" * 16, 100, "a"], ["f" * 16, 102, "bb"], ["f" * 16, 105, "ccc"]]
+    lines.append(["g" * 16, 0, "dddd"])
+    # "again": a second landing in the shared session, which has the jar already
+    assert seen == {"without": ["python", lines], "with": ["jvm", lines], "again": ["jvm", lines]}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.jvm_lines import segment_lines_jar
+from pipeline_core.landing import segment_lines_jar
 
 SPARK_TEST_CONF = {
     "spark.master": "local[2]",
