@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.conversions import from_bytes
 from pyiceberg.table import Table
+from pyiceberg.types import PrimitiveType
 
 from pipeline_core.lake._catalog import LakeCatalog
 from pipeline_core.lake._schemas import CHECKPOINT_COLUMN, REJECTS_TABLE, checkpoint_filter
@@ -57,10 +59,12 @@ def landed_checkpoints(
     for source in sources:
         table = lake.load(source)
         snapshots[source] = _snapshot_id(table)
-        data = _scan(table, ids, (CHECKPOINT_COLUMN,))
-        if data is not None:
-            for checkpoint_id, count in _value_counts(data.column(CHECKPOINT_COLUMN)).items():
-                rows[checkpoint_id][source] = count
+        counted = _counts_from_metadata(table, ids)
+        if counted is None:
+            data = _scan(table, ids, (CHECKPOINT_COLUMN,))
+            counted = {} if data is None else _value_counts(data.column(CHECKPOINT_COLUMN))
+        for checkpoint_id, count in counted.items():
+            rows[checkpoint_id][source] = count
     table = lake.load(REJECTS_TABLE)
     snapshots[REJECTS_TABLE] = _snapshot_id(table)
     data = _scan(table, ids, (CHECKPOINT_COLUMN, "reason"))
@@ -69,6 +73,31 @@ def landed_checkpoints(
         for row in grouped.to_pylist():
             rejects[int(row[CHECKPOINT_COLUMN])][str(row["reason"])] = int(row["count_all"])
     return {i: LandedCheckpoint(i, rows[i], dict(rejects[i]), dict(snapshots)) for i in ids}
+
+
+def _counts_from_metadata(table: Table | None, ids: tuple[int, ...]) -> dict[int, int] | None:
+    """Rows per checkpoint of ``ids`` from the metadata of the table's data files (their row
+    counts and ``checkpoint_id`` bounds), without reading them; ``None`` when that cannot
+    tell: a file holds rows of several checkpoints or nulls, has no bounds, or has deletes.
+
+    A landing writes each checkpoint's rows into files of their own, so the lake's files hold
+    one checkpoint each and this is exact for them.
+    """
+    if table is None or table.current_snapshot() is None or not ids:
+        return {}
+    column = table.schema().find_field(CHECKPOINT_COLUMN)
+    counts: Counter[int] = Counter()
+    for task in table.scan(row_filter=checkpoint_filter(ids)).plan_files():
+        data_file = task.file
+        lower = (data_file.lower_bounds or {}).get(column.field_id)
+        upper = (data_file.upper_bounds or {}).get(column.field_id)
+        nulls = (data_file.null_value_counts or {}).get(column.field_id)
+        if task.delete_files or lower is None or lower != upper or nulls is None or nulls:
+            return None
+        checkpoint_id = int(from_bytes(cast(PrimitiveType, column.field_type), lower))
+        if checkpoint_id in ids:
+            counts[checkpoint_id] += data_file.record_count
+    return dict(counts)
 
 
 def _scan(table: Table | None, ids: tuple[int, ...], columns: tuple[str, ...]) -> pa.Table | None:

@@ -231,6 +231,33 @@ def test_should_count_what_each_checkpoint_landed_per_table_and_reason(
     }
 
 
+def test_should_count_rows_from_the_data_files_metadata_without_reading_them(
+    lake: LakeLocation,
+) -> None:
+    landed_lake(lake)
+    with open_lake(lake) as catalog:
+        table = catalog.load("access")
+        assert table is not None
+        files = [task.file.file_path for task in table.scan().plan_files()]
+    for path in files:  # unreadable now: only the metadata can give the counts
+        Path(path.removeprefix("file://")).write_bytes(b"not parquet")
+
+    with open_lake(lake) as catalog:
+        landed = landed_checkpoints(catalog, ["access"], [1, 2])
+
+    assert {i: landed[i].rows for i in (1, 2)} == {1: {"access": 3}, 2: {"access": 2}}
+
+
+def test_should_read_the_rows_of_a_file_holding_several_checkpoints(lake: LakeLocation) -> None:
+    add(lake, "access", rows(1, [0, 100]) + rows(2, [200]))  # one file, two checkpoints
+    add(lake, "access", rows(3, [300]))
+
+    with open_lake(lake) as catalog:
+        landed = landed_checkpoints(catalog, ["access"], [1, 2, 3])
+
+    assert {i: landed[i].rows["access"] for i in (1, 2, 3)} == {1: 2, 2: 1, 3: 1}
+
+
 def test_should_count_nothing_of_a_checkpoint_the_lake_does_not_hold(lake: LakeLocation) -> None:
     landed_lake(lake)
 
