@@ -58,7 +58,7 @@ from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceS
 from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_lines
 from spark_jobs.formats import parse
 from spark_jobs.lake import count_rejects, landed_lines, landing_folder, write_files
-from spark_jobs.staging import SegmentRow, read_lines
+from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 from spark_jobs.verification import verify_parts
 
 SPLITS_PER_CORE = 4
@@ -93,7 +93,7 @@ class Landing:
 
 def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
-    ``{"landing_id", "mode", "checkpoints": [{"checkpoint_id", "rows", "rejects",
+    ``{"landing_id", "mode", "segment_reader", "checkpoints": [{"checkpoint_id", "rows", "rejects",
     "input_lines", "batches"}], "tables": {table: {"snapshot_id", "committed",
     "already_committed"}}, "landed_at"}``. ``LAKE_SQL_CONF`` is set on ``spark``.
 
@@ -109,13 +109,16 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     ids = tuple(c.checkpoint_id for c in checkpoints)
     sources = _sources(checkpoints)
     parts = verify_parts([part for c in checkpoints for part in c.parts])
+    reader = segment_reader(spark, (part.path for part in parts))
     with open_lake(landing.lake) as lake:
         tables = lake.ensure_tables({name: spec.format for name, spec in sources.items()})
         written: dict[str, dict[int, list[str]]] = {}
         landed: Counter[FileKey] = Counter()
         for source, spec in sources.items():
             rows = parse(
-                read_source(spark, parts, source), spec.format, time_field=spec.time_field
+                read_source(spark, parts, source, reader=reader),
+                spec.format,
+                time_field=spec.time_field,
             )[0]
             out = write_files(
                 rows,
@@ -130,7 +133,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
                 for (checkpoint_id, host, fingerprint), count in out.rows.items():
                     landed[(int(checkpoint_id or 0), source, str(host), str(fingerprint))] += count
         short = files_with_rejects(staged_lines(parts), landed)
-        rejects = rejects_of(spark, sources, parts, short)
+        rejects = rejects_of(spark, sources, parts, short, reader)
         reasons: dict[int, Counter[str]] = {}
         written[REJECTS_TABLE] = {}
         if rejects:
@@ -164,6 +167,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     return {
         "landing_id": landing.landing_id,
         "mode": landing.mode.value,
+        "segment_reader": reader.value,
         "checkpoints": summaries,
         "tables": committed,
         "landed_at": datetime.now(timezone.utc).isoformat(),
@@ -192,6 +196,7 @@ def read_source(
     parts: Sequence[PartFile],
     source: str,
     files: Collection[tuple[int, str, str]] | None = None,
+    reader: SegmentReader | None = None,
 ) -> DataFrame:
     """The staged lines of ``source`` (one read across hosts and checkpoints; segments read and
     split into lines on the executors), with ``checkpoint_id``, ``host``, ``source`` and
@@ -199,7 +204,8 @@ def read_source(
     null for the other lines).
 
     ``files``: only the segments of these ``(checkpoint_id, host, file_fingerprint)`` source
-    files (``None``: every segment).
+    files (``None``: every segment). ``reader``: where the executors read them (``None``:
+    ``spark_jobs.staging.segment_reader``'s choice).
     """
     segments = [
         SegmentRow(part.path, part.checkpoint_id, part.host, part.sealed_at, segment)
@@ -208,7 +214,7 @@ def read_source(
         for segment in part.entry.segments
         if files is None or (part.checkpoint_id, part.host, segment.file_fingerprint) in files
     ]
-    return read_lines(spark, segments, SPLITS_PER_CORE).select(
+    return read_lines(spark, segments, SPLITS_PER_CORE, reader).select(
         "file_fingerprint",
         "byte_offset",
         "line",
@@ -239,6 +245,7 @@ def rejects_of(
     sources: Mapping[str, SourceSpec],
     parts: Sequence[PartFile],
     short: set[FileKey],
+    reader: SegmentReader | None = None,
 ) -> list[DataFrame]:
     """The rejects of every source file in ``short``, reading only the segments of those
     files."""
@@ -246,7 +253,7 @@ def rejects_of(
     for source, spec in sources.items():
         files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
         if files:
-            rows = read_source(spark, parts, source, files)
+            rows = read_source(spark, parts, source, files, reader)
             frames.append(parse(rows, spec.format, time_field=spec.time_field)[1])
     return frames
 

@@ -25,7 +25,7 @@ import it; ``--py-files`` ships it); the manifest's ``Segment`` is named in its 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
@@ -163,10 +163,10 @@ class SegmentReader(Enum):
     """In Python workers (``read_segments``), handing the lines to the JVM as Arrow batches."""
 
 
-def segment_reader(spark: SparkSession, segments: Sequence[SegmentRow]) -> SegmentReader:
-    """``JVM`` when every part file of ``segments`` is local (a path, or a ``file://`` URL)
-    and ``spark`` has the JVM's function; ``PYTHON`` otherwise (an object store's parts)."""
-    if all(is_local(row.path) for row in segments) and enable_segment_lines(spark):
+def segment_reader(spark: SparkSession, paths: Iterable[str]) -> SegmentReader:
+    """``JVM`` when every part file of ``paths`` is local (a path, or a ``file://`` URL) and
+    ``spark`` has the JVM's function; ``PYTHON`` otherwise (an object store's parts)."""
+    if all(is_local(path) for path in paths) and enable_segment_lines(spark):
         return SegmentReader.JVM
     return SegmentReader.PYTHON
 
@@ -179,7 +179,7 @@ def read_lines(
 ) -> DataFrame:
     """The lines of ``segments`` as ``LINE_SCHEMA`` rows, read and split on the executors by
     ``reader`` (``None``: ``segment_reader``'s choice)."""
-    chosen = reader or segment_reader(spark, segments)
+    chosen = reader or segment_reader(spark, (row.path for row in segments))
     if chosen is SegmentReader.JVM:
         local = [replace(row, path=local_path(row.path)) for row in segments]
         return lines_in_jvm(segment_frame(spark, local, splits_per_core))

@@ -111,7 +111,7 @@ rows = [
 seen = {{}}
 for name, jars in [("without", []), ("with", [jar]), ("again", [jar])]:
     spark = connect_session(url, name, [], jars)
-    reader = segment_reader(spark, rows)
+    reader = segment_reader(spark, [part])
     lines = read_lines(spark, rows, 2, reader).select("file_fingerprint", "byte_offset", "line")
     found = sorted([r[0], r[1], r[2].decode()] for r in lines.collect())
     seen[name] = [reader.value, found]

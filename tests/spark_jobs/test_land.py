@@ -20,6 +20,7 @@ from pipeline_core.landing import (
     METASTORE_URL_ENV,
     LandingInput,
     landing_job_spec,
+    segment_lines_jar,
     spark_jobs_archive,
 )
 from pipeline_core.staging_contract import checkpoint_dir
@@ -170,6 +171,8 @@ def test_main_lands_every_checkpoint_once_and_prints_the_summary(
 @pytest.mark.slow
 def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> None:
     staged = stage(tmp_path / "staging", 11)
+    jar = segment_lines_jar(tmp_path / "jars")
+    assert jar is not None
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {
         **os.environ,
@@ -182,6 +185,7 @@ def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> 
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--jars", str(jar),  # as the landing's spec gives it
         "spark_jobs/land.py",
         "--checkpoint", f"{staged}=web-1,web-2",
         "--lake", str(lake.warehouse), "--namespace", lake.namespace,
@@ -194,6 +198,7 @@ def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> 
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["segment_reader"] == "jvm"
     (checkpoint,) = summary["checkpoints"]
     assert checkpoint["input_lines"] == 2 * LINES_PER_HOST
     assert sum(checkpoint["rows"].values()) + sum(checkpoint["rejects"].values()) == (
@@ -260,6 +265,7 @@ def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
 
     assert [name for name, _ in modules] == [
         "spark_jobs",
+        "spark_jobs.jvm_lines",
         "spark_jobs.part_files",
         "spark_jobs.session",
         "spark_jobs.staging",

@@ -26,6 +26,7 @@ from pipeline_core.lake import (
     source_schema,
 )
 from pipeline_core.staging_contract import ManifestError, checkpoint_dir
+from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
 from spark_jobs.formats import parse
 from spark_jobs.lake import landing_folder, write_files
@@ -142,6 +143,24 @@ def test_land_writes_rows_rejects_and_summary(
     rejects = table_rows(lake, "_rejects", 3).to_pylist()
     assert Counter(row["source"] for row in rejects) == {"access": 12, "app": 2}
     assert {row["sealed_at"] for row in rejects} == {DEFAULT_SEALED_AT}
+
+
+@pytest.mark.spark
+def test_a_session_without_the_jvm_reader_lands_the_same_rows_in_python_workers(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = stage(tmp_path / "staging", 3)
+    in_jvm = land(spark, landing(lake, staged))
+    monkeypatch.setattr(staging, "enable_segment_lines", lambda session: False)
+    other = dataclasses.replace(lake, warehouse=tmp_path / "other-lake", namespace="other")
+    in_python = land(spark, landing(other, staged))
+
+    assert (in_jvm["segment_reader"], in_python["segment_reader"]) == ("jvm", "python")
+    assert in_jvm["checkpoints"] == in_python["checkpoints"]
+    for table in TABLES:
+        jvm_rows, python_rows = table_rows(lake, table), table_rows(other, table)
+        assert jvm_rows.num_rows > 0
+        assert jvm_rows.sort_by("event_id").equals(python_rows.sort_by("event_id"))
 
 
 @pytest.mark.spark
