@@ -6,8 +6,8 @@ Usage::
 
 It collects the many-files data set of case 3 (50 x 20 MiB) into one checkpoint, lands it
 in-process once with each phase of ``spark_jobs.landing.land`` timed (part checks on the
-driver, the write job, the reconciliation read-back, the commits), then runs variants of the
-write job on the first ``--parts`` part files (the same bytes for each), ``--runs`` times
+driver, the write jobs, which also count the rows reconciled, the commits), then runs variants
+of the write job on the first ``--parts`` part files (the same bytes for each), ``--runs`` times
 interleaved, each from the page cache:
 
 * ``floor``: ``spark.read.text`` of the parts, the nginx parse and casts, Parquet (case 3's
@@ -42,7 +42,7 @@ from typing import Any
 from bench import common
 from bench.cases import lake as case
 
-PHASES = ("verify_parts", "write_files", "landed_lines", "commit_files")
+PHASES = ("verify_parts", "write_files", "commit_files")
 
 
 def process_cpu() -> dict[str, float]:
