@@ -94,11 +94,14 @@ def write_files(
     groups = _count_groups(checkpoints, [(c, sorted(known[c])) for c in count_by if c in known])
     observation = Observation()
     day = f"{time_column}_date"
-    (
-        _observe_counts(frame, observation, groups)
-        .withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
+    prepared = (
+        frame.withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
         .withColumn(day, utc_date(F.col(time_column)))
         .drop("event_date")
+    )
+    # Observed last, so that the projections above still collapse into one.
+    (
+        _observe_counts(prepared, observation, groups)
         .write.mode("error")  # errorifexists; Spark Connect knows only this name
         .partitionBy(CHECKPOINT_FOLDER, day)
         .parquet(folder)
@@ -121,11 +124,13 @@ def _observe_counts(
     frame: DataFrame, observation: Observation, groups: Sequence[tuple[tuple[str, ...], CountKey]]
 ) -> DataFrame:
     """``frame`` observing, in the job that writes it, its rows (``rows``) and the rows of
-    each group (``rows_<index>``: ``count_if`` of the group's column values)."""
+    each group (``rows_<index>``: the rows holding the group's column values)."""
     metrics: list[Column] = [F.count(F.lit(1)).alias("rows")]
     for index, (names, key) in enumerate(groups):
         matches = [F.col(name) == F.lit(value) for name, value in zip(names, key, strict=True)]
-        metrics.append(F.count_if(reduce(Column.__and__, matches)).alias(f"rows_{index}"))
+        # count(when(...)), not count_if: its rewrite adds a column, and a projection to drop it.
+        counted = F.when(reduce(Column.__and__, matches), F.lit(1))
+        metrics.append(F.count(counted).alias(f"rows_{index}"))
     return frame.observe(observation, *metrics)
 
 
