@@ -326,7 +326,8 @@ def _json_time(value: Column) -> Column:
 def rejected_files(rejected: Observation) -> set[tuple[int, str, str]]:
     """The ``(checkpoint_id, host, file_fingerprint)`` of the source files with rejects, as
     ``rejected`` (given to :func:`parse`) observed them; blocks until the job that classified
-    the rows has finished."""
+    the rows has finished. A set union: a task's result merged twice could not change it
+    (Spark merges each partition's once: see ``spark_jobs.lake``)."""
     metrics: dict[str, Any] = rejected.get
     return {
         (int(key["checkpoint_id"]), str(key["host"]), str(key["file_fingerprint"]))
