@@ -6,14 +6,15 @@ Usage::
 
 It collects the many-files data set of case 3 (50 x 20 MiB) into one checkpoint, lands it
 in-process once with each phase of ``spark_jobs.landing.land`` timed (part checks on the
-driver, the write job, the reconciliation read-back, the commits), then runs variants of the
-write job on the first ``--parts`` part files (the same bytes for each), ``--runs`` times
+driver, the write jobs, which also count the rows reconciled, the commits), then runs variants
+of the write job on the first ``--parts`` part files (the same bytes for each), ``--runs`` times
 interleaved, each from the page cache:
 
 * ``floor``: ``spark.read.text`` of the parts, the nginx parse and casts, Parquet (case 3's
   floor, on the staged bytes);
 * ``landing``: the landing's read (segments split in Python workers, ``mapInArrow``), parse
-  and write (``write_files``);
+  (observing the source files with rejects) and write (``write_files``, observing the rows
+  per checkpoint);
 * ``landing_no_event_id``: the same without the ``event_id`` column;
 * ``text_read``: the landing's parse and write fed by ``spark.read.text`` of the parts instead
   (constant fingerprint and host, ``monotonically_increasing_id`` for offsets): what the
@@ -42,7 +43,7 @@ from typing import Any
 from bench import common
 from bench.cases import lake as case
 
-PHASES = ("verify_parts", "write_files", "landed_lines", "commit_files")
+PHASES = ("verify_parts", "write_files", "commit_files")
 
 
 def process_cpu() -> dict[str, float]:
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Observation
     from pyspark.sql import functions as F
 
     import spark_jobs.landing as landing_module
@@ -147,10 +148,11 @@ def main() -> None:
 
     def write(frame: DataFrame) -> None:
         shutil.rmtree(out, ignore_errors=True)
-        write_files(frame, out, "event_time")
+        checkpoints = [parts[0].checkpoint_id]
+        write_files(frame, out, "event_time", ("host", "file_fingerprint"), checkpoints=checkpoints)
 
     def parsed(frame: DataFrame) -> DataFrame:
-        return parse(frame, "nginx_combined")[0]
+        return parse(frame, "nginx_combined", rejected=Observation())[0]  # as the landing
 
     staged = scratch / "staged"
     staged.mkdir()

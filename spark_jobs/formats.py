@@ -5,7 +5,9 @@ staged lines as ``spark_jobs.staging`` reads them from the part files (``file_fi
 ``byte_offset``, ``line`` (binary), ``host``, ``sealed_at``, ``line_bytes``) plus the columns
 the landing job adds, ``checkpoint_id`` and ``source``.
 Both results derive lazily from one classification of the input, so every input row lands in
-exactly one of them.
+exactly one of them. Given an ``Observation`` (``rejected=``), that classification also
+observes, in whichever job computes it, the set of source files with rejects
+(:func:`rejected_files`): the landing learns them from the job writing the parsed rows.
 
 Parsed rows carry ``event_id`` (``"<file_fingerprint>:<byte_offset>"``), ``file_fingerprint``,
 ``byte_offset``, ``host``, ``event_time`` (timestamp), the format's columns, ``event_date``
@@ -53,8 +55,9 @@ Python on the executors. Formats:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -149,15 +152,25 @@ _FIELDS = "_fields"
 _FENCE = "_fence"
 _TIME = "_time"
 _REASON = "_reason"
+_REJECTED_FILES = "rejected_files"
+"""The observed metric: the distinct ``(checkpoint_id, host, file_fingerprint)`` of rejects."""
 
 
-def parse(rows: DataFrame, fmt: str, *, time_field: str | None = None) -> ParseResult:
+def parse(
+    rows: DataFrame,
+    fmt: str,
+    *,
+    time_field: str | None = None,
+    rejected: Observation | None = None,
+) -> ParseResult:
     """Parse staging rows of one source with its declared format.
 
     Args:
         rows: staging rows with ``STAGING_COLUMNS``.
         fmt: a ``SourceFormat`` value.
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
+        rejected: observes the source files with rejects (:func:`rejected_files`) in the first
+            job that computes either result (an ``Observation`` observes one job only).
 
     Returns:
         ``(parsed, rejects)``.
@@ -167,13 +180,13 @@ def parse(rows: DataFrame, fmt: str, *, time_field: str | None = None) -> ParseR
     """
     source_format = SourceFormat(fmt)
     if source_format is SourceFormat.NGINX_COMBINED:
-        return parse_nginx_combined(rows)
+        return parse_nginx_combined(rows, rejected)
     if source_format is SourceFormat.JSON_LINES:
-        return parse_json_lines(rows, time_field or DEFAULT_TIME_FIELD)
-    return parse_raw(rows)
+        return parse_json_lines(rows, time_field or DEFAULT_TIME_FIELD, rejected)
+    return parse_raw(rows, rejected)
 
 
-def parse_nginx_combined(rows: DataFrame) -> ParseResult:
+def parse_nginx_combined(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
     """Parse nginx ``combined`` access-log lines (see the module doc)."""
     text = F.col(_TEXT)
     rewritten = F.col(_REWRITTEN)
@@ -211,6 +224,7 @@ def parse_nginx_combined(rows: DataFrame) -> ParseResult:
             field("http_referer").alias("http_referer"),
             field("http_user_agent").alias("http_user_agent"),
         ],
+        rejected,
     )
 
 
@@ -219,7 +233,9 @@ def nginx_time(time_local: Column) -> Column:
     return F.try_to_timestamp(time_local, F.lit(NGINX_TIME_FORMAT))
 
 
-def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> ParseResult:
+def parse_json_lines(
+    rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD, rejected: Observation | None = None
+) -> ParseResult:
     """Parse one JSON object per line; ``event_time`` from ``time_field`` (see the module doc)."""
     text = F.col(_TEXT)
     schema = StructType(
@@ -248,17 +264,17 @@ def parse_json_lines(rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD) -> P
         )
         .withColumn("event_time", F.coalesce(F.col(_TIME), F.col("sealed_at")))
     )
-    return _split(classified, [_without_cr(text).alias("payload")])
+    return _split(classified, [_without_cr(text).alias("payload")], rejected)
 
 
-def parse_raw(rows: DataFrame) -> ParseResult:
+def parse_raw(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
     """Keep every line as ``message``; ``event_time`` is the batch's ``sealed_at``."""
     classified = (
         rows.withColumn(_TEXT, F.make_valid_utf8(F.col("line").cast("string")))
         .withColumn("event_time", F.col("sealed_at"))
         .withColumn(_REASON, F.lit(None).cast("string"))
     )
-    return _split(classified, [_without_cr(F.col(_TEXT)).alias("message")])
+    return _split(classified, [_without_cr(F.col(_TEXT)).alias("message")], rejected)
 
 
 def event_id(fingerprint: Column, byte_offset: Column) -> Column:
@@ -307,9 +323,27 @@ def _json_time(value: Column) -> Column:
     ).otherwise(F.try_to_timestamp(value))
 
 
-def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResult:
+def rejected_files(rejected: Observation) -> set[tuple[int, str, str]]:
+    """The ``(checkpoint_id, host, file_fingerprint)`` of the source files with rejects, as
+    ``rejected`` (given to :func:`parse`) observed them; blocks until the job that classified
+    the rows has finished. A set union: a task's result merged twice could not change it
+    (Spark merges each partition's once: see ``spark_jobs.lake``)."""
+    metrics: dict[str, Any] = rejected.get
+    return {
+        (int(key["checkpoint_id"]), str(key["host"]), str(key["file_fingerprint"]))
+        for key in metrics[_REJECTED_FILES]
+    }
+
+
+def _split(
+    classified: DataFrame,
+    format_columns: Sequence[Column],
+    rejected: Observation | None = None,
+) -> ParseResult:
     """Project a classified frame into (parsed rows, rejects) on its ``_reason`` column, which
-    an over-long line (``line_bytes`` set) overrides with ``line_too_long``.
+    an over-long line (``line_bytes`` set) overrides with ``line_too_long``; with ``rejected``,
+    observe the source files with rejects on the classified frame, below both filters (a filter
+    is not pushed below an observation), so that it sees every row.
 
     The optimizer pushes a filter below a projection by copying the projected expressions into
     it, which would run the whole parse twice per row (in the filter, then in the projection).
@@ -322,6 +356,12 @@ def _split(classified: DataFrame, format_columns: Sequence[Column]) -> ParseResu
     classified = classified.withColumn(
         _REASON, F.when(too_long, F.lit(RejectReason.LINE_TOO_LONG.value)).otherwise(F.col(_REASON))
     ).withColumn(_FENCE, F.spark_partition_id())
+    if rejected is not None:
+        file_key = F.struct("checkpoint_id", "host", "file_fingerprint")
+        classified = classified.observe(
+            rejected,
+            F.collect_set(F.when(F.col(_REASON).isNotNull(), file_key)).alias(_REJECTED_FILES),
+        )
     row_id = event_id(F.col("file_fingerprint"), F.col("byte_offset"))
     parsed = classified.where(F.col(_REASON).isNull() & fence).select(
         row_id.alias("event_id"),

@@ -13,34 +13,45 @@ computed from the timestamp. Nothing of the folder is visible to readers until t
 commits its files (``pipeline_core.lake.commit_files``); files of a landing that crashed or was
 committed already are orphans that maintenance removes.
 
-A lake in a local (or mounted) folder is written by Spark's own Parquet writer, and the files
-are listed and their rows counted by Spark afterwards (:func:`data_files`,
-:func:`landed_lines`, :func:`count_rejects`). A lake in an object store is written by the
-executors through Arrow filesystems (``spark_jobs.lake_writer``: no Hadoop connector needed),
-whose tasks return the files they wrote and the rows of each, so nothing is read back.
+A lake in a local (or mounted) folder is written by Spark's own Parquet writer: the rows are
+counted in the same job, by aggregates observed on the rows going into the writer
+(``DataFrame.observe``: per checkpoint, and per value of the columns whose values are given),
+and the files are listed afterwards (:func:`data_files`). A lake in an object store is written
+by the executors through Arrow filesystems (``spark_jobs.lake_writer``: no Hadoop connector
+needed), whose tasks return the files they wrote and the rows of each. Either way nothing is
+read back.
+
+Observed metrics count each row once, task retries and speculative copies included: Spark
+merges an observation's per-task aggregates into the driver's from successful task results
+only (a failed or killed attempt's are dropped), and only the first successful attempt of each
+partition of the job's final (result) stage, where the observation runs, since the write job
+shuffles nothing. The same holds for the Arrow writer's counts, which are the collected results
+of that stage's tasks.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, reduce
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.lake import location_filesystem
 from pipeline_core.storage import StorageLocation, store_environment
-from spark_jobs.checkpoint import FILE_KEY_COLUMNS, FileKey
+from spark_jobs.checkpoint import FileKey
 from spark_jobs.formats import utc_date
 from spark_jobs.lake_writer import CHECKPOINT_FOLDER, WRITTEN_SCHEMA, write_batches
 from spark_jobs.session import share_environment
 
 DATA_FILE_SUFFIX = ".parquet"
+CountKey = tuple[str | int | None, ...]
+"""``(checkpoint_id, *values)``: what a count of written rows is of."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +60,48 @@ class WrittenFiles:
 
     files: dict[int, list[str]]
     """Per checkpoint, its files (URIs, sorted)."""
-    rows: Counter[tuple[str | int | None, ...]] | None
-    """Rows written per ``(checkpoint_id, *count_by values)`` (the values as strings), as the
-    writing tasks counted them; None when Spark's writer wrote the files (count them by
-    reading them: :func:`landed_lines`, :func:`count_rejects`)."""
+    rows: Counter[CountKey]
+    """Rows written (none of the counts zero), counted in the writing job: by the Arrow
+    writer's tasks, per ``(checkpoint_id, *count_by values)`` (the values as strings); by
+    Spark's writer, per ``(checkpoint_id, *values)`` of the ``count_by`` columns whose values
+    are given (the others are not counted by), for the checkpoints given, with the rows of
+    any other checkpoint or value counted under ``(None, ...)``."""
+    file_checksum: int | None = None
+    """Spark's writer only: the sum of :func:`file_hash` over the rows written, which says
+    which source files the rows are of (:func:`staged_checksum` is the same sum over the lines
+    staged); ``None`` from the Arrow writer, whose counts are per source file already."""
+
+
+FILE_HASH_MODULUS = 1 << 20
+""":func:`file_hash` is below this: a sum of it over rows fits a long up to 2**43 rows."""
+
+
+def file_hash(checkpoint_id: Column, host: Column, fingerprint: Column) -> Column:
+    """A source file of a checkpoint as a number in ``[0, FILE_HASH_MODULUS)``: ``xxhash64``
+    of the three. Summed over rows, it checks which files they are of: rows of one file landed
+    twice and as many of another lost change the sum, but for a one-in-a-million collision."""
+    return F.pmod(F.xxhash64(checkpoint_id, host, fingerprint), F.lit(FILE_HASH_MODULUS))
+
+
+def staged_checksum(spark: SparkSession, staged: Mapping[FileKey, int]) -> int:
+    """The sum of :func:`file_hash` over ``staged``'s lines (per ``(checkpoint_id, source,
+    host, file_fingerprint)``): the :attr:`WrittenFiles.file_checksum` of the rows and rejects
+    of those lines together. Computed by Spark (a job over one row per file), so that the hash
+    is Spark's own."""
+    if not staged:
+        return 0
+    rows = [
+        (checkpoint, host, fingerprint, lines)
+        for (checkpoint, _, host, fingerprint), lines in staged.items()
+    ]
+    frame = spark.createDataFrame(
+        rows, "checkpoint_id long, host string, file_fingerprint string, lines long"
+    )
+    weighted = F.col("lines") * file_hash(
+        F.col("checkpoint_id"), F.col("host"), F.col("file_fingerprint")
+    )
+    row = frame.agg(F.sum(weighted).alias("checksum")).first()
+    return 0 if row is None or row["checksum"] is None else int(row["checksum"])
 
 
 def landing_folder(table_location: str, landing_uuid: str | None = None) -> str:
@@ -61,23 +110,91 @@ def landing_folder(table_location: str, landing_uuid: str | None = None) -> str:
 
 
 def write_files(
-    frame: DataFrame, folder: str, time_column: str, count_by: Sequence[str] = ()
+    frame: DataFrame,
+    folder: str,
+    time_column: str,
+    count_by: Sequence[str] = (),
+    *,
+    checkpoints: Collection[int] = (),
+    values: Mapping[str, Collection[str]] | None = None,
+    checksum: bool = False,
 ) -> WrittenFiles:
     """Write ``frame`` into ``folder`` (by checkpoint and UTC day of ``time_column``) and
-    return the data files written per checkpoint; with ``folder`` in an object store also
-    the rows written per checkpoint and value of the ``count_by`` columns."""
+    return the data files written per checkpoint and the rows written (``WrittenFiles.rows``).
+
+    ``checkpoints`` and ``values`` (the values of some ``count_by`` columns) are what Spark's
+    writer counts by, one observed aggregate each (every combination of a checkpoint and a
+    value of each such column): give only columns of few values, not ``file_fingerprint``.
+    ``checksum``: Spark's writer also sums :func:`file_hash` of the rows (their ``checkpoint_id``,
+    ``host`` and ``file_fingerprint``) in the same job.
+    """
     if not StorageLocation.parse(folder).is_local:
         return _write_through_arrow(frame, folder, time_column, count_by)
+    known = values or {}
+    groups = _count_groups(checkpoints, [(c, sorted(known[c])) for c in count_by if c in known])
+    observation = Observation()
     day = f"{time_column}_date"
-    (
+    prepared = (
         frame.withColumn(CHECKPOINT_FOLDER, F.col("checkpoint_id"))
         .withColumn(day, utc_date(F.col(time_column)))
         .drop("event_date")
+    )
+    # Observed last, so that the projections above still collapse into one.
+    (
+        _observe_counts(prepared, observation, groups, checksum)
         .write.mode("error")  # errorifexists; Spark Connect knows only this name
         .partitionBy(CHECKPOINT_FOLDER, day)
         .parquet(folder)
     )
-    return WrittenFiles(data_files(folder), None)
+    counts = observed_counts(observation, groups)
+    total = observation.get.get("file_checksum") if checksum else None
+    return WrittenFiles(data_files(folder), counts, None if total is None else int(total))
+
+
+def _count_groups(
+    checkpoints: Collection[int], columns: Sequence[tuple[str, Sequence[str]]]
+) -> list[tuple[tuple[str, ...], CountKey]]:
+    """Every ``(columns, (checkpoint_id, *values))`` that Spark's writer counts rows of."""
+    names = ("checkpoint_id", *(name for name, _ in columns))
+    keys: list[CountKey] = [(checkpoint,) for checkpoint in sorted(checkpoints)]
+    for _, values in columns:
+        keys = [(*key, value) for key in keys for value in values]
+    return [(names, key) for key in keys]
+
+
+def _observe_counts(
+    frame: DataFrame,
+    observation: Observation,
+    groups: Sequence[tuple[tuple[str, ...], CountKey]],
+    checksum: bool = False,
+) -> DataFrame:
+    """``frame`` observing, in the job that writes it, its rows (``rows``), the rows of each
+    group (``rows_<index>``: the rows holding the group's column values) and with ``checksum``
+    the sum of their :func:`file_hash` (``file_checksum``; 0 without rows)."""
+    metrics: list[Column] = [F.count(F.lit(1)).alias("rows")]
+    if checksum:
+        hashed = file_hash(F.col("checkpoint_id"), F.col("host"), F.col("file_fingerprint"))
+        metrics.append(F.coalesce(F.sum(hashed), F.lit(0)).alias("file_checksum"))
+    for index, (names, key) in enumerate(groups):
+        matches = [F.col(name) == F.lit(value) for name, value in zip(names, key, strict=True)]
+        # count(when(...)), not count_if: its rewrite adds a column, and a projection to drop it.
+        counted = F.when(reduce(Column.__and__, matches), F.lit(1))
+        metrics.append(F.count(counted).alias(f"rows_{index}"))
+    return frame.observe(observation, *metrics)
+
+
+def observed_counts(
+    observation: Observation, groups: Sequence[tuple[tuple[str, ...], CountKey]]
+) -> Counter[CountKey]:
+    """The rows per group that ``observation`` (:func:`_observe_counts`) counted, and the rows
+    of no group under ``(None, ...)``; blocks until the job observed has finished."""
+    metrics = observation.get
+    counts: Counter[CountKey] = Counter()
+    for index, (_, key) in enumerate(groups):
+        counts[key] = int(metrics[f"rows_{index}"])
+    width = len(groups[0][1]) if groups else 1
+    counts[(None,) * width] = int(metrics["rows"]) - sum(counts.values())
+    return +counts  # without the zero counts
 
 
 def _write_through_arrow(
@@ -121,35 +238,3 @@ def _checkpoint_of(path: str) -> int:
         if part.startswith(f"{CHECKPOINT_FOLDER}="):
             return int(part.split("=", 1)[1])
     raise ValueError(f"a data file outside any checkpoint folder: {path}")
-
-
-def landed_lines(spark: SparkSession, files: Sequence[str], source: str) -> Counter[FileKey]:
-    """Rows of ``files`` (a source table's) per ``(checkpoint_id, source, host,
-    file_fingerprint)``."""
-    landed: Counter[FileKey] = Counter()
-    if not files:
-        return landed
-    frame = spark.read.parquet(*files).select(
-        "checkpoint_id", F.lit(source).alias("source"), "host", "file_fingerprint"
-    )
-    for row in frame.groupBy(*FILE_KEY_COLUMNS).count().collect():
-        key = (
-            int(row["checkpoint_id"]),
-            str(row["source"]),
-            str(row["host"]),
-            str(row["file_fingerprint"]),
-        )
-        landed[key] = int(row["count"])
-    return landed
-
-
-def count_rejects(spark: SparkSession, files: Sequence[str]) -> dict[int, Counter[str]]:
-    """Rejects of ``files`` per checkpoint and reason."""
-    counts: dict[int, Counter[str]] = {}
-    if files:
-        frame = spark.read.parquet(*files)
-        for row in frame.groupBy("checkpoint_id", "reason").count().collect():
-            counts.setdefault(int(row["checkpoint_id"]), Counter())[str(row["reason"])] = int(
-                row["count"]
-            )
-    return counts

@@ -12,10 +12,13 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
    the executors read each segment's bytes and split them into lines), parse them with the
    source's format (``spark_jobs.formats``) and write the parsed rows as Parquet data files into
    a new folder of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
-5. Reconcile: count the written rows per (checkpoint, source, host, source file) and compare
-   them with the staged counts. More written than staged fails the job; only the source files
-   with fewer hold rejects, so only their segments are read and parsed a second time and their
-   rejects written for ``_rejects``. A landing without rejects reads its input once.
+5. Reconcile, with the counts taken in the job that wrote the rows (nothing is read back): the
+   rows written per checkpoint (with a lake in an object store, per source file), and the
+   source files with rejects, which the parse observed (``spark_jobs.formats``). More rows
+   written than staged for a (checkpoint, source) (or a source file) fails the job; only the
+   source files with rejects (or that wrote fewer rows than staged) are read and parsed a
+   second time and their rejects written for ``_rejects``, counted in that job likewise. A
+   landing without rejects reads its input once.
 6. Check, per checkpoint, that rows + rejects equal its input lines.
 7. Commit each table's files in one Iceberg commit (``pipeline_core.lake.commit_files``): the
    source tables, then ``_rejects``. In ``append`` mode a checkpoint a table holds already is
@@ -26,8 +29,8 @@ The staging folders are filesystem paths seen alike by the driver and the execut
 disks, or a shared mount on a cluster), or an object store's URLs read through Arrow
 filesystems (``spark_jobs.part_files``). The lake is a folder written by Spark's Parquet writer,
 or an object store's URL written by the executors through Arrow filesystems
-(``spark_jobs.lake_writer``), whose tasks return the rows each file holds: step 5 then counts
-from those instead of reading the files back. The only Python that runs on the executors is
+(``spark_jobs.lake_writer``), whose tasks return the rows each file holds, per source file:
+step 5 then checks per source file. The only Python that runs on the executors is
 ``spark_jobs.staging.read_segments`` (and ``spark_jobs.lake_writer.write_batches``); the
 driver needs pyiceberg.
 """
@@ -42,7 +45,7 @@ from datetime import datetime, timezone
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.errors import LandingError
@@ -56,8 +59,8 @@ from pipeline_core.lake import (
 )
 from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceSpec
 from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_lines
-from spark_jobs.formats import parse
-from spark_jobs.lake import count_rejects, landed_lines, landing_folder, write_files
+from spark_jobs.formats import RejectReason, parse, rejected_files
+from spark_jobs.lake import WrittenFiles, landing_folder, staged_checksum, write_files
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 from spark_jobs.verification import verify_parts
 
@@ -65,6 +68,10 @@ SPLITS_PER_CORE = 4
 """Read tasks per core of the session: a source's segments are split into this many runs per
 core (at most one per segment), so that cores do not idle behind a few slow tasks."""
 log = logging.getLogger(__name__)
+
+LandedKey = tuple[int, str] | FileKey
+"""What rows landed are counted per: ``(checkpoint_id, source)`` (Spark's writer), or a
+``FileKey`` (the Arrow writer)."""
 
 
 class LandingCountError(LandingError):
@@ -113,26 +120,30 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     with open_lake(landing.lake) as lake:
         tables = lake.ensure_tables({name: spec.format for name, spec in sources.items()})
         written: dict[str, dict[int, list[str]]] = {}
-        landed: Counter[FileKey] = Counter()
+        landed: Counter[LandedKey] = Counter()
+        rejected: set[FileKey] = set()
+        checksums: list[int | None] = []
         for source, spec in sources.items():
+            observation = Observation()
             rows = parse(
                 read_source(spark, parts, source, reader=reader),
                 spec.format,
                 time_field=spec.time_field,
+                rejected=observation,
             )[0]
             out = write_files(
                 rows,
                 landing_folder(tables[source].location()),
                 "event_time",
                 ("host", "file_fingerprint"),
+                checkpoints=ids,
+                checksum=True,
             )
             written[source] = out.files
-            if out.rows is None:
-                landed.update(landed_lines(spark, _all(out.files), source))
-            else:
-                for (checkpoint_id, host, fingerprint), count in out.rows.items():
-                    landed[(int(checkpoint_id or 0), source, str(host), str(fingerprint))] += count
-        short = files_with_rejects(staged_lines(parts), landed)
+            checksums.append(out.file_checksum)
+            landed.update(landed_lines(out, source))
+            rejected |= {(c, source, h, f) for c, h, f in rejected_files(observation)}
+        short = files_with_rejects(staged_lines(parts), landed, rejected)
         rejects = rejects_of(spark, sources, parts, short, reader)
         reasons: dict[int, Counter[str]] = {}
         written[REJECTS_TABLE] = {}
@@ -142,16 +153,18 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
                 landing_folder(tables[REJECTS_TABLE].location()),
                 "sealed_at",
                 ("reason",),
+                checkpoints=ids,
+                values={"reason": [reason.value for reason in RejectReason]},
+                checksum=True,
             )
             written[REJECTS_TABLE] = out.files
-            if out.rows is None:
-                reasons = count_rejects(spark, _all(out.files))
-            else:
-                for (checkpoint_id, reason), count in out.rows.items():
-                    reasons.setdefault(int(checkpoint_id or 0), Counter())[str(reason)] += count
+            checksums.append(out.file_checksum)
+            for (checkpoint_id, reason), count in out.rows.items():
+                reasons.setdefault(int(checkpoint_id or 0), Counter())[str(reason)] += count
         summaries = [
             summarize(c, landed, reasons.get(c.checkpoint_id, Counter())) for c in checkpoints
         ]
+        check_files(spark, staged_lines(parts), checksums)
         committed = {}
         for table_name, files in written.items():
             result = commit_files(
@@ -172,10 +185,6 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         "tables": committed,
         "landed_at": datetime.now(timezone.utc).isoformat(),
     }
-
-
-def _all(files: Mapping[int, Sequence[str]]) -> list[str]:
-    return [path for paths in files.values() for path in paths]
 
 
 def _sources(checkpoints: Sequence[Checkpoint]) -> dict[str, SourceSpec]:
@@ -226,18 +235,47 @@ def read_source(
     )
 
 
-def files_with_rejects(staged: Counter[FileKey], landed: Counter[FileKey]) -> set[FileKey]:
-    """The source files that landed fewer rows than were staged.
+def landed_lines(written: WrittenFiles, source: str) -> Counter[LandedKey]:
+    """The rows of ``source`` that ``written`` holds as its writing job counted them: per
+    ``(checkpoint_id, source)``, or per ``FileKey`` when the job counted per source file (a
+    checkpoint it was not asked to count by is ``0``, which stages nothing)."""
+    landed: Counter[LandedKey] = Counter()
+    for (checkpoint_id, *file), count in written.rows.items():
+        checkpoint = int(checkpoint_id or 0)
+        if file:
+            host, fingerprint = (str(value) for value in file)
+            landed[(checkpoint, source, host, fingerprint)] += count
+        else:
+            landed[(checkpoint, source)] += count
+    return landed
+
+
+def files_with_rejects(
+    staged: Counter[FileKey], landed: Counter[LandedKey], rejected: Collection[FileKey] = ()
+) -> set[FileKey]:
+    """The source files with rejects: ``rejected`` (as the parse observed them, each holding
+    one reject at least), and those that landed fewer rows than were staged, where ``landed``
+    counts per source file.
 
     Raises:
-        LandingCountError: a source file landed more rows than were staged.
+        LandingCountError: more rows landed than were staged (less one per source file in
+            ``rejected``), for a key of ``landed``: a source file, or a checkpoint's source.
     """
-    surplus = sorted(key for key, rows in landed.items() if rows > staged[key])
+    most: Counter[LandedKey] = Counter()  # staged, less one reject per file with rejects
+    for key, rows in staged.items():
+        room = rows - (key in rejected)
+        most[key] += room
+        most[key[:2]] += room
+    surplus = sorted(key for key, rows in landed.items() if rows > most[key])
     if surplus:
         raise LandingCountError(
-            f"more rows landed than staged for (checkpoint, source, host, file): {surplus}"
+            f"more rows landed than staged for (checkpoint, source[, host, file]): {surplus}"
         )
-    return {key for key, rows in staged.items() if landed[key] < rows}
+    per_file = [key for key in landed if len(key) == 4]
+    if per_file or not landed:
+        short = {key for key, rows in staged.items() if landed[key] < rows}
+        return short | set(rejected)
+    return set(rejected)
 
 
 def rejects_of(
@@ -258,8 +296,30 @@ def rejects_of(
     return frames
 
 
+def check_files(
+    spark: SparkSession, staged: Counter[FileKey], checksums: Sequence[int | None]
+) -> None:
+    """Check that the rows and rejects written are of the source files whose lines were
+    staged, as many of each: the written ``checksums`` (``WrittenFiles.file_checksum`` of
+    every write; ``None`` from a writer counting per source file, whose counts
+    ``files_with_rejects`` checked) add up to the staged lines' (``staged_checksum``).
+
+    Raises:
+        LandingCountError: they do not: some file's rows landed twice, or under another file.
+    """
+    if not checksums or any(checksum is None for checksum in checksums):
+        return
+    written = sum(checksum or 0 for checksum in checksums)
+    expected = staged_checksum(spark, staged)
+    if written != expected:
+        raise LandingCountError(
+            f"the rows and rejects written are not of the source files staged, as many of each "
+            f"(checksum of their files {written}, of the staged lines {expected})"
+        )
+
+
 def summarize(
-    checkpoint: Checkpoint, landed: Counter[FileKey], rejects: Mapping[str, int]
+    checkpoint: Checkpoint, landed: Counter[LandedKey], rejects: Mapping[str, int]
 ) -> dict[str, Any]:
     """One checkpoint's part of the landing summary; its rows + rejects must add up to its
     input lines.
@@ -268,7 +328,7 @@ def summarize(
         LandingCountError: they do not.
     """
     rows = dict.fromkeys(checkpoint.sources, 0)
-    for (checkpoint_id, source, _, _), count in landed.items():
+    for (checkpoint_id, source, *_), count in landed.items():
         if checkpoint_id == checkpoint.checkpoint_id:
             rows[source] += count
     total = sum(rows.values()) + sum(rejects.values())

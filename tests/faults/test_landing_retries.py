@@ -159,7 +159,8 @@ def test_landing_a_committed_checkpoint_again_leaves_one_copy_of_each_line(
 
 
 def fail_after_the_files_are_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The executors are lost once the first table's data files are written (uncommitted)."""
+    """The executors are lost once the first table's data files are written (uncommitted), as
+    the landing reconciles the rows its write job counted (``landed_lines``)."""
 
     def executor_lost(*args: object, **kwargs: object) -> None:
         raise RuntimeError("injected: executor lost")

@@ -1,4 +1,5 @@
-"""spark_jobs.connect: the landing job's sessions on a real Spark Connect server.
+"""spark_jobs.connect: the landing job's sessions on a real Spark Connect server, and the
+counts the landing observes in its write jobs there.
 
 Each test's client runs in a child process (``run_connect_client``): the suite's own process
 holds the classic SparkSession.
@@ -46,6 +47,42 @@ spark = connect_session(url, "e", [second])
 seen.append([spark.session_id, probe(spark), spark.conf.get("spark.sql.session.timeZone")])
 close_session(spark)
 print(json.dumps(seen))
+"""
+
+
+OBSERVING_CLIENT = """
+import json
+from datetime import datetime, timezone
+from pyspark.sql import Observation, SparkSession
+from spark_jobs.formats import parse, rejected_files
+from spark_jobs.lake import write_files
+
+spark = SparkSession.builder.remote({url!r}).create()
+good = b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "-"'
+sealed = datetime(2026, 11, 22, tzinfo=timezone.utc)
+lines = [
+    ("a" * 16, 0, good, "web-1", 1),
+    ("a" * 16, 100, b"garbage", "web-1", 1),
+    ("b" * 16, 0, good, "web-2", 1),
+    ("c" * 16, 0, good, "web-1", 2),
+    ("c" * 16, 100, good, "web-1", 2),
+]
+rows = spark.createDataFrame(
+    [(f, o, line, h, c, "access", sealed, None) for f, o, line, h, c in lines],
+    "file_fingerprint string, byte_offset long, line binary, host string, "
+    "checkpoint_id long, source string, sealed_at timestamp, line_bytes long",
+)
+rejected = Observation()
+parsed = parse(rows, "nginx_combined", rejected=rejected)[0]
+out = write_files(
+    parsed, {folder!r}, "event_time", ("host", "file_fingerprint"), checkpoints=[1, 2]
+)
+print(json.dumps({{
+    "rows": sorted([list(key), count] for key, count in out.rows.items()),
+    "rejected": sorted(rejected_files(rejected)),
+    "files": sorted(out.files),
+}}))
+spark.stop()
 """
 
 
@@ -138,3 +175,21 @@ def test_a_session_given_the_jar_reads_local_parts_in_the_server_jvm(
     lines.append(["g" * 16, 0, "dddd"])
     # "again": a second landing in the shared session, which has the jar already
     assert seen == {"without": ["python", lines], "with": ["jvm", lines], "again": ["jvm", lines]}
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_a_write_job_on_spark_connect_returns_the_counts_it_observed(
+    spark_connect_url: str, tmp_path: Path
+) -> None:
+    """``DataFrame.observe`` on Spark Connect: the metrics of a write come back with it."""
+    code = OBSERVING_CLIENT.format(url=spark_connect_url, folder=str(tmp_path / "lake"))
+
+    seen = json.loads(run_connect_client(code)[-1])
+
+    assert seen == {
+        "rows": [[[1], 2], [[2], 2]],
+        "rejected": [[1, "web-1", "a" * 16]],
+        "files": [1, 2],
+    }

@@ -4,8 +4,10 @@ evolution, empty and broken batches."""
 from __future__ import annotations
 
 import dataclasses
+import uuid
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pyarrow.compute as pc
 import pytest
 from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pipeline_core.lake import (
     LakeLocation,
@@ -26,12 +29,14 @@ from pipeline_core.lake import (
     source_schema,
 )
 from pipeline_core.staging_contract import ManifestError, checkpoint_dir
+from spark_jobs import landing as landing_module
 from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
 from spark_jobs.formats import parse
 from spark_jobs.lake import landing_folder, write_files
 from spark_jobs.landing import (
     CheckpointInput,
+    LandedKey,
     LandingCountError,
     files_with_rejects,
     land,
@@ -628,7 +633,7 @@ def test_files_with_rejects_are_the_short_ones() -> None:
             (2, "access", "web-1", "a"): 3,
         }
     )
-    landed = Counter(
+    landed: Counter[LandedKey] = Counter(
         {
             (1, "access", "web-1", "a"): 3,
             (1, "access", "web-2", "b"): 1,
@@ -643,3 +648,154 @@ def test_files_with_rejects_are_the_short_ones() -> None:
     }
     with pytest.raises(LandingCountError, match=r"\(1, 'access', 'web-1', 'a'\)"):
         files_with_rejects(staged, landed + Counter({(1, "access", "web-1", "a"): 1}))
+    with pytest.raises(LandingCountError, match=r"\(1, 'access', 'web-2', 'b'\)"):
+        files_with_rejects(staged, landed + Counter({(1, "access", "web-2", "b"): 1}), {
+            (1, "access", "web-2", "b"),
+        })  # fmt: skip
+
+
+def test_files_with_rejects_counted_per_checkpoint_are_the_rejected_ones() -> None:
+    """Spark's writer counts rows per checkpoint and source: the files with rejects are those the
+    parse observed, and a surplus is found per checkpoint and source, each file with rejects
+    holding one reject at least."""
+    staged = Counter(
+        {
+            (1, "access", "web-1", "a"): 3,
+            (1, "access", "web-2", "b"): 2,
+            (1, "app", "web-1", "c"): 1,
+            (2, "access", "web-1", "a"): 3,
+        }
+    )
+    rejected = {(1, "access", "web-2", "b"), (1, "app", "web-1", "c")}
+    landed: Counter[LandedKey] = Counter({(1, "access"): 4, (2, "access"): 3})
+
+    assert files_with_rejects(staged, landed, rejected) == rejected
+    with pytest.raises(LandingCountError, match=r"\[\(1, 'access'\)\]"):
+        files_with_rejects(staged, landed + Counter({(1, "access"): 1}), rejected)
+    with pytest.raises(LandingCountError, match=r"\[\(2, 'access'\)\]"):
+        files_with_rejects(staged, landed + Counter({(2, "access"): 1}), rejected)
+    with pytest.raises(LandingCountError, match=r"\[\(1, 'app'\)\]"):
+        files_with_rejects(staged, landed + Counter({(1, "app"): 1}), rejected)
+    with pytest.raises(LandingCountError, match=r"\[\(0, 'access'\)\]"):  # no checkpoint's
+        files_with_rejects(staged, landed + Counter({(0, "access"): 1}), rejected)
+
+
+def jobs_in_and_out_of_writes(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, run: Callable[[], object]
+) -> tuple[list[set[int]], list[set[int]], set[int]]:
+    """The ids of the Spark jobs that ``run`` (a landing, on a classic session) ran within each
+    of its calls of ``write_files``, within each of ``staged_checksum`` (its one job over the
+    staged files' counts, reading no file), and of those it ran outside them."""
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    group = f"landing-{uuid.uuid4().hex}"
+    seen: dict[str, list[set[int]]] = {"write_files": [], "staged_checksum": []}
+
+    def tracked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            before = set(tracker.getJobIdsForGroup(group))
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seen[name].append(set(tracker.getJobIdsForGroup(group)) - before)
+
+        return call
+
+    for name in seen:
+        monkeypatch.setattr(landing_module, name, tracked(name, getattr(landing_module, name)))
+    context.setJobGroup(group, "the jobs of one landing")
+    try:
+        run()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    writes, checks = seen["write_files"], seen["staged_checksum"]
+    outside = set(tracker.getJobIdsForGroup(group)) - set().union(*writes, *checks)
+    return writes, checks, outside
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("with_rejects", [False, True], ids=["without-rejects", "with-rejects"])
+def test_the_counts_come_from_the_jobs_that_write_and_nothing_is_read_back(
+    spark: SparkSession,
+    lake: LakeLocation,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    with_rejects: bool,
+) -> None:
+    staging = tmp_path / "staging"
+    lines = ACCESS if with_rejects else [ACCESS[0], ACCESS[1], ACCESS[7]]
+    for host, fingerprint, other in (("web-1", "a" * 16, "c" * 16), ("web-2", "b" * 16, "d" * 16)):
+        write_batch(staging, PIPELINE, 4, host, "access", "nginx_combined", lines, fingerprint,
+                    rows_per_part=4, lines_per_segment=3)  # fmt: skip
+        write_batch(staging, PIPELINE, 4, host, "misc", "raw", MISC, other)
+
+    def no_read_back(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the landing read the lake back")
+
+    monkeypatch.setattr("pyspark.sql.readwriter.DataFrameReader.parquet", no_read_back)
+    summaries: list[dict[str, Any]] = []
+    writes, checks, outside = jobs_in_and_out_of_writes(
+        spark,
+        monkeypatch,
+        lambda: summaries.append(land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 4)))),
+    )
+
+    (summary,) = summaries[0]["checkpoints"]
+    assert summary["rows"] == {"access": 6, "misc": 4}
+    assert summary["rejects"] == (
+        {"bad_timestamp": 2, "invalid_utf8": 4, "no_match": 6} if with_rejects else {}
+    )
+    assert summary["input_lines"] == 2 * (len(lines) + len(MISC))
+    # A write per table (the rejects' only with rejects), each running jobs; none outside them.
+    assert len(writes) == (3 if with_rejects else 2)
+    assert all(writes)
+    assert len(checks) == 1 and all(checks)  # one check of the staged files, with its jobs
+    assert outside == set()
+    assert table_rows(lake, "_rejects", 4).num_rows == (12 if with_rejects else 0)
+
+
+@pytest.mark.spark
+def test_rows_landed_under_another_source_file_fail_the_landing_and_commit_nothing(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every count per checkpoint and source right, but web-1's ``misc`` lines read as web-2's
+    (the same file names, so as many of each): only the files' checksum differs."""
+    checkpoint = stage(tmp_path / "staging", 6)
+    read = landing_module.read_source
+
+    def read_misc_as_web_2(
+        spark: SparkSession, parts: Any, source: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        rows = read(spark, parts, source, *args, **kwargs)
+        return rows.withColumn("host", F.lit("web-2")) if source == "misc" else rows
+
+    monkeypatch.setattr(landing_module, "read_source", read_misc_as_web_2)
+
+    with pytest.raises(LandingCountError, match=r"not of the source files staged"):
+        land(spark, landing(lake, checkpoint))
+
+    for table in TABLES:
+        assert snapshot_operations(lake, table) == []
+
+
+@pytest.mark.spark
+def test_a_surplus_found_in_the_write_counts_fails_the_landing_and_commits_nothing(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every line of ``misc`` read twice: its write job counts more rows than were staged."""
+    checkpoint = stage(tmp_path / "staging", 6)
+    read = landing_module.read_source
+
+    def read_misc_twice(
+        spark: SparkSession, parts: Any, source: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        rows = read(spark, parts, source, *args, **kwargs)
+        return rows.unionByName(rows) if source == "misc" else rows
+
+    monkeypatch.setattr(landing_module, "read_source", read_misc_twice)
+
+    with pytest.raises(LandingCountError, match=r"more rows landed than staged.*\(6, 'misc'\)"):
+        land(spark, landing(lake, checkpoint))
+
+    for table in TABLES:
+        assert snapshot_operations(lake, table) == []
