@@ -9,7 +9,8 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
 3. Create the tables that are missing, and add the columns a declared schema gained
    (``pipeline_core.lake.LakeCatalog``).
 4. Read the parts' segments once per source across hosts and checkpoints (``spark_jobs.staging``:
-   the executors read each segment's bytes and split them into lines), parse them with the
+   the executors read each segment's bytes and split them into lines, in their JVM for local
+   parts, in Python workers for an object store's), parse them with the
    source's format (``spark_jobs.formats``) and write the parsed rows as Parquet data files into
    a new folder of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
 5. Reconcile, with the counts taken in the job that wrote the rows (nothing is read back): the
@@ -19,7 +20,10 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
    source files with rejects (or that wrote fewer rows than staged) are read and parsed a
    second time and their rejects written for ``_rejects``, counted in that job likewise. A
    landing without rejects reads its input once.
-6. Check, per checkpoint, that rows + rejects equal its input lines.
+6. Check, per checkpoint, that rows + rejects equal its input lines; and that they are of the
+   source files staged, as many of each: with Spark's writer, a checksum of their files
+   (``spark_jobs.lake.file_hash``) summed in the jobs that wrote them against the same sum over
+   the staged lines (``check_files``).
 7. Commit each table's files in one Iceberg commit (``pipeline_core.lake.commit_files``): the
    source tables, then ``_rejects``. In ``append`` mode a checkpoint a table holds already is
    left out (a retried landing never duplicates); in ``replace`` mode (reprocess, backfill) the
@@ -31,8 +35,8 @@ filesystems (``spark_jobs.part_files``). The lake is a folder written by Spark's
 or an object store's URL written by the executors through Arrow filesystems
 (``spark_jobs.lake_writer``), whose tasks return the rows each file holds, per source file:
 step 5 then checks per source file. The only Python that runs on the executors is
-``spark_jobs.staging.read_segments`` (and ``spark_jobs.lake_writer.write_batches``); the
-driver needs pyiceberg.
+``spark_jobs.staging.read_segments`` for an object store's parts (and
+``spark_jobs.lake_writer.write_batches``); the driver needs pyiceberg.
 """
 
 from __future__ import annotations
