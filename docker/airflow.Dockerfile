@@ -10,16 +10,18 @@
 #
 #     docker build -f docker/airflow.Dockerfile -t sluice-airflow:0.1.0 .
 #
-# The base image is Debian bookworm, whose openjdk-17-jre-headless Spark 4 runs on; on a base
-# without Java 17 pass --build-arg JAVA_PACKAGE=openjdk-21-jre-headless (Spark 4 supports both).
+# The base image is Debian bookworm, whose openjdk-17-jdk-headless Spark 4 runs on: a JDK, not
+# only a JRE, because the landing compiles its JVM line reader (spark_jobs/jvm) with javac on
+# first use (with a JRE only it reads segments in Python workers, slower). On a base without
+# Java 17 pass --build-arg JAVA_PACKAGE=openjdk-21-jdk-headless (Spark 4 supports both).
 FROM apache/airflow:3.3.2-python3.11
 
-ARG JAVA_PACKAGE=openjdk-17-jre-headless
+ARG JAVA_PACKAGE=openjdk-17-jdk-headless
 
 USER 0
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# The JRE's post-install script needs the man folder that slim Debian images leave out. JAVA_HOME
-# is a link to wherever the JRE landed, whatever the architecture (amd64, arm64).
+# The JDK's post-install script needs the man folder that slim Debian images leave out. JAVA_HOME
+# is a link to wherever the JDK landed, whatever the architecture (amd64, arm64).
 # hadolint ignore=DL3008
 RUN mkdir -p /usr/share/man/man1 \
     && apt-get update \
