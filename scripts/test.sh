@@ -22,12 +22,12 @@ bash scripts/rotation-tools.sh install
 # The longest fault tests run once, against the metastore they stress most (markers
 # postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
 echo "== pytest (metastore: SQLite)"
-pytest -m "not postgres_pass" "$@"
+pytest -m "not postgres_pass" --durations=30 "$@"
 echo "== pytest (metastore: PostgreSQL)"
 SLUICE_TEST_POSTGRES_URL=$(bash scripts/postgres.sh start)
 export SLUICE_TEST_POSTGRES_URL
 trap 'bash scripts/postgres.sh stop' EXIT
-pytest -m "metastore and not sqlite_pass" "$@"
+pytest -m "metastore and not sqlite_pass" --durations=30 "$@"
 bash scripts/postgres.sh stop
 trap - EXIT
 unset SLUICE_TEST_POSTGRES_URL  # the server is gone: the other Pythons' tiers use SQLite
