@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pyarrow.compute as pc
 import pytest
 from pyiceberg.schema import Schema
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.lake import (
@@ -754,6 +754,19 @@ def test_the_counts_come_from_the_jobs_that_write_and_nothing_is_read_back(
     assert table_rows(lake, "_rejects", 4).num_rows == (12 if with_rejects else 0)
 
 
+def misread_misc(
+    monkeypatch: pytest.MonkeyPatch, misread: Callable[[DataFrame], DataFrame]
+) -> None:
+    """Make the landing's read of source ``misc`` return ``misread`` of its rows."""
+    read = landing_module.read_source
+
+    def read_source(spark: SparkSession, parts: Any, source: str, *args: Any, **kw: Any) -> Any:
+        rows = read(spark, parts, source, *args, **kw)
+        return misread(rows) if source == "misc" else rows
+
+    monkeypatch.setattr(landing_module, "read_source", read_source)
+
+
 @pytest.mark.spark
 def test_rows_landed_under_another_source_file_fail_the_landing_and_commit_nothing(
     spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -761,15 +774,7 @@ def test_rows_landed_under_another_source_file_fail_the_landing_and_commit_nothi
     """Every count per checkpoint and source right, but web-1's ``misc`` lines read as web-2's
     (the same file names, so as many of each): only the files' checksum differs."""
     checkpoint = stage(tmp_path / "staging", 6)
-    read = landing_module.read_source
-
-    def read_misc_as_web_2(
-        spark: SparkSession, parts: Any, source: str, *args: Any, **kwargs: Any
-    ) -> Any:
-        rows = read(spark, parts, source, *args, **kwargs)
-        return rows.withColumn("host", F.lit("web-2")) if source == "misc" else rows
-
-    monkeypatch.setattr(landing_module, "read_source", read_misc_as_web_2)
+    misread_misc(monkeypatch, lambda rows: rows.withColumn("host", F.lit("web-2")))
 
     with pytest.raises(LandingCountError, match=r"not of the source files staged"):
         land(spark, landing(lake, checkpoint))
@@ -784,15 +789,7 @@ def test_a_surplus_found_in_the_write_counts_fails_the_landing_and_commits_nothi
 ) -> None:
     """Every line of ``misc`` read twice: its write job counts more rows than were staged."""
     checkpoint = stage(tmp_path / "staging", 6)
-    read = landing_module.read_source
-
-    def read_misc_twice(
-        spark: SparkSession, parts: Any, source: str, *args: Any, **kwargs: Any
-    ) -> Any:
-        rows = read(spark, parts, source, *args, **kwargs)
-        return rows.unionByName(rows) if source == "misc" else rows
-
-    monkeypatch.setattr(landing_module, "read_source", read_misc_twice)
+    misread_misc(monkeypatch, lambda rows: rows.unionByName(rows))
 
     with pytest.raises(LandingCountError, match=r"more rows landed than staged.*\(6, 'misc'\)"):
         land(spark, landing(lake, checkpoint))
