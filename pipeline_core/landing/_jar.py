@@ -30,7 +30,7 @@ class JarBuildError(RuntimeError):
 def segment_lines_jar(folder: Path, *, write: bool = True) -> Path | None:
     """The jar of ``sluice.spark.SegmentLines`` in ``folder``, compiled on first use (named by
     the hash of its source, so built once per version); ``None`` without a ``javac`` (a JRE
-    only). ``write``: False only names the jar (a plan).
+    only) or without the source. ``write``: False only names the jar (a plan).
 
     Raises:
         JarBuildError: ``javac`` failed.
@@ -39,6 +39,8 @@ def segment_lines_jar(folder: Path, *, write: bool = True) -> Path | None:
     if javac is None:
         return None
     sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    if not sources:  # an installation without the source: the Python-worker reader
+        return None
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.relative_to(JAVA_SOURCES).as_posix().encode())

@@ -160,6 +160,23 @@ def test_nothing_of_the_checkout_is_importable_in_the_clean_venv(clean_venv: Pat
     assert not located.startswith(str(REPO_ROOT))
 
 
+def test_the_wheel_ships_the_jvm_readers_source_and_builds_its_jar(
+    clean_venv: Path, tmp_path: Path
+) -> None:
+    code = (
+        "import sys; from pathlib import Path; from pipeline_core.landing import _jar; "
+        "jar = _jar.segment_lines_jar(Path(sys.argv[1])); "
+        "print(_jar.JAVA_SOURCES, jar)"
+    )
+    python = str(clean_venv / "bin" / "python")
+    printed = run([python, "-I", "-c", code, str(tmp_path)], env={"PATH": os.environ["PATH"]})
+    sources, jar = printed.split()
+
+    assert "site-packages" in sources
+    assert (Path(sources) / "sluice" / "spark" / "SegmentLines.java").is_file()
+    assert Path(jar).parent == tmp_path and Path(jar).is_file()
+
+
 def test_airflow_finds_sluice_as_a_provider_and_a_plugin(
     clean_venv: Path, deployment: dict[str, str]
 ) -> None:

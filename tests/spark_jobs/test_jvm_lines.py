@@ -131,6 +131,11 @@ def test_no_javac_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_no_source_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jar_module, "JAVA_SOURCES", tmp_path / "nowhere")
+    assert segment_lines_jar(tmp_path) is None
+
+
 def test_a_source_javac_rejects_fails_with_its_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
