@@ -147,7 +147,8 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             checksums.append(out.file_checksum)
             landed.update(landed_lines(out, source))
             rejected |= {(c, source, h, f) for c, h, f in rejected_files(observation)}
-        short = files_with_rejects(staged_lines(parts), landed, rejected)
+        staged = staged_lines(parts)
+        short = files_with_rejects(staged, landed, rejected)
         rejects = rejects_of(spark, sources, parts, short, reader)
         reasons: dict[int, Counter[str]] = {}
         written[REJECTS_TABLE] = {}
@@ -168,7 +169,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         summaries = [
             summarize(c, landed, reasons.get(c.checkpoint_id, Counter())) for c in checkpoints
         ]
-        check_files(spark, staged_lines(parts), checksums)
+        check_files(spark, staged, checksums)
         committed = {}
         for table_name, files in written.items():
             result = commit_files(
