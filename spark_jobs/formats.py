@@ -24,20 +24,24 @@ when the prefix would parse.
 A line ending in ``\\r`` (a CRLF line end) is read without that ``\\r``: in ``message``,
 ``payload`` and the nginx fields alike.
 
-The parsers use Spark SQL expressions only (no Python UDFs): they run in the JVM and need no
-Python on the executors. Formats:
+The parsers use Spark SQL expressions (and the landing's Java function for nginx lines), no
+Python UDFs: they run in the JVM and need no Python on the executors. Formats:
 
 ``nginx_combined``
     ``$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
-    "$http_referer" "$http_user_agent"``. One anchored regular expression (``NGINX_PATTERN``)
-    rewrites a matching line into its fields joined by ``\\x01``, split once; a line that does
-    not match comes back unchanged, which is how a match is recognised. A raw control character
+    "$http_referer" "$http_user_agent"``, as one anchored regular expression
+    (``NGINX_PATTERN``) defines it. A ``NginxScanner`` splits a matching line into its fields:
+    the Java function ``sluice.spark.NginxFields`` scans its bytes once (the landing's choice,
+    when its session has the function), or the pattern rewrites the line into its fields
+    joined by ``\\x01``, split once (a line that does not match comes back unchanged, which is
+    how a match is recognised). A raw control character
     inside a field (nginx writes them escaped) makes the line not match; a trailing ``\\r`` (a
     CRLF line end) is allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null
     for ``-`` (Apache's spelling of zero). ``method``, ``path`` and ``protocol`` come from
     ``request`` when it is exactly three space-separated words, and are null otherwise
     (``"-"``, a TLS handshake logged as escaped bytes...). Rejects: ``invalid_utf8``,
-    ``no_match``, ``bad_timestamp`` (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``).
+    ``no_match``, ``bad_timestamp`` (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``,
+    or is before year 1).
 ``json_lines``
     One JSON object per line, kept verbatim in ``payload`` (but for the ``\\r`` of a CRLF line
     end; other whitespace around the object is kept). ``event_time`` comes from the
@@ -55,13 +59,16 @@ Python on the executors. Formats:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pipeline_core._compat import StrEnum
+from spark_jobs.jvm_functions import NGINX_FIELDS as NGINX_FIELDS_FUNCTION
+from spark_jobs.jvm_functions import enable_jvm_functions
 
 
 class SourceFormat(StrEnum):
@@ -70,6 +77,16 @@ class SourceFormat(StrEnum):
     NGINX_COMBINED = "nginx_combined"
     JSON_LINES = "json_lines"
     RAW = "raw"
+
+
+class NginxScanner(Enum):
+    """How an nginx line is split into its fields; both give the same fields and rejects."""
+
+    JVM = "jvm"
+    """The Java function ``sluice.spark.NginxFields``: one pass over the line's bytes, nothing
+    decoded (``spark_jobs.jvm_functions``)."""
+    REGEX = "regex"
+    """``NGINX_PATTERN`` rewritten into ``\\x01``-joined fields and split: Spark SQL only."""
 
 
 class RejectReason(StrEnum):
@@ -138,6 +155,7 @@ _NGINX_SEPARATOR = "\x01"
 _NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
 
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
+_MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
 _JSON_TRAILING_WHITESPACE = " \t\r"
 """What JSON allows after a value on a line (a line holds no ``\\n``)."""
@@ -162,6 +180,7 @@ def parse(
     *,
     time_field: str | None = None,
     rejected: Observation | None = None,
+    scanner: NginxScanner = NginxScanner.REGEX,
 ) -> ParseResult:
     """Parse staging rows of one source with its declared format.
 
@@ -171,6 +190,8 @@ def parse(
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
+        scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
+            picks the fastest a session has).
 
     Returns:
         ``(parsed, rejects)``.
@@ -180,28 +201,29 @@ def parse(
     """
     source_format = SourceFormat(fmt)
     if source_format is SourceFormat.NGINX_COMBINED:
-        return parse_nginx_combined(rows, rejected)
+        return parse_nginx_combined(rows, rejected, scanner)
     if source_format is SourceFormat.JSON_LINES:
         return parse_json_lines(rows, time_field or DEFAULT_TIME_FIELD, rejected)
     return parse_raw(rows, rejected)
 
 
-def parse_nginx_combined(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
-    """Parse nginx ``combined`` access-log lines (see the module doc)."""
-    text = F.col(_TEXT)
-    rewritten = F.col(_REWRITTEN)
+def nginx_scanner(spark: SparkSession) -> NginxScanner:
+    """``JVM`` when ``spark`` has the landing's Java functions, ``REGEX`` otherwise."""
+    return NginxScanner.JVM if enable_jvm_functions(spark) else NginxScanner.REGEX
+
+
+def parse_nginx_combined(
+    rows: DataFrame,
+    rejected: Observation | None = None,
+    scanner: NginxScanner = NginxScanner.REGEX,
+) -> ParseResult:
+    """Parse nginx ``combined`` access-log lines (see the module doc) with ``scanner``."""
     field = _nginx_field
     classified = (
-        _with_text(rows)
-        # Only valid UTF-8 survives the regex's round trip through a Java string unchanged.
-        .withColumn(
-            _REWRITTEN,
-            F.when(F.col(_VALID), F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT)),
-        )
-        # A rewritten line is always shorter (its brackets and quotes are gone): unchanged
-        # means the line did not match.
-        .withColumn(_FIELDS, F.when(rewritten != text, F.split(rewritten, _NGINX_SEPARATOR, -1)))
-        .withColumn("event_time", nginx_time(field("time_local")))
+        _with_nginx_fields(_with_text(rows), scanner)
+        .withColumn(_TIME, F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)))
+        # Spark reads a year of 0000, or -2026, as ``yyyy``: not a time nginx writes.
+        .withColumn("event_time", F.when(F.unix_micros(F.col(_TIME)) >= _MIN_MICROS, F.col(_TIME)))
         .withColumn(
             _REASON,
             F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value))
@@ -228,9 +250,26 @@ def parse_nginx_combined(rows: DataFrame, rejected: Observation | None = None) -
     )
 
 
-def nginx_time(time_local: Column) -> Column:
-    """``dd/MMM/yyyy:HH:mm:ss +hhmm`` to a timestamp; null when it is not a valid time."""
-    return F.try_to_timestamp(time_local, F.lit(NGINX_TIME_FORMAT))
+def _with_nginx_fields(rows: DataFrame, scanner: NginxScanner) -> DataFrame:
+    """Add ``_FIELDS``: the fields of a valid UTF-8 line that matches ``NGINX_PATTERN``, in
+    ``NGINX_FIELDS`` order (a request's words null or empty unless it is three words); null for
+    the other lines."""
+    if scanner is NginxScanner.JVM:
+        # Bytes in, bytes out: valid UTF-8 scans as its characters would.
+        fields = F.call_function(NGINX_FIELDS_FUNCTION.name, F.col("line"))
+        return rows.withColumn(_FIELDS, F.when(F.col(_VALID), fields))
+    text = F.col(_TEXT)
+    rewritten = F.col(_REWRITTEN)
+    return (
+        # Only valid UTF-8 survives the regex's round trip through a Java string unchanged.
+        rows.withColumn(
+            _REWRITTEN,
+            F.when(F.col(_VALID), F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT)),
+        )
+        # A rewritten line is always shorter (its brackets and quotes are gone): unchanged
+        # means the line did not match.
+        .withColumn(_FIELDS, F.when(rewritten != text, F.split(rewritten, _NGINX_SEPARATOR, -1)))
+    )
 
 
 def parse_json_lines(
@@ -305,8 +344,8 @@ def _without_cr(text: Column) -> Column:
 
 
 def _nginx_field(name: str) -> Column:
-    """One field of a matched line (null for a line that did not match)."""
-    return F.get(F.col(_FIELDS), NGINX_FIELDS.index(name))
+    """One field of a matched line as a string (null for a line that did not match)."""
+    return F.get(F.col(_FIELDS), NGINX_FIELDS.index(name)).cast("string")
 
 
 def _unless_equal(value: Column, placeholder: str) -> Column:

@@ -63,7 +63,7 @@ from pipeline_core.lake import (
 )
 from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceSpec
 from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_lines
-from spark_jobs.formats import RejectReason, parse, rejected_files
+from spark_jobs.formats import NginxScanner, RejectReason, nginx_scanner, parse, rejected_files
 from spark_jobs.lake import WrittenFiles, landing_folder, staged_checksum, write_files
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 from spark_jobs.verification import verify_parts
@@ -104,9 +104,10 @@ class Landing:
 
 def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
-    ``{"landing_id", "mode", "segment_reader", "checkpoints": [{"checkpoint_id", "rows", "rejects",
-    "input_lines", "batches"}], "tables": {table: {"snapshot_id", "committed",
-    "already_committed"}}, "landed_at"}``. ``LAKE_SQL_CONF`` is set on ``spark``.
+    ``{"landing_id", "mode", "segment_reader", "nginx_scanner", "checkpoints":
+    [{"checkpoint_id", "rows", "rejects", "input_lines", "batches"}], "tables": {table:
+    {"snapshot_id", "committed", "already_committed"}}, "landed_at"}``. ``LAKE_SQL_CONF`` is
+    set on ``spark``.
 
     Raises:
         ManifestError: a batch is unsealed or its manifest is inconsistent, or a source is
@@ -121,6 +122,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     sources = _sources(checkpoints)
     parts = verify_parts([part for c in checkpoints for part in c.parts])
     reader = segment_reader(spark, (part.path for part in parts))
+    scanner = nginx_scanner(spark)
     with open_lake(landing.lake) as lake:
         tables = lake.ensure_tables({name: spec.format for name, spec in sources.items()})
         written: dict[str, dict[int, list[str]]] = {}
@@ -134,6 +136,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
                 spec.format,
                 time_field=spec.time_field,
                 rejected=observation,
+                scanner=scanner,
             )[0]
             out = write_files(
                 rows,
@@ -149,7 +152,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             rejected |= {(c, source, h, f) for c, h, f in rejected_files(observation)}
         staged = staged_lines(parts)
         short = files_with_rejects(staged, landed, rejected)
-        rejects = rejects_of(spark, sources, parts, short, reader)
+        rejects = rejects_of(spark, sources, parts, short, reader, scanner)
         reasons: dict[int, Counter[str]] = {}
         written[REJECTS_TABLE] = {}
         if rejects:
@@ -186,6 +189,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         "landing_id": landing.landing_id,
         "mode": landing.mode.value,
         "segment_reader": reader.value,
+        "nginx_scanner": scanner.value,
         "checkpoints": summaries,
         "tables": committed,
         "landed_at": datetime.now(timezone.utc).isoformat(),
@@ -289,15 +293,17 @@ def rejects_of(
     parts: Sequence[PartFile],
     short: set[FileKey],
     reader: SegmentReader | None = None,
+    scanner: NginxScanner = NginxScanner.REGEX,
 ) -> list[DataFrame]:
     """The rejects of every source file in ``short``, reading only the segments of those
-    files."""
+    files (with ``reader``, and parsing nginx lines with ``scanner``)."""
     frames = []
     for source, spec in sources.items():
         files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
         if files:
             rows = read_source(spark, parts, source, files, reader)
-            frames.append(parse(rows, spec.format, time_field=spec.time_field)[1])
+            parsed = parse(rows, spec.format, time_field=spec.time_field, scanner=scanner)
+            frames.append(parsed[1])
     return frames
 
 

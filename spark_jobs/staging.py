@@ -44,7 +44,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs.jvm_lines import enable_segment_lines, lines_in_jvm
+from spark_jobs.jvm_functions import enable_jvm_functions
+from spark_jobs.jvm_lines import lines_in_jvm
 from spark_jobs.part_files import PartReader, is_local, local_path, open_part, reader_environment
 from spark_jobs.session import session_cores, share_environment
 
@@ -166,7 +167,7 @@ class SegmentReader(Enum):
 def segment_reader(spark: SparkSession, paths: Iterable[str]) -> SegmentReader:
     """``JVM`` when every part file of ``paths`` is local (a path, or a ``file://`` URL) and
     ``spark`` has the JVM's function; ``PYTHON`` otherwise (an object store's parts)."""
-    if all(is_local(path) for path in paths) and enable_segment_lines(spark):
+    if all(is_local(path) for path in paths) and enable_jvm_functions(spark):
         return SegmentReader.JVM
     return SegmentReader.PYTHON
 

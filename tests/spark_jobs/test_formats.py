@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from random import Random
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 
 from pipeline_core.staging_contract import ManifestPart
 from spark_jobs.checkpoint import PartFile
-from spark_jobs.formats import REJECT_COLUMNS, RejectReason, parse
+from spark_jobs.formats import REJECT_COLUMNS, NginxScanner, RejectReason, nginx_scanner, parse
 from spark_jobs.landing import read_source
 from tests.support.staging import DEFAULT_SEALED_AT, Line, LongLine, line_offsets, write_part
 
@@ -61,6 +62,10 @@ NGINX_BAD = [
      RejectReason.BAD_TIMESTAMP),
     (b'203.0.113.7 - - [yesterday] "GET / HTTP/1.1" 200 1 "-" "-"', RejectReason.BAD_TIMESTAMP),
     (b'203.0.113.7 - - [22/Nov/2026:10:00:01 +9999] "GET / HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.BAD_TIMESTAMP),
+    (b'203.0.113.7 - - [22/Nov/-2026:10:00:01 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
+     RejectReason.BAD_TIMESTAMP),
+    (b'203.0.113.7 - - [22/Nov/0000:10:00:01 +0000] "GET / HTTP/1.1" 200 1 "-" "-"',
      RejectReason.BAD_TIMESTAMP),
 ]  # fmt: skip
 
@@ -113,6 +118,13 @@ def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
     return build
 
 
+@pytest.fixture(params=list(NginxScanner), ids=lambda scanner: scanner.value)
+def scanner(request: pytest.FixtureRequest, spark: SparkSession) -> NginxScanner:
+    """Each way of splitting nginx lines into fields; the suite's session has the Java one."""
+    assert nginx_scanner(spark) is NginxScanner.JVM
+    return NginxScanner(request.param)
+
+
 def schema_of(frame: DataFrame) -> dict[str, str]:
     return {field.name: field.dataType.simpleString() for field in frame.schema.fields}
 
@@ -156,8 +168,8 @@ def planted(
 # ---------------------------------------------------------------------------- nginx_combined
 
 
-def test_nginx_combined_columns_and_types(staging_rows: StagingRows) -> None:
-    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+def test_nginx_combined_columns_and_types(staging_rows: StagingRows, scanner: NginxScanner) -> None:
+    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined", scanner=scanner)
 
     assert schema_of(parsed) == NGINX_SCHEMA
     assert schema_of(rejects) == REJECT_SCHEMA
@@ -193,16 +205,20 @@ def test_nginx_combined_columns_and_types(staging_rows: StagingRows) -> None:
     assert second["http_referer"] == "https://example.com/form"
 
 
-def test_nginx_combined_event_date_is_the_utc_date(staging_rows: StagingRows) -> None:
-    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+def test_nginx_combined_event_date_is_the_utc_date(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined", scanner=scanner)
     row = by_offset(parsed, "event_time", "event_date")[line_offsets(NGINX_GOOD, 0)[2]]
 
     assert row["event_time"] == "2026-11-22 04:59:59"  # 23:59:59 -0500
     assert row["event_date"] == "2026-11-22"
 
 
-def test_nginx_combined_request_that_is_not_three_words(staging_rows: StagingRows) -> None:
-    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+def test_nginx_combined_request_that_is_not_three_words(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined", scanner=scanner)
     rows = by_offset(parsed, "request", "method", "path", "protocol", "status")
     offsets = line_offsets(NGINX_GOOD, 0)
 
@@ -217,8 +233,10 @@ def test_nginx_combined_request_that_is_not_three_words(staging_rows: StagingRow
         assert row["status"] == 400
 
 
-def test_nginx_combined_long_crlf_and_utf8_lines(staging_rows: StagingRows) -> None:
-    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+def test_nginx_combined_long_crlf_and_utf8_lines(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    parsed, _ = parse(staging_rows(NGINX_GOOD), "nginx_combined", scanner=scanner)
     rows = by_offset(parsed, "path", "http_user_agent", "http_referer", "body_bytes_sent")
     offsets = line_offsets(NGINX_GOOD, 0)
 
@@ -230,18 +248,22 @@ def test_nginx_combined_long_crlf_and_utf8_lines(staging_rows: StagingRows) -> N
     assert (rows[offsets[7]]["http_referer"], rows[offsets[7]]["http_user_agent"]) == ("", "")
 
 
-def test_nginx_combined_reject_reasons(staging_rows: StagingRows) -> None:
+def test_nginx_combined_reject_reasons(staging_rows: StagingRows, scanner: NginxScanner) -> None:
     lines, expected, good = planted(NGINX_GOOD, NGINX_BAD)
-    parsed, rejects = parse(staging_rows(lines), "nginx_combined")
+    parsed, rejects = parse(staging_rows(lines), "nginx_combined", scanner=scanner)
 
     assert reasons(rejects) == expected
     assert sorted(row["byte_offset"] for row in parsed.select("byte_offset").collect()) == good
     assert parsed.count() + rejects.count() == len(lines)
 
 
-def test_rejects_carry_the_line_with_invalid_utf8_replaced(staging_rows: StagingRows) -> None:
+def test_rejects_carry_the_line_with_invalid_utf8_replaced(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
     line = b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET /\xff HTTP/1.1" 200 1 "-" "-"'
-    _, rejects = parse(staging_rows([b"ok", line], source="edge"), "nginx_combined")
+    _, rejects = parse(
+        staging_rows([b"ok", line], source="edge"), "nginx_combined", scanner=scanner
+    )
     rows = {row["byte_offset"]: row.asDict() for row in rejects.collect()}
 
     assert rows[3] == {
@@ -260,14 +282,75 @@ def test_rejects_carry_the_line_with_invalid_utf8_replaced(staging_rows: Staging
     assert list(rejects.columns) == list(REJECT_COLUMNS)
 
 
-def test_nginx_combined_parses_each_line_once(staging_rows: StagingRows) -> None:
-    """The reason filters must not copy the regex into a pushed-down filter."""
-    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined")
+def test_nginx_combined_parses_each_line_once(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    """The reason filters must not copy the scan into a pushed-down filter."""
+    parsed, rejects = parse(staging_rows(NGINX_GOOD), "nginx_combined", scanner=scanner)
+    scan = "regexp_replace(" if scanner is NginxScanner.REGEX else "sluice_nginx_fields("
 
     for frame in (parsed, rejects):
         plan = frame._jdf.queryExecution().executedPlan().toString()
-        assert plan.count("regexp_replace(") == 1, plan
+        assert plan.count(scan) == 1, plan
         assert plan.count("gettimestamp(") == 1, plan
+
+
+def test_both_nginx_scanners_split_and_reject_every_line_alike(staging_rows: StagingRows) -> None:
+    """Lines near the format's edges, and random bytes planted into good lines: the Java
+    scanner decides every one as the pattern does, to the same fields."""
+    lines = [*NGINX_GOOD, *(line for line, _ in NGINX_BAD), *nginx_edge_lines()]
+    rows = staging_rows(lines)
+    results = {}
+    for scanner in NginxScanner:
+        parsed, rejects = parse(rows, "nginx_combined", scanner=scanner)
+        results[scanner] = (
+            sorted(tuple(row) for row in parsed.drop("event_date").collect()),  # times valid
+            reasons(rejects),
+        )
+
+    jvm, regex = results[NginxScanner.JVM], results[NginxScanner.REGEX]
+    assert len(jvm[0]) > len(NGINX_GOOD) and len(set(jvm[1].values())) == 3  # both kinds occur
+    assert jvm[1] == regex[1]
+    assert jvm[0] == regex[0]
+
+
+def nginx_edge_lines(count: int = 3000, seed: int = 20) -> list[bytes]:
+    """Good lines cut short, and with a byte replaced or inserted: quotes, brackets, spaces,
+    digits, dashes, control bytes, a CR, multi-byte UTF-8."""
+    random = Random(seed)
+    pieces = [
+        b'"',
+        b"[",
+        b"]",
+        b" ",
+        b"  ",
+        b"-",
+        b"0",
+        b"12",
+        b"\x00",
+        b"\x01",
+        b"\x1f",
+        b"\x7f",
+        b"\t",
+        b"\r",
+        b"\xc3\xa9",
+        b"\xf0\x9f\x99\x82",
+        b"a",
+        b'" "',
+        b"",
+    ]
+    bases = [line for line in NGINX_GOOD if len(line) < 1000]
+    edges: list[bytes] = []
+    for _ in range(count):
+        line = random.choice(bases)
+        at = random.randrange(len(line) + 1)
+        kind = random.randrange(3)
+        if kind == 0:
+            edges.append(line[:at])
+        else:
+            piece = random.choice(pieces)
+            edges.append(line[:at] + piece + line[at + (kind == 1) :])
+    return edges
 
 
 # ---------------------------------------------------------------------------- json_lines
@@ -453,8 +536,10 @@ def test_raw_keeps_a_crlf_lines_text_without_its_cr(staging_rows: StagingRows) -
     assert rejects.count() == 0
 
 
-def test_nginx_combined_rejects_keep_a_crlf_lines_cr(staging_rows: StagingRows) -> None:
-    _, rejects = parse(staging_rows([b"not nginx\r"]), "nginx_combined")
+def test_nginx_combined_rejects_keep_a_crlf_lines_cr(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    _, rejects = parse(staging_rows([b"not nginx\r"]), "nginx_combined", scanner=scanner)
 
     assert [(row["raw_line"], row["line_bytes"]) for row in rejects.collect()] == [
         ("not nginx\r", 10)

@@ -265,6 +265,7 @@ def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
 
     assert [name for name, _ in modules] == [
         "spark_jobs",
+        "spark_jobs.jvm_functions",
         "spark_jobs.jvm_lines",
         "spark_jobs.part_files",
         "spark_jobs.session",

@@ -29,8 +29,8 @@ from pipeline_core.lake import (
     source_schema,
 )
 from pipeline_core.staging_contract import ManifestError, checkpoint_dir
+from spark_jobs import formats, staging
 from spark_jobs import landing as landing_module
-from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
 from spark_jobs.formats import parse
 from spark_jobs.lake import landing_folder, write_files
@@ -151,16 +151,18 @@ def test_land_writes_rows_rejects_and_summary(
 
 
 @pytest.mark.spark
-def test_a_session_without_the_jvm_reader_lands_the_same_rows_in_python_workers(
+def test_a_session_without_the_java_functions_lands_the_same_rows(
     spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     staged = stage(tmp_path / "staging", 3)
     in_jvm = land(spark, landing(lake, staged))
-    monkeypatch.setattr(staging, "enable_segment_lines", lambda session: False)
+    for module in (staging, formats):  # as in a session without the jar
+        monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
     other = dataclasses.replace(lake, warehouse=tmp_path / "other-lake", namespace="other")
     in_python = land(spark, landing(other, staged))
 
     assert (in_jvm["segment_reader"], in_python["segment_reader"]) == ("jvm", "python")
+    assert (in_jvm["nginx_scanner"], in_python["nginx_scanner"]) == ("jvm", "regex")
     assert in_jvm["checkpoints"] == in_python["checkpoints"]
     for table in TABLES:
         jvm_rows, python_rows = table_rows(lake, table), table_rows(other, table)

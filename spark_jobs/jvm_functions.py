@@ -1,0 +1,89 @@
+"""The landing's Java functions (``spark_jobs/jvm``), registered in a session once.
+
+``sluice.spark.SegmentLines`` reads and splits local part files in the executors' JVM
+(``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx access-log line into its
+fields (``spark_jobs.formats``). Their source ships with the package;
+``pipeline_core.landing.segment_lines_jar`` compiles it where the job is submitted. A session
+gets the jar when it starts (``spark.jars``, or spark-submit's ``--jars``:
+``pipeline_core.landing.landing_job_spec`` adds it), or on Spark Connect as an artifact of the
+landing's session; :func:`enable_jvm_functions` then registers the functions and says whether
+they can be used. Without a JDK (a JRE only) there is no jar: the landing reads segments in
+Python workers and parses nginx lines with Spark's regular expressions, to the same results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, DataType, LongType, StructField, StructType
+
+
+@dataclass(frozen=True)
+class JvmFunction:
+    """A Java function of the jar: the name a session knows it by, its class, what it
+    returns."""
+
+    name: str
+    class_name: str
+    return_type: DataType
+
+
+SEGMENT_LINES = JvmFunction(
+    "sluice_segment_lines",
+    "sluice.spark.SegmentLines",
+    ArrayType(
+        StructType(
+            [
+                StructField("byte_offset", LongType(), nullable=False),
+                StructField("line", BinaryType(), nullable=False),
+            ]
+        ),
+        containsNull=False,
+    ),
+)
+"""``(path, part_offset, length, start_offset, lines)``: a segment's lines, each with its
+offset in the source file."""
+NGINX_FIELDS = JvmFunction(
+    "sluice_nginx_fields", "sluice.spark.NginxFields", ArrayType(BinaryType())
+)
+"""``line``: the fields of an nginx ``combined`` line (``spark_jobs.formats.NGINX_FIELDS``), or
+null when it does not match ``spark_jobs.formats.NGINX_PATTERN``."""
+JVM_FUNCTIONS = (SEGMENT_LINES, NGINX_FIELDS)
+log = logging.getLogger(__name__)
+_enabled: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def enable_jvm_functions(spark: SparkSession) -> bool:
+    """Register :data:`JVM_FUNCTIONS` in ``spark`` (once per session); whether they can be
+    used: the session has their jar (``spark.jars``, ``--jars``, or a Spark Connect
+    artifact)."""
+    with contextlib.suppress(KeyError, TypeError):
+        return _enabled[spark]
+    try:
+        for function in JVM_FUNCTIONS:
+            spark.udf.registerJavaFunction(function.name, function.class_name, function.return_type)
+        # Spark Connect resolves a function on first use: call each once.
+        nothing = F.lit(None)
+        spark.range(1).select(
+            F.call_function(NGINX_FIELDS.name, nothing.cast("binary")).isNull(),
+            F.call_function(
+                SEGMENT_LINES.name, nothing.cast("string"), *[nothing.cast("long")] * 4
+            ).isNull(),
+        ).collect()
+        enabled = True
+    except Exception as exc:  # the classes are not on the session's classpath
+        log.info(
+            "the landing's Java functions are not available (%s): segments are read in Python "
+            "workers, nginx lines parsed with regular expressions",
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
+        enabled = False
+    with contextlib.suppress(TypeError):  # a session without weak references: checked each time
+        _enabled[spark] = enabled
+    return enabled
