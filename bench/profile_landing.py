@@ -96,7 +96,7 @@ def main() -> None:
 
     import spark_jobs.landing as landing_module
     from spark_jobs.checkpoint import read_checkpoint
-    from spark_jobs.formats import parse
+    from spark_jobs.formats import nginx_scanner, parse
     from spark_jobs.lake import write_files
 
     scratch = common.DATA / "scratch" / "profile-landing"
@@ -119,6 +119,7 @@ def main() -> None:
     )
     print("phases of one landing of 1 GiB (s):", json.dumps(timings, indent=1), flush=True)
 
+    scanner = nginx_scanner(spark)
     parts = [p for p in read_checkpoint(collected.checkpoint_dir).parts if p.entry.rows]
     parts = parts[: args.parts]
     paths = [part.path for part in parts]
@@ -152,7 +153,8 @@ def main() -> None:
         write_files(frame, out, "event_time", ("host", "file_fingerprint"), checkpoints=checkpoints)
 
     def parsed(frame: DataFrame) -> DataFrame:
-        return parse(frame, "nginx_combined", rejected=Observation())[0]  # as the landing
+        # as the landing parses
+        return parse(frame, "nginx_combined", rejected=Observation(), scanner=scanner)[0]
 
     staged = scratch / "staged"
     staged.mkdir()

@@ -138,6 +138,7 @@ import json
 from datetime import datetime, timezone
 from pipeline_core.staging_contract import Segment
 from spark_jobs.connect import close_session, connect_session
+from spark_jobs.formats import nginx_scanner
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 
 url, part, jar = {url!r}, {part!r}, {jar!r}
@@ -151,7 +152,7 @@ for name, jars in [("without", []), ("with", [jar]), ("again", [jar])]:
     reader = segment_reader(spark, [part])
     lines = read_lines(spark, rows, 2, reader).select("file_fingerprint", "byte_offset", "line")
     found = sorted([r[0], r[1], r[2].decode()] for r in lines.collect())
-    seen[name] = [reader.value, found]
+    seen[name] = [reader.value, nginx_scanner(spark).value, found]
     close_session(spark)
 print(json.dumps(seen))
 """
@@ -174,7 +175,11 @@ def test_a_session_given_the_jar_reads_local_parts_in_the_server_jvm(
     lines = [["f" * 16, 100, "a"], ["f" * 16, 102, "bb"], ["f" * 16, 105, "ccc"]]
     lines.append(["g" * 16, 0, "dddd"])
     # "again": a second landing in the shared session, which has the jar already
-    assert seen == {"without": ["python", lines], "with": ["jvm", lines], "again": ["jvm", lines]}
+    assert seen == {
+        "without": ["python", "regex", lines],
+        "with": ["jvm", "jvm", lines],
+        "again": ["jvm", "jvm", lines],
+    }
 
 
 @pytest.mark.slow
