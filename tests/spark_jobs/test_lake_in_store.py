@@ -33,7 +33,8 @@ from tests.spark_jobs.support import LINES_PER_HOST, PIPELINE, checkpoint_summar
 from tests.support.lake import NAMESPACE, assert_exactly_once, snapshot_operations, table_rows
 from tests.support.object_store import SECRET_KEY, S3Bucket
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
+# The metastore is only the lake's catalog here (see tests/spark_jobs/test_landing.py).
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600), pytest.mark.sqlite_pass]
 
 SOURCES = ["access", "app", "misc"]
 TABLES = (*SOURCES, "_rejects")

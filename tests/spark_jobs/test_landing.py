@@ -64,6 +64,10 @@ from tests.support.staging import (
     write_empty_batch,
 )
 
+# The metastore is only the lake's catalog here: its PostgreSQL side is tested by
+# tests/pipeline_core/lake and the fault tests, so make test lands these on SQLite only.
+pytestmark = pytest.mark.sqlite_pass
+
 SOURCES = ("access", "app", "misc")
 TABLES = (*SOURCES, "_rejects")
 

@@ -24,7 +24,8 @@ from tests.spark_jobs.support import (
 from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
 from tests.support.object_store import S3Bucket
 
-pytestmark = [pytest.mark.timeout(300)]
+# The metastore is only the lake's catalog here (see tests/spark_jobs/test_landing.py).
+pytestmark = [pytest.mark.timeout(300), pytest.mark.sqlite_pass]
 
 TABLES = ("access", "app", "misc", "_rejects")
 
