@@ -29,132 +29,115 @@ public final class NginxFields implements UDF1<byte[], byte[][]> {
     return line == null ? null : new Scan(line).fields();
   }
 
-  /** One line's scan: a position that only moves forward. */
+  /** One line's scan: a position that only moves forward, and the fields taken so far. */
   private static final class Scan {
     private final byte[] line;
+    private final byte[][] fields = new byte[FIELDS][];
     private int at;
 
     Scan(byte[] line) {
       this.line = line;
     }
 
+    /** The pattern, piece by piece; the fields, or null at the first piece that fails. */
     byte[][] fields() {
-      byte[][] fields = new byte[FIELDS][];
-      // ([^\x00-\x20]++) - ([^\x00-\x20]++) \[([^\]\x00-\x1f]++)\] "
+      boolean matched =
+          word(0) // ([^\x00-\x20]++)
+              && expect(" - ")
+              && word(1) // ([^\x00-\x20]++)
+              && expect(" [")
+              && text(2, ']', 1) // ([^\]\x00-\x1f]++)
+              && expect("] \"")
+              && request() // ((W) (W) (W)|[^"\x00-\x1f]*+)
+              && expect("\" ")
+              && digits(7, 3, 3) // (\d{3})
+              && expect(" ")
+              && (digits(8, 1, Integer.MAX_VALUE) || dash(8)) // (\d++|-)
+              && expect(" \"")
+              && text(9, '"', 0) // ([^"\x00-\x1f]*+)
+              && expect("\" \"")
+              && text(10, '"', 0) // ([^"\x00-\x1f]*+)
+              && expect("\"");
+      if (matched) {
+        expect("\r"); // \r?
+      }
+      return matched && at == line.length ? fields : null; // \z
+    }
+
+    /** Field {@code index}: one or more bytes above {@code 0x20}. */
+    private boolean word(int index) {
       int start = at;
-      if (skipAbove(' ') == 0) {
-        return null;
+      while (at < line.length && (line[at] & 0xff) > ' ') {
+        at++;
       }
-      fields[0] = copy(start);
-      if (!expect(" - ")) {
-        return null;
-      }
-      start = at;
-      if (skipAbove(' ') == 0) {
-        return null;
-      }
-      fields[1] = copy(start);
-      if (!expect(" [")) {
-        return null;
-      }
-      start = at;
-      if (skipText(']') == 0) {
-        return null;
-      }
-      fields[2] = copy(start);
-      if (!expect("] \"")) {
-        return null;
-      }
-      // ((W) (W) (W)|[^"\x00-\x1f]*+)" (\d{3}) (\d++|-) "
-      start = at;
-      skipText('"');
-      fields[3] = copy(start);
-      words(fields, start, at);
-      if (!expect("\" ")) {
-        return null;
-      }
-      start = at;
-      if (skipDigits() != 3) {
-        return null;
-      }
-      fields[7] = copy(start);
-      if (!expect(" ")) {
-        return null;
-      }
-      start = at;
-      if (skipDigits() == 0 && !expect("-")) {
-        return null;
-      }
-      fields[8] = copy(start);
-      if (!expect(" \"")) {
-        return null;
-      }
-      // ([^"\x00-\x1f]*+)" "([^"\x00-\x1f]*+)"\r?\z
-      start = at;
-      skipText('"');
-      fields[9] = copy(start);
-      if (!expect("\" \"")) {
-        return null;
-      }
-      start = at;
-      skipText('"');
-      fields[10] = copy(start);
-      if (!expect("\"")) {
-        return null;
-      }
-      expect("\r");
-      return at == line.length ? fields : null;
+      return take(index, start, 1, Integer.MAX_VALUE);
     }
 
-    /** The request {@code [start, end)} as its three words, when it is exactly three. */
-    private void words(byte[][] fields, int start, int end) {
-      // The request holds no byte below 0x20, so its words are split by its spaces alone.
-      int first = indexOf(' ', start, end);
-      int second = first < 0 ? -1 : indexOf(' ', first + 1, end);
-      if (second < 0 || indexOf(' ', second + 1, end) >= 0) {
-        return;
+    /** Field {@code index}: {@code least} or more bytes, none {@code stop} or a control. */
+    private boolean text(int index, char stop, int least) {
+      int start = at;
+      while (at < line.length && (line[at] & 0xff) >= 0x20 && line[at] != stop) {
+        at++;
       }
-      if (first == start || second == first + 1 || end == second + 1) {
-        return;
-      }
-      fields[METHOD] = Arrays.copyOfRange(line, start, first);
-      fields[METHOD + 1] = Arrays.copyOfRange(line, first + 1, second);
-      fields[METHOD + 2] = Arrays.copyOfRange(line, second + 1, end);
+      return take(index, start, least, Integer.MAX_VALUE);
     }
 
-    private int indexOf(char wanted, int from, int end) {
+    /** Field {@code index}: {@code least} to {@code most} ASCII digits. */
+    private boolean digits(int index, int least, int most) {
+      int start = at;
+      while (at < line.length && line[at] >= '0' && line[at] <= '9') {
+        at++;
+      }
+      return take(index, start, least, most);
+    }
+
+    /** Field {@code index}: {@code -}. */
+    private boolean dash(int index) {
+      int start = at;
+      return expect("-") && take(index, start, 1, 1);
+    }
+
+    /**
+     * The request ({@code [^"\x00-\x1f]*+}), and its words when it is exactly three: the words
+     * hold no {@code "} and no byte up to {@code 0x20}, which the request holds only as spaces.
+     */
+    private boolean request() {
+      int start = at;
+      text(3, '"', 0);
+      int first = indexOfSpace(start, at);
+      int second = first < 0 ? -1 : indexOfSpace(first + 1, at);
+      boolean three =
+          second >= 0
+              && indexOfSpace(second + 1, at) < 0
+              && first > start
+              && second > first + 1
+              && at > second + 1;
+      if (three) {
+        fields[METHOD] = Arrays.copyOfRange(line, start, first);
+        fields[METHOD + 1] = Arrays.copyOfRange(line, first + 1, second);
+        fields[METHOD + 2] = Arrays.copyOfRange(line, second + 1, at);
+      }
+      return true;
+    }
+
+    private int indexOfSpace(int from, int end) {
       for (int i = from; i < end; i++) {
-        if (line[i] == wanted) {
+        if (line[i] == ' ') {
           return i;
         }
       }
       return -1;
     }
 
-    /** Skip bytes above {@code limit} (unsigned); how many. */
-    private int skipAbove(char limit) {
-      int start = at;
-      while (at < line.length && (line[at] & 0xff) > limit) {
-        at++;
+    /** Keep {@code [start, at)} as field {@code index} if it is {@code least} to {@code most}
+     * bytes long; whether it was. */
+    private boolean take(int index, int start, int least, int most) {
+      int length = at - start;
+      if (length < least || length > most) {
+        return false;
       }
-      return at - start;
-    }
-
-    /** Skip bytes that are neither {@code stop} nor a control character; how many. */
-    private int skipText(char stop) {
-      int start = at;
-      while (at < line.length && (line[at] & 0xff) >= 0x20 && line[at] != stop) {
-        at++;
-      }
-      return at - start;
-    }
-
-    private int skipDigits() {
-      int start = at;
-      while (at < line.length && line[at] >= '0' && line[at] <= '9') {
-        at++;
-      }
-      return at - start;
+      fields[index] = Arrays.copyOfRange(line, start, at);
+      return true;
     }
 
     /** Step over {@code text} if the line goes on with it; whether it did. */
@@ -170,11 +153,6 @@ public final class NginxFields implements UDF1<byte[], byte[][]> {
       }
       at += length;
       return true;
-    }
-
-    /** The bytes from {@code start} to the position. */
-    private byte[] copy(int start) {
-      return Arrays.copyOfRange(line, start, at);
     }
   }
 }
