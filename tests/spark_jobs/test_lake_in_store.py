@@ -34,7 +34,12 @@ from tests.support.lake import NAMESPACE, assert_exactly_once, snapshot_operatio
 from tests.support.object_store import SECRET_KEY, S3Bucket
 
 # The metastore is only the lake's catalog here (see tests/spark_jobs/test_landing.py).
-pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600), pytest.mark.sqlite_pass]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.spark,
+    pytest.mark.timeout(600),
+    pytest.mark.sqlite_pass,
+]
 
 SOURCES = ["access", "app", "misc"]
 TABLES = (*SOURCES, "_rejects")
