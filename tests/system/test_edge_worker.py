@@ -123,8 +123,15 @@ def test_a_collector_routed_to_its_host_queue_runs_on_that_edge_worker(tmp_path:
                 instance = wait_until(
                     site, f"{TASK_ID} of the first run succeeded", lambda: finished_task(api)
                 )
+                # The task instance succeeds before the worker reports its job's end.
+                jobs = wait_until(
+                    site,
+                    "the Edge worker reported the first run's job ended",
+                    lambda: ended_edge_jobs(
+                        database["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"], instance["dag_run_id"]
+                    ),
+                )
                 site.airflow("dags", "pause", DAG_ID)
-                jobs = edge_jobs(database["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
                 result = task_result(api, instance)
         finally:
             leftovers = kill_leftovers(site_home(tmp_path))
@@ -208,6 +215,15 @@ def edge_jobs(airflow_database_url: str) -> set[tuple[str, str, str | None, str]
             return {(row.run_id, row.queue, row.edge_worker, row.state) for row in rows}
     finally:
         engine.dispose()
+
+
+def ended_edge_jobs(
+    airflow_database_url: str, run_id: str
+) -> set[tuple[str, str, str | None, str]] | None:
+    """``edge_jobs`` once the job of ``run_id`` has ended (neither queued nor running)."""
+    jobs = edge_jobs(airflow_database_url)
+    states = {state for run, _, _, state in jobs if run == run_id}
+    return jobs if states and not states & {"queued", "scheduled", "running"} else None
 
 
 # -- waiting -------------------------------------------------------------------------------
