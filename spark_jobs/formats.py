@@ -34,9 +34,9 @@ Python UDFs: they run in the JVM and need no Python on the executors. Formats:
     the Java function ``sluice.spark.NginxFields`` scans its bytes once (the landing's choice,
     when its session has the function), or the pattern rewrites the line into its fields
     joined by ``\\x01``, split once (a line that does not match comes back unchanged, which is
-    how a match is recognised). A raw control character
-    inside a field (nginx writes them escaped) makes the line not match; a trailing ``\\r`` (a
-    CRLF line end) is allowed. ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null
+    how a match is recognised). A raw control character inside a field (nginx writes them
+    escaped) makes the line not match; a trailing ``\\r`` (a CRLF line end) is allowed.
+    ``remote_user`` is null for ``-``; ``body_bytes_sent`` is null
     for ``-`` (Apache's spelling of zero). ``method``, ``path`` and ``protocol`` come from
     ``request`` when it is exactly three space-separated words, and are null otherwise
     (``"-"``, a TLS handshake logged as escaped bytes...). Rejects: ``invalid_utf8``,
