@@ -142,7 +142,7 @@ def make_spark(local_dir: Path) -> SparkSession:
     """A ``local[2]`` session set up as the landing job sets up its own (``build_session``)."""
     from pyspark.sql import SparkSession
 
-    from pipeline_core.landing import segment_lines_jar
+    from pipeline_core.landing import java_functions_jar
     from spark_jobs.land import build_session
 
     os.environ.setdefault("PYSPARK_PYTHON", PYTHON)
@@ -157,7 +157,7 @@ def make_spark(local_dir: Path) -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.local.dir", str(local_dir))
         .config("spark.sql.warehouse.dir", str(local_dir / "warehouse"))
-        .config("spark.jars", str(segment_lines_jar(local_dir) or ""))
+        .config("spark.jars", str(java_functions_jar(local_dir) or ""))
         .getOrCreate()
     )
     spark = build_session("sluice-bench")

@@ -34,8 +34,8 @@ def connect_session(
 ) -> SparkSession:
     """The session of the Spark Connect server at ``url`` (``sc://host:port``, optionally with
     ``;`` parameters) for a landing shipping ``py_files`` (added as Python artifacts) and
-    ``jars`` (the JVM line reader, added as a jar artifact), with ``LAKE_SQL_CONF`` set. Close
-    it with :func:`close_session`.
+    ``jars`` (the landing's Java functions, added as a jar artifact), with ``LAKE_SQL_CONF``
+    set. Close it with :func:`close_session`.
 
     Raises:
         LandingError: the server closed every session of the series.

@@ -256,7 +256,7 @@ def _with_nginx_fields(rows: DataFrame, scanner: NginxScanner) -> DataFrame:
     the other lines."""
     if scanner is NginxScanner.JVM:
         # Bytes in, bytes out: valid UTF-8 scans as its characters would.
-        fields = F.call_function(NGINX_FIELDS_FUNCTION.name, F.col("line"))
+        fields = NGINX_FIELDS_FUNCTION(F.col("line"))
         return rows.withColumn(_FIELDS, F.when(F.col(_VALID), fields))
     text = F.col(_TEXT)
     rewritten = F.col(_REWRITTEN)

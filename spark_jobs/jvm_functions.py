@@ -3,7 +3,7 @@
 ``sluice.spark.SegmentLines`` reads and splits local part files in the executors' JVM
 (``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx access-log line into its
 fields (``spark_jobs.formats``). Their source ships with the package;
-``pipeline_core.landing.segment_lines_jar`` compiles it where the job is submitted. A session
+``pipeline_core.landing.java_functions_jar`` compiles it where the job is submitted. A session
 gets the jar when it starts (``spark.jars``, or spark-submit's ``--jars``:
 ``pipeline_core.landing.landing_job_spec`` adds it), or on Spark Connect as an artifact of the
 landing's session; :func:`enable_jvm_functions` then registers the functions and says whether
@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, LongType, StructField, StructType
 
@@ -32,6 +32,11 @@ class JvmFunction:
     name: str
     class_name: str
     return_type: DataType
+
+    def __call__(self, *arguments: Column) -> Column:
+        """The function applied to ``arguments`` (it must be enabled in the session:
+        :func:`enable_jvm_functions`)."""
+        return F.call_function(self.name, *arguments)
 
 
 SEGMENT_LINES = JvmFunction(
@@ -71,10 +76,8 @@ def enable_jvm_functions(spark: SparkSession) -> bool:
         # Spark Connect resolves a function on first use: call each once.
         nothing = F.lit(None)
         spark.range(1).select(
-            F.call_function(NGINX_FIELDS.name, nothing.cast("binary")).isNull(),
-            F.call_function(
-                SEGMENT_LINES.name, nothing.cast("string"), *[nothing.cast("long")] * 4
-            ).isNull(),
+            NGINX_FIELDS(nothing.cast("binary")).isNull(),
+            SEGMENT_LINES(nothing.cast("string"), *[nothing.cast("long")] * 4).isNull(),
         ).collect()
         enabled = True
     except Exception as exc:  # the classes are not on the session's classpath

@@ -21,8 +21,7 @@ def lines_in_jvm(segments: DataFrame) -> DataFrame:
     files) as ``spark_jobs.staging.LINE_SCHEMA`` rows, read and split by the function: a row
     per line, with its segment's batch columns. The function must be enabled in the session
     (``spark_jobs.jvm_functions.enable_jvm_functions``)."""
-    lines = F.call_function(
-        SEGMENT_LINES.name,
+    lines = SEGMENT_LINES(
         F.col("path"),
         F.col("part_offset"),
         F.col("length"),

@@ -107,7 +107,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--jars",
         default=None,
         help="with --spark-connect: comma-separated jars added to the session as artifacts "
-        "(the JVM line reader that spark-submit gets as --jars)",
+        "(the landing's Java functions, which spark-submit gets as --jars)",
     )
     return parser.parse_args(argv)
 

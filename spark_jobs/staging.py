@@ -166,7 +166,7 @@ class SegmentReader(Enum):
 
 def segment_reader(spark: SparkSession, paths: Iterable[str]) -> SegmentReader:
     """``JVM`` when every part file of ``paths`` is local (a path, or a ``file://`` URL) and
-    ``spark`` has the JVM's function; ``PYTHON`` otherwise (an object store's parts)."""
+    ``spark`` has the landing's Java functions; ``PYTHON`` otherwise (an object store's parts)."""
     if all(is_local(path) for path in paths) and enable_jvm_functions(spark):
         return SegmentReader.JVM
     return SegmentReader.PYTHON

@@ -286,7 +286,7 @@ def spark_floor(spark: SparkSession, folder: Path, work: Path, *, scanner: bool 
     if scanner:
         if not enable_jvm_functions(spark):
             raise RuntimeError("the bench session lacks the landing's Java functions")
-        fields = F.call_function(NGINX_FIELDS_FUNCTION.name, F.col("value").cast("binary"))
+        fields = NGINX_FIELDS_FUNCTION(F.col("value").cast("binary"))
     else:
         groups = "\x01".join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
         fields = F.split(F.regexp_replace("value", NGINX_PATTERN, groups), "\x01", -1)

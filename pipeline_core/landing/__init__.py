@@ -8,7 +8,7 @@ from pipeline_core.landing._connect import (
     SparkConnectSubmitter,
     spark_connect_command,
 )
-from pipeline_core.landing._jar import JarBuildError, segment_lines_jar
+from pipeline_core.landing._jar import JarBuildError, java_functions_jar
 from pipeline_core.landing._spec import (
     LANDING_APPLICATION,
     METASTORE_URL_ENV,
@@ -31,8 +31,8 @@ __all__ = [
     "SparkConnectSubmitter",
     "SparkJobSpec",
     "checkpoint_location",
+    "java_functions_jar",
     "landing_job_spec",
-    "segment_lines_jar",
     "spark_connect_command",
     "spark_jobs_archive",
     "spark_submit_binary",

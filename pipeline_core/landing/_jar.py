@@ -1,11 +1,13 @@
-"""The jar of the landing's JVM line reader (``spark_jobs/jvm``), compiled where it is submitted.
+"""The jar of the landing's Java functions (``spark_jobs/jvm``), compiled where it is submitted.
 
-``segment_lines_jar`` compiles the Java source of ``sluice.spark.SegmentLines`` (shipped with the
-package) once per version with the JDK's ``javac`` against pyspark's own jars, into a jar named
-by the hash of its source, beside the ``--py-files`` archive of ``spark_jobs``. spark-submit
-gets it as ``--jars``, a Spark Connect session as an artifact, the test and bench sessions as
-``spark.jars``; ``spark_jobs.jvm_lines`` registers and uses the function. Without a ``javac``
-(a JRE only) there is no jar and the landing reads segments in Python workers.
+``java_functions_jar`` compiles the Java sources shipped with the package
+(``sluice.spark.SegmentLines``, ``sluice.spark.NginxFields``) once per version with the JDK's
+``javac`` against pyspark's own jars, into a jar named by the hash of the sources, beside the
+``--py-files`` archive of ``spark_jobs``. spark-submit gets it as ``--jars``, a Spark Connect
+session as an artifact, the test and bench sessions as ``spark.jars``;
+``spark_jobs.jvm_functions`` registers the functions. Without a ``javac`` (a JRE only) there
+is no jar: the landing reads segments in Python workers and parses nginx lines with Spark's
+regular expressions.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ class JarBuildError(RuntimeError):
     """``javac`` failed on the function's source (its output is the message)."""
 
 
-def segment_lines_jar(folder: Path, *, write: bool = True) -> Path | None:
-    """The jar of ``sluice.spark.SegmentLines`` in ``folder``, compiled on first use (named by
-    the hash of its source, so built once per version); ``None`` without a ``javac`` (a JRE
+def java_functions_jar(folder: Path, *, write: bool = True) -> Path | None:
+    """The jar of the landing's Java functions in ``folder``, compiled on first use (named by
+    the hash of their source, so built once per version); ``None`` without a ``javac`` (a JRE
     only) or without the source. ``write``: False only names the jar (a plan).
 
     Raises:
@@ -39,7 +41,7 @@ def segment_lines_jar(folder: Path, *, write: bool = True) -> Path | None:
     if javac is None:
         return None
     sources = sorted(JAVA_SOURCES.rglob("*.java"))
-    if not sources:  # an installation without the source: the Python-worker reader
+    if not sources:  # an installation without the source: no Java functions
         return None
     digest = hashlib.sha256()
     for source in sources:

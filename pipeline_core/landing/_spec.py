@@ -21,7 +21,7 @@ from typing import Any
 
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LandingMode
-from pipeline_core.landing._jar import segment_lines_jar
+from pipeline_core.landing._jar import java_functions_jar
 from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 
 LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land.py"
@@ -50,7 +50,8 @@ class SparkJobSpec:
     env_vars: dict[str, str]
     py_files: str | None
     jars: str | None = None
-    """The jar of the JVM line reader (``segment_lines_jar``); ``None`` without a JDK."""
+    """The jar of the landing's Java functions (``java_functions_jar``); ``None`` without a
+    JDK."""
 
     def hook_arguments(self) -> dict[str, Any]:
         """The job as keyword arguments of the Spark provider's ``SparkSubmitHook`` (the
@@ -107,7 +108,7 @@ def landing_job_spec(
         hosts = "" if item.hosts is None else "=" + ",".join(sorted(item.hosts))
         arguments += ["--checkpoint", folder + hosts + mark + options]
     ids = [item.checkpoint_id for item in checkpoints]
-    jar = segment_lines_jar(config.data_dir / "spark", write=write_archive)
+    jar = java_functions_jar(config.data_dir / "spark", write=write_archive)
     span = f"{ids[0]}" if len(ids) == 1 else f"{min(ids)}-{max(ids)}"
     return SparkJobSpec(
         application=str(LANDING_APPLICATION),

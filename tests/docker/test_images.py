@@ -65,7 +65,7 @@ def test_airflow_image_matches_the_pinned_airflow_and_python() -> None:
 def test_airflow_image_has_java_the_lock_sluice_dags_and_plugins() -> None:
     dockerfile = parse_dockerfile(AIRFLOW_IMAGE)
     [java_arg] = [arg for arg in dockerfile.all("ARG") if arg.value.startswith("JAVA_PACKAGE=")]
-    assert java_arg.value == "JAVA_PACKAGE=openjdk-17-jdk-headless"  # javac: the JVM line reader
+    assert java_arg.value == "JAVA_PACKAGE=openjdk-17-jdk-headless"  # javac: the Java functions
     assert '"${JAVA_PACKAGE}"' in runs(dockerfile)
     assert any(env.value.startswith("JAVA_HOME=") for env in dockerfile.all("ENV"))
     copied = {source for copy in dockerfile.all("COPY") for source in copy.sources}

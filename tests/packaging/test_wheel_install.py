@@ -165,7 +165,7 @@ def test_the_wheel_ships_the_jvm_readers_source_and_builds_its_jar(
 ) -> None:
     code = (
         "import sys; from pathlib import Path; from pipeline_core.landing import _jar; "
-        "jar = _jar.segment_lines_jar(Path(sys.argv[1])); "
+        "jar = _jar.java_functions_jar(Path(sys.argv[1])); "
         "print(_jar.JAVA_SOURCES, jar)"
     )
     python = str(clean_venv / "bin" / "python")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline_core.landing import JarBuildError, segment_lines_jar
+from pipeline_core.landing import JarBuildError, java_functions_jar
 from pipeline_core.landing import _jar as jar_module
 from pipeline_core.staging_contract import Segment, SegmentKind
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
@@ -114,12 +114,12 @@ def test_a_short_or_missing_part_fails_alike(
 
 
 def test_the_jar_is_built_once_per_version_of_its_source(tmp_path: Path) -> None:
-    jar = segment_lines_jar(tmp_path)
+    jar = java_functions_jar(tmp_path)
     assert jar is not None and jar.parent == tmp_path and jar.name.startswith("sluice-spark-")
     built = jar.stat().st_mtime_ns
-    assert segment_lines_jar(tmp_path) == jar and jar.stat().st_mtime_ns == built
+    assert java_functions_jar(tmp_path) == jar and jar.stat().st_mtime_ns == built
     assert (
-        segment_lines_jar(tmp_path / "elsewhere", write=False) == tmp_path / "elsewhere" / jar.name
+        java_functions_jar(tmp_path / "elsewhere", write=False) == tmp_path / "elsewhere" / jar.name
     )
     assert not (tmp_path / "elsewhere").exists()
 
@@ -127,13 +127,13 @@ def test_the_jar_is_built_once_per_version_of_its_source(tmp_path: Path) -> None
 def test_no_javac_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert segment_lines_jar(tmp_path) is None
+    assert java_functions_jar(tmp_path) is None
     assert list(tmp_path.iterdir()) == []
 
 
 def test_no_source_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jar_module, "JAVA_SOURCES", tmp_path / "nowhere")
-    assert segment_lines_jar(tmp_path) is None
+    assert java_functions_jar(tmp_path) is None
 
 
 def test_a_source_javac_rejects_fails_with_its_message(
@@ -145,5 +145,5 @@ def test_a_source_javac_rejects_fails_with_its_message(
     monkeypatch.setattr(jar_module, "JAVA_SOURCES", tmp_path / "jvm")
 
     with pytest.raises(JarBuildError, match=r"Broken\.java.*illegal start of expression"):
-        segment_lines_jar(tmp_path / "jars")
+        java_functions_jar(tmp_path / "jars")
     assert not any((tmp_path / "jars").glob("*.jar"))

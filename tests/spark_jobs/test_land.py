@@ -19,8 +19,8 @@ from pipeline_core.lake import LakeLocation, LandingMode, open_lake
 from pipeline_core.landing import (
     METASTORE_URL_ENV,
     LandingInput,
+    java_functions_jar,
     landing_job_spec,
-    segment_lines_jar,
     spark_jobs_archive,
 )
 from pipeline_core.staging_contract import checkpoint_dir
@@ -171,7 +171,7 @@ def test_main_lands_every_checkpoint_once_and_prints_the_summary(
 @pytest.mark.slow
 def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> None:
     staged = stage(tmp_path / "staging", 11)
-    jar = segment_lines_jar(tmp_path / "jars")
+    jar = java_functions_jar(tmp_path / "jars")
     assert jar is not None
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {

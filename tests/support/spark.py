@@ -1,5 +1,5 @@
 """The one SparkSession of a test run: ``local[2]``, UTC, few shuffle partitions, no UI, and
-the jar of the landing's JVM line reader (``spark_jobs.jvm_lines``).
+the jar of the landing's Java functions (``spark_jobs.jvm_functions``).
 
 Register the fixture by importing it into a conftest (``from tests.support.spark import
 spark``) or by listing this module in ``pytest_plugins``. Every test that uses it is marked
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline_core.landing import segment_lines_jar
+from pipeline_core.landing import java_functions_jar
 
 SPARK_TEST_CONF = {
     "spark.master": "local[2]",
@@ -43,8 +43,8 @@ def spark() -> Iterator[SparkSession]:
         )
         for key, value in SPARK_TEST_CONF.items():
             builder = builder.config(key, value)
-        jar = segment_lines_jar(Path(scratch))
-        if jar is not None:  # the landing's JVM line reader, as spark-submit gets it
+        jar = java_functions_jar(Path(scratch))
+        if jar is not None:  # the landing's Java functions, as spark-submit gets it
             builder = builder.config("spark.jars", str(jar))
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
