@@ -90,8 +90,13 @@ class CollectorWorkerOperator(BaseOperator):
             self._collector = collector
             if self._killed:  # on_kill came while the collector was being built
                 self._stop("on_kill")
-            timer = threading.Timer(self.run_for, self._stop, args=("run_for",))
-            timer.daemon = True
+            ended = threading.Event()
+            timer = threading.Thread(
+                target=self._stop_when_run_for_is_up,
+                args=(time.monotonic() + self.run_for, ended),
+                name="sluice-worker-run-for",
+                daemon=True,
+            )
             timer.start()
             self.log.info(
                 "Collecting pipeline %s as host %s on %s for %.0f s (until stopped)",
@@ -103,7 +108,7 @@ class CollectorWorkerOperator(BaseOperator):
             try:
                 result = collector.run()
             finally:
-                timer.cancel()
+                ended.set()
                 self._collector = None
         finally:
             metastore.close()
@@ -131,6 +136,18 @@ class CollectorWorkerOperator(BaseOperator):
         threading.Thread(
             target=self._stop, args=("on_kill",), name="sluice-worker-stop", daemon=True
         ).start()
+
+    def _stop_when_run_for_is_up(self, deadline: float, ended: threading.Event) -> None:
+        """Stop the collector at ``deadline`` (monotonic), unless it ends first.
+
+        Not ``threading.Timer``: a timed wait may end early when the wall clock steps forward
+        (Python 3.10 times lock waits on the system clock), and a timer fires whenever its
+        one wait ends. This waits again until the monotonic clock says the time is up.
+        """
+        while not ended.wait(max(0.0, deadline - time.monotonic())):
+            if time.monotonic() >= deadline:
+                self._stop("run_for")
+                return
 
     def _stop(self, reason: str) -> None:
         collector = self._collector

@@ -146,6 +146,37 @@ def test_stops_by_itself_when_run_for_is_up(config: Path, workers: list[WorkerTh
     assert not PipelineOperations(config).worker_is_live()
 
 
+class EarlyWakingEvent(threading.Event):
+    """An event whose first long timed wait ends at once, unset: what a wait timed on the
+    system clock does when that clock steps forward (Python 3.10's lock waits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._woke_early = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None and timeout >= 1.0 and not self._woke_early:
+            self._woke_early = True
+            return self.is_set()
+        return super().wait(timeout)
+
+
+@pytest.mark.timeout(60)
+def test_run_for_is_kept_when_a_timed_wait_ends_early(
+    config: Path, workers: list[WorkerThread], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(threading, "Event", EarlyWakingEvent)
+    started = time.monotonic()
+    worker = start_worker(workers, config, run_for=1.5)
+
+    worker.join(timeout=30)
+
+    assert worker.result is not None
+    assert worker.result["stopped_by"] == "run_for"
+    assert worker.result["seconds"] >= 1.5
+    assert time.monotonic() - started >= 1.5
+
+
 @pytest.mark.timeout(60)
 def test_waits_for_a_dead_worker_lease_to_expire_then_resumes(
     config: Path, metastore_url: str, workers: list[WorkerThread]
