@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# `make test`: lint, type checks, then the suite in two lanes side by side (most of the suite
-# waits on processes, servers and I/O, so two lanes share the 2 cores well):
-#   lane 1: the whole suite on SQLite (Python 3.11);
-#   lane 2: the metastore tests again on PostgreSQL, then the fast tier on the other supported
-#           Pythons (scripts/python-tiers.sh).
-# Each lane has its own pytest temporary folder; lane 2's output is printed when it ends.
+# `make test`: lint, type checks, then the suite in three lanes side by side. Most of the suite
+# waits on processes, servers and I/O, so three lanes share the 2 cores well:
+#   lane 1: the whole suite on SQLite (Python 3.11) but the system and cluster tests;
+#   lane 2: the metastore tests again on PostgreSQL, on a server of the lane's own;
+#   lane 3: the system and cluster tests on SQLite (a real Airflow, Spark clusters, a browser).
+# The lane that ends first then runs the fast tier on the other supported Pythons
+# (scripts/python-tiers.sh). Lane 1's output streams; the others' logs are printed at the end
+# (and stay in data/test-lanes/). Each lane has its own pytest temporary folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/airflow-env.sh
 unset AIRFLOW_HOME  # the suite makes its own Airflow home
 
 # The other Pythons' virtualenvs install (mostly downloads) while lint and the suite run.
-mkdir -p data
-rm -f data/python-tiers-install.status
+LANE_LOGS=data/test-lanes
+rm -rf "$LANE_LOGS"
+mkdir -p "$LANE_LOGS"
 {
     status=0
-    bash scripts/python-tiers.sh --install >data/python-tiers-install.log 2>&1 || status=$?
-    echo "$status" >data/python-tiers-install.status
+    bash scripts/python-tiers.sh --install >"$LANE_LOGS/python-tiers-install.log" 2>&1 || status=$?
+    echo "$status" >"$LANE_LOGS/python-tiers-install.status"
 } &
 echo "== ruff"
 ruff check .
@@ -29,49 +32,86 @@ bash scripts/postgres.sh install
 bash scripts/rotation-tools.sh install
 
 TEMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
-LANE2_LOG=data/test-lane2.log
+SYSTEM_TESTS=(tests/system tests/cluster)
+
+pytest_lane() {  # pytest_lane NAME ARGS...: a pytest run in a temporary folder of its own
+    local name=$1
+    shift
+    echo "== pytest ($name)"
+    pytest --basetemp="$TEMP/$name" --durations=30 "$@"
+}
+
+other_pythons() {  # the fast tier on the other Pythons, run by the first lane to get here
+    mkdir "$TEMP/other-pythons" 2>/dev/null || return 0
+    echo "== the fast tier on Python 3.10, 3.12 and 3.13"
+    while [ ! -s "$LANE_LOGS/python-tiers-install.status" ]; do sleep 1; done
+    if [ "$(cat "$LANE_LOGS/python-tiers-install.status")" != 0 ]; then
+        cat "$LANE_LOGS/python-tiers-install.log"
+        return 1
+    fi
+    bash scripts/python-tiers.sh
+}
 
 # The longest fault tests run once, against the metastore they stress most (markers
 # postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
-# Lane 2's PostgreSQL server is its own (folder, port): lane 1's system tests start and stop
-# the default one for Airflow's metadata.
-LANE2_PG_DIR="$PWD/data/postgres-lane2"
-LANE2_PG_PORT=54339
-lane2_postgres() { SLUICE_PG_DIR=$LANE2_PG_DIR SLUICE_PG_PORT=$LANE2_PG_PORT bash scripts/postgres.sh "$@"; }
-lane2() {
-    echo "== pytest (metastore: PostgreSQL)"
-    SLUICE_TEST_POSTGRES_URL=$(lane2_postgres start)
-    export SLUICE_TEST_POSTGRES_URL
-    pytest -m "metastore and not sqlite_pass" --basetemp="$TEMP/postgres" --durations=30 "$@"
-    lane2_postgres stop
-    unset SLUICE_TEST_POSTGRES_URL  # the server is gone: the other Pythons' tiers use SQLite
-    echo "== the fast tier on Python 3.10, 3.12 and 3.13"
-    while [ ! -s data/python-tiers-install.status ]; do sleep 1; done
-    [ "$(cat data/python-tiers-install.status)" = 0 ] || {
-        cat data/python-tiers-install.log
-        return 1
-    }
-    bash scripts/python-tiers.sh
+lane1() {
+    local status=0
+    pytest_lane "SQLite metastore" -m "not postgres_pass" \
+        "${SYSTEM_TESTS[@]/#/--ignore=}" "$@" || status=$?
+    other_pythons || status=$?
+    return "$status"
 }
-echo "== lane 2 (PostgreSQL pass, then the other Pythons) runs beside lane 1; log: $LANE2_LOG"
-lane2 "$@" >"$LANE2_LOG" 2>&1 &
+
+# Lane 2's PostgreSQL server is its own (folder, port): lane 3's system tests start and stop
+# the default one for Airflow's metadata.
+lane2_postgres() {
+    SLUICE_PG_DIR="$PWD/data/postgres-lane2" SLUICE_PG_PORT=54339 bash scripts/postgres.sh "$@"
+}
+lane2() {
+    local status=0 url
+    url=$(lane2_postgres start) || return 1
+    SLUICE_TEST_POSTGRES_URL=$url pytest_lane "PostgreSQL metastore" \
+        -m "metastore and not sqlite_pass" "$@" || status=$?
+    lane2_postgres stop || status=$?
+    other_pythons || status=$?  # on SQLite: the server is gone
+    return "$status"
+}
+
+lane3() {
+    local status=0
+    pytest_lane "system and cluster, SQLite metastore" -m "not postgres_pass" \
+        "$@" "${SYSTEM_TESTS[@]}" || status=$?
+    other_pythons || status=$?
+    return "$status"
+}
+
+echo "== lanes 2 (PostgreSQL) and 3 (system, cluster) run beside lane 1; logs: $LANE_LOGS/"
+lane2 "$@" >"$LANE_LOGS/lane2.log" 2>&1 &
 LANE2=$!
+lane3 "$@" >"$LANE_LOGS/lane3.log" 2>&1 &
+LANE3=$!
 cleanup() {
-    kill "$LANE2" 2>/dev/null || true
+    kill "$LANE2" "$LANE3" 2>/dev/null || true
     lane2_postgres stop || true
 }
 trap cleanup EXIT
 
-echo "== pytest (metastore: SQLite)"
-lane1=0
-pytest -m "not postgres_pass" --basetemp="$TEMP/sqlite" --durations=30 "$@" || lane1=$?
-lane2=0
-wait "$LANE2" || lane2=$?
-echo "==== lane 2 ===="
-cat "$LANE2_LOG"
-echo "== lane 1 (SQLite): $([ "$lane1" = 0 ] && echo passed || echo "FAILED ($lane1)")"
-echo "== lane 2 (PostgreSQL, other Pythons): $([ "$lane2" = 0 ] && echo passed || echo "FAILED ($lane2)")"
-if [ "$lane1" != 0 ] || [ "$lane2" != 0 ]; then
+status1=0
+lane1 "$@" || status1=$?
+status2=0
+wait "$LANE2" || status2=$?
+status3=0
+wait "$LANE3" || status3=$?
+trap - EXIT
+for lane in 2 3; do
+    echo "==== lane $lane ($LANE_LOGS/lane$lane.log) ===="
+    cat "$LANE_LOGS/lane$lane.log"
+done
+verdict() { if [ "$1" = 0 ]; then echo passed; else echo "FAILED ($1)"; fi; }
+echo "== lane 1 (SQLite): $(verdict "$status1")"
+echo "== lane 2 (PostgreSQL): $(verdict "$status2")"
+echo "== lane 3 (system and cluster): $(verdict "$status3")"
+if [ "$status1" != 0 ] || [ "$status2" != 0 ] || [ "$status3" != 0 ]; then
     echo "== the tests' temporary folders are kept in $TEMP"
     exit 1
 fi
