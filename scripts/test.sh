@@ -37,7 +37,7 @@ SYSTEM_TESTS=(tests/system tests/cluster)
 pytest_lane() {  # pytest_lane NAME ARGS...: a pytest run in a temporary folder of its own
     local name=$1
     shift
-    echo "== pytest ($name)"
+    echo "== pytest, lane $name"
     pytest --basetemp="$TEMP/$name" --durations=30 "$@"
 }
 
@@ -52,37 +52,36 @@ other_pythons() {  # the fast tier on the other Pythons, run by the first lane t
     bash scripts/python-tiers.sh
 }
 
-# The longest fault tests run once, against the metastore they stress most (markers
-# postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
-lane1() {
+lane() {  # lane NAME ARGS...: a pytest run, then the other Pythons if no lane took them yet
     local status=0
-    pytest_lane "SQLite metastore" -m "not postgres_pass" \
-        "${SYSTEM_TESTS[@]/#/--ignore=}" "$@" || status=$?
+    pytest_lane "$@" || status=$?
     other_pythons || status=$?
     return "$status"
 }
 
+# The longest fault tests run once, against the metastore they stress most (markers
+# postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
+lane1() {
+    lane sqlite -m "not postgres_pass" "${SYSTEM_TESTS[@]/#/--ignore=}" "$@"
+}
+
 # Lane 2's PostgreSQL server is its own (folder, port): lane 3's system tests start and stop
-# the default one for Airflow's metadata.
+# the default one for Airflow's metadata. It stops before the other Pythons' tier (SQLite).
 lane2_postgres() {
     SLUICE_PG_DIR="$PWD/data/postgres-lane2" SLUICE_PG_PORT=54339 bash scripts/postgres.sh "$@"
 }
 lane2() {
     local status=0 url
     url=$(lane2_postgres start) || return 1
-    SLUICE_TEST_POSTGRES_URL=$url pytest_lane "PostgreSQL metastore" \
+    SLUICE_TEST_POSTGRES_URL=$url pytest_lane postgres \
         -m "metastore and not sqlite_pass" "$@" || status=$?
     lane2_postgres stop || status=$?
-    other_pythons || status=$?  # on SQLite: the server is gone
+    other_pythons || status=$?
     return "$status"
 }
 
 lane3() {
-    local status=0
-    pytest_lane "system and cluster, SQLite metastore" -m "not postgres_pass" \
-        "$@" "${SYSTEM_TESTS[@]}" || status=$?
-    other_pythons || status=$?
-    return "$status"
+    lane system -m "not postgres_pass" "$@" "${SYSTEM_TESTS[@]}"
 }
 
 echo "== lanes 2 (PostgreSQL) and 3 (system, cluster) run beside lane 1; logs: $LANE_LOGS/"
