@@ -11,7 +11,7 @@
 #   url     print the URL of the running server (exit 3 if it is not running)
 #
 # Environment:
-#   SLUICE_SPARK_CONNECT_DIR      run folder: PID, URL, logs, scratch space
+#   SLUICE_SPARK_CONNECT_DIR      run folder: PID, URL, logs, scratch space (no space in its path)
 #                                 (default: <repo>/data/spark-connect)
 #   SLUICE_SPARK_CONNECT_PORT     gRPC port (default: 15002)
 #   SLUICE_SPARK_CONNECT_HOST     address it listens on (default: 127.0.0.1)
@@ -46,6 +46,12 @@ IDENT=sluice
 if ! [[ "$PORT" =~ ^[0-9]{1,5}$ ]] || ((10#$PORT < 1 || 10#$PORT > 65535)); then
     die "SLUICE_SPARK_CONNECT_PORT must be a TCP port number, got '$PORT'"
 fi
+
+# Spark's daemon scripts split their folders' paths at spaces (the server then exits at once).
+case "$RUN_DIR" in
+*[[:space:]]*) die "the server's folder must have no space in its path, got '$RUN_DIR'" \
+        "(SLUICE_SPARK_CONNECT_DIR)" ;;
+esac
 
 # spark-daemon.sh's names for the server's PID file and log.
 pid_file() { printf '%s/spark-%s-%s-1.pid\n' "$RUN_DIR" "$IDENT" "$SERVER_CLASS"; }

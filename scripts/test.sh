@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `make test`: lint, type checks, then the suite in three lanes side by side. Most of the suite
-# waits on processes, servers and I/O, so three lanes share the 2 cores well:
-#   lane 1: the whole suite on SQLite (Python 3.11) but the system and cluster tests;
-#   lane 2: the metastore tests again on PostgreSQL, on a server of the lane's own;
-#   lane 3: the system and cluster tests on SQLite (a real Airflow, Spark clusters, a browser).
+# `make test`: lint, type checks, then the suite in two lanes side by side. Much of the suite
+# waits on processes, servers and I/O, so two lanes share the 2 cores well (a third one only
+# made each lane slower, measured):
+#   lane 1: the whole suite on SQLite (Python 3.11);
+#   lane 2: the metastore tests again on PostgreSQL, on a server of the lane's own.
 # The lane that ends first then runs the fast tier on the other supported Pythons
-# (scripts/python-tiers.sh). Lane 1's output streams; the others' logs are printed at the end
-# (and stay in data/test-lanes/). Each lane has its own pytest temporary folder.
+# (scripts/python-tiers.sh). Lane 1's output streams; lane 2's log is printed at the end (and
+# stays in data/test-lanes/). Each lane has its own pytest temporary folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/airflow-env.sh
@@ -32,7 +32,6 @@ bash scripts/postgres.sh install
 bash scripts/rotation-tools.sh install
 
 TEMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
-SYSTEM_TESTS=(tests/system tests/cluster)
 
 pytest_lane() {  # pytest_lane NAME ARGS...: a pytest run in a temporary folder of its own
     local name=$1
@@ -62,10 +61,10 @@ lane() {  # lane NAME ARGS...: a pytest run, then the other Pythons if no lane t
 # The longest fault tests run once, against the metastore they stress most (markers
 # postgres_pass and sqlite_pass); a plain `pytest` runs them on SQLite.
 lane1() {
-    lane sqlite -m "not postgres_pass" "${SYSTEM_TESTS[@]/#/--ignore=}" "$@"
+    lane sqlite -m "not postgres_pass" "$@"
 }
 
-# Lane 2's PostgreSQL server is its own (folder, port): lane 3's system tests start and stop
+# Lane 2's PostgreSQL server is its own (folder, port): lane 1's system tests start and stop
 # the default one for Airflow's metadata. It stops before the other Pythons' tier (SQLite).
 lane2_postgres() {
     SLUICE_PG_DIR="$PWD/data/postgres-lane2" SLUICE_PG_PORT=54339 bash scripts/postgres.sh "$@"
@@ -80,17 +79,11 @@ lane2() {
     return "$status"
 }
 
-lane3() {
-    lane system -m "not postgres_pass" "$@" "${SYSTEM_TESTS[@]}"
-}
-
-echo "== lanes 2 (PostgreSQL) and 3 (system, cluster) run beside lane 1; logs: $LANE_LOGS/"
+echo "== lane 2 (PostgreSQL) runs beside lane 1; its log: $LANE_LOGS/lane2.log"
 lane2 "$@" >"$LANE_LOGS/lane2.log" 2>&1 &
 LANE2=$!
-lane3 "$@" >"$LANE_LOGS/lane3.log" 2>&1 &
-LANE3=$!
 cleanup() {
-    kill "$LANE2" "$LANE3" 2>/dev/null || true
+    kill "$LANE2" 2>/dev/null || true
     lane2_postgres stop || true
 }
 trap cleanup EXIT
@@ -99,18 +92,13 @@ status1=0
 lane1 "$@" || status1=$?
 status2=0
 wait "$LANE2" || status2=$?
-status3=0
-wait "$LANE3" || status3=$?
 trap - EXIT
-for lane in 2 3; do
-    echo "==== lane $lane ($LANE_LOGS/lane$lane.log) ===="
-    cat "$LANE_LOGS/lane$lane.log"
-done
+echo "==== lane 2 ($LANE_LOGS/lane2.log) ===="
+cat "$LANE_LOGS/lane2.log"
 verdict() { if [ "$1" = 0 ]; then echo passed; else echo "FAILED ($1)"; fi; }
 echo "== lane 1 (SQLite): $(verdict "$status1")"
 echo "== lane 2 (PostgreSQL): $(verdict "$status2")"
-echo "== lane 3 (system and cluster): $(verdict "$status3")"
-if [ "$status1" != 0 ] || [ "$status2" != 0 ] || [ "$status3" != 0 ]; then
+if [ "$status1" != 0 ] || [ "$status2" != 0 ]; then
     echo "== the tests' temporary folders are kept in $TEMP"
     exit 1
 fi

@@ -6,13 +6,33 @@ a second ``start`` and the other commands say while it runs.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.support.spark_connect import ConnectServer, run_connect_client
+from tests.support.spark_connect import SCRIPT, ConnectServer, run_connect_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
+
+
+def test_start_refuses_a_folder_with_a_space_in_its_path_before_starting_spark(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "spark connect"
+    env = {**os.environ, "SLUICE_SPARK_CONNECT_DIR": str(folder)}
+
+    started = subprocess.run(
+        ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert started.returncode == 1
+    assert started.stdout == ""
+    assert "must have no space in its path" in started.stderr
+    assert "SLUICE_SPARK_CONNECT_DIR" in started.stderr
+    assert not folder.exists()
 
 
 def test_start_again_prints_the_running_servers_url_at_once(
