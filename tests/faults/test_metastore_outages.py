@@ -107,9 +107,8 @@ def test_a_collector_waits_out_a_write_lock_held_while_it_seals(
 
     # The lines read before the locked checkpoint's barrier are in it (or in a checkpoint
     # sealed before the lock); none appended while it waited.
-    assert sum(b.line_count for n in range(1, locked_id + 1) for b in metastore.batches(n)) == len(
-        before
-    )
+    up_to_locked = [b for n in range(1, locked_id + 1) for b in metastore.batches(n)]
+    assert sum(b.line_count for b in up_to_locked) == len(before)
     assert_staged_once(config, before + during, fault_seed)
 
 

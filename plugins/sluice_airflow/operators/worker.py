@@ -91,13 +91,13 @@ class CollectorWorkerOperator(BaseOperator):
             if self._killed:  # on_kill came while the collector was being built
                 self._stop("on_kill")
             ended = threading.Event()
-            timer = threading.Thread(
+            stopper = threading.Thread(
                 target=self._stop_when_run_for_is_up,
                 args=(time.monotonic() + self.run_for, ended),
                 name="sluice-worker-run-for",
                 daemon=True,
             )
-            timer.start()
+            stopper.start()
             self.log.info(
                 "Collecting pipeline %s as host %s on %s for %.0f s (until stopped)",
                 operations.config.name,
