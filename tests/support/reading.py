@@ -39,12 +39,24 @@ class Received(list[Chunk]):
         return sorted(by_file.values())
 
 
-def source_of(folder: Path, pattern: str = "access.log*") -> SourceConfig:
-    return SourceConfig(name="access", paths=[str(folder / pattern)], format=SourceFormat.RAW)
+def source_of(
+    folder: Path, pattern: str = "access.log*", exclude: tuple[str, ...] = ()
+) -> SourceConfig:
+    return SourceConfig(
+        name="access",
+        paths=[str(folder / pattern)],
+        exclude=[str(folder / excluded) for excluded in exclude],
+        format=SourceFormat.RAW,
+    )
 
 
-def watch(folder: Path, pattern: str = "access.log*", signature_bytes: int = 1024) -> FileWatcher:
-    return FileWatcher([source_of(folder, pattern)], "test-host", signature_bytes)
+def watch(
+    folder: Path,
+    pattern: str = "access.log*",
+    signature_bytes: int = 1024,
+    exclude: tuple[str, ...] = (),
+) -> FileWatcher:
+    return FileWatcher([source_of(folder, pattern, exclude)], "test-host", signature_bytes)
 
 
 def reader_of(watcher: FileWatcher, chunk_bytes: int = MiB) -> TimeSlicedReader:
@@ -62,9 +74,12 @@ def read_everything(watcher: FileWatcher, reader: TimeSlicedReader, into: Receiv
             return
 
 
-def tail_folder(folder: Path) -> tuple[FileWatcher, TimeSlicedReader, Received]:
-    """A watcher of ``folder/access.log*`` and its reader, having read everything there."""
-    watcher = watch(folder)
+def tail_folder(
+    folder: Path, exclude: tuple[str, ...] = ()
+) -> tuple[FileWatcher, TimeSlicedReader, Received]:
+    """A watcher of ``folder/access.log*`` (but ``exclude``) and its reader, having read
+    everything there."""
+    watcher = watch(folder, exclude=exclude)
     reader = reader_of(watcher)
     received = Received()
     read_everything(watcher, reader, received)
