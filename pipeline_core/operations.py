@@ -18,21 +18,12 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow.fs as pafs
-
+from pipeline_core._landing_mode import LandingMode
 from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
 from pipeline_core._stop_request import StopRequest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.errors import CheckpointError, LandingError, StorageError
-from pipeline_core.lake import (
-    LandingMode,
-    MaintenanceReport,
-    lake_location,
-    landed_checkpoints,
-    maintain_lake,
-    open_lake,
-)
 from pipeline_core.landing import (
     JobSubmitter,
     LandingInput,
@@ -67,6 +58,8 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from pipeline_core.lake import MaintenanceReport
 
 
 class LandingProgress(Protocol):
@@ -393,6 +386,9 @@ class PipelineOperations:
         ids = list(dict.fromkeys(checkpoint_ids))
         infos = [self.checkpoint(checkpoint_id) for checkpoint_id in ids]
         sources = [source.name for source in self.config.sources]
+        # The lake (Iceberg, Arrow) is imported where it is read: a collecting process never is.
+        from pipeline_core.lake import lake_location, landed_checkpoints, open_lake
+
         with open_lake(lake_location(self.config)) as lake:
             landed = landed_checkpoints(lake, sources, ids)
         for info in infos:
@@ -441,6 +437,8 @@ class PipelineOperations:
         """Compact the lake tables (``day``, or every day before today with more than one
         file), expire old snapshots, remove orphan files and the staging of committed
         checkpoints past ``handoff.retain_hours``."""
+        from pipeline_core.lake import maintain_lake
+
         report = maintain_lake(self.config, day)
         self.remove_committed_staging()
         return report
@@ -508,6 +506,8 @@ def _missing_stored(info: CheckpointInfo) -> str | None:
     when a recorded batch has no stored manifest; None when all have one, or when nothing is
     stored under the pipeline's prefix or the store cannot be asked (the landing job then says
     what is wrong)."""
+    import pyarrow.fs as pafs
+
     folder = StorageLocation.parse(info.staging)
     try:
         filesystem, path = folder.filesystem()
@@ -543,6 +543,8 @@ def _remove_stored(folder: StorageLocation) -> bool:
     Raises:
         StorageError: the store could not be reached or the objects not deleted.
     """
+    import pyarrow.fs as pafs
+
     filesystem, path = folder.filesystem()
     try:
         if filesystem.get_file_info(path).type is pafs.FileType.NotFound:

@@ -14,7 +14,8 @@ object store's URL (``s3://``, ``gs://``, ``abfs://``), read and written through
 * :mod:`._maintenance`: compaction, snapshot expiry and orphan file removal.
 
 The landing job (``spark_jobs``) imports the catalog, schemas and commits on its driver, so
-those modules import nothing of the rest of ``pipeline_core`` but ``errors`` and ``storage``.
+those modules import nothing of the rest of ``pipeline_core`` but ``errors``, ``storage`` and
+``_landing_mode``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
+from pipeline_core._landing_mode import LandingMode
 from pipeline_core.lake._catalog import (
     CATALOG_NAME,
     LakeCatalog,
@@ -36,7 +38,6 @@ from pipeline_core.lake._commits import (
     LANDING_ID_PROPERTY,
     CommitOutcome,
     CommitResult,
-    LandingMode,
     TableCommit,
     checkpoints_with_rows,
     commit_files,

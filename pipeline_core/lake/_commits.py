@@ -39,6 +39,7 @@ from tenacity import (
 )
 
 from pipeline_core._compat import StrEnum
+from pipeline_core._landing_mode import LandingMode
 from pipeline_core.lake._schemas import CHECKPOINT_COLUMN, checkpoint_filter
 
 CHECKPOINT_IDS_PROPERTY = "sluice.checkpoint-ids"
@@ -46,15 +47,6 @@ LANDING_ID_PROPERTY = "sluice.landing-id"
 OPERATION_PROPERTY = "sluice.operation"
 COMMIT_ATTEMPTS = 8
 log = logging.getLogger(__name__)
-
-
-class LandingMode(StrEnum):
-    """How a landing's rows go into a table that may hold its checkpoints already."""
-
-    APPEND = "append"
-    """First landing: checkpoints the table holds are committed already and left out."""
-    REPLACE = "replace"
-    """Reprocess or backfill: the checkpoints' rows are replaced in one commit."""
 
 
 class CommitOutcome(StrEnum):

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline_core._landing_mode import LandingMode
 from pipeline_core.config import PipelineConfig
-from pipeline_core.lake import LandingMode
 from pipeline_core.landing._jar import java_functions_jar
 from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
 
@@ -30,6 +30,7 @@ METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
 SHIPPED_CORE_FILES = (
     "__init__.py",
     "_compat.py",
+    "_landing_mode.py",
     "errors.py",
     "staging_contract/*.py",
     "lake/*.py",

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING
 
 from pipeline_core.errors import CorruptBatchError, StorageError
 from pipeline_core.staging_contract import (
@@ -36,6 +35,9 @@ from pipeline_core.staging_contract import (
     read_manifest,
 )
 from pipeline_core.storage import StorageLocation
+
+if TYPE_CHECKING:  # Arrow is imported where a batch is uploaded, not where one is collected
+    import pyarrow.fs as pafs
 
 log = logging.getLogger(__name__)
 
@@ -160,11 +162,15 @@ def _crc_of(read: Callable[[int], bytes], block: int) -> tuple[int, int]:
 
 
 def _delete_if_present(filesystem: pafs.FileSystem, key: str) -> None:
+    import pyarrow.fs as pafs
+
     if filesystem.get_file_info(key).type is not pafs.FileType.NotFound:
         filesystem.delete_file(key)
 
 
 def _delete_strays(filesystem: pafs.FileSystem, root: str, keep: set[str]) -> None:
+    import pyarrow.fs as pafs
+
     selector = pafs.FileSelector(root, recursive=True, allow_not_found=True)
     for info in filesystem.get_file_info(selector):
         if info.type is pafs.FileType.File and info.base_name not in keep:

@@ -6,12 +6,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlparse
-
-import pyarrow.fs as pafs
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.errors import LocationError, StorageError
+
+if TYPE_CHECKING:  # imported where a filesystem is opened: a location is parsed without Arrow
+    import pyarrow.fs as pafs
 
 S3_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 """Where an ``s3://`` location's endpoint comes from when its URL names none (an
@@ -135,6 +137,8 @@ class StorageLocation:
                 library missing from this pyarrow).
         """
         if self.is_local:
+            import pyarrow.fs as pafs
+
             return pafs.LocalFileSystem(), str(self.local_path)
         return location_filesystem(self.url)
 
@@ -153,6 +157,8 @@ def location_filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     Raises:
         StorageError: the filesystem cannot be built.
     """
+    import pyarrow.fs as pafs
+
     parsed = urlparse(location)
     if (parsed.scheme or "file") == "file":
         return pafs.LocalFileSystem(), parsed.path
