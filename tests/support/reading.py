@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline_core.config import SourceConfig, SourceFormat
+from pipeline_core.config import SourceConfig, SourceFormat, StartPosition
 from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
 
 MiB = 1 << 20
@@ -40,13 +40,19 @@ class Received(list[Chunk]):
 
 
 def source_of(
-    folder: Path, pattern: str = "access.log*", exclude: tuple[str, ...] = ()
+    folder: Path,
+    pattern: str = "access.log*",
+    *,
+    exclude: tuple[str, ...] = (),
+    start_at: StartPosition = StartPosition.BEGINNING,
 ) -> SourceConfig:
+    """A raw source of ``folder/pattern``, but ``folder/exclude``."""
     return SourceConfig(
         name="access",
         paths=[str(folder / pattern)],
         exclude=[str(folder / excluded) for excluded in exclude],
         format=SourceFormat.RAW,
+        start_at=start_at,
     )
 
 
@@ -56,7 +62,7 @@ def watch(
     signature_bytes: int = 1024,
     exclude: tuple[str, ...] = (),
 ) -> FileWatcher:
-    return FileWatcher([source_of(folder, pattern, exclude)], "test-host", signature_bytes)
+    return FileWatcher([source_of(folder, pattern, exclude=exclude)], "test-host", signature_bytes)
 
 
 def reader_of(watcher: FileWatcher, chunk_bytes: int = MiB) -> TimeSlicedReader:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.config import SourceConfig, SourceFormat, StartPosition
+from pipeline_core.config import SourceConfig, StartPosition
 from pipeline_core.source import FileRecord, FileState, FileWatcher, TrackedFile
 from tests.support.pipelines import append
+from tests.support.reading import source_of as source
 
 HOST = "test-host"
 
@@ -22,22 +23,6 @@ def logs(tmp_path: Path) -> Path:
     folder = tmp_path / "logs"
     folder.mkdir()
     return folder
-
-
-def source(
-    logs: Path,
-    pattern: str = "access.log*",
-    *,
-    exclude: tuple[str, ...] = (),
-    start_at: StartPosition = StartPosition.BEGINNING,
-) -> SourceConfig:
-    return SourceConfig(
-        name="access",
-        paths=[str(logs / pattern)],
-        exclude=[str(logs / e) for e in exclude],
-        format=SourceFormat.RAW,
-        start_at=start_at,
-    )
 
 
 @pytest.fixture
