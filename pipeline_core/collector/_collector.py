@@ -367,10 +367,12 @@ class _Run:
         self.publisher.stopping.set()
         for stage in self.stages:
             stage.stop()
+        # The control thread renews leases by taking them: it must be gone before a pipeline
+        # releases its lease, or a renewal racing the release takes it again for this ended run.
+        self.control.join(timeout=30)
         for runtime in self.registry.runtimes():
             self.results.record_finished(runtime)
             runtime.close()
             if not runtime.state.final:
                 self.registry.move(runtime, PipelineState.DONE)
-        self.control.join(timeout=30)
         self.processor.close()

@@ -8,6 +8,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -290,3 +291,38 @@ def test_should_stop_reading_when_another_collector_takes_over_its_lease(
     assert not thread.is_alive()
     assert isinstance(outcome[0], ReportedThrowableError)
     assert isinstance(outcome[0].__cause__, CollectorBusyError)
+
+
+@pytest.mark.timeout(60)
+def test_should_release_its_lease_only_once_the_lease_renewals_have_stopped(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A renewal takes the lease (it inserts the row a release deleted): one racing the release
+    left an ended collector holding the lease, and the next collector of the process was
+    refused (seen in the copytruncate fault test on a loaded machine). Here the collector is
+    stopped while a renewal waits on the metastore."""
+    config = load(tmp_path, metastore_url, collector={"lease_seconds": 1.5})  # renews every 0.5 s
+    append(tmp_path / "logs" / "access.log", *lines("a", 50))
+    renewal_waiting = threading.Event()
+    acquire = Metastore.acquire_lease
+
+    def slow_renewal(self: Metastore, *args: Any, **kwargs: Any) -> bool:
+        if threading.current_thread().name == "sluice-control":
+            renewal_waiting.set()
+            time.sleep(1.0)  # a metastore busy with other writers
+        return acquire(self, *args, **kwargs)
+
+    monkeypatch.setattr(Metastore, "acquire_lease", slow_renewal)
+    collector = Collector(config, metastore)
+    thread = threading.Thread(target=collector.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: collector.metrics()[0].lines_read >= 50)
+        assert renewal_waiting.wait(timeout=10)
+    finally:
+        collector.stop()
+        thread.join(timeout=30)
+
+    assert not thread.is_alive()
+    assert metastore.lease_holder(config.name, config.collector.host) is None
+    collect_once(config, metastore)  # the next collector of this process gets the lease
