@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline_core._compat import StrEnum
+from pipeline_core._file_names import shown_path
 from pipeline_core.config import PipelineConfig, SourceConfig
 from pipeline_core.config._sinks import FileSinkConfig, HttpSinkConfig, SqlSinkConfig
 
@@ -109,26 +110,37 @@ def check_schedule(schedule: str | None) -> Check:
 
 
 def check_source(source: SourceConfig) -> Check:
-    """The files the source's globs match now; none is invalid unless it is ``optional``."""
-    from pipeline_core.source import find_files
+    """The files the source's globs match now; none is invalid unless it is ``optional``.
+    Below them, the paths matched that will not be read (a symlink, or one leading out of the
+    allowed folders: the source's symlink policy), each with why."""
+    from pipeline_core.source import discover, explain_not_read
 
     name = f"source {source.name}"
     patterns = ", ".join(source.paths)
-    files = sorted(find_files(source).values())
+    found = discover(source)
+    files = sorted(found.files.values())
+    not_read = [
+        f"not read: {shown_path(path)}: {explain_not_read(path, why)}"
+        for path, why in sorted(found.refused.items())[:LISTED_FILES]
+    ]
+    if len(found.refused) > LISTED_FILES:
+        not_read.append(f"... and {len(found.refused) - LISTED_FILES} more not read")
     if not files:
         if source.optional:
-            return Check(name, CheckStatus.OK, f"no file matches {patterns} yet (optional)")
+            message = f"no file matches {patterns} yet (optional)"
+            return Check(name, CheckStatus.OK, message, tuple(not_read))
         return Check(
             name,
             CheckStatus.INVALID,
             f"no file matches {patterns} (set `optional: true` on the source if its files "
             "appear later)",
+            tuple(not_read),
         )
-    details = [f"{path}  {size} bytes" for path, size in files[:LISTED_FILES]]
+    details = [f"{shown_path(path)}  {size} bytes" for path, size in files[:LISTED_FILES]]
     if len(files) > LISTED_FILES:
         details.append(f"... and {len(files) - LISTED_FILES} more")
     count = f"{len(files)} files match" if len(files) > 1 else "1 file matches"
-    return Check(name, CheckStatus.OK, f"{count} {patterns}", tuple(details))
+    return Check(name, CheckStatus.OK, f"{count} {patterns}", (*details, *not_read))
 
 
 def check_staging(config: PipelineConfig) -> list[Check]:

@@ -20,6 +20,7 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline_core._file_names import shown_path
     from pipeline_core.cli._output import open_operations
     from pipeline_core.collector import read_metrics
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
             "fingerprint": record.fingerprint,
             "state": record.state.value,
             "sealed_offset": record.sealed_offset,
-            "path": record.path,
+            "path": shown_path(record.path),  # any bytes, escaped to one printable line
             "unsealed_bytes": None
             if (size := _size(record.path)) is None
             else max(0, size - record.sealed_offset),

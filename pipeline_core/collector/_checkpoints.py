@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import tenacity
 
+from pipeline_core._file_names import stored_path
 from pipeline_core.collector._sink_group import BarrierPassed
 from pipeline_core.collector._spool import SpooledBatch
 from pipeline_core.collector._uploads import UploadWorker
@@ -98,7 +99,7 @@ class CheckpointCoordinator:
                 ranges.append(
                     ManifestRange(
                         fingerprint=tracked.fingerprint,
-                        path=tracked.path,
+                        path=stored_path(tracked.path),  # text any manifest reader takes
                         source=tracked.source,
                         start=start,
                         end=end,

@@ -9,6 +9,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.acker import Acker, OffsetTracker, TreeOutcome, TreeSource, new_id
 from pipeline_core.metastore import AckerTreeRecord
 from pipeline_core.source import Chunk, FileWatcher, LongLine, read_long_line
@@ -154,7 +155,7 @@ class DeliveryTracker:
                         if fd != tracked.fd:
                             os.close(fd)
             except OSError as exc:
-                log.warning("cannot read %s again: %s", tracked.path, exc)
+                log.warning("cannot read %s again: %s", shown_path(tracked.path), exc)
         if (long_line.size if long_line is not None else len(data)) != size:
             log.error(
                 "bytes %d-%d of file %s are gone; the other sinks miss %d lines",

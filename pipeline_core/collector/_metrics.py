@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.queues import QueueStats
 from pipeline_core.source import TrackedFile
 
@@ -23,6 +24,8 @@ class FileMetrics:
     read_offset: int
     sealed_offset: int
     committed_offset: int | None
+    source: str = ""
+    """The pipeline's source whose globs matched the file."""
 
     @property
     def unread_bytes(self) -> int:
@@ -112,13 +115,14 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
     for tracked in list(runtime.watcher.files):
         files.append(
             FileMetrics(
-                path=tracked.path,
+                path=shown_path(tracked.path),  # any bytes: shown escaped (a label, JSON)
                 fingerprint=tracked.fingerprint,
                 state=tracked.state.value,
                 size=_size(tracked),
                 read_offset=tracked.read_offset,
                 sealed_offset=tracked.sealed_offset,
                 committed_offset=committed.get(tracked.fingerprint),
+                source=tracked.source,
             )
         )
     return PipelineMetrics(

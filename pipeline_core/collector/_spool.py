@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline_core._file_modes import write_private_file
+from pipeline_core._file_names import restored_path, stored_path
 from pipeline_core.sinks import _writeback
 from pipeline_core.source import FileRecord, FileState
 from pipeline_core.staging_contract import INFLIGHT_DIR, MANIFEST_NAME, PART_SUFFIX, batch_key
@@ -48,10 +50,12 @@ class SpooledBatch:
         document = {
             "version": SEAL_RECORD_VERSION,
             "checkpoint_id": self.checkpoint_id,
-            "files": [asdict(record) for record in self.files],
+            "files": [
+                {**asdict(record), "path": stored_path(record.path)} for record in self.files
+            ],
         }
         temporary = self.folder / f"{SEAL_RECORD_NAME}.tmp"
-        temporary.write_text(json.dumps(document, sort_keys=True), encoding="utf-8")
+        write_private_file(temporary, json.dumps(document, sort_keys=True).encode())
         _writeback.fsync_path(temporary)
         os.replace(temporary, self.folder / SEAL_RECORD_NAME)
         _writeback.fsync_path(self.folder)
@@ -75,10 +79,16 @@ class SpooledBatch:
             if document.get("version") != SEAL_RECORD_VERSION:
                 return cls(checkpoint_id, folder)
             files = tuple(
-                FileRecord(**{**entry, "state": FileState(entry["state"])})
+                FileRecord(
+                    **{
+                        **entry,
+                        "path": restored_path(entry["path"]),
+                        "state": FileState(entry["state"]),
+                    }
+                )
                 for entry in document["files"]
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return cls(checkpoint_id, folder)
         return cls(checkpoint_id, folder, files)
 

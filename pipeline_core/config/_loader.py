@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from pipeline_core.config._interpolation import interpolate
 from pipeline_core.config._model import PipelineConfig, SinkConfig
-from pipeline_core.config._secrets import SecretMask, mask_url_passwords
+from pipeline_core.config._secrets import MASK, SecretMask, is_credential_header, looks_secret
 from pipeline_core.errors import ConfigError
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
@@ -27,7 +27,8 @@ def load_pipeline_config(
     ``${VAR}`` and ``${VAR:-default}`` in string values are replaced from ``environ`` (default:
     the process's environment) before validation, ``$$`` by ``$`` (see
     ``pipeline_core.config._interpolation``). Relative paths (globs, data/staging/lake folders,
-    a relative SQLite file) resolve against the folder of the file. ``$SLUICE_METASTORE_URL``
+    a relative SQLite file) resolve against the folder of the file; an ``exclude`` pattern
+    without a separator is a file name and stays as written. ``$SLUICE_METASTORE_URL``
     overrides the metastore URL. The config's :meth:`~PipelineConfig.masked` hides the values
     of secret variables and URL passwords in text about it.
 
@@ -55,13 +56,13 @@ def load_pipeline_config(
     try:
         config = PipelineConfig.model_validate(interpolated.document)
     except ValidationError as exc:
-        raise ConfigError(str(file), [mask(problem) for problem in _describe(exc)]) from exc
+        raise ConfigError(str(file), [mask(problem) for problem in _describe(exc, mask)]) from exc
     return _resolve(config, file).with_secrets(mask)
 
 
-def _describe(error: ValidationError) -> list[str]:
-    """One line per problem; the offending values are shown, with URL passwords hidden (the
-    caller hides the values of secret variables)."""
+def _describe(error: ValidationError, mask: SecretMask) -> list[str]:
+    """One line per problem; the offending values are shown, masked (URL secrets and the values
+    of secret variables) before they are cut short and escaped."""
     problems = []
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "<top level>"
@@ -69,7 +70,7 @@ def _describe(error: ValidationError) -> list[str]:
         if item["type"] == "extra_forbidden":
             message = "unknown key"
         elif "input" in item and item["type"] != "missing":
-            message = f"{message} (got {mask_url_passwords(_short_repr(item['input']))})"
+            message = f"{message} (got {_short_repr(_masked(item['input'], mask))})"
         problems.append(f"{key}: {message}")
     return problems
 
@@ -86,7 +87,9 @@ def _resolve(config: PipelineConfig, file: Path) -> PipelineConfig:
         source.model_copy(
             update={
                 "paths": [str(absolute(p)) for p in source.paths],
-                "exclude": [str(absolute(p)) for p in source.exclude],
+                # Without a separator, a file name wherever it is (as in .gitignore).
+                "exclude": [str(absolute(p)) if os.sep in p else p for p in source.exclude],
+                "symlink_targets": [str(absolute(p)) for p in source.symlink_targets],
             }
         )
         for source in config.sources
@@ -133,3 +136,27 @@ _REPR.maxstring = _REPR.maxother = 80
 def _short_repr(value: object) -> str:
     """The offending value, bounded: a hostile file (nested YAML aliases) can make it huge."""
     return _REPR.repr(value)
+
+
+def _masked(value: object, mask: SecretMask, depth: int = 0) -> object:
+    """``value`` with every string in it masked, and the whole value of a key named like a
+    secret or a credential header (``password``, ``Authorization``, ``X-Api-Key``), as deep and
+    as long as ``_short_repr`` shows it (deeper or later items are never printed, so they are
+    left out)."""
+    if isinstance(value, str):
+        return mask(value)
+    if depth > _REPR.maxlevel:
+        return ...
+    if isinstance(value, dict):
+        items = list(value.items())[: _REPR.maxdict + 1]
+        return {
+            _masked(k, mask, depth + 1): MASK
+            if isinstance(k, str) and (looks_secret(k) or is_credential_header(k))
+            else _masked(v, mask, depth + 1)
+            for k, v in items
+        }
+    if isinstance(value, list):
+        return [_masked(item, mask, depth + 1) for item in value[: _REPR.maxlist + 1]]
+    if isinstance(value, tuple):
+        return tuple(_masked(item, mask, depth + 1) for item in value[: _REPR.maxtuple + 1])
+    return value

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
-from pipeline_core.config._base import NAME_PATTERN, _Strict
+from pipeline_core.config._base import (
+    HOST_PATTERN,
+    HOST_RULE,
+    NAME_PATTERN,
+    _Strict,
+    default_host,
+)
 from pipeline_core.config._secrets import SecretMask
 from pipeline_core.config._sink_groups import HandoffSinkConfig, ProcessorKind, SinkGroupConfig
 from pipeline_core.config._sinks import (
@@ -59,7 +64,9 @@ class SourceConfig(_Strict):
     paths: Annotated[list[str], Field(min_length=1)]
     """Glob patterns (``**`` allowed); relative ones resolve against the config's folder."""
     exclude: list[str] = []
-    """Glob patterns of paths never read (for example compressed rotations, ``*.gz``)."""
+    """Glob patterns of files never read. A pattern without a ``/`` matches a file's name
+    wherever it is, as in ``.gitignore`` (``*.gz``: compressed rotations); one with a ``/``
+    matches the whole path, a relative one resolving against the config's folder."""
     format: SourceFormat
     time_field: str | None = None
     """For ``json_lines``: the field holding the event time (default ``time``). A line without it
@@ -69,6 +76,19 @@ class SourceConfig(_Strict):
     """Whether ``paths`` may match no file (logs that appear later): ``sluice validate``
     then passes and ``sluice collect`` does not warn; by default a source with no file fails
     the validation."""
+    follow_symlinks: bool = False
+    """Whether files reached through a symlink are read. By default a matched path that is a
+    symlink, or that lies under a symlinked folder below the glob's fixed prefix (the folders
+    written without a pattern: ``/var/log/nginx`` for ``/var/log/nginx/access.log*``), is not
+    read: it is logged once and listed by ``sluice validate``. With ``true`` (needed for
+    ``/var/log/containers``, whose entries link into ``/var/log/pods``) such a path is read
+    when the file it resolves to lies under the glob's fixed prefix or under one of
+    ``symlink_targets``. A FIFO, a device or a file other than the one the scan found is never
+    opened for reading in any case."""
+    symlink_targets: list[str] = []
+    """With ``follow_symlinks``: the folders, besides each glob's fixed prefix, that the files
+    a symlink leads to may lie in (``["/var/log/pods"]``); relative ones resolve against the
+    config's folder. Default: none (only the glob's prefix)."""
 
 
 def _valid_location(value: str | None) -> str | None:
@@ -161,7 +181,11 @@ class MetastoreConfig(_Strict):
 class CollectorConfig(_Strict):
     """Tuning of the collector. Defaults follow Logtail's."""
 
-    host: str = Field(default_factory=socket.gethostname)
+    host: str = Field(default_factory=default_host)
+    """The name this collector stages its batches and holds its leases under, a folder of every
+    batch it seals: a host name (``HOST_PATTERN``: letters, digits, ``.``, ``-``, ``_``,
+    starting with a letter or digit). Default: this machine's name, with any other character
+    made ``-``."""
     read_slice_ms: Annotated[int, Field(gt=0)] = 25
     read_chunk_bytes: Annotated[int, Field(ge=4096)] = 1024 * 1024
     max_line_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
@@ -218,6 +242,13 @@ class CollectorConfig(_Strict):
     def _power_of_two(cls, value: int) -> int:
         if value & (value - 1):
             raise ValueError("must be a power of two")
+        return value
+
+    @field_validator("host")
+    @classmethod
+    def _host_name(cls, value: str) -> str:
+        if not re.fullmatch(HOST_PATTERN, value):
+            raise ValueError(f"not a host name ({HOST_RULE}), and it names a staging folder")
         return value
 
 

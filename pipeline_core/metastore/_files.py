@@ -1,4 +1,8 @@
-"""FileRepository: the files each collector host tracks, at the offsets sealed batches cover."""
+"""FileRepository: the files each collector host tracks, at the offsets sealed batches cover.
+
+A file's path is stored as ``pipeline_core._file_names.stored_path`` gives it (any bytes: a
+name that is not UTF-8 in an escaped form) and read back as ``restored_path`` gives it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
+from pipeline_core._file_names import restored_path, stored_path
 from pipeline_core.metastore import _schema as t
 from pipeline_core.metastore._values import record_of_row, row_of_record
 from pipeline_core.source import FileRecord, FileState
@@ -34,7 +39,9 @@ class FileRepository:
         found: dict[str, list[FileRecord]] = {}
         for row in self._connection.execute(query.order_by(c.host, c.id)):
             found.setdefault(row.host, []).append(
-                record_of_row(FileRecord, row, state=FileState(row.state))
+                record_of_row(
+                    FileRecord, row, path=restored_path(row.path), state=FileState(row.state)
+                )
             )
         return found
 
@@ -51,7 +58,11 @@ class FileRepository:
         updates: list[dict[str, Any]] = []
         for record in files:
             values = row_of_record(
-                record, without=["fingerprint"], state=record.state.value, updated_at=now
+                record,
+                without=["fingerprint"],
+                path=stored_path(record.path),
+                state=record.state.value,
+                updated_at=now,
             )
             if record.fingerprint in known:
                 updates.append({"row_id": known[record.fingerprint], **values})

@@ -8,7 +8,7 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
-from pipeline_core.source._discovery import find_files
+from pipeline_core.source._discovery import Discovery, discover, explain_not_read, find_files
 from pipeline_core.source._file_events import (
     FileChange,
     FileChanges,
@@ -33,6 +33,7 @@ from pipeline_core.source._watcher import FileWatcher
 __all__ = [
     "LONG_LINE_PREFIX_BYTES",
     "Chunk",
+    "Discovery",
     "FileChange",
     "FileChanges",
     "FileEvents",
@@ -50,6 +51,8 @@ __all__ = [
     "TurnResult",
     "WatchTarget",
     "count_lines",
+    "discover",
+    "explain_not_read",
     "find_files",
     "merge_targets",
     "new_fingerprint",

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
 from pipeline_core.source._file_record import FileState
 from pipeline_core.source._tracked_file import TrackedFile
@@ -63,12 +64,12 @@ class CopyAdoption:
             log.warning(
                 "%s: no copy of it turned up after its truncation; bytes [%d, %d) it held "
                 "were not read and are gone",
-                tracked.path,
+                shown_path(tracked.path),
                 tracked.read_offset,
                 tracked.seen_size,
             )
         else:
-            log.info("%s was emptied after everything in it was read", tracked.path)
+            log.info("%s was emptied after everything in it was read", shown_path(tracked.path))
 
     def find_off_paths(
         self, tracked: TrackedFile, found: dict[Inode, tuple[str, int]], known: set[Inode]
@@ -109,10 +110,10 @@ class CopyAdoption:
             log.warning(
                 "%s: bytes [%d, %d) written after its copy %s was made were truncated away "
                 "before they were read",
-                original.path,
+                shown_path(original.path),
                 lost_from,
                 original.seen_size,
-                copy.path,
+                shown_path(copy.path),
             )
         original.close()
         original.fd, copy.fd = copy.fd, None
@@ -127,7 +128,7 @@ class CopyAdoption:
             log.info(
                 "%s is the copy of %s, which was read to offset %d past the copy's end: "
                 "nothing in it is left to read",
-                copy.path,
+                shown_path(copy.path),
                 original.fingerprint,
                 original.read_offset,
             )
@@ -139,7 +140,7 @@ class CopyAdoption:
             return
         log.info(
             "%s is the copy of %s; resuming at %d",
-            copy.path,
+            shown_path(copy.path),
             original.fingerprint,
             original.read_offset,
         )

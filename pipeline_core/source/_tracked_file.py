@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
 from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
@@ -19,6 +22,32 @@ from pipeline_core.source._read_memory import (
 )
 
 log = logging.getLogger(__name__)
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""A FIFO opens at once with ``O_NONBLOCK`` (then is refused, not read); a regular file
+ignores it."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_regular(path: str, inode: tuple[int, int], *, follow_symlinks: bool) -> int | None:
+    """A descriptor for reading ``path`` if it is the regular file ``inode`` (device and
+    inode) found by the scan; None if something else is there now (another file, a FIFO, a
+    device), the descriptor closed unread. Never blocks. Without ``follow_symlinks`` a
+    symlink at ``path`` is not opened (``ELOOP``).
+
+    Raises:
+        OSError: ``path`` cannot be opened.
+    """
+    fd = os.open(path, _READ_FLAGS | (0 if follow_symlinks else _NOFOLLOW))
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != inode:
+        os.close(fd)
+        return None
+    return fd
 
 
 @dataclass
@@ -59,6 +88,8 @@ class TrackedFile:
     finished: bool = False
     """A COPIED file read to its end: kept open (so its inode is not handed to another file
     while it is claimed) but no longer read."""
+    follow_symlinks: bool = field(default=False, repr=False)
+    """Whether ``path`` may be opened through a symlink (the source's ``follow_symlinks``)."""
     memory: ReadMemory = field(default_factory=ReadMemory, repr=False)
     """What it remembers of the bytes read, to tell a cut from a file that grew."""
     fd: int | None = field(default=None, repr=False)
@@ -90,11 +121,23 @@ class TrackedFile:
         path: str,
         inode: tuple[int, int],
         signature: Signature | None = None,
+        *,
+        follow_symlinks: bool = False,
     ) -> TrackedFile:
         """A file at ``path`` looked at before it is known what it is (nothing is read of it
         under this name): open it, compare it, then hand its descriptor on or close it."""
         known = signature if signature is not None else Signature(0, 0)
-        return cls(source, "", path, inode[0], inode[1], known, 0, FileState.LIVE)
+        return cls(
+            source,
+            "",
+            path,
+            inode[0],
+            inode[1],
+            known,
+            0,
+            FileState.LIVE,
+            follow_symlinks=follow_symlinks,
+        )
 
     def record(self, offset: int) -> FileRecord:
         """This file as the metastore stores it, sealed up to ``offset`` (with the digest of
@@ -138,26 +181,34 @@ class TrackedFile:
     def with_descriptor(self) -> int | None:
         """To read a range again (a re-delivery): the open descriptor, or one opened on the
         file at its path while that is still this file (the caller closes it when it is not
-        :attr:`fd`); None if the file is gone."""
+        :attr:`fd`); None if the file is gone (something else is at its path)."""
         if self.fd is not None:
             return self.fd
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        info = os.fstat(fd)
-        if (info.st_dev, info.st_ino) != (self.dev, self.ino):
-            os.close(fd)
-            return None
-        return fd
+        inode = (self.dev, self.ino)
+        return open_regular(self.path, inode, follow_symlinks=self.follow_symlinks)
 
     # -- descriptor --------------------------------------------------------------------------
 
     def open(self, path: str) -> bool:
-        """Open ``path`` for reading; False (and a warning) if it cannot be opened."""
-        self.close()
+        """Open ``path`` for reading, if it is still this file (:func:`open_regular`: the
+        regular file of this device and inode, reached through a symlink only when
+        :attr:`follow_symlinks`); False (and a warning) if it cannot be opened or is not this
+        file, and the descriptor open before, if any, is kept."""
         try:
-            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(path, (self.dev, self.ino), follow_symlinks=self.follow_symlinks)
         except OSError as exc:
-            log.warning("cannot open %s: %s", path, exc)
+            if exc.errno == errno.ELOOP and not self.follow_symlinks:
+                why = "is a symlink now: not read (the source does not follow them)"
+                log.warning("%s %s", shown_path(path), why)
+            else:
+                log.warning("cannot open %s: %s", shown_path(path), exc)
             return False
+        if fd is None:
+            why = "is no longer the regular file found at the scan: not read"
+            log.warning("%s %s", shown_path(path), why)
+            return False
+        self.close()
+        self.fd = fd
         self.path = path
         return True
 
@@ -246,19 +297,22 @@ class TrackedFile:
             # the watcher's next scan would otherwise hand its new lines out under this name
             # and offset, and the copy that takes this name over would skip them.
             if data and not signature_matches(self.fd, self.signature):
-                log.info("%s no longer starts as it did; leaving it to the next scan", self.path)
+                log.info(
+                    "%s no longer starts as it did; leaving it to the next scan",
+                    shown_path(self.path),
+                )
                 return None
             # Likewise a file cut below the read offset and written again past it: its new
             # bytes belong to a new generation that the next scan starts where the cut was.
             if data and not self._tail_intact():
                 log.info(
                     "%s was cut below offset %d; leaving it to the next scan",
-                    self.path,
+                    shown_path(self.path),
                     self.read_offset,
                 )
                 return None
         except OSError as exc:
-            log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
+            log.warning("cannot read %s at %d: %s", shown_path(self.path), self.read_offset, exc)
             return None
         if not data:
             return None
@@ -322,13 +376,13 @@ class TrackedFile:
             keep = min(TAIL_WINDOW_BYTES, line.size)
             last_bytes = bytes(_pread(self.fd, keep, self.read_offset + line.size - keep))
         except OSError as exc:
-            log.warning("cannot read %s at %d: %s", self.path, self.read_offset, exc)
+            log.warning("cannot read %s at %d: %s", shown_path(self.path), self.read_offset, exc)
             return None
         if first_found:  # not again when a refused chunk is read again
             log.warning(
                 "%s: the line at offset %d is %d bytes long, over max_line_bytes %d: it is "
                 "staged as its first %d bytes, to be rejected as line_too_long",
-                self.path,
+                shown_path(self.path),
                 self.read_offset,
                 line.length,
                 max_line_bytes,

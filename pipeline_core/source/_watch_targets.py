@@ -5,7 +5,10 @@ A pattern's files are found in the folder its pattern names (``/var/log/nginx`` 
 pattern in a folder's name (``/var/log/*/app.log``) in every folder that name matches now,
 and in the last folder named without a pattern, where new matching folders appear. Folders
 that do not exist yet are left out: the periodic discovery scan finds what appears there,
-and the next :func:`watch_targets` includes them.
+and the next :func:`watch_targets` includes them. Under ``**`` symlinked folders are not
+entered (a link to ``/`` planted in a log folder would otherwise have every folder of the
+host walked and watched): files a source reads through them (``follow_symlinks``) are found
+by the periodic scan, and their own folders watched once they are read.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def _targets_of(pattern: str) -> list[WatchTarget]:
         return [
             WatchTarget(_spelt(below), (last,), subfolders=True)
             for base in bases
-            for below in folders_below(base)
+            for below in folders_below(base, follow_symlinks=False)
         ]
     if not glob.has_magic(folder):
         return [WatchTarget(_spelt(folder), (name,))]

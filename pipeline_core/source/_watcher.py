@@ -23,22 +23,30 @@ Each scan globs every source's paths and reconciles what it finds with the track
 * a new inode whose first bytes match a file still live elsewhere is a copy in the making: it is
   left alone until the original is truncated (or forever, if it never is); so is a new inode
   shorter than a live file's signature that holds exactly that file's first bytes (a copy
-  caught in its first write);
+  caught in its first write). The log says so when it is first seen, and warns once it has
+  waited longer than a copytruncate takes;
 * a tracked file whose inode is no longer at any path was renamed away or deleted: it is ROTATED
   and read to its end through its open descriptor.
 
-Paths that are not regular files (folders, dangling or looping symlinks) are passed over; under
-``**`` each real folder is walked once, so symlink loops cannot make a scan endless.
+An error no one expected while looking at a new file passes that file over until the next scan
+(a warning names it); the other files are tracked and read.
+
+Paths that are not regular files (folders, FIFOs, dangling or looping symlinks) are passed over;
+so are paths through a symlink, unless the source follows them (``_discovery``'s symlink
+policy); under ``**`` each real folder is walked once, so symlink loops cannot make a scan
+endless. A file is opened only if it is still, at its opening, the regular file the scan found.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.config import SourceConfig, StartPosition
-from pipeline_core.source._copy_adoption import CopyAdoption
+from pipeline_core.source._copy_adoption import COPY_WAIT_S, CopyAdoption
 from pipeline_core.source._copy_detection import (
     after_last_newline,
     copy_in_the_making,
@@ -77,8 +85,15 @@ class FileWatcher:
         self._signature_bytes = signature_bytes
         self._clock = clock
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
+        following = {source.name for source in self._sources if source.follow_symlinks}
+        for tracked in self._files:
+            tracked.follow_symlinks = tracked.source in following
         self._first_scan = not self._files
         self._copies = CopyAdoption(signature_bytes, clock)
+        self._held: dict[Inode, tuple[float, bool]] = {}
+        """Files at the paths held back as live files' copies: since when (by ``clock``) each
+        has not changed, and whether a warning said so."""
+        self._held_now: set[Inode] = set()
         self.scans = 0
         """Scans so far: a reader's "caught up" holds only for the files of the last one."""
 
@@ -112,11 +127,12 @@ class FileWatcher:
         """Glob every source and reconcile the result with the tracked files."""
         self._copies.settling = False
         self.scans += 1
+        self._held_now = set()
         for source in self._sources:
             found = find_files(source)
             unclaimed = self._reconcile_known(source.name, found)
             for inode in unclaimed:
-                self._adopt_or_add(source, found[inode], inode)
+                self._look_at(source, found[inode], inode)
             # A copy at the source's paths was adopted above; only then look off them.
             for tracked in self._files:
                 if tracked.source == source.name and tracked.state is FileState.DETACHED:
@@ -127,6 +143,7 @@ class FileWatcher:
                     }
                     self._copies.find_off_paths(tracked, found, known)
                     self._copies.give_up_if_due(tracked)
+        self._held = {inode: held for inode, held in self._held.items() if inode in self._held_now}
         self._first_scan = False
 
     # -- scan steps --------------------------------------------------------------------------
@@ -149,16 +166,18 @@ class FileWatcher:
                     tracked.mark_rotated()
             elif tracked.fd is None and self._find_renamed(tracked):
                 log.info(
-                    "%s was renamed to %s; reading it to its end", tracked.fingerprint, tracked.path
+                    "%s was renamed to %s; reading it to its end",
+                    tracked.fingerprint,
+                    shown_path(tracked.path),
                 )
                 tracked.mark_rotated()
             elif tracked.state is FileState.LIVE and tracked.fd is not None:
-                log.info("%s was rotated away; reading it to its end", tracked.path)
+                log.info("%s was rotated away; reading it to its end", shown_path(tracked.path))
                 tracked.mark_rotated()
             elif tracked.fd is None:
                 log.warning(
                     "%s is gone; bytes after offset %d could not be read",
-                    tracked.path,
+                    shown_path(tracked.path),
                     tracked.read_offset,
                 )
                 tracked.state = FileState.DONE
@@ -184,7 +203,7 @@ class FileWatcher:
             tracked.open(path)
         change = tracked.inspect(self._signature_bytes)
         if change is ContentChange.REPLACED:
-            log.info("%s was truncated or replaced; waiting for its copy", tracked.path)
+            log.info("%s was truncated or replaced; waiting for its copy", shown_path(tracked.path))
             self._copies.detached(tracked)
             return False
         if change is ContentChange.CUT:
@@ -202,7 +221,7 @@ class FileWatcher:
             log.warning(
                 "%s was cut below offset %d: its first %d bytes are the ones read; reading on "
                 "from there as a new generation",
-                tracked.path,
+                shown_path(tracked.path),
                 tracked.read_offset,
                 kept.offset,
             )
@@ -211,7 +230,7 @@ class FileWatcher:
                 "%s was cut to %d bytes, below offset %d, further back than the last bytes "
                 "read that are kept to compare: bytes [0, %d) are taken as the ones already "
                 "read; lines written after the cut within them, if any, are not read",
-                tracked.path,
+                shown_path(tracked.path),
                 kept.offset,
                 tracked.read_offset,
                 kept.offset,
@@ -225,6 +244,7 @@ class FileWatcher:
             signature=tracked.signature,
             sealed_offset=kept.offset,
             state=FileState.LIVE,
+            follow_symlinks=tracked.follow_symlinks,
         )
         generation.fd, tracked.fd = tracked.fd, None
         tracked.state = FileState.DONE
@@ -244,7 +264,7 @@ class FileWatcher:
         path, size = entry
         if size == 0:
             return
-        probe = TrackedFile.probe(source.name, path, inode)
+        probe = TrackedFile.probe(source.name, path, inode, follow_symlinks=source.follow_symlinks)
         if not probe.open(path):
             return
         assert probe.fd is not None
@@ -262,12 +282,14 @@ class FileWatcher:
             )
             original = match_signature(probe.fd, candidates)
             if original is None and copy_in_the_making(probe.fd, size, candidates):
-                return  # shorter than a signature yet: look again at the next scan
+                self._hold_back(path, inode, None, probe.fd)  # too short yet: look again
+                return
             if original is not None and original.state is FileState.DETACHED:
                 self._copies.adopt(original, probe, rotated=False)
                 return
             if original is not None and same_bytes_at_end(probe.fd, original, size):
-                return  # a copy of a file still live: wait for the truncation
+                self._hold_back(path, inode, original, probe.fd)  # wait for the truncation
+                return
             signature = read_signature(probe.fd, self._signature_bytes)
             start = size if self._first_scan and source.start_at is StartPosition.END else 0
             if start:
@@ -281,9 +303,62 @@ class FileWatcher:
                 signature=signature,
                 sealed_offset=start,
                 state=FileState.LIVE,
+                follow_symlinks=source.follow_symlinks,
             )
             tracked.fd, probe.fd = probe.fd, None
             self._files.append(tracked)
-            log.info("tracking %s as %s from offset %d", path, tracked.fingerprint, start)
+            log.info(
+                "tracking %s as %s from offset %d", shown_path(path), tracked.fingerprint, start
+            )
         finally:
             probe.close()
+
+    def _look_at(self, source: SourceConfig, entry: tuple[str, int], inode: Inode) -> None:
+        """:meth:`_adopt_or_add` one file found at the paths. An error no one expected there is
+        that file's alone: it is named in a warning and passed over until the next scan, and
+        the other files are tracked and read (a file only enters at its adoption, so one
+        passed over holds nothing of a batch yet)."""
+        try:
+            self._adopt_or_add(source, entry, inode)
+        except Exception as exc:
+            log.warning(
+                "passing over %s until the next scan: %r",
+                shown_path(entry[0]),
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+
+    def _hold_back(self, path: str, inode: Inode, original: TrackedFile | None, fd: int) -> None:
+        """The file at ``path`` (open at ``fd``) holds what ``original`` (a live file; None: one
+        of them) holds so far: taken for its copytruncate copy in the making, it is not read
+        until the original is truncated (then it is adopted, not read again). Said when it is
+        first seen; a warning once it has not changed for longer than a copytruncate takes
+        (counted from its last change, so a one-shot run warns of an old one at once)."""
+        now = self._clock()
+        self._held_now.add(inode)
+        of = "a live file" if original is None else shown_path(original.path)
+        held = self._held.get(inode)
+        if held is None:
+            try:
+                unchanged = max(0.0, time.time() - os.fstat(fd).st_ctime)
+            except OSError:
+                unchanged = 0.0
+            held = (now - unchanged, False)
+            if unchanged < COPY_WAIT_S:
+                log.info(
+                    "%s holds what %s holds: taken for its copy being made (copytruncate), it "
+                    "is read only once that file is truncated",
+                    shown_path(path),
+                    of,
+                )
+        since, warned = held
+        if not warned and now - since >= COPY_WAIT_S:
+            warned = True
+            log.warning(
+                "%s has held just what %s holds for %.0f s: it is taken for a copy of it "
+                "(copytruncate) and is not read unless that file is truncated",
+                shown_path(path),
+                of,
+                now - since,
+            )
+        self._held[inode] = (since, warned)

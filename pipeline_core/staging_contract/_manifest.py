@@ -99,7 +99,13 @@ class ManifestPart:
 
 @dataclass(frozen=True)
 class ManifestRange:
-    """Bytes ``[start, end)`` of one source file that a batch holds, as ``lines`` whole lines."""
+    """Bytes ``[start, end)`` of one source file that a batch holds, as ``lines`` whole lines.
+
+    ``path`` is the file's name as the metastore stores it (``pipeline_core._file_names
+    .stored_path``): valid UTF-8 text, the name itself when its bytes are UTF-8, else an escaped
+    form starting ``escaped:`` (the undecodable bytes as ``\\xHH``). It is readable as it is,
+    and any JSON reader (the landing job, a lake column) takes it; ``restored_path`` gives back
+    the name the collector opens."""
 
     fingerprint: str
     path: str

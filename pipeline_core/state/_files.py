@@ -4,7 +4,8 @@ A tracked file is measured where it was at its last seal, or where the sources' 
 same device and inode now; its stored signature (CRC-32 of the first bytes) must still match,
 so a reused inode or a truncated file is never measured as the file that was sealed. Files on
 another collector host are not measured here. Files the globs match that the metastore does not
-know yet are listed as ``untracked``.
+know yet are listed as ``untracked``. Paths are shown escaped (``_file_names.shown_path``: a
+name of any bytes, control characters and all, is one printable line).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pipeline_core._file_names import shown_path
 from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
 from pipeline_core.source import FileRecord, FileState, find_files
 from pipeline_core.state._models import FileSnapshot, FileStatus
@@ -41,7 +43,7 @@ def _tracked(
             snapshot = FileSnapshot(
                 source=row.source,
                 host=host,
-                path=row.path,
+                path=shown_path(row.path),
                 fingerprint=row.fingerprint,
                 state=FileStatus(row.state.value),
                 sealed_offset=row.sealed_offset,
@@ -73,9 +75,9 @@ def _measure(row: FileRecord, found_at: tuple[str, str] | None) -> dict[str, Any
         if (info.st_dev, info.st_ino) != (row.dev, row.ino):
             continue
         if not _signature_matches(path, row.sig_size, row.sig_crc):
-            return {"note": f"{path} now holds other content (truncated or replaced)"}
+            return {"note": f"{shown_path(path)} now holds other content (truncated or replaced)"}
         update: dict[str, Any] = {
-            "current_path": path,
+            "current_path": shown_path(path),
             "size": info.st_size,
             "unread_bytes": max(info.st_size - row.sealed_offset, 0),
         }
@@ -108,11 +110,11 @@ def _untracked(
             FileSnapshot(
                 source=source_name,
                 host=local,
-                path=path,
+                path=shown_path(path),
                 fingerprint=None,
                 state=FileStatus.UNTRACKED,
                 sealed_offset=0,
-                current_path=path,
+                current_path=shown_path(path),
                 size=size,
                 unread_bytes=size if from_start else None,
                 note=None if from_start else "start_at: end (read from where it ends when seen)",

@@ -36,7 +36,9 @@ class FileSnapshot(_Snapshot):
     source: str
     host: str
     path: str
-    """Where the file was at its last seal (for an untracked file: where it was found)."""
+    """Where the file was at its last seal (for an untracked file: where it was found), shown
+    escaped as ``pipeline_core._file_names.shown_path`` shows any name (so is
+    ``current_path``)."""
     fingerprint: str | None
     """The metastore's identity of the file; None while untracked."""
     state: FileStatus

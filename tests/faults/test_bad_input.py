@@ -16,10 +16,12 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
+from pipeline_core._file_names import restored_path
+from pipeline_core.cli import ExitCode, main
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import lake_location
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.source import (
     LONG_LINE_PREFIX_BYTES,
     Chunk,
@@ -27,7 +29,8 @@ from pipeline_core.source import (
     LongLine,
     TimeSlicedReader,
 )
-from pipeline_core.testing import staged_lines
+from pipeline_core.staging_contract import MANIFEST_NAME, read_manifest
+from pipeline_core.testing import staged_lines, staging_folder
 from tests.support.faults import (
     FaultLines,
     FaultSeed,
@@ -37,6 +40,7 @@ from tests.support.faults import (
     nginx_lines,
     wait_until,
 )
+from tests.support.file_names import NOT_UTF8, named
 from tests.support.pipelines import append, load, write_config
 
 MiB = 1 << 20
@@ -394,6 +398,58 @@ def test_a_file_replaced_by_another_with_the_same_inode_is_read_as_a_new_file(
     assert new in by_file.values(), fault_seed.note("the replacement was not read from 0")
     assert old in by_file.values()
     assert_healthy_staged_once(config, logs, fault_seed)
+
+
+# -- file names ---------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        ("logs/*.log", b"good.log", NOT_UTF8),
+        ("logs/access.log*", b"access.log", b"access.log.bad\xff"),
+    ],
+    ids=["star-log", "access-log-star"],
+)
+def test_a_file_name_that_is_not_utf8_is_collected_beside_the_others_and_sealed(
+    tmp_path: Path,
+    metastore_url: str,
+    logs: Logs,
+    capsys: pytest.CaptureFixture[str],
+    pattern: str,
+    good: bytes,
+    bad: bytes,
+) -> None:
+    """Any bytes name a file: the one whose name is not UTF-8 is read, sealed and recorded
+    like its neighbour, and a restarted collector finds it again at its recorded offset."""
+    config_path = write_config(tmp_path, metastore_url, pattern=pattern)
+    config = load_pipeline_config(config_path)
+    good_path, bad_path = named(logs.folder, good), named(logs.folder, bad)
+    good_lines, bad_lines, later = logs.lines(40), logs.lines(30), logs.lines(5)
+    append(good_path, *good_lines)
+    append(bad_path, *bad_lines)
+
+    first = main(["collect", str(config_path), "--once"])
+    assert first == ExitCode.OK, capsys.readouterr().err
+    append(bad_path, *later)
+    assert main(["collect", str(config_path), "--once"]) == ExitCode.OK, capsys.readouterr().err
+
+    by_file = staged_by_fingerprint(config)
+    assert sorted(by_file.values()) == sorted([good_lines, bad_lines + later])
+    metastore = Metastore.open(metastore_url)
+    try:
+        states = [metastore.checkpoint(n).state for n in (1, 2)]
+        paths = sorted(f.path for f in metastore.files(config.name, "test-host"))
+    finally:
+        metastore.close()
+    assert states == [CheckpointState.SEALED, CheckpointState.SEALED]
+    assert paths == sorted([str(good_path), str(bad_path)])
+    manifests = sorted(staging_folder(config).glob(f"*/*/{MANIFEST_NAME}"))
+    ranges = [r for m in manifests for r in read_manifest(m.parent).ranges]
+    assert sorted({restored_path(r.path) for r in ranges}) == paths
+    for r in ranges:
+        r.path.encode("utf-8")  # the manifest holds text any JSON reader (and the lake) takes
 
 
 # -- the glob -----------------------------------------------------------------------------------

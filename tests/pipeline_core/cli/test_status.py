@@ -10,6 +10,7 @@ import pytest
 
 from pipeline_core.cli import ExitCode, main
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
+from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
 from tests.support.pipelines import append, write_config
 
 
@@ -60,6 +61,29 @@ def test_should_print_status_and_report_as_json(
     ]
     assert report["rows"] == {"access": 0}
     assert report["committed"] == []
+
+
+@pytest.mark.timeout(60)
+def test_should_show_file_names_escaped_so_none_breaks_or_forges_a_line(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    logs = tmp_path / "logs"
+    append(named(logs, NOT_UTF8), b"a", b"b")
+    append(named(logs, FORGING), b"c")
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    capsys.readouterr()
+
+    assert main(["status", str(path)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert main(["status", "--json", str(path)]) == ExitCode.OK
+    status = json.loads(capsys.readouterr().out)
+
+    shown = sorted(str(logs / name) for name in (NOT_UTF8_SHOWN, FORGING_SHOWN))
+    assert sorted(line.split("  ")[-1] for line in out.splitlines() if "sealed to" in line) == shown
+    assert "\x1b" not in out and "\n12:00:00 ERROR" not in out
+    assert sorted(f["path"] for f in status["files"]) == shown
+    assert [f["unsealed_bytes"] for f in status["files"]] == [0, 0]
 
 
 @pytest.mark.parametrize("command", ["status", "report", "validate"])

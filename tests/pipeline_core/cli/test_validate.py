@@ -42,6 +42,29 @@ def test_should_list_every_check_and_each_globs_files_for_a_ready_pipeline(
     assert "ok           lake catalog: reachable" in out
 
 
+def test_should_list_the_symlinks_a_source_will_not_read(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ready_config(tmp_path, metastore_url)
+    secret = tmp_path / "etc" / "shadow"
+    append(secret, b"root:secret")
+    logs = tmp_path.resolve() / "logs"
+    (logs / "access.log.evil").symlink_to(secret)
+    capsys.readouterr()
+
+    assert main(["validate", str(path)]) == ExitCode.OK
+    write_config(tmp_path, metastore_url, source={"follow_symlinks": True})
+    assert main(["validate", str(path)]) == ExitCode.OK
+
+    plain, following = capsys.readouterr().out.split("pipeline web_access  (")[1:]
+    assert f"ok           source access: 1 file matches {logs / 'access.log*'}" in plain
+    assert f"not read: {logs / 'access.log.evil'}: a symlink (to {secret})" in plain
+    assert "follow_symlinks" in plain
+    assert f"not read: {logs / 'access.log.evil'}: a symlink to {secret.resolve()}" in following
+    assert f"outside {logs}" in following
+    assert "root:secret" not in plain + following
+
+
 def test_should_exit_2_naming_the_bad_key_of_an_invalid_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 from pathlib import Path
 
 from pipeline_core.collector._spool import SEAL_RECORD_NAME, SpooledBatch, spooled_batches
@@ -43,6 +46,18 @@ def test_should_read_back_the_seal_record_it_saved(tmp_path: Path) -> None:
     (found,) = spooled_batches(tmp_path / "spool", "web", "host-a")
 
     assert found.files == (RECORD,) and found.recorded_locally
+
+
+def test_should_save_a_file_name_of_any_bytes_as_text_and_read_it_back(tmp_path: Path) -> None:
+    folder = sealed_batch(tmp_path / "spool", parts=1, part_bytes=4096, checkpoint_id=5)
+    record = dataclasses.replace(RECORD, path=os.fsdecode(b"/logs/bad\xff.log"))
+    SpooledBatch(5, folder, (record,)).save_record()
+
+    (found,) = spooled_batches(tmp_path / "spool", "web", "host-a")
+
+    assert found.files == (record,)
+    saved = json.loads((folder / SEAL_RECORD_NAME).read_text(encoding="utf-8"))
+    assert [f["path"] for f in saved["files"]] == ["escaped:/logs/bad\\xff.log"]
 
 
 def test_should_take_an_unreadable_record_for_none(tmp_path: Path) -> None:

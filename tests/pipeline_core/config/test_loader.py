@@ -113,6 +113,37 @@ def test_should_keep_absolute_paths_and_urls_as_written(tmp_path: Path) -> None:
     assert config.metastore_url == url
 
 
+def test_should_exclude_by_file_name_a_pattern_without_a_separator(tmp_path: Path) -> None:
+    from pipeline_core.source import find_files
+
+    logs = tmp_path / "var" / "log" / "nginx"
+    for name in ("access.log", "access.log.1", "access.log.2.gz"):
+        (logs / name).parent.mkdir(parents=True, exist_ok=True)
+        (logs / name).write_bytes(b"a line\n")
+    document = minimal()
+    document["sources"][0].update(paths=[str(logs / "access.log*")], exclude=["*.gz", "old/*"])
+
+    config = load_pipeline_config(write(tmp_path / "etc" / "sluice", document))
+
+    assert config.sources[0].exclude == ["*.gz", str(tmp_path.resolve() / "etc/sluice/old/*")]
+    found = sorted(path for path, _ in find_files(config.sources[0]).values())
+    assert found == [str(logs / "access.log"), str(logs / "access.log.1")]
+
+
+def test_should_resolve_the_folders_symlinks_may_lead_into_against_the_config_files_folder(
+    tmp_path: Path,
+) -> None:
+    document = minimal()
+    document["sources"][0].update(follow_symlinks=True, symlink_targets=["pods", "/var/lib/x"])
+
+    config = load_pipeline_config(write(tmp_path / "conf", document))
+
+    (source,) = config.sources
+    assert source.follow_symlinks is True
+    assert source.symlink_targets == [str(tmp_path.resolve() / "conf" / "pods"), "/var/lib/x"]
+    assert load_pipeline_config(write(tmp_path, minimal())).sources[0].follow_symlinks is False
+
+
 def test_should_let_the_environment_override_the_metastore_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

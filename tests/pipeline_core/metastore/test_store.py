@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from pipeline_core.metastore import (
     Metastore,
     SinkStateRecord,
     alembic_config,
+    open_view,
     upgrade_to_head,
 )
 from pipeline_core.metastore import (
@@ -299,6 +301,32 @@ def test_should_update_known_files_on_the_next_seal(metastore: Metastore) -> Non
     metastore.seal(PIPELINE, batch_record(second), [later], HOST)
 
     assert metastore.files(PIPELINE, HOST) == [later]
+
+
+def test_should_store_a_file_name_of_any_bytes_and_read_back_the_same_path(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    """A name that is not UTF-8 is stored in an escaped form (not starting with ``/``); a valid
+    UTF-8 name, control characters and all, is stored exactly as before."""
+    checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
+    names = [b"/var/log/bad\xff.log", b"/var/log/caf\xc3\xa9.log", b"/var/log/a\nb\x1b.log"]
+    files = [
+        file_record(f"00000000000000a{number}", path=os.fsdecode(name))
+        for number, name in enumerate(names)
+    ]
+
+    metastore.seal(PIPELINE, batch_record(checkpoint_id), files, HOST)
+
+    assert metastore.files(PIPELINE, HOST) == files
+    with open_view(metastore_url) as view:
+        assert view is not None
+        assert view.files(PIPELINE) == {HOST: files}
+    stored = [row["path"] for row in sorted(rows(metastore, schema.files), key=lambda r: r["id"])]
+    assert stored == [
+        "escaped:/var/log/bad\\xff.log",
+        "/var/log/caf\xe9.log",
+        "/var/log/a\nb\x1b.log",
+    ]
 
 
 def test_should_refuse_to_seal_a_checkpoint_that_is_not_requested(metastore: Metastore) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,58 @@ def test_should_keep_reading_a_deleted_file_through_its_descriptor(
     chunks = read_all(tracked)
 
     assert b"".join(c.data for c in chunks) == b"before\nwritten after the unlink\n"
+
+
+# -- opening: only the file the scan saw ---------------------------------------------------------
+
+
+def opens_in_time(action: Callable[[], object], fifo: Path) -> tuple[bool, object]:
+    """``action()``'s result, and whether it ended within 10 s (a reader stuck opening
+    ``fifo`` is let go by a writer)."""
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(action()), daemon=True)
+    thread.start()
+    thread.join(10)
+    stuck = thread.is_alive()
+    if stuck:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+    return not stuck, result[0] if result else None
+
+
+@pytest.mark.timeout(60)
+def test_should_neither_block_on_nor_read_a_fifo_put_in_the_files_place(
+    log: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"line")
+    tracked = track(log)
+    opened.append(tracked)
+    tracked.close()
+    log.unlink()
+    os.mkfifo(log)
+
+    in_time, fd = opens_in_time(tracked.with_descriptor, log)
+    assert in_time and fd is None, "opening the file again blocked on a FIFO"
+    in_time, done = opens_in_time(lambda: tracked.open(str(log)), log)
+    assert in_time and done is False, "opening the file blocked on a FIFO"
+    assert tracked.fd is None
+
+
+def test_should_not_open_another_file_or_a_symlink_at_the_files_path(
+    log: Path, tmp_path: Path, opened: list[TrackedFile]
+) -> None:
+    append(log, b"line")
+    tracked = track(log)
+    opened.append(tracked)
+    tracked.close()
+    append(tmp_path / "other", b"another file")
+    os.replace(tmp_path / "other", log)
+    link = tmp_path / "link.log"
+    link.symlink_to(log)
+
+    assert tracked.open(str(log)) is False
+    assert tracked.with_descriptor() is None
+    info = os.stat(log)
+    tracked.dev, tracked.ino = info.st_dev, info.st_ino  # the new file, reached by a symlink
+    assert tracked.open(str(link)) is False
+    assert tracked.open(str(log)) is True

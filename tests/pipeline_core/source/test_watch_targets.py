@@ -29,6 +29,16 @@ def test_should_watch_every_folder_below_a_double_star(tmp_path: Path) -> None:
     assert all(t.names == ("*.log",) and t.subfolders for t in targets)
 
 
+def test_should_not_walk_a_symlinked_folder_below_a_double_star(tmp_path: Path) -> None:
+    (tmp_path / "logs" / "a").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "logs" / "out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+
+    targets = watch_targets([f"{tmp_path}/logs/**/*.log"])
+
+    assert [t.folder for t in targets] == [str(tmp_path / "logs"), str(tmp_path / "logs" / "a")]
+
+
 def test_should_watch_matching_folders_and_their_fixed_parent(tmp_path: Path) -> None:
     (tmp_path / "app-1").mkdir()
     (tmp_path / "app-2").mkdir()

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pipeline_core.config import SourceConfig, StartPosition
-from pipeline_core.source import FileRecord, FileState, FileWatcher, TrackedFile
+from pipeline_core.source import (
+    FileRecord,
+    FileState,
+    FileWatcher,
+    Signature,
+    TrackedFile,
+    read_signature,
+)
+from pipeline_core.source._copy_adoption import COPY_WAIT_S
+from tests.support.file_names import named
 from tests.support.pipelines import append
 from tests.support.reading import source_of as source
 
@@ -112,6 +123,87 @@ def test_should_wait_for_the_truncation_of_a_live_files_exact_copy(
     watcher.scan()
 
     assert sorted(by_name(watcher)) == ["access.log"]
+
+
+def test_should_say_which_file_it_holds_back_as_a_live_files_copy_and_warn_if_it_stays(
+    logs: Path, watchers: list[FileWatcher], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file at the paths that starts and ends like a live file is taken for a copy being
+    made (copytruncate) and not read until the original is truncated: never without a word,
+    and with a warning once it has waited longer than a copytruncate takes."""
+    content = b"".join(f"line {i:04d} of the original\n".encode() for i in range(100))
+    append(logs / "access.log", content)
+    now = [0.0]
+    watcher = FileWatcher([source(logs)], HOST, 1024, clock=lambda: now[0])
+    watchers.append(watcher)
+    watcher.scan()
+    append(named(logs, b"access.log.bad\xff"), content)
+
+    with caplog.at_level(logging.INFO, logger="pipeline_core.source"):
+        watcher.scan()
+        now[0] += COPY_WAIT_S
+        watcher.scan()
+        watcher.scan()
+
+    assert sorted(by_name(watcher)) == ["access.log"]
+    said = [r for r in caplog.records if "access.log.bad\\xff" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO, logging.WARNING], caplog.text
+    assert str(logs / "access.log") in said[-1].getMessage()
+
+
+def test_should_warn_at_once_of_a_live_files_copy_that_has_not_changed_for_long(
+    logs: Path,
+    watchers: list[FileWatcher],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-shot run sees a held-back copy once: one that has not changed for longer than a
+    copytruncate takes is warned of at its first sighting."""
+    content = b"".join(f"line {i:04d} of the original\n".encode() for i in range(100))
+    append(logs / "access.log", content)
+    append(named(logs, b"access.log.bad\xff"), content)
+    later = time.time() + COPY_WAIT_S
+    monkeypatch.setattr(time, "time", lambda: later)
+    watcher = watch(watchers, source(logs))
+
+    with caplog.at_level(logging.INFO, logger="pipeline_core.source"):
+        watcher.scan()
+
+    assert sorted(by_name(watcher)) == ["access.log"]
+    said = [r for r in caplog.records if "access.log.bad\\xff" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING], caplog.text
+
+
+def test_should_skip_a_file_it_cannot_look_at_for_the_scan_and_track_the_others(
+    logs: Path,
+    watchers: list[FileWatcher],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unexpected error while looking at one new file is that file's alone: it is named in
+    a warning and looked at again at the next scan; the other files are tracked."""
+    append(logs / "access.log", b"a healthy line")
+    troubled = named(logs, b"access.log.bad\xff")
+    append(troubled, b"a line of the troubled file")
+    inode = troubled.stat().st_ino
+
+    def failing(fd: int, size: int) -> Signature:
+        if os.fstat(fd).st_ino == inode:
+            raise ValueError("something no one expected")
+        return read_signature(fd, size)
+
+    monkeypatch.setattr("pipeline_core.source._watcher.read_signature", failing)
+    watcher = watch(watchers, source(logs))
+
+    with caplog.at_level(logging.WARNING, logger="pipeline_core.source"):
+        watcher.scan()
+
+    assert sorted(by_name(watcher)) == ["access.log"]
+    (warning,) = [r for r in caplog.records if "access.log.bad\\xff" in r.getMessage()]
+    assert "something no one expected" in warning.getMessage()
+    monkeypatch.setattr("pipeline_core.source._watcher.read_signature", read_signature)
+    watcher.scan()
+    assert sorted(by_name(watcher)) == ["access.log", os.fsdecode(b"access.log.bad\xff")]
 
 
 def test_should_not_track_an_empty_file_until_it_has_data(

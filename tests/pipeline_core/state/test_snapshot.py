@@ -40,6 +40,7 @@ from pipeline_core.state import (
     take_snapshot,
     take_snapshots,
 )
+from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
 from tests.support.pipelines import append, write_config
 
 HOST = "test-host"  # what tests.support.pipelines configures
@@ -474,6 +475,38 @@ def test_should_serialise_to_plain_json(
     assert document["name"] == "web_access" and document["dag_id"] == "sluice_web_access"
     assert document["files"][0]["state"] == "live"
     assert isinstance(document["checkpoints"][0]["requested_at"], str)
+
+
+@pytest.mark.timeout(60)
+def test_should_show_file_names_escaped_and_serialise_them_to_json(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    """A name that is not UTF-8, or that holds control characters, is shown escaped: in the
+    snapshot and in its JSON form, untracked and tracked alike."""
+    config_path = write_config(tmp_path, metastore_url, pattern="logs/*.log")
+    logs = tmp_path / "logs"
+    append(named(logs, NOT_UTF8), *lines("a", 3))
+    append(named(logs, FORGING), *lines("b", 2))
+    bad, forging = str(logs / NOT_UTF8_SHOWN), str(logs / FORGING_SHOWN)
+
+    before = take_snapshot(config_path)
+    before_json = json.loads(before.model_dump_json())  # as the state page's JSON API sends it
+    collect(load_pipeline_config(config_path))
+    append(named(logs, NOT_UTF8), *lines("c", 1))
+    after = take_snapshot(config_path)
+    after_json = json.loads(after.model_dump_json())
+
+    assert by_path(before) == {
+        bad: (FileStatus.UNTRACKED, size(lines("a", 3))),
+        forging: (FileStatus.UNTRACKED, size(lines("b", 2))),
+    }
+    assert by_path(after) == {
+        bad: (FileStatus.LIVE, size(lines("c", 1))),
+        forging: (FileStatus.LIVE, 0),
+    }
+    assert {f.current_path for f in after.files} == {bad, forging}
+    for document in (before_json, after_json):
+        assert sorted(f["path"] for f in document["files"]) == sorted([bad, forging])
 
 
 def test_should_report_a_broken_config_instead_of_raising(tmp_path: Path) -> None:
