@@ -29,6 +29,7 @@ from pipeline_core.landing import (
     LandingInput,
     SparkConnectSubmitter,
     SparkJobSpec,
+    SparkSubmitJob,
     landing_job_spec,
     spark_submit_binary,
 )
@@ -57,8 +58,6 @@ LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
     from pipeline_core.lake import MaintenanceReport
 
 
@@ -369,11 +368,11 @@ class PipelineOperations:
 
     def spark_submit_command(self, spec: SparkJobSpec, spark_connect: str | None = None) -> str:
         """The command line :meth:`land` would run for ``spec`` (secrets masked): spark-submit,
-        or with ``spark_connect`` the job's driver (the URL goes in its environment)."""
+        or with ``spark_connect`` the job's driver (the URL goes in its environment). The
+        metastore URL is never on spark-submit's command line (``SparkSubmitJob``)."""
         if spark_connect is not None:
             return SparkConnectSubmitter(spec, spark_connect).command_line()
-        hook = _spark_submit_hook(spec)
-        return hook._mask_cmd(hook._build_spark_submit_command(spec.application))
+        return _spark_submit_job(spec).command_line(spec.application)
 
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         """Mark landed checkpoints committed, with what the lake tables hold of each (rows per
@@ -489,16 +488,14 @@ class PipelineOperations:
 def _submitter(spec: SparkJobSpec, spark_connect: str | None) -> JobSubmitter:
     if spark_connect is not None:
         return SparkConnectSubmitter(spec, spark_connect, logger=log)
-    return _spark_submit_hook(spec)
+    return _spark_submit_job(spec)
 
 
-def _spark_submit_hook(spec: SparkJobSpec) -> SparkSubmitHook:
-    """The Spark provider's hook for ``spec`` on ``spark_default`` (``local[*]`` unless the
+def _spark_submit_job(spec: SparkJobSpec) -> SparkSubmitJob:
+    """``spec`` through the Spark provider's hook on ``spark_default`` (``local[*]`` unless the
     environment names another connection), with the spark-submit of this environment."""
     os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-    return SparkSubmitHook(**spec.hook_arguments(), spark_binary=spark_submit_binary())
+    return SparkSubmitJob({**spec.hook_arguments(), "spark_binary": spark_submit_binary()})
 
 
 def _missing_stored(info: CheckpointInfo) -> str | None:

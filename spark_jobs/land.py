@@ -20,7 +20,11 @@ It builds the session (``build_session``), lands every checkpoint in one job
 (``spark_jobs.landing.land``: one commit per table) and prints the summary as the last line of
 standard output. The metastore URL (the lake catalog's database) and the Spark Connect URL come
 from the environment, never the command line, so a password or token in them is not shown in
-process lists. Staging may be an object store's URL
+process lists: ``SLUICE_METASTORE_URL``, or ``SLUICE_METASTORE_URL_FILE`` naming a file that
+holds it (which wins when both are set). The submitter uses the file for YARN and Kubernetes
+masters, whose spark-submit would put the variable on its command line
+(``pipeline_core.landing.SparkSubmitJob``): a path, or in cluster mode the name of a file
+shipped with ``--files`` into the driver's working directory. Staging may be an object store's URL
 (``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and credentials come from
 the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and the driver hands them
 to the Python workers that read the segments (``spark_jobs.staging.segment_frame``; a Spark
@@ -36,7 +40,7 @@ import signal
 import sys
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,7 @@ from spark_jobs.landing import CheckpointInput, Landing, land
 from spark_jobs.session import is_local, session_cores
 
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
+METASTORE_URL_FILE_ENV = "SLUICE_METASTORE_URL_FILE"
 SPARK_CONNECT_URL_ENV = "SLUICE_SPARK_CONNECT_URL"
 
 
@@ -157,9 +162,7 @@ def build_session(
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    url = os.environ.get(METASTORE_URL_ENV)
-    if not url:
-        raise SystemExit(f"{METASTORE_URL_ENV} must name the metastore (the lake's catalog)")
+    url = metastore_url(os.environ)
     inputs = tuple(dict.fromkeys(args.checkpoint))
     landing = Landing(
         checkpoints=inputs,
@@ -192,6 +195,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         summary = _land_on_server(spark, landing)
     print(json.dumps(summary), flush=True)
+
+
+def metastore_url(environ: Mapping[str, str]) -> str:
+    """The metastore URL: the content of the file ``SLUICE_METASTORE_URL_FILE`` names (a path,
+    or a name in the working directory), else ``SLUICE_METASTORE_URL``. Never printed.
+
+    Raises:
+        SystemExit: neither is set, or the file cannot be read or is empty.
+    """
+    named = environ.get(METASTORE_URL_FILE_ENV)
+    if named:
+        try:
+            written = Path(named).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SystemExit(
+                f"{METASTORE_URL_FILE_ENV}: cannot read {named}: {exc.strerror or exc}"
+            ) from None
+        if not written:
+            raise SystemExit(f"{METASTORE_URL_FILE_ENV}: {named} is empty")
+        return written
+    url = environ.get(METASTORE_URL_ENV)
+    if not url:
+        raise SystemExit(
+            f"{METASTORE_URL_ENV} (or {METASTORE_URL_FILE_ENV}, a file holding it) must name "
+            "the metastore (the lake's catalog)"
+        )
+    return url
 
 
 def _land_on_server(spark: SparkSession, landing: Landing) -> dict[str, Any]:

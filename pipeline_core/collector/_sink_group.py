@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.config import mask_url_passwords
 from pipeline_core.errors import SealError
 from pipeline_core.ring import (
     AlertException,
@@ -193,7 +194,7 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                     "sink %s could not flush at checkpoint %d: %s",
                     sink.name,
                     barrier.checkpoint_id,
-                    exc,
+                    mask_url_passwords(str(exc)),
                 )
                 continue
             if result is not None:
@@ -220,4 +221,4 @@ class ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):
         self._report(exc)
 
     def handle_on_shutdown_exception(self, exc: BaseException) -> None:
-        log.error("sink shutdown failed: %s", exc)
+        log.error("sink shutdown failed: %s", mask_url_passwords(str(exc)))

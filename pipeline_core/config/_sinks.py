@@ -13,12 +13,15 @@ from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import _Strict
+from pipeline_core.config._secrets import is_credential_header
 
 MIB = 1024 * 1024
+DEFAULT_DEADLINE_S = 60.0
+"""The HTTP sink's default ``deadline_s``: one request, connection to the end of the answer."""
 SQL_DIALECTS = ("postgresql", "sqlite")
 """The SQL sink needs ``INSERT ... ON CONFLICT DO NOTHING``: these dialects have it."""
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -48,6 +51,10 @@ class HttpSinkConfig(_Strict):
     """Extra request headers (for example ``Authorization``)."""
     timeout_s: Annotated[float, Field(gt=0)] = 10.0
     """Seconds to connect, and to wait for each read of a response."""
+    deadline_s: Annotated[float, Field(gt=0)] = DEFAULT_DEADLINE_S
+    """Seconds one request may take in all: connecting, sending the body and reading the whole
+    answer. A server that trickles its answer is cut off then and the request retried, however
+    often it sends a byte within ``timeout_s``."""
     max_request_bytes: Annotated[int, Field(ge=1024)] = 4 * MIB
     """A batch whose body would be larger is sent as several requests (uncompressed size)."""
     max_attempts: Annotated[int, Field(ge=1)] = 5
@@ -56,6 +63,10 @@ class HttpSinkConfig(_Strict):
     """JSON-lines file for lines the endpoint refuses (HTTP 4xx). Omitted: the file
     ``<data_dir>/dead_letter/<sink name>.jsonl``. Written ``null``: no dead-letter file, a
     refused batch fails with ``SinkRejectedError``."""
+    allow_insecure: bool = False
+    """Allow credentials (the URL's ``user:password@``, an ``Authorization`` header or another
+    credential header such as ``X-Api-Key``) over plain ``http://``, unencrypted. Without it
+    such a sink is refused when the config is read."""
 
     @field_validator("url")
     @classmethod
@@ -78,6 +89,20 @@ class HttpSinkConfig(_Strict):
             if "\r" in value or "\n" in value:
                 raise ValueError(f"the value of {name!r} holds a line break")
         return headers
+
+    @model_validator(mode="after")
+    def _no_credentials_in_the_clear(self) -> HttpSinkConfig:
+        parts = urlsplit(self.url)
+        if parts.scheme != "http" or self.allow_insecure:
+            return self
+        found = ["the URL's user:password@"] if parts.username or parts.password else []
+        found += [f"header {name}" for name in self.headers if is_credential_header(name)]
+        if found:
+            raise ValueError(
+                f"credentials ({', '.join(found)}) would be sent unencrypted over plain "
+                "http://: use an https:// url, or set allow_insecure: true on the sink"
+            )
+        return self
 
 
 class SqlSinkConfig(_Strict):

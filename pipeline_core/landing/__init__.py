@@ -19,10 +19,17 @@ from pipeline_core.landing._spec import (
     spark_jobs_archive,
     spark_submit_binary,
 )
+from pipeline_core.landing._submit import (
+    METASTORE_URL_FILE_ENV,
+    SparkSubmitJob,
+    masked_arguments,
+    private_file,
+)
 
 __all__ = [
     "LANDING_APPLICATION",
     "METASTORE_URL_ENV",
+    "METASTORE_URL_FILE_ENV",
     "SPARK_CONNECT_CONN_TYPE",
     "SPARK_CONNECT_URL_ENV",
     "JarBuildError",
@@ -30,9 +37,12 @@ __all__ = [
     "LandingInput",
     "SparkConnectSubmitter",
     "SparkJobSpec",
+    "SparkSubmitJob",
     "checkpoint_location",
     "java_functions_jar",
     "landing_job_spec",
+    "masked_arguments",
+    "private_file",
     "spark_connect_command",
     "spark_jobs_archive",
     "spark_submit_binary",

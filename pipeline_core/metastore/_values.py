@@ -63,8 +63,11 @@ def row_of_record(
 
 
 def redacted_url(url: str) -> str:
-    """A database URL fit for messages and pages: its password hidden."""
+    """A database URL fit for messages and pages: its password hidden, and the value of every
+    option named like a secret (``?password=``, ``sslpassword``...)."""
+    from pipeline_core.config._secrets import mask_url_passwords
+
     try:
-        return sa.make_url(url).render_as_string(hide_password=True)
+        return mask_url_passwords(sa.make_url(url).render_as_string(hide_password=True))
     except Exception:
         return "<unparseable URL>"

@@ -43,6 +43,7 @@ def build_sink(
                 gzip=config.gzip,
                 headers=dict(config.headers),
                 timeout_s=config.timeout_s,
+                deadline_s=config.deadline_s,
                 max_request_bytes=config.max_request_bytes,
                 dead_letter=_dead_letter(name, config, data_dir),
                 retry=RetryPolicy(max_attempts=config.max_attempts),

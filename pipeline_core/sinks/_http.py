@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import gzip
 import http.client
 import json
 import logging
 import os
+import re
+import socket
 import ssl
+import threading
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, unquote_plus, urlsplit
 
-from pipeline_core.config._sinks import HttpFormat
+from pipeline_core.config._secrets import (
+    SecretMask,
+    is_credential_header,
+    looks_secret_option,
+    mask_url_passwords,
+)
+from pipeline_core.config._sinks import DEFAULT_DEADLINE_S, HttpFormat
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
 from pipeline_core.sinks._batch import DeliveryBatch, LogEvent
 from pipeline_core.sinks._retry import RetryPolicy, call_with_retry
@@ -27,6 +39,19 @@ _CONTENT_TYPES = {
     HttpFormat.JSON_ARRAY: "application/json",
 }
 _DETAIL_CHARS = 1000
+"""Characters of an error answer's body quoted in the error (after masking)."""
+MAX_RESPONSE_BYTES = 64 * 1024
+"""The most of a response's body the sink reads: a 2xx answer's body is read only to keep the
+connection alive, an error's to quote its start. A longer body is never read: the connection
+is closed instead, so an endpoint cannot make the sink read or hold more."""
+_MIN_SECRET_CHARS = 4
+"""Shorter secret values are hidden in URLs only (masking every ``"ab"`` of a message would
+garble it)."""
+
+
+class RequestDeadlineError(TimeoutError):
+    """One request (connect, send, the whole answer) took longer than the sink's
+    ``deadline_s``; retried like any timeout."""
 
 
 class HttpStatusError(Exception):
@@ -75,8 +100,20 @@ class HttpSink(BatchSink):
     object resumes after the accepted requests, but a batch put again after a ring rewind is
     sent whole. Receivers de-duplicate on ``event_id``.
 
+    Each request must be answered in full within ``deadline_s`` (connecting, sending, the
+    status, the headers and the body): a server that trickles its answer a byte at a time is cut
+    off then (``RequestDeadlineError``, retried like a timeout), whatever ``timeout_s`` (the
+    wait for each read) says. Of a response's body at most ``MAX_RESPONSE_BYTES`` are read.
+
+    Secrets: the URL's ``user:password@`` is sent as HTTP Basic authentication unless an
+    ``Authorization`` header is configured. The URL's password, the values of its options
+    named like secrets (``api_key``, ``access_token``, ``sig``...) and of credential headers
+    are never shown: every error and log line names the endpoint by :attr:`shown_url` and has
+    those values masked (an endpoint that echoes them in its answer included).
+
     Threading model: called from its group's delivery thread only; the connection is opened on
-    first use, kept alive between requests and reopened after any failure.
+    first use, kept alive between requests and reopened after any failure. Each request's
+    deadline is kept by a timer thread of its own, which only shuts the socket down.
     """
 
     def __init__(
@@ -88,20 +125,29 @@ class HttpSink(BatchSink):
         gzip: bool = True,
         headers: dict[str, str] | None = None,
         timeout_s: float = 10.0,
+        deadline_s: float = DEFAULT_DEADLINE_S,
         max_request_bytes: int = 4 * 1024 * 1024,
         dead_letter: Path | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
         super().__init__(name)
+        self.shown_url = mask_url_passwords(url)
+        """The URL with its secrets masked: what messages show."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"http sink {name!r}: {url!r} is not an http:// or https:// URL")
+            raise ValueError(
+                f"http sink {name!r}: {self.shown_url!r} is not an http:// or https:// URL"
+            )
         if max_request_bytes < 1:
             raise ValueError("max_request_bytes must be positive")
+        if deadline_s <= 0:
+            raise ValueError("deadline_s must be positive")
         self.url = url
+        """The URL as configured, secrets included: never print it (:attr:`shown_url`)."""
         self.format = format
         self.gzip = gzip
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
         self.max_request_bytes = max_request_bytes
         self.dead_letter = dead_letter
         self.retry = retry or RetryPolicy()
@@ -109,9 +155,13 @@ class HttpSink(BatchSink):
         self._host = parts.hostname
         self._port = parts.port
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._headers = _merge_headers(
-            {"Content-Type": _CONTENT_TYPES[format], "User-Agent": "sluice"}, headers or {}
-        )
+        defaults = {"Content-Type": _CONTENT_TYPES[format], "User-Agent": "sluice"}
+        basic = _basic_credentials(parts)
+        if basic is not None:
+            defaults["Authorization"] = basic  # a configured Authorization header wins
+        self._headers = _merge_headers(defaults, headers or {})
+        self._mask = SecretMask.of(_secret_values(parts, self._headers))
+        self._shown_target = self._mask(mask_url_passwords(self._target))
         if gzip:
             self._headers["Content-Encoding"] = "gzip"
         self._connection: http.client.HTTPConnection | None = None
@@ -172,7 +222,7 @@ class HttpSink(BatchSink):
                 attempt,
                 is_retryable=_is_retryable,
                 policy=self.retry,
-                what=f"http sink {self.name!r}: POST {self._target} ({which})",
+                what=f"http sink {self.name!r}: POST {self._shown_target} ({which})",
                 wait_hint=_retry_after,
             )
         except HttpStatusError as exc:
@@ -185,28 +235,52 @@ class HttpSink(BatchSink):
     def _failed(self, which: str, attempts: int, exc: Exception) -> EventDeliveryException:
         tries = "attempt" if attempts == 1 else "attempts"
         return EventDeliveryException(
-            f"http sink {self.name!r}: POST {self.url} ({which}) failed after {attempts} "
-            f"{tries}: {exc}"
+            f"http sink {self.name!r}: POST {self.shown_url} ({which}) failed after "
+            f"{attempts} {tries}: {self._mask(str(exc))}"
         )
 
     def _post(self, body: bytes) -> None:
-        """One attempt. Raises ``OSError``/``HTTPException`` (connection) or
-        ``HttpStatusError``; the connection is closed after a connection failure."""
+        """One attempt, within ``deadline_s``. Raises ``OSError``/``HTTPException``
+        (connection; ``RequestDeadlineError`` past the deadline) or ``HttpStatusError``; the
+        connection is closed after a connection failure, past the deadline, and when the
+        answer's body was longer than ``MAX_RESPONSE_BYTES``."""
         connection = self._connection or self._connect()
+        deadline = _Deadline(self.deadline_s, connection)
         try:
+            if connection.sock is None:
+                connection.connect()
+            if deadline.fired:
+                raise self._past_deadline()
             connection.request("POST", self._target, body=body, headers=self._headers)
             response = connection.getresponse()
-            content = response.read()
-        except (OSError, http.client.HTTPException):
+            content = response.read(MAX_RESPONSE_BYTES + 1)
+        except (OSError, http.client.HTTPException) as exc:
+            fired = deadline.finish()
+            self._disconnect()
+            if fired and not isinstance(exc, RequestDeadlineError):
+                raise self._past_deadline() from exc
+            raise
+        except BaseException:
+            deadline.finish()
             self._disconnect()
             raise
-        if response.will_close:
+        if deadline.finish():  # a cut-off answer may look complete: it is not trusted
+            self._disconnect()
+            raise self._past_deadline()
+        if response.will_close or not response.isclosed():  # the rest is never read
             self._disconnect()
         if 200 <= response.status < 300:
             return
-        detail = content[:_DETAIL_CHARS].decode("utf-8", errors="replace").strip()
+        text = content[:MAX_RESPONSE_BYTES].decode("utf-8", errors="replace")
+        detail = self._mask(text)[:_DETAIL_CHARS].strip()  # masked, then cut
         retry_after = _parse_retry_after(response.getheader("Retry-After"))
-        raise HttpStatusError(response.status, response.reason, detail, retry_after)
+        reason = self._mask(response.reason or "")
+        raise HttpStatusError(response.status, reason, detail, retry_after)
+
+    def _past_deadline(self) -> RequestDeadlineError:
+        return RequestDeadlineError(
+            f"no complete answer within the deadline of {self.deadline_s:g} s (deadline_s)"
+        )
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._https:
@@ -229,7 +303,7 @@ class HttpSink(BatchSink):
     def _refuse(self, records: list[bytes], error: HttpStatusError) -> None:
         """Write refused records to the dead-letter file, or raise ``SinkRejectedError``."""
         message = (
-            f"http sink {self.name!r}: {self.url} refused {len(records)} lines: "
+            f"http sink {self.name!r}: {self.shown_url} refused {len(records)} lines: "
             f"HTTP {error.status} {error.reason}"
         )
         if self.dead_letter is None:
@@ -292,6 +366,64 @@ def _parse_retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+class _Deadline:
+    """Cuts one request off after ``seconds``: a timer thread shuts the connection's socket
+    down, which ends whatever read or write the request is blocked in. Started at once."""
+
+    def __init__(self, seconds: float, connection: http.client.HTTPConnection) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._done = False
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            sock = self._connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                # socket.socket's own shutdown: an SSLSocket's would drop its SSL state
+                # under the thread reading it.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def finish(self) -> bool:
+        """Stop the clock; whether it had run out."""
+        self._timer.cancel()
+        with self._lock:
+            self._done = True
+            return self.fired
+
+
+def _basic_credentials(parts: SplitResult) -> str | None:
+    """The ``Authorization`` value for the URL's ``user:password@`` (HTTP Basic), if any."""
+    if parts.username is None and parts.password is None:
+        return None
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+
+
+def _secret_values(parts: SplitResult, headers: Mapping[str, str]) -> list[str]:
+    """What the sink must never show: the URL's password, the values of its options named
+    like secrets (as written and decoded) and of its credential headers (and their last
+    word: the token of ``Bearer <token>``)."""
+    values = []
+    if parts.password:
+        values += [parts.password, unquote(parts.password)]
+    for option in re.split("[&;]", f"{parts.query}&{parts.fragment}"):
+        name, _, value = option.partition("=")
+        if value and looks_secret_option(unquote_plus(name)):
+            values += [value, unquote_plus(value)]
+    for name, value in headers.items():
+        if is_credential_header(name):
+            values += [value, value.split()[-1] if value.split() else value]
+    return [value for value in values if len(value) >= _MIN_SECRET_CHARS]
 
 
 def _merge_headers(defaults: dict[str, str], extra: dict[str, str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipeline_core.config import PipelineConfig, load_pipeline_config
+from pipeline_core.config import PipelineConfig, load_pipeline_config, mask_url_passwords
 from pipeline_core.errors import MetastoreError, SluiceError
 from pipeline_core.metastore import (
     AckerTreeTotals,
@@ -108,7 +108,7 @@ def take_snapshot(
             dag_id=DAG_ID_PREFIX + name,
             config_path=str(config_path),
             taken_at=now,
-            error=str(exc),
+            error=mask_url_passwords(str(exc)),
         )
     live, live_document = live_collector(config)
     if stage_stats is None and live_document is not None:
@@ -127,7 +127,7 @@ def take_snapshot(
     try:
         rows = _read_metastore(config.metastore_url, config.name, limit, now - progress_window)
     except MetastoreError as exc:
-        return snapshot.model_copy(update={"error": str(exc)})
+        return snapshot.model_copy(update={"error": config.masked(str(exc))})
     if rows is None:
         notes.insert(0, "metastore: not created yet (the pipeline has not run)")
         rows = _Rows()
@@ -158,7 +158,7 @@ def take_snapshot(
             "unread_bytes": sum(f.unread_bytes or 0 for f in files),
             "unmeasured_files": sum(1 for f in files if f.unread_bytes is None),
             "checkpoints": _checkpoints(rows, config.name, dag_runs, notes),
-            "sink_groups": _sink_groups(config, rows.sink_states, now),
+            "sink_groups": _masked_errors(_sink_groups(config, rows.sink_states, now), config),
             "leases": leases,
             "acker_trees": acker,
             "collector": live,
@@ -328,6 +328,26 @@ def _sink(
         last_failure_at=_epoch(state.last_failure_at),
         last_error=state.last_error,
     )
+
+
+def _masked_errors(
+    groups: list[SinkGroupSnapshot], config: PipelineConfig
+) -> list[SinkGroupSnapshot]:
+    """``groups`` with each sink's ``last_error`` masked (``config.masked``: URL secrets, the
+    values of secret variables): a row may have been stored by a collector that did not mask."""
+    return [
+        group.model_copy(
+            update={
+                "sinks": [
+                    sink.model_copy(update={"last_error": config.masked(sink.last_error)})
+                    if sink.last_error
+                    else sink
+                    for sink in group.sinks
+                ]
+            }
+        )
+        for group in groups
+    ]
 
 
 def _epoch(seconds: float) -> datetime | None:

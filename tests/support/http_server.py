@@ -42,6 +42,13 @@ class Reply:
     """Close the connection without answering."""
     stall_s: float = 0.0
     """Wait this long before answering."""
+    trickle_s: float = 0.0
+    """Send the answer (status line, headers, body) one byte at a time, this long apart."""
+    declared_length: int | None = None
+    """The ``Content-Length`` to announce instead of the body's (more: a body that never
+    ends)."""
+    hold_s: float = 0.0
+    """Keep the connection open this long after the body was sent, answering nothing more."""
 
 
 @dataclass(frozen=True)
@@ -199,12 +206,27 @@ def _handler_class(owner: RecordingHttpServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
+            length = len(reply.body) if reply.declared_length is None else reply.declared_length
+            head = [f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('',))[0]}"]
+            head += [f"{name}: {value}" for name, value in reply.headers.items()]
+            head += [f"Content-Length: {length}", "", ""]
+            answer = "\r\n".join(head).encode("latin-1") + reply.body
+            try:
+                if reply.trickle_s:
+                    for index in range(len(answer)):
+                        self.wfile.write(answer[index : index + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.trickle_s)
+                else:
+                    self.wfile.write(answer)
+                    self.wfile.flush()
+                if reply.hold_s:
+                    time.sleep(reply.hold_s)
+            except OSError:  # the client hung up (a deadline or a capped read)
+                self.close_connection = True
+                return
+            if reply.declared_length is not None and reply.declared_length != len(reply.body):
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the test reads ``requests`` instead."""

@@ -194,12 +194,13 @@ class SluiceHook(BaseHook):
             marked so (a batch gone from staging): retrying cannot help, so the task fails at
             once with the checkpoint's error.
         """
+        from pipeline_core.config import mask_url_passwords
         from pipeline_core.metastore import CheckpointFailedError
 
         try:
             return self.operations.landing_job(checkpoint_ids, landing_id, mode)
         except CheckpointFailedError as exc:
-            raise AirflowFailException(str(exc)) from exc
+            raise AirflowFailException(mask_url_passwords(str(exc))) from exc
 
     def spark_connect_url(self, spark_conn_id: str) -> str | None:
         """The ``sc://`` URL of the Spark connection ``spark_conn_id`` when it is of type

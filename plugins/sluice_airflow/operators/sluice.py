@@ -22,10 +22,14 @@ from pipeline_core._compat import StrEnum
 from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
 
 if TYPE_CHECKING:
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk import Context
 
-    from pipeline_core.landing import JobSubmitter, SparkConnectSubmitter, SparkJobSpec
+    from pipeline_core.landing import (
+        JobSubmitter,
+        SparkConnectSubmitter,
+        SparkJobSpec,
+        SparkSubmitJob,
+    )
     from pipeline_core.runs import RunPlan
 
 CHECKPOINT_DIR_KEY = "checkpoint_dir"
@@ -136,7 +140,9 @@ class RequestCheckpointOperator(BaseOperator):
         except RunPlanError as exc:
             raise AirflowFailException(str(exc)) from exc
         if result.checkpoint is not None:
-            staging_dir = result.checkpoint.staging
+            from pipeline_core.config import mask_url_passwords
+
+            staging_dir = mask_url_passwords(str(result.checkpoint.staging))
             context["ti"].xcom_push(key=CHECKPOINT_DIR_KEY, value=staging_dir)
         return result.lands
 
@@ -152,7 +158,10 @@ class LandCheckpointOperator(BaseOperator):
     over the pipeline's; ``spark_submit_kwargs`` passes any other ``SparkSubmitHook`` argument
     (memory, cores, ``deploy_mode``, ``verbose`` ...). When ``spark-submit`` is not on ``PATH``
     and no ``spark_binary`` is given, the one installed beside the running Python (the
-    virtualenv's pyspark) is used.
+    virtualenv's pyspark) is used. The metastore URL (``SLUICE_METASTORE_URL`` of the
+    environment) never goes on spark-submit's command line: a YARN or Kubernetes master, whose
+    spark-submit would carry it there, gets it in a file only this user can read
+    (``pipeline_core.landing.SparkSubmitJob``).
 
     When the ``conn_id`` connection is of type ``spark_connect`` (the Spark provider's
     ``SparkConnectHook``), the same job runs on that warm Spark Connect server instead
@@ -221,6 +230,8 @@ class LandCheckpointOperator(BaseOperator):
         if spec is None:
             self.log.info("Nothing left to land of checkpoints %s", checkpoint_ids)
             return
+        from pipeline_core.landing import masked_arguments
+
         url = hook.spark_connect_url(self.conn_id)
         where = "in one Spark application" if url is None else "on Spark Connect"
         self.log.info(
@@ -229,10 +240,10 @@ class LandCheckpointOperator(BaseOperator):
             where,
             mode.value,
             spec.application,
-            spec.application_args,
+            masked_arguments(spec.application_args),
         )
         submitter: JobSubmitter = (
-            self.submit_hook(spec) if url is None else self.connect_job(spec, url)
+            self.submit_job(spec) if url is None else self.connect_job(spec, url)
         )
         self._submitting = submitter
         try:
@@ -240,12 +251,11 @@ class LandCheckpointOperator(BaseOperator):
         finally:
             self._submitting = None
 
-    def submit_hook(self, spec: SparkJobSpec) -> SparkSubmitHook:
-        """The ``SparkSubmitHook`` of one landing job: the pipeline's spec under this
-        operator's settings."""
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-        from pipeline_core.landing import spark_submit_binary
+    def submit_job(self, spec: SparkJobSpec) -> SparkSubmitJob:
+        """The spark-submit of one landing job (through the provider's ``SparkSubmitHook``):
+        the pipeline's spec under this operator's settings, the metastore URL kept off the
+        command line."""
+        from pipeline_core.landing import SparkSubmitJob, spark_submit_binary
 
         arguments = {
             **spec.hook_arguments(),
@@ -255,7 +265,7 @@ class LandCheckpointOperator(BaseOperator):
             "spark_binary": self.spark_binary or spark_submit_binary(),
             **self.spark_submit_kwargs,
         }
-        return SparkSubmitHook(**arguments)
+        return SparkSubmitJob(arguments)
 
     def connect_job(self, spec: SparkJobSpec, url: str) -> SparkConnectSubmitter:
         """The landing job on the Spark Connect server at ``url``: the pipeline's spec with
@@ -330,7 +340,9 @@ class CommitCheckpointOperator(BaseOperator):
         if not assets:
             return
         extra = {key: value for key, value in summary.items() if key != "checkpoints"}
-        extra["lake"] = str(hook.lake_dir())
+        from pipeline_core.config import mask_url_passwords
+
+        extra["lake"] = mask_url_passwords(str(hook.lake_dir()))
         events = context["outlet_events"]
         for asset in assets:
             events[asset].extra.update(extra)

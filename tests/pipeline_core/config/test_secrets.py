@@ -3,6 +3,7 @@ passwords, and ``describe_pipeline_config`` (what ``sluice validate`` prints).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pipeline_core.config import (
     looks_secret,
     mask_url_passwords,
 )
+from pipeline_core.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
@@ -122,3 +124,97 @@ def test_should_describe_what_validate_printed_before(tmp_path: Path) -> None:
         "  schedule */5 * * * *",
         "  sink group lake (default): lake (handoff)",
     ]
+
+
+# -- issue 30: one masking function for every URL, applied before any escaping or cutting -------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("POST https://user:s3cr3tPW@host/ingest?api_key=K3YVALUE (request 1/1)",
+         "POST https://user:***@host/ingest?api_key=*** (request 1/1)"),
+        ("https://h/x?apikey=A1&access_token=B2&sig=C3&signature=D4&X-Amz-Credential=E5",
+         "https://h/x?apikey=***&access_token=***&sig=***&signature=***&X-Amz-Credential=***"),
+        ("postgresql://sluice@db/x?sslmode=require&password=s3cr3t",
+         "postgresql://sluice@db/x?sslmode=require&password=***"),
+        ("https://h/cb#access_token=T0K&state=1", "https://h/cb#access_token=***&state=1"),
+        ("https://u:p%40ss%3Aw@host/x", "https://u:***@host/x"),
+        ("https://h/x?next=https%3A%2F%2Fu%3Ahunter2%40h2%2Fy", "https://h/x?next=https%3A%2F%2Fu%3A***%40h2%2Fy"),
+        ("https://h/x?q=user%3Dbob%26password%3Dhunter2&y=1", "https://h/x?q=user%3Dbob%26password%3D***&y=1"),
+        ("https://h/x?q=PASSWORD%3dhunter2", "https://h/x?q=PASSWORD%3d***"),
+        ("https://h/x?page=2&sort=name", "https://h/x?page=2&sort=name"),
+    ],
+)  # fmt: skip
+def test_should_hide_userinfo_and_secret_options_in_plain_and_encoded_forms(
+    text: str, expected: str
+) -> None:
+    assert mask_url_passwords(text) == expected
+
+
+BACKSLASH_AND_QUOTES = "K3y\\Qz'Vw\"Jp"
+LONG_TOKEN = "Zq9" * 120
+
+
+@pytest.mark.parametrize(
+    ("secret", "pieces"),
+    [(BACKSLASH_AND_QUOTES, ["K3y", "Qz", "Vw", "Jp"]), (LONG_TOKEN, ["Zq9Zq9Zq"])],
+    ids=["backslash-and-quotes", "long-token"],
+)
+def test_should_hide_a_secret_in_a_config_error_however_it_is_escaped_or_cut(
+    tmp_path: Path, secret: str, pieces: list[str]
+) -> None:
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*.log"], "format": "raw"}],
+        "sinks": {
+            "lake": {"type": "handoff"},
+            "out": {"type": "http", "url": "ftp://logs.internal/in/${INGEST_TOKEN}/x"},
+            "audit": {"type": "sql", "url": ["postgresql://a:${DB_PASSWORD}@db/audit"]},
+        },
+    }
+    environ = {"INGEST_TOKEN": secret, "DB_PASSWORD": secret}
+
+    with pytest.raises(ConfigError) as raised:
+        load_pipeline_config(write(tmp_path, document), environ=environ)
+
+    text = str(raised.value)
+    assert "sinks.out" in text and "sinks.audit" in text
+    assert "***" in text
+    for piece in pieces:
+        assert piece not in text
+
+
+def test_should_hide_a_long_url_password_written_in_the_file(tmp_path: Path) -> None:
+    password = "Pw7" * 60
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/*.log"], "format": "raw"}],
+        "sinks": {
+            "lake": {"type": "handoff"},
+            "out": {
+                "type": "http",
+                "url": f"ftp://{'u' * 50}:{password}@h/x?api_key=Ak9{'k' * 90}",
+            },
+        },
+    }
+
+    with pytest.raises(ConfigError) as raised:
+        load_pipeline_config(write(tmp_path, document), environ={})
+
+    text = str(raised.value)
+    assert "Pw7Pw7" not in text and "Ak9" not in text and "kkkkkk" not in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["y" * 65536, "?" + "key" * 21845, "=a" * 32768, "a://" * 16384, "%3D" * 21845,
+     "https://" + "a:@" * 21845, "?password=x&" * 5000, "a%3A%2F%2F" * 6553],
+    ids=lambda text: text[:12],
+)  # fmt: skip
+def test_should_mask_64_kib_of_hostile_text_in_linear_time(text: str) -> None:
+    started = time.perf_counter()
+
+    mask_url_passwords(text)
+
+    assert time.perf_counter() - started < 0.5

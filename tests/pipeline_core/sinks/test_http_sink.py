@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +14,7 @@ import pytest
 
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
 from pipeline_core.sinks import DeliveryBatch, HttpFormat, HttpSink, Status, event_id
+from pipeline_core.sinks._http import MAX_RESPONSE_BYTES
 from tests.pipeline_core.sinks.support import (
     FP_A,
     SleepLog,
@@ -335,3 +339,112 @@ def test_an_over_long_line_is_sent_as_its_prefix_marked_truncated(
 def test_rejects_a_url_that_is_not_http() -> None:
     with pytest.raises(ValueError, match="not an http"):
         HttpSink("web", "ftp://example.com/upload")
+
+
+# -- issue 30: secrets, response size, deadline ---------------------------------------------------
+
+PASSWORD, API_KEY = "s3cr3tPW", "K3YVALUE"
+
+
+def secret_url(server: RecordingHttpServer) -> str:
+    return f"http://user:{PASSWORD}@127.0.0.1:{server.port}/ingest?api_key={API_KEY}&v=1"
+
+
+def test_no_secret_of_the_url_shows_in_the_error_or_the_logs(
+    server: RecordingHttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    echo = f"no route for POST /ingest?api_key={API_KEY}&v=1 as user:{PASSWORD}".encode()
+    server.answer(503, echo)
+    sink = HttpSink("web", secret_url(server), retry=fast_retry(3))
+    wire([sink], line_batch(b"x"))
+    caplog.set_level(logging.DEBUG)
+
+    with pytest.raises(EventDeliveryException) as raised:
+        sink.process()
+    sink.stop()
+
+    shown = [str(raised.value), str(raised.value.__cause__), repr(raised.value), caplog.text]
+    shown += [repr(record.args) for record in caplog.records]
+    assert len(server.requests) == 3
+    assert "attempt 1 of 3 failed" in caplog.text
+    for text in shown:
+        assert PASSWORD not in text and API_KEY not in text
+    assert "http://user:***@127.0.0.1" in str(raised.value)
+    assert "api_key=***" in str(raised.value)
+    assert sink.shown_url == f"http://user:***@127.0.0.1:{server.port}/ingest?api_key=***&v=1"
+
+
+def test_the_urls_user_and_password_are_sent_as_basic_auth(server: RecordingHttpServer) -> None:
+    deliver(HttpSink("web", secret_url(server), retry=fast_retry(1)), line_batch(b"x"))
+
+    [request] = server.requests
+    assert request.path == f"/ingest?api_key={API_KEY}&v=1"
+    scheme, _, credentials = request.headers["authorization"].partition(" ")
+    assert (scheme, base64.b64decode(credentials)) == ("Basic", f"user:{PASSWORD}".encode())
+
+
+def test_a_configured_authorization_header_wins_over_the_urls_user(
+    server: RecordingHttpServer,
+) -> None:
+    sink = HttpSink(
+        "web", secret_url(server), headers={"authorization": "Bearer t"}, retry=fast_retry(1)
+    )
+
+    deliver(sink, line_batch(b"x"))
+
+    assert server.requests[0].headers["authorization"] == "Bearer t"
+
+
+def test_reads_at_most_max_response_bytes_of_an_endless_answer(
+    server: RecordingHttpServer,
+) -> None:
+    server.script(
+        Reply(200, body=b"x" * (4 * MAX_RESPONSE_BYTES), declared_length=1 << 40, hold_s=30)
+    )
+    sink = http_sink(server, timeout_s=5, retry=fast_retry(1))
+    channel = wire([sink], line_batch(b"first", sequence=1), line_batch(b"second", sequence=2))
+    started = time.monotonic()
+
+    assert sink.process() is Status.READY
+    assert time.monotonic() - started < 3
+    assert sink.process() is Status.READY  # on a new connection: the endless one was closed
+    sink.stop()
+
+    assert len(channel) == 0
+    assert messages(server) == ["first", "second"]
+
+
+def test_an_error_answers_body_is_capped_too(server: RecordingHttpServer) -> None:
+    server.answer(503, b"y" * (4 * MAX_RESPONSE_BYTES), headers={})
+    sink = http_sink(server, retry=fast_retry(1))
+    wire([sink], line_batch(b"x"))
+
+    with pytest.raises(EventDeliveryException) as raised:
+        sink.process()
+    sink.stop()
+
+    assert len(str(raised.value)) < 2000
+
+
+def test_a_server_that_trickles_its_answer_is_cut_off_at_the_deadline(
+    server: RecordingHttpServer,
+) -> None:
+    server.script(Reply(200, body=b"z" * 1000, trickle_s=0.02))  # 20 s in all, a byte at a time
+    sink = http_sink(server, timeout_s=1, deadline_s=1.0, retry=fast_retry(1))
+    wire([sink], line_batch(b"x"))
+    started = time.monotonic()
+
+    with pytest.raises(EventDeliveryException, match="deadline") as raised:
+        sink.process()
+    sink.stop()
+
+    assert time.monotonic() - started < 4
+    assert isinstance(raised.value.__cause__, TimeoutError)
+
+
+def test_the_deadline_is_retried_like_a_timeout(server: RecordingHttpServer) -> None:
+    server.script(Reply(200, trickle_s=0.5))
+
+    assert deliver(http_sink(server, deadline_s=0.5), line_batch(b"slow")) is Status.READY
+
+    assert messages(server) == ["slow", "slow"]

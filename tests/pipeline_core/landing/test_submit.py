@@ -1,0 +1,204 @@
+"""The metastore URL reaches the landing job's driver without appearing in spark-submit's
+command line (issue 30): YARN and Kubernetes masters get it through a file created 0600, the
+other masters through spark-submit's environment, as before."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.providers.apache.spark.hooks import spark_submit
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+from pipeline_core.landing import METASTORE_URL_ENV, SparkJobSpec
+from pipeline_core.operations import PipelineOperations
+
+PASSWORD, SSL_PASSWORD = "s3cr3tPW", "sslK3yPW"
+URL = f"postgresql+psycopg://sluice:{PASSWORD}@db.internal/sluice?sslpassword={SSL_PASSWORD}"
+URL_FILE_ENV = "SLUICE_METASTORE_URL_FILE"
+SPEC = SparkJobSpec(
+    application="/repo/spark_jobs/land.py",
+    application_args=["--checkpoint", "/staging/web_access/00000001", "--lake", "/lake"],
+    name="sluice-land-web_access-1",
+    conf={"spark.sql.session.timeZone": "UTC"},
+    env_vars={"PYSPARK_PYTHON": "/venv/bin/python", METASTORE_URL_ENV: URL},
+    py_files="/repo/dist/pipeline_core.zip",
+)
+
+
+def connection(host: str, deploy_mode: str, **extra: Any) -> str:
+    document: dict[str, Any] = {"conn_type": "spark", "host": host}
+    if host.startswith("k8s://"):
+        document["port"] = 443
+        extra["namespace"] = "sluice"
+    document["extra"] = {"deploy-mode": deploy_mode, **extra}
+    return json.dumps(document)
+
+
+CLUSTER_MASTERS = {
+    "yarn-client": connection("yarn", "client"),
+    "yarn-cluster": connection("yarn", "cluster"),
+    "k8s-client": connection("k8s://https://kubernetes.default.svc", "client"),
+    "k8s-cluster": connection("k8s://https://kubernetes.default.svc", "cluster"),
+}
+
+
+@pytest.fixture(autouse=True)
+def kubernetes_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook refuses a Kubernetes master without the Kubernetes provider's client module;
+    a stand-in (nothing here talks to a cluster)."""
+    monkeypatch.setattr(spark_submit, "kube_client", object(), raising=False)
+
+
+class Submitted:
+    """What one spark-submit would have run: its arguments, its process's environment and
+    the metastore URL's file as it was while it ran."""
+
+    def __init__(self, hook: SparkSubmitHook, application: str, kwargs: dict[str, Any]) -> None:
+        self.argv = hook._build_spark_submit_command(application)
+        self.env: dict[str, str] = dict(hook._env or kwargs.get("env") or {})
+        self.files = hook._files
+        self.url_file: Path | None = None
+        self.url_file_mode = self.url_folder_mode = 0
+        self.url_file_text = ""
+        named = self.env.get(URL_FILE_ENV)
+        for argument in self.argv:
+            key, _, value = argument.partition("=")
+            if key.endswith(f"Env.{URL_FILE_ENV}"):
+                named = value
+        if named is not None:
+            path = Path(named)
+            if not path.is_absolute():  # cluster mode: shipped with --files
+                path = next(Path(f) for f in (self.files or "").split(",") if Path(f).name == named)
+            self.url_file = path
+            self.url_file_mode = stat.S_IMODE(path.stat().st_mode)
+            self.url_folder_mode = stat.S_IMODE(path.parent.stat().st_mode)
+            self.url_file_text = path.read_text()
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[Submitted]:
+    runs: list[Submitted] = []
+
+    def submit(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        runs.append(Submitted(self, application, kwargs))
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    return runs
+
+
+@pytest.fixture
+def operations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PipelineOperations:
+    """``land`` of a pipeline whose landing job is ``SPEC`` (nothing is read or committed)."""
+    operations = PipelineOperations(tmp_path / "web_access.yaml")
+    monkeypatch.setattr(operations, "landing_job", lambda *args, **kwargs: SPEC)
+    monkeypatch.setattr(operations, "commit", lambda ids: [])
+    return operations
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.commands: list[str] = []
+
+    def submitting(self, command: str) -> None:
+        self.commands.append(command)
+
+    def spark_finished(self, seconds: float) -> None:
+        pass
+
+    def committing(self, checkpoint_ids: Any) -> None:
+        pass
+
+
+def assert_no_secret(*texts: str) -> None:
+    for text in texts:
+        assert PASSWORD not in text and SSL_PASSWORD not in text
+
+
+@pytest.mark.parametrize("master", list(CLUSTER_MASTERS))
+def test_a_yarn_or_kubernetes_spark_submit_carries_no_metastore_password(
+    monkeypatch: pytest.MonkeyPatch,
+    operations: PipelineOperations,
+    submitted: list[Submitted],
+    master: str,
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", CLUSTER_MASTERS[master])
+    progress = Progress()
+
+    operations.land([1], progress=progress)
+
+    [run] = submitted
+    assert_no_secret(*run.argv, *progress.commands, operations.spark_submit_command(SPEC))
+    assert METASTORE_URL_ENV not in run.env
+    assert run.url_file is not None, "the driver is told where the URL is"
+    assert run.url_file_text == URL
+    assert run.url_file_mode == 0o600
+    assert run.url_folder_mode == 0o700
+    assert not run.url_file.exists(), "removed once spark-submit is done"
+    if master.endswith("-client"):  # the driver is spark-submit's child: the path itself
+        assert run.env[URL_FILE_ENV] == str(run.url_file)
+    else:  # shipped to the driver's working directory
+        assert run.files is not None and str(run.url_file) in run.files.split(",")
+
+
+@pytest.mark.parametrize("host", ["local[2]", "spark://spark-master:7077"])
+def test_other_masters_get_the_url_in_spark_submits_environment_only(
+    monkeypatch: pytest.MonkeyPatch,
+    operations: PipelineOperations,
+    submitted: list[Submitted],
+    host: str,
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": host})
+    )
+
+    operations.land([1], progress=Progress())
+
+    [run] = submitted
+    assert_no_secret(*run.argv)
+    assert run.env[METASTORE_URL_ENV] == URL
+    assert run.url_file is None
+
+
+def test_the_shown_command_masks_secret_settings_and_url_secrets(
+    monkeypatch: pytest.MonkeyPatch, operations: PipelineOperations
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", CLUSTER_MASTERS["yarn-client"])
+    spec = SparkJobSpec(
+        **{
+            **SPEC.__dict__,
+            "conf": {
+                "spark.hadoop.fs.s3a.secret.key": "AKIAS3CRET",
+                "spark.sluice.endpoint": "https://u:EndpointPW@store.internal/x?sig=S1GNATURE",
+            },
+        }
+    )
+
+    command = operations.spark_submit_command(spec)
+
+    assert_no_secret(command)
+    for secret in ("AKIAS3CRET", "EndpointPW", "S1GNATURE"):
+        assert secret not in command
+    assert "spark.hadoop.fs.s3a.secret.key=***" in command
+    assert f"spark.yarn.appMasterEnv.{URL_FILE_ENV}=" in command
+
+
+def test_the_url_file_is_removed_when_spark_submit_fails(
+    monkeypatch: pytest.MonkeyPatch, operations: PipelineOperations
+) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", CLUSTER_MASTERS["yarn-client"])
+    seen: list[Path] = []
+
+    def fail(self: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        seen.append(Path((self._env_vars or {})[URL_FILE_ENV]))
+        raise RuntimeError("spark-submit exited with 1")
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", fail)
+
+    with pytest.raises(Exception, match="exited with 1"):
+        operations.land([1])
+
+    assert seen and not seen[0].exists() and not seen[0].parent.exists()
