@@ -35,9 +35,16 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         type=_listen_address,
         help="serve /metrics (Prometheus), /health and /ready on HOST:PORT while collecting "
-        "(0.0.0.0:9464, [::1]:9464)",
+        "(127.0.0.1:9464, [::1]:9464; :9464 is loopback, 0.0.0.0:9464 every interface)",
     )
     metrics.add_argument("--metrics-port", type=int, metavar="N", help="the same on 127.0.0.1:N")
+    parser.add_argument(
+        "--metrics-file-labels",
+        action="store_true",
+        help="add a series per file, labelled with its path, to /metrics and metrics.prom "
+        "(default: each source's files summed; a path is whatever named the file, and every "
+        "file is one more series)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -76,7 +83,10 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
 
     _warn_about_sources_without_files(_configs_of_folder(args.config))
     service = CollectorService(
-        args.config, metrics_address=args.metrics_address, metrics_port=args.metrics_port
+        args.config,
+        metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port,
+        metrics_file_labels=args.metrics_file_labels,
     )
     if stop.requested:
         service.close()
@@ -108,7 +118,10 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
     if args.config.is_dir():
         _warn_about_sources_without_files(_configs_of_folder(args.config))
     service = CollectorService(
-        args.config, metrics_address=args.metrics_address, metrics_port=args.metrics_port
+        args.config,
+        metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port,
+        metrics_file_labels=args.metrics_file_labels,
     )
     if stop.requested:
         service.close()

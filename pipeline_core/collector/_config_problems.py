@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline_core._file_modes import make_private_dirs, write_private_file
+
 log = logging.getLogger(__name__)
 
 CONFIG_PROBLEMS_FILE = "config_problems.json"
@@ -62,9 +64,9 @@ def write_config_problems(
     for data_dir in set(data_dirs):
         path = config_problems_file(data_dir)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(path.parent)
             temporary = path.with_suffix(".json.tmp")
-            temporary.write_text(document)
+            write_private_file(temporary, document.encode())
             os.replace(temporary, path)
         except OSError as exc:
             log.warning("cannot write %s: %s", path, exc)

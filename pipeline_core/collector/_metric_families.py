@@ -14,7 +14,13 @@ Per pipeline, labelled ``pipeline`` and ``host`` (and what is in brackets):
   [``queue``: ``process``, ``send``];
 * ``sluice_sink_group_delivered_batches_total``, ``sluice_sink_group_failed_deliveries_total``,
   ``sluice_sink_group_backoffs_total`` counters [``sink_group``];
-* ``sluice_file_unread_bytes``, ``sluice_file_read_offset_bytes`` gauges [``path``].
+* ``sluice_source_files``, ``sluice_source_unread_bytes``, ``sluice_source_read_offset_bytes``
+  gauges [``source``]: the files a source tracks, their bytes not read yet, and how far they
+  were read, summed;
+* with ``file_labels`` only (``sluice collect --metrics-file-labels``):
+  ``sluice_file_unread_bytes``, ``sluice_file_read_offset_bytes`` gauges [``path``]. Off by
+  default: a file's path is whatever a writer of the log folder named it (it may say more
+  than the scraper should know), and every file is a series of its own.
 
 Per process: ``sluice_build_info`` [``version``, ``python_version``], and prometheus-client's
 process metrics (``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
@@ -49,11 +55,14 @@ class PipelineMetricFamilies(Collector):
     (``snapshot()``, called on the scraping thread: it must be safe from any thread) and turns
     it into metric families."""
 
-    def __init__(self, snapshot: Callable[[], Iterable[PipelineMetrics]]) -> None:
+    def __init__(
+        self, snapshot: Callable[[], Iterable[PipelineMetrics]], *, file_labels: bool = False
+    ) -> None:
         self._snapshot = snapshot
+        self._file_labels = file_labels
 
     def collect(self) -> Iterator[Metric]:
-        yield from pipeline_families(self._snapshot())
+        yield from pipeline_families(self._snapshot(), file_labels=self._file_labels)
 
     def describe(self) -> list[Metric]:
         """No names up front: the families depend on what is served (and a registry that
@@ -76,13 +85,16 @@ class BuildInfo(Collector):
 
 
 def metrics_registry(
-    snapshot: Callable[[], Iterable[PipelineMetrics]], *, process: bool = True
+    snapshot: Callable[[], Iterable[PipelineMetrics]],
+    *,
+    process: bool = True,
+    file_labels: bool = False,
 ) -> CollectorRegistry:
     """A registry of its own (never prometheus-client's global one) holding the pipelines'
-    families, ``sluice_build_info`` and, with ``process``, the process and platform
-    collectors."""
+    families (with ``file_labels``, the per-file series too), ``sluice_build_info`` and, with
+    ``process``, the process and platform collectors."""
     registry = CollectorRegistry()
-    registry.register(PipelineMetricFamilies(snapshot))
+    registry.register(PipelineMetricFamilies(snapshot, file_labels=file_labels))
     registry.register(BuildInfo())
     if process:
         ProcessCollector(registry=registry)
@@ -90,10 +102,11 @@ def metrics_registry(
     return registry
 
 
-def prometheus_text(metrics: Iterable[PipelineMetrics]) -> str:
+def prometheus_text(metrics: Iterable[PipelineMetrics], *, file_labels: bool = False) -> str:
     """The Prometheus text exposition (0.0.4) of ``metrics`` and ``sluice_build_info``."""
     snapshot = list(metrics)
-    return generate_latest(metrics_registry(lambda: snapshot, process=False)).decode()
+    registry = metrics_registry(lambda: snapshot, process=False, file_labels=file_labels)
+    return generate_latest(registry).decode()
 
 
 def sluice_version() -> str:
@@ -125,8 +138,11 @@ def _upload_families(families: _Families, base: tuple[str, str], u: UploadMetric
     ).add_metric(base, u.failures)
 
 
-def pipeline_families(metrics: Iterable[PipelineMetrics]) -> list[Metric]:
-    """Every family of the pipelines' metrics (those with no sample left out)."""
+def pipeline_families(
+    metrics: Iterable[PipelineMetrics], *, file_labels: bool = False
+) -> list[Metric]:
+    """Every family of the pipelines' metrics (those with no sample left out); the per-file
+    series (labelled with the file's path) only with ``file_labels``."""
     families = _Families()
     for m in metrics:
         base = (m.pipeline, m.host)
@@ -199,6 +215,9 @@ def pipeline_families(metrics: Iterable[PipelineMetrics]) -> list[Metric]:
                 "Times a sink group's runner backed off (nothing to deliver, or a failure).",
                 ("sink_group",),
             ).add_metric(labels, group.backoffs)
+        _source_families(families, base, m)
+        if not file_labels:
+            continue
         for file in m.files:
             labels = [*base, file.path]
             families.gauge(
@@ -208,6 +227,29 @@ def pipeline_families(metrics: Iterable[PipelineMetrics]) -> list[Metric]:
                 "sluice_file_read_offset_bytes", "How far a file has been read.", ("path",)
             ).add_metric(labels, file.read_offset)
     return families.all()
+
+
+def _source_families(families: _Families, base: tuple[str, str], m: PipelineMetrics) -> None:
+    """The files of each source, summed: what the per-file series say, without a path."""
+    totals: dict[str, list[int]] = {}
+    for file in m.files:
+        total = totals.setdefault(file.source, [0, 0, 0])
+        total[0] += 1
+        total[1] += file.unread_bytes
+        total[2] += file.read_offset
+    for source, (files, unread, read) in sorted(totals.items()):
+        labels = [*base, source]
+        families.gauge("sluice_source_files", "Files a source tracks now.", ("source",)).add_metric(
+            labels, files
+        )
+        families.gauge(
+            "sluice_source_unread_bytes", "Bytes of a source's files not read yet.", ("source",)
+        ).add_metric(labels, unread)
+        families.gauge(
+            "sluice_source_read_offset_bytes",
+            "How far a source's files have been read, summed.",
+            ("source",),
+        ).add_metric(labels, read)
 
 
 class _Families:

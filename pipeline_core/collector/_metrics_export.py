@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, write_to_textfile
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from pipeline_core._file_modes import make_private, make_private_dirs, write_private_file
 from pipeline_core.collector._metric_families import metrics_registry
 from pipeline_core.collector._metrics import PipelineMetrics
 from pipeline_core.collector._ops_server import ListenAddress, OpsServer
@@ -38,11 +39,16 @@ class MetricsExporter:
     ``<data_dir>/collector/<pipeline>.json`` and, from its Prometheus registry (see
     :func:`metrics_registry`), the metrics of the pipelines of that data directory and the
     process's to ``<data_dir>/collector/metrics.prom`` (atomically: write, then rename; a node
-    exporter's textfile collector can read it). With ``address`` (``HOST:PORT``, see
+    exporter's textfile collector running as the same user, or root, can read it: like
+    everything under ``data_dir`` they are 0600 in a 0700 folder). With ``address``
+    (``HOST:PORT``, see
     :meth:`ListenAddress.parse`), also serves the same registry on ``/metrics`` and
     ``probes`` on ``/health`` and ``/ready`` (:class:`OpsServer`).
 
     ``port`` (and ``host``, default 127.0.0.1) is the older way to give the address.
+
+    ``file_labels``: the per-file series, labelled with each file's path, in the registry
+    (off: each source's files summed; see :func:`pipeline_families`).
 
     Threading model: its own daemon thread (and the HTTP server's); it only calls
     ``snapshot()`` and the probes, which must be safe from any thread.
@@ -62,6 +68,7 @@ class MetricsExporter:
         probes: HealthProbes | None = None,
         port: int | None = None,
         host: str = "127.0.0.1",
+        file_labels: bool = False,
     ) -> None:
         if address is not None and port is not None:
             raise ValueError("give the metrics address or its port, not both")
@@ -74,7 +81,7 @@ class MetricsExporter:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sluice-metrics", daemon=True)
-        self.registry = metrics_registry(snapshot)
+        self.registry = metrics_registry(snapshot, file_labels=file_labels)
         self._server = OpsServer(address, self.registry, probes) if address is not None else None
 
     @property
@@ -110,6 +117,7 @@ class MetricsExporter:
                 write_to_textfile(
                     str(folder / "metrics.prom"), _Pipelines(self.registry, pipelines)
                 )
+                make_private(folder / "metrics.prom")  # in the 0700 folder meanwhile
             except Exception as exc:  # written again at the next interval
                 log.warning("cannot write %s: %s", folder / "metrics.prom", exc)
 
@@ -154,9 +162,9 @@ def read_metrics(data_dir: Path, pipeline: str, max_age: float = 60.0) -> dict[s
 
 def _write_atomically(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(text)
+        write_private_file(temporary, text.encode())
         os.replace(temporary, path)
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)

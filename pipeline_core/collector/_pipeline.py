@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from pipeline_core._file_modes import make_private_dirs
 from pipeline_core.collector._blocked_time import BlockedClock
 from pipeline_core.collector._checkpoints import CheckpointCoordinator
 from pipeline_core.collector._delivery_tracking import DeliveryTracker
@@ -279,7 +280,7 @@ def _check_writable(config: PipelineConfig) -> None:
     """
     staging = config.seal_dir
     try:
-        staging.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(staging)  # 0700, as every folder the handoff creates in it
         probe = staging / f".sluice-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()

@@ -34,7 +34,8 @@ class CollectorService:
     SIGHUP): an added pipeline starts, a removed one seals what it read and stops, a changed
     one seals, stops and starts again on its new config from its sealed offsets. Nothing read
     is lost across a reload. Metrics are written while it runs, and served with ``/health`` and
-    ``/ready`` on ``metrics_address`` (``HOST:PORT``).
+    ``/ready`` on ``metrics_address`` (``HOST:PORT``); with ``metrics_file_labels``, with a
+    series per file, labelled with its path (see :class:`MetricsExporter`).
 
     In a folder, a config file that does not validate is logged, skipped and listed in
     :attr:`config_problems` (written for ``sluice status`` to
@@ -51,12 +52,14 @@ class CollectorService:
         *,
         metrics_address: str | None = None,
         metrics_port: int | None = None,
+        metrics_file_labels: bool = False,
     ) -> None:
         self._path = path
         self._source = ConfigSource(path)
         if metrics_address is None and metrics_port is not None:
             metrics_address = f"127.0.0.1:{metrics_port}"
         self._metrics_address = metrics_address
+        self._metrics_file_labels = metrics_file_labels
         self._metastores: dict[str, Metastore] = {}
         self._data_dirs: dict[str, Path] = {}
         self._reload = threading.Event()
@@ -86,6 +89,7 @@ class CollectorService:
             self._data_dir_of,
             address=self._metrics_address,
             probes=self.collector,
+            file_labels=self._metrics_file_labels,
         ).start()
         self._publish_problems()
         watcher = threading.Thread(target=self._watch, name="sluice-config-watch", daemon=True)

@@ -8,13 +8,8 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from pipeline_core.config._base import _Strict
-
-MAX_HOST_CHARS = 200
-HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
-"""A log host's name: a host name (letters, digits, ``.``, ``-``), ``_`` allowed, at most
-``MAX_HOST_CHARS`` characters. It names the host's task (``collect_<host>``), its staging
-folders and its rows."""
+from pipeline_core.config._base import HOST_PATTERN as HOST_PATTERN
+from pipeline_core.config._base import MAX_HOST_CHARS, _Strict
 
 HOST_PLACEHOLDER = "host"
 DEFAULT_QUEUE = "sluice-{host}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from pipeline_core._file_modes import make_private_dirs, open_private
 from pipeline_core.errors import CheckpointError, MetastoreError, MetastoreNotReadyError
 from pipeline_core.metastore._lifecycle import CheckpointState
 from pipeline_core.metastore._migrations import SchemaVersion, schema_version, upgrade_to_head
@@ -50,7 +53,8 @@ class Metastore:
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Metastore:
-        """Connect to ``url`` and migrate the schema (creating a SQLite file and its folder).
+        """Connect to ``url`` and migrate the schema (creating a SQLite file and its folder:
+        0600 in 0700, see ``pipeline_core._file_modes``).
 
         ``migrate``: False for readers that must change nothing (``sluice status``): the
         database is used as it is, and must exist at the newest migration.
@@ -98,7 +102,7 @@ class Metastore:
                 database = engine.url.database
                 if database and database != ":memory:" and not database.startswith("file:"):
                     if create:
-                        Path(database).parent.mkdir(parents=True, exist_ok=True)
+                        _create_private(Path(database))
                     elif not Path(database).is_file():
                         raise MetastoreNotReadyError(
                             f"there is no metastore at {database}: run `sluice db upgrade "
@@ -380,6 +384,15 @@ def _seal_when_complete(r: Repositories, checkpoint_id: int, now: datetime) -> N
         and r.batches.count(checkpoint_id) > 0
     ):
         r.checkpoints.move(checkpoint_id, CheckpointState.SEALED, sealed_at=now)
+
+
+def _create_private(database: Path) -> None:
+    """A new SQLite file, created empty 0600 in a folder created 0700 before SQLite opens it
+    (SQLite gives its ``-wal`` and ``-shm`` files the database's mode); one that exists is
+    left as it is."""
+    make_private_dirs(database.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(open_private(database, os.O_WRONLY | os.O_EXCL))
 
 
 def _tune_sqlite(engine: Engine) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from zlib_ng import zlib_ng
 
+from pipeline_core._file_modes import make_private, make_private_dirs, open_private
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
 from pipeline_core.sinks import _writeback
@@ -71,7 +72,7 @@ class _OpenPart:
     def __init__(self, path: Path, source: str) -> None:
         self.path = path
         self.source = source
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self.fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
         self.writeback = _writeback.IncrementalWriteback(self.fd)
         self.size = 0
         self.rows = 0
@@ -162,7 +163,8 @@ class HandoffWriter:
     ``max_part_bytes``. Bytes are written as they arrive and written back to disk in the
     background (:class:`IncrementalWriteback`), so a seal only waits for the last few MiB.
     Sealing fsyncs every part, writes ``_manifest.json`` last, renames the folder to the
-    checkpoint's and fsyncs the parent: a sealed folder is complete or absent.
+    checkpoint's and fsyncs the parent: a sealed folder is complete or absent. Parts and
+    manifests are created 0600 in folders created 0700 (``pipeline_core._file_modes``).
 
     With a ``budget`` (staging in an object store, sealed into a local spool), every byte
     written is added to it; unsealed bytes dropped by :meth:`reset` are freed, sealed ones
@@ -245,7 +247,7 @@ class HandoffWriter:
     # -- internals ---------------------------------------------------------------------------
 
     def _new_part(self, source: str) -> _OpenPart:
-        self._inflight.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._inflight)
         number = self._sequence.get(source, 0)
         self._sequence[source] = number + 1
         return _OpenPart(self._inflight / part_name(source, number), source)
@@ -269,13 +271,15 @@ class HandoffWriter:
             parts=parts,
             ranges=barrier.ranges,
         )
-        self._inflight.mkdir(parents=True, exist_ok=True)
-        _writeback.fsync_path(write_manifest(self._inflight, manifest))
+        make_private_dirs(self._inflight)
+        manifest_path = write_manifest(self._inflight, manifest)
+        make_private(manifest_path)  # in a 0700 folder meanwhile
+        _writeback.fsync_path(manifest_path)
         target = batch_dir(self._root, self._pipeline, barrier.checkpoint_id, self._host)
         if target.exists():
             log.warning("replacing %s, left unrecorded by an earlier seal", target)
             shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         os.replace(self._inflight, target)
         self._unsealed_bytes = 0  # sealed: the upload frees them, when there is one
         _writeback.fsync_path(target.parent)

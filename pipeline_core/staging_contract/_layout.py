@@ -21,9 +21,29 @@ LAKE_SQL_CONF: Mapping[str, str] = {
 session, and its spark-submit spec passes them too."""
 
 
+def path_segment(value: str, what: str) -> str:
+    """``value``, checked to be one segment of a path that stays in its folder: not empty, not
+    ``.`` or ``..``, no ``/``, ``\\`` or NUL. The config's patterns already allow no other
+    (``pipeline_core.config``); this refuses one that came another way.
+
+    Raises:
+        ValueError: naming ``what`` and ``value``.
+    """
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0"):
+        raise ValueError(
+            f"{what} {value!r} cannot name a folder: it would leave the staging folder"
+        )
+    return value
+
+
 def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Path:
-    """``<staging>/<pipeline>/<checkpoint:08d>``: a checkpoint's sealed batches, one per host."""
-    return Path(staging_root) / pipeline / f"{checkpoint_id:08d}"
+    """``<staging>/<pipeline>/<checkpoint:08d>``: a checkpoint's sealed batches, one per host.
+
+    Raises:
+        ValueError: ``pipeline`` is not one path segment (:func:`path_segment`); so for every
+            path below.
+    """
+    return Path(staging_root) / path_segment(pipeline, "pipeline") / f"{checkpoint_id:08d}"
 
 
 def checkpoint_id_of(folder: Path) -> int:
@@ -39,20 +59,25 @@ def checkpoint_id_of(folder: Path) -> int:
 
 def batch_dir(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) -> Path:
     """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch."""
-    return checkpoint_dir(staging_root, pipeline, checkpoint_id) / host
+    return checkpoint_dir(staging_root, pipeline, checkpoint_id) / path_segment(host, "host")
 
 
 def batch_key(pipeline: str, checkpoint_id: int, host: str) -> str:
     """``<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch below a staging root,
     as a ``/``-separated key (an object store prefix's form of :func:`batch_dir`)."""
-    return f"{pipeline}/{checkpoint_id:08d}/{host}"
+    return f"{path_segment(pipeline, 'pipeline')}/{checkpoint_id:08d}/{path_segment(host, 'host')}"
 
 
 def inflight_dir(staging_root: Path, pipeline: str, host: str) -> Path:
     """``<staging>/<pipeline>/_inflight/<host>``: a host's parts until they are sealed."""
-    return Path(staging_root) / pipeline / INFLIGHT_DIR / host
+    return (
+        Path(staging_root)
+        / path_segment(pipeline, "pipeline")
+        / INFLIGHT_DIR
+        / path_segment(host, "host")
+    )
 
 
 def part_name(source: str, seq: int) -> str:
     """``part-<source>-<seq:05d>.lines``: the ``seq``-th part of ``source`` in a batch."""
-    return f"part-{source}-{seq:05d}{PART_SUFFIX}"
+    return f"part-{path_segment(source, 'source')}-{seq:05d}{PART_SUFFIX}"

@@ -46,7 +46,12 @@ class TailingCollector:
     def __enter__(self) -> TailingCollector:
         self._folder.mkdir(parents=True, exist_ok=True)
         command = sluice_command(
-            "--info", "collect", str(self.config_path), "--metrics-port", str(self.metrics_port)
+            "--info",
+            "collect",
+            str(self.config_path),
+            "--metrics-port",
+            str(self.metrics_port),
+            "--metrics-file-labels",  # tracks() looks for a file's series
         )
         with open(self.stdout_path, "wb") as stdout, open(self.stderr_path, "wb") as stderr:
             self._process = subprocess.Popen(

@@ -14,8 +14,13 @@ Routes (relative to the mount point, ``/sluice`` in the api-server):
 ``limit`` picks how many of the newest checkpoints, ``hours`` how many hours of read progress.
 
 Every route needs an authenticated Airflow user (see :mod:`sluice_airflow.web.auth`) and
-shows only the pipelines whose DAG runs that user may read. Handlers are plain functions:
-FastAPI runs them in its thread pool, so the database reads never block the event loop.
+shows only the pipelines whose DAG runs that user may read: a pipeline the user may not see
+answers the same 403 whether or not it exists (the permission is decided on the name alone,
+before the pipeline is looked for), so names cannot be found by trying them; a user who may
+see it is told 404 when there is none. There is no other route: no OpenAPI schema, no
+``/docs`` or ``/redoc`` page (FastAPI's would be served without authentication and load their
+scripts from a CDN into Airflow's origin). Handlers are plain functions: FastAPI runs them in
+its thread pool, so the database reads never block the event loop.
 """
 
 from __future__ import annotations
@@ -63,6 +68,10 @@ def create_app() -> FastAPI:
         title="Sluice",
         description="State of the Sluice pipelines: files, checkpoints, sinks, leases.",
         version="1",
+        # Every route needs a user: none for the schema and the pages FastAPI adds by default.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.add_exception_handler(StarletteHTTPException, login_redirect)
     templates = Jinja2Templates(directory=TEMPLATES)
@@ -88,11 +97,12 @@ def create_app() -> FastAPI:
         limit: Limit = DEFAULT_CHECKPOINTS,
         hours: Hours = DEFAULT_HOURS,
     ) -> PipelineSnapshot:
-        """The snapshot of pipeline ``name`` (404 when there is none, 403 when not allowed)."""
+        """The snapshot of pipeline ``name`` (403 when not allowed, whether or not there is
+        one; 404 when there is none)."""
+        require_pipeline_access(user, DAG_ID_PREFIX + name)  # before looking: no existence leak
         config = find_pipeline(name)
         if config is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"there is no pipeline {name!r}")
-        require_pipeline_access(user, DAG_ID_PREFIX + name)
         return take_snapshot(
             config,
             limit=limit,

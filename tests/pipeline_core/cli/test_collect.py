@@ -219,13 +219,16 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("file_labels", [False, True], ids=["default", "file_labels"])
 def test_should_serve_metrics_health_and_ready_on_the_metrics_address(
-    tmp_path: Path, metastore_url: str
+    tmp_path: Path, metastore_url: str, file_labels: bool
 ) -> None:
     config_path = write_config(tmp_path, metastore_url)
-    append(tmp_path / "logs" / "access.log", *[f"line {i}".encode() for i in range(1234)])
+    log = tmp_path / "logs" / "access.log"
+    append(log, *[f"line {i}".encode() for i in range(1234)])
     address = f"127.0.0.1:{free_port()}"
-    collector = start_sluice("collect", str(config_path), "--metrics-address", address)
+    flags = ["--metrics-file-labels"] if file_labels else []
+    collector = start_sluice("collect", str(config_path), "--metrics-address", address, *flags)
     try:
         assert collector.stdout is not None
         assert "collecting pipeline web_access" in collector.stdout.readline()
@@ -251,6 +254,10 @@ def test_should_serve_metrics_health_and_ready_on_the_metrics_address(
     assert "# TYPE sluice_read_bytes_total counter" in metrics
     assert "sluice_build_info{" in metrics
     assert "process_cpu_seconds_total" in metrics
+    assert re.search(r'^sluice_source_files\{[^}]*source="access"[^}]*\} 1\.0$', metrics, re.M)
+    # A file's path only with --metrics-file-labels; its folder (the test's) nowhere else.
+    assert (str(tmp_path) in metrics) is file_labels
+    assert (f'path="{log}"' in metrics) is file_labels
 
 
 def test_should_refuse_a_malformed_metrics_address_in_one_line(

@@ -268,7 +268,7 @@ def test_should_render_prometheus_text_with_labels(
     append(log, *lines("later", 10))
 
     (metrics,) = collector.metrics()
-    text = prometheus_text([metrics])
+    text = prometheus_text([metrics], file_labels=True)
 
     assert metrics.lines_read == 100
     assert metrics.unread_bytes == len(b"".join(line + b"\n" for line in lines("later", 10)))

@@ -41,7 +41,10 @@ def metrics(
         truncated_unread_bytes=0,
         queues={"process": QueueMetrics(5, 8, 4, True, 7), "send": QueueMetrics(0, 8, 4, True, 0)},
         sink_groups=(SinkGroupMetrics("lake", 11, 4, 1, 2),),
-        files=(FileMetrics(f"/logs/{pipeline}.log", "fp", "active", 1000, 400, 300, 200),),
+        files=(
+            FileMetrics(f"/logs/{pipeline}.log", "fp", "active", 1000, 400, 300, 200, "access"),
+            FileMetrics(f"/logs/{pipeline}.log.1", "fp1", "rotated", 50, 20, 20, 20, "access"),
+        ),
     )
 
 
@@ -76,8 +79,9 @@ def test_should_name_families_with_units_and_types() -> None:
         "sluice_sink_group_delivered_batches_total": "counter",
         "sluice_sink_group_failed_deliveries_total": "counter",
         "sluice_sink_group_backoffs_total": "counter",
-        "sluice_file_unread_bytes": "gauge",
-        "sluice_file_read_offset_bytes": "gauge",
+        "sluice_source_files": "gauge",
+        "sluice_source_unread_bytes": "gauge",
+        "sluice_source_read_offset_bytes": "gauge",
         "sluice_build_info": "gauge",  # an info family, as the text format 0.0.4 writes it
     }
     assert {name: kind for name, (kind, _) in parsed.items()} == expected
@@ -89,9 +93,42 @@ def test_should_name_families_with_units_and_types() -> None:
     assert parsed["sluice_sink_group_failed_deliveries_total"][1] == [
         ({**base, "sink_group": "lake"}, 3.0)
     ]
-    assert parsed["sluice_file_unread_bytes"][1] == [({**base, "path": "/logs/web.log"}, 600.0)]
+    assert parsed["sluice_source_unread_bytes"][1] == [({**base, "source": "access"}, 630.0)]
+    assert parsed["sluice_source_read_offset_bytes"][1] == [({**base, "source": "access"}, 420.0)]
+    assert parsed["sluice_source_files"][1] == [({**base, "source": "access"}, 2.0)]
     assert parsed["sluice_pipeline_state"][1] == [({**base, "state": "reading"}, 1.0)]
     assert parsed["sluice_blocked_seconds_total"][1] == [(base, 2.5)]
+
+
+def test_should_label_no_series_with_a_file_path_unless_asked() -> None:
+    folded = prometheus_text([metrics()])
+    per_file = families(prometheus_text([metrics()], file_labels=True))
+
+    assert "/logs/" not in folded and "path=" not in folded
+    assert "sluice_file_unread_bytes" not in folded
+    base = {"pipeline": "web", "host": "node-1"}
+    assert per_file["sluice_file_unread_bytes"][1] == [
+        ({**base, "path": "/logs/web.log"}, 600.0),
+        ({**base, "path": "/logs/web.log.1"}, 30.0),
+    ]
+    assert per_file["sluice_file_read_offset_bytes"][1][0] == (
+        {**base, "path": "/logs/web.log"},
+        400.0,
+    )
+    assert per_file["sluice_source_unread_bytes"][1] == [({**base, "source": "access"}, 630.0)]
+
+
+def test_should_serve_file_paths_on_the_ops_registry_only_when_asked(tmp_path: Path) -> None:
+    def exported(file_labels: bool) -> str:
+        exporter = MetricsExporter(
+            lambda: [metrics()], lambda name: tmp_path, interval=60, file_labels=file_labels
+        )
+        exporter.write()  # metrics.prom, from the registry /metrics serves
+        served = generate_latest(exporter.registry).decode()
+        return served + (tmp_path / "collector" / "metrics.prom").read_text()
+
+    assert "/logs/web.log" not in exported(file_labels=False)
+    assert "/logs/web.log" in exported(file_labels=True)
 
 
 def test_should_export_a_counter_of_twelve_billion_bytes_exactly() -> None:

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from pipeline_core.collector import ListenAddress, OpsServer, ProbeResult, metrics_registry
+from pipeline_core.collector import (
+    ListenAddress,
+    MetricsExporter,
+    OpsServer,
+    ProbeResult,
+    metrics_registry,
+)
 from pipeline_core.collector._readiness import OK
 from pipeline_core.errors import ListenAddressError, SluiceError
 from tests.pipeline_core.collector.test_metric_families import metrics
@@ -63,7 +72,7 @@ def server(probes: Probes) -> Iterator[OpsServer]:
         ("[::]:65535", "::", 65535),
         ("localhost:8080", "localhost", 8080),
         ("collector-0.sluice.svc:9464", "collector-0.sluice.svc", 9464),
-        (":9464", "0.0.0.0", 9464),
+        (":9464", "127.0.0.1", 9464),
     ],
 )
 def test_should_parse_host_and_port(text: str, host: str, port: int) -> None:
@@ -180,3 +189,116 @@ def test_should_fail_at_once_on_an_address_in_use(server: OpsServer) -> None:
         OpsServer(
             ListenAddress("127.0.0.1", server.port), metrics_registry(lambda: [], process=False)
         )
+
+
+def test_should_listen_on_loopback_unless_every_interface_is_named() -> None:
+    assert ListenAddress.parse(":9464").host == "127.0.0.1"
+    server = MetricsExporter(lambda: [], lambda name: Path("."), port=0)._server
+    assert server is not None
+    server.stop()
+    assert server.address.host == "127.0.0.1"
+    assert ListenAddress.parse("0.0.0.0:9464").host == "0.0.0.0"  # asked for by name only
+
+
+TIMEOUT = 0.5
+CAP = 4
+
+
+@pytest.fixture
+def bounded(probes: Probes) -> Iterator[OpsServer]:
+    """A server dropping connections after TIMEOUT seconds, serving CAP at once."""
+    served = OpsServer(
+        ListenAddress.parse("127.0.0.1:0"),
+        metrics_registry(lambda: [metrics()], process=False),
+        probes,
+        timeout=TIMEOUT,
+        max_connections=CAP,
+    ).start()
+    yield served
+    served.stop()
+
+
+def connect(server: OpsServer, send: bytes = b"") -> socket.socket:
+    client = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    if send:
+        client.sendall(send)
+    return client
+
+
+def closed_within(client: socket.socket, seconds: float) -> bool:
+    """Whether the server closed ``client`` within ``seconds`` (whatever it answered)."""
+    client.settimeout(seconds)
+    try:
+        while client.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+    return True
+
+
+def ops_threads() -> int:
+    """The threads serving a connection (socketserver's, named after their target)."""
+    return sum(1 for t in threading.enumerate() if "process_request_thread" in t.name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("send", [b"", b"GET /metrics HTTP/1.1\r\n"], ids=["nothing", "line"])
+def test_should_drop_a_connection_that_sends_no_whole_request_after_the_timeout(
+    bounded: OpsServer, send: bytes
+) -> None:
+    before = ops_threads()
+    clients = [connect(bounded, send) for _ in range(CAP)]
+    try:
+        started = time.monotonic()
+        assert all(closed_within(client, 5) for client in clients)
+        assert time.monotonic() - started < 5
+        wait_for(lambda: ops_threads() <= before, 5)
+        assert get(f"http://127.0.0.1:{bounded.port}/health")[0] == 200  # serving still
+    finally:
+        for client in clients:
+            client.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_drop_a_client_that_dribbles_its_request_at_the_deadline(
+    bounded: OpsServer,
+) -> None:
+    client = connect(bounded, b"GET /metrics HTTP/1.1\r\n")
+    try:
+        deadline = time.monotonic() + 5
+        closed = False
+        while time.monotonic() < deadline and not closed:
+            try:
+                client.sendall(b"X-Slow: 1\r\n")  # a header line every 0.1 s: never idle
+            except OSError:
+                closed = True
+            time.sleep(0.1)
+        assert closed or closed_within(client, 1)
+    finally:
+        client.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_serve_at_most_its_cap_of_connections_at_once(bounded: OpsServer) -> None:
+    before = ops_threads()
+    clients = [connect(bounded, b"GET /metrics HTTP/1.1\r\n") for _ in range(10 * CAP)]
+    try:
+        time.sleep(TIMEOUT / 2)  # every connection accepted, none timed out yet
+        assert ops_threads() - before <= CAP
+        refused = sum(closed_within(client, 0.1) for client in clients)
+        assert refused >= 9 * CAP  # closed at once, unanswered
+        assert all(closed_within(client, 5) for client in clients)
+        wait_for(lambda: ops_threads() <= before, 5)
+        assert get(f"http://127.0.0.1:{bounded.port}/health")[0] == 200
+    finally:
+        for client in clients:
+            client.close()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time given"
+        time.sleep(0.05)

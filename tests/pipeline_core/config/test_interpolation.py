@@ -126,12 +126,12 @@ def test_should_name_key_and_variable_when_the_value_does_not_validate(tmp_path:
 
 
 def test_should_never_read_a_variables_value_as_yaml(tmp_path: Path) -> None:
-    path = write(tmp_path, collector={"host": "${HOST_NAME}"})
+    path = write(tmp_path, sources=[{**SOURCE, "time_field": "${FIELD}"}])
 
-    config = load(path, HOST_NAME="web-1\nname: other")
+    config = load(path, FIELD="time\nname: other")
 
     assert config.name == "web_access"
-    assert config.collector.host == "web-1\nname: other"
+    assert config.sources[0].time_field == "time\nname: other"
 
 
 def test_should_resolve_relative_paths_after_replacing(tmp_path: Path) -> None:
@@ -195,9 +195,9 @@ def test_should_follow_the_reference_syntax(
 
 
 def test_should_load_an_escaped_dollar_from_a_file(tmp_path: Path) -> None:
-    path = write(tmp_path, collector={"host": "cost$$5"})
+    path = write(tmp_path, sources=[{**SOURCE, "time_field": "cost$$5"}])
 
-    assert load(path).collector.host == "cost$5"
+    assert load(path).sources[0].time_field == "cost$5"
 
 
 # -- errors ------------------------------------------------------------------------------------

@@ -143,6 +143,32 @@ def test_should_answer_404_for_an_unknown_pipeline(
     assert response.status_code == 404
 
 
+def test_should_answer_the_same_403_for_a_forbidden_pipeline_whether_or_not_it_exists(
+    client: TestClient, tokens: Tokens, pipeline: Path
+) -> None:
+    existing = client.get("/api/pipelines/web_access", headers=bearer(tokens.stranger))
+    unknown = client.get("/api/pipelines/web_accesz", headers=bearer(tokens.stranger))
+
+    assert existing.status_code == unknown.status_code == 403
+    assert existing.json() == {"detail": "Forbidden: no access to sluice_web_access"}
+    assert unknown.json() == {"detail": "Forbidden: no access to sluice_web_accesz"}
+    assert existing.headers["content-type"] == unknown.headers["content-type"]
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"])
+def test_should_serve_no_schema_or_docs_page(client: TestClient, tokens: Tokens, path: str) -> None:
+    for headers in ({}, bearer(tokens.viewer)):
+        response = client.get(path, headers=headers)
+
+        assert response.status_code == 404, (path, headers)
+        assert "swagger" not in response.text.lower() and "cdn" not in response.text.lower()
+    assert sorted(route.path for route in client.app.routes) == [  # type: ignore[attr-defined]
+        "/",
+        "/api/pipelines",
+        "/api/pipelines/{name}",
+    ]
+
+
 def test_should_render_the_page_from_the_session_cookie(
     tokens: Tokens, pipeline: Path, failed_run: str
 ) -> None:
