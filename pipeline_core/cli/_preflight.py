@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pipeline_core._compat import StrEnum
 from pipeline_core._file_names import shown_path
-from pipeline_core.config import PipelineConfig, SourceConfig
+from pipeline_core.config import PipelineConfig, SourceConfig, mask_url_passwords
 from pipeline_core.config._sinks import FileSinkConfig, HttpSinkConfig, SqlSinkConfig
 
 METASTORE_DIALECTS = ("sqlite", "postgresql")
@@ -220,7 +220,8 @@ def metastore_url_problem(url: str) -> str | None:
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError:
-        return f"not a database URL (got {url!r}; e.g. sqlite:///data/sluice.db)"
+        shown = mask_url_passwords(url)  # masked before repr escapes it
+        return f"not a database URL (got {shown!r}; e.g. sqlite:///data/sluice.db)"
     backend = parsed.get_backend_name()
     if backend not in METASTORE_DIALECTS:
         return f"{backend!r} is not supported ({', '.join(METASTORE_DIALECTS)})"

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from pipeline_core._file_modes import make_private_dirs
+from pipeline_core._file_modes import GROUP, PRIVATE, FileModes, make_private_dirs
 from pipeline_core.collector._blocked_time import BlockedClock
 from pipeline_core.collector._checkpoints import CheckpointCoordinator
 from pipeline_core.collector._delivery_tracking import DeliveryTracker
@@ -22,7 +22,7 @@ from pipeline_core.collector._sink_groups import SinkGroup, build_sink_groups
 from pipeline_core.collector._sink_state_store import MetastoreSinkStateStore
 from pipeline_core.collector._spool_recovery import recover_spool
 from pipeline_core.collector._uploads import UploadWorker
-from pipeline_core.config import PipelineConfig
+from pipeline_core.config import PipelineConfig, StagingAccess
 from pipeline_core.errors import ConfigError
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
@@ -109,6 +109,7 @@ class PipelineRuntime:
             config.sources,
             max_part_bytes=config.handoff.max_part_bytes,
             budget=self.spool,
+            modes=seal_modes(config),
         )
         self.sink_states = MetastoreSinkStateStore(metastore, config.name, self.host)
         self.groups: list[SinkGroup] = build_sink_groups(config, writer, self.sink_states, sinks)
@@ -280,7 +281,7 @@ def _check_writable(config: PipelineConfig) -> None:
     """
     staging = config.seal_dir
     try:
-        make_private_dirs(staging)  # 0700, as every folder the handoff creates in it
+        make_private_dirs(staging, seal_modes(config))  # as every folder the handoff makes
         probe = staging / f".sluice-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
@@ -298,3 +299,10 @@ def _check_writable(config: PipelineConfig) -> None:
             str(config.config_path or config.name),
             [f"{key}: cannot create or write the staging folder {staging}: {exc}"],
         ) from exc
+
+
+def seal_modes(config: PipelineConfig) -> FileModes:
+    """The modes of what the collector seals: ``handoff.staging_access`` in a local staging
+    folder; the owner's alone in the spool (an object store's staging)."""
+    shared = config.handoff.staging_access is StagingAccess.GROUP
+    return GROUP if shared and config.staging_location.is_local else PRIVATE

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import tenacity
 
 from pipeline_core.collector._spool import SpooledBatch
+from pipeline_core.config import mask_url_passwords
 from pipeline_core.errors import StorageError
 from pipeline_core.sinks import ReadBack, SpoolBudget, upload_sealed_batch
 from pipeline_core.staging_contract import batch_key
@@ -206,14 +207,15 @@ class UploadWorker:
 
     def _failed_attempt(self, state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
+        shown = mask_url_passwords(str(error))  # a store's URL may carry a signature or key
         with self._lock:
             self._failures += 1
-            self._last_error = str(error)
+            self._last_error = shown
         log.warning(
             "%s: upload attempt %d failed (%s); retrying",
             self._pipeline,
             state.attempt_number,
-            error,
+            shown,
         )
 
     def _remove(self, batch: SpooledBatch) -> None:

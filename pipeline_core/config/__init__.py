@@ -18,6 +18,7 @@ from pipeline_core.config._model import (
     SinkConfig,
     SourceConfig,
     SourceFormat,
+    StagingAccess,
     StartPosition,
 )
 from pipeline_core.config._secrets import (
@@ -69,6 +70,7 @@ __all__ = [
     "SourceConfig",
     "SourceFormat",
     "SqlSinkConfig",
+    "StagingAccess",
     "StartPosition",
     "StdoutSinkConfig",
     "WorkerConfig",

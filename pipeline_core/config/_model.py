@@ -104,6 +104,16 @@ def _at_most_one(first: object, second: object, first_key: str, second_key: str)
         raise ValueError(f"give {first_key} or {second_key}, not both")
 
 
+class StagingAccess(StrEnum):
+    """Who may read the batches sealed into a local staging folder."""
+
+    OWNER = "owner"
+    """The collector's user alone: files 0600 in folders 0700."""
+    GROUP = "group"
+    """Also the collector's group: files 0640 in folders 2750 (setgid: what is made in them
+    keeps their group), for a landing that runs as another user of that group."""
+
+
 class HandoffConfig(_Strict):
     """The handoff sink: where sealed batches are staged for Spark."""
 
@@ -139,6 +149,11 @@ class HandoffConfig(_Strict):
     stored object's size; false skips the read-back."""
     max_part_bytes: Annotated[int, Field(gt=0)] = 128 * 1024 * 1024
     """A part file is closed and a new one started past this many line bytes."""
+    staging_access: StagingAccess = StagingAccess.OWNER
+    """Who may read what is sealed into a local staging folder: ``owner`` (files 0600 in
+    folders 0700, whatever the umask) or ``group`` (0640 in 2750: the Spark landing runs as
+    another user of the collector's group, on a shared folder). The spool, the metastore and
+    everything else under ``data_dir`` stay the owner's alone."""
 
     _staging_location = field_validator("staging")(_valid_location)
 

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import unquote_plus
 
 MASK = "***"
 """What a hidden secret is printed as (SQLAlchemy's spelling for a URL's password)."""
@@ -47,7 +48,8 @@ _ENCODED_COLON = re.compile("%3A", re.IGNORECASE)
 _ENCODED_AUTHORITY_END = re.compile(r"[/?#&\s'\"]|%2F|%3F|%23", re.IGNORECASE)
 
 _OPTION_HEAD = re.compile(
-    r"(?:[?&#;=]|%3F|%26|%23|%3D)(?P<name>[\w.\[\]-]+)(?:=|%3D)", re.IGNORECASE
+    r"(?:[?&#;=]|%3F|%26|%23|%3D)(?P<name>(?:[\w.\[\]-]|%5F|%2D|%2E)+)(?:=|%3D)",
+    re.IGNORECASE,
 )
 """A URL option's delimiter, name and ``=`` (also percent-encoded: ``%26password%3D``; also
 inside another option's value)."""
@@ -67,8 +69,9 @@ looks secret (:func:`looks_secret`: ``X-Api-Key``, ``X-Auth-Token``...) or holds
 
 def looks_secret_option(name: str) -> bool:
     """Whether a URL option (a query parameter) named ``name`` holds a secret (``api_key``,
-    ``access_token``, ``sig``, ``password``...: :data:`SECRET_OPTION_PARTS`)."""
-    lower = name.lower()
+    ``access_token``, ``sig``, ``password``...: :data:`SECRET_OPTION_PARTS`), percent-encoded
+    or not (``api%5Fkey``)."""
+    lower = unquote_plus(name).lower()
     return any(part in lower for part in SECRET_OPTION_PARTS)
 
 

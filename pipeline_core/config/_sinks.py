@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import _Strict
-from pipeline_core.config._secrets import is_credential_header
+from pipeline_core.config._secrets import is_credential_header, looks_secret_option
 
 MIB = 1024 * 1024
 DEFAULT_DEADLINE_S = 60.0
@@ -97,6 +97,8 @@ class HttpSinkConfig(_Strict):
             return self
         found = ["the URL's user:password@"] if parts.username or parts.password else []
         found += [f"header {name}" for name in self.headers if is_credential_header(name)]
+        options = [o.partition("=")[0] for o in f"{parts.query}&{parts.fragment}".split("&")]
+        found += [f"URL option {name}" for name in options if name and looks_secret_option(name)]
         if found:
             raise ValueError(
                 f"credentials ({', '.join(found)}) would be sent unencrypted over plain "

@@ -17,7 +17,13 @@ from typing import Any
 
 from zlib_ng import zlib_ng
 
-from pipeline_core._file_modes import make_private, make_private_dirs, open_private
+from pipeline_core._file_modes import (
+    PRIVATE,
+    FileModes,
+    make_private,
+    make_private_dirs,
+    open_private,
+)
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError
 from pipeline_core.sinks import _writeback
@@ -69,10 +75,10 @@ class SealedBatch:
 class _OpenPart:
     """A part file being written: its descriptor, running CRC-32 and segment index."""
 
-    def __init__(self, path: Path, source: str) -> None:
+    def __init__(self, path: Path, source: str, modes: FileModes) -> None:
         self.path = path
         self.source = source
-        self.fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+        self.fd = open_private(path, os.O_WRONLY | os.O_TRUNC, modes)
         self.writeback = _writeback.IncrementalWriteback(self.fd)
         self.size = 0
         self.rows = 0
@@ -164,7 +170,8 @@ class HandoffWriter:
     background (:class:`IncrementalWriteback`), so a seal only waits for the last few MiB.
     Sealing fsyncs every part, writes ``_manifest.json`` last, renames the folder to the
     checkpoint's and fsyncs the parent: a sealed folder is complete or absent. Parts and
-    manifests are created 0600 in folders created 0700 (``pipeline_core._file_modes``).
+    manifests are created 0600 in folders created 0700 (``modes``: ``PRIVATE``; ``GROUP`` for
+    ``handoff.staging_access: group``).
 
     With a ``budget`` (staging in an object store, sealed into a local spool), every byte
     written is added to it; unsealed bytes dropped by :meth:`reset` are freed, sealed ones
@@ -182,8 +189,10 @@ class HandoffWriter:
         *,
         max_part_bytes: int,
         budget: SpoolBudget | None = None,
+        modes: FileModes = PRIVATE,
     ) -> None:
         self._root = staging_root
+        self._modes = modes
         self._budget = budget
         self._unsealed_bytes = 0
         self._pipeline = pipeline
@@ -247,10 +256,10 @@ class HandoffWriter:
     # -- internals ---------------------------------------------------------------------------
 
     def _new_part(self, source: str) -> _OpenPart:
-        make_private_dirs(self._inflight)
+        make_private_dirs(self._inflight, self._modes)
         number = self._sequence.get(source, 0)
         self._sequence[source] = number + 1
-        return _OpenPart(self._inflight / part_name(source, number), source)
+        return _OpenPart(self._inflight / part_name(source, number), source, self._modes)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
         parts = tuple(self._closed)
@@ -271,15 +280,15 @@ class HandoffWriter:
             parts=parts,
             ranges=barrier.ranges,
         )
-        make_private_dirs(self._inflight)
+        make_private_dirs(self._inflight, self._modes)
         manifest_path = write_manifest(self._inflight, manifest)
-        make_private(manifest_path)  # in a 0700 folder meanwhile
+        make_private(manifest_path, self._modes)  # in a folder of these modes meanwhile
         _writeback.fsync_path(manifest_path)
         target = batch_dir(self._root, self._pipeline, barrier.checkpoint_id, self._host)
         if target.exists():
             log.warning("replacing %s, left unrecorded by an earlier seal", target)
             shutil.rmtree(target)
-        make_private_dirs(target.parent)
+        make_private_dirs(target.parent, self._modes)
         os.replace(self._inflight, target)
         self._unsealed_bytes = 0  # sealed: the upload frees them, when there is one
         _writeback.fsync_path(target.parent)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, unquote_plus, urlsplit
 
+from pipeline_core._file_modes import make_private_dirs, open_private
 from pipeline_core.config._secrets import (
     SecretMask,
     is_credential_header,
@@ -320,8 +321,9 @@ class HttpSink(BatchSink):
         ).encode()
         prefix = header[:-1] + b', "event": '
         try:
-            self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
-            with self.dead_letter.open("ab") as file:
+            make_private_dirs(self.dead_letter.parent)
+            fd = open_private(self.dead_letter, os.O_WRONLY | os.O_APPEND)
+            with os.fdopen(fd, "ab") as file:
                 file.write(b"".join(prefix + record + b"}\n" for record in records))
                 file.flush()
                 os.fsync(file.fileno())

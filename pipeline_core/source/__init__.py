@@ -26,7 +26,7 @@ from pipeline_core.source._fingerprint import (
 from pipeline_core.source._inotify import InotifyFileEvents
 from pipeline_core.source._long_line import LONG_LINE_PREFIX_BYTES, read_long_line
 from pipeline_core.source._reader import Publish, SliceResult, TimeSlicedReader, TurnResult
-from pipeline_core.source._tracked_file import TrackedFile
+from pipeline_core.source._tracked_file import TrackedFile, open_regular
 from pipeline_core.source._watch_targets import WatchTarget, merge_targets, watch_targets
 from pipeline_core.source._watcher import FileWatcher
 
@@ -57,6 +57,7 @@ __all__ = [
     "merge_targets",
     "new_fingerprint",
     "open_file_events",
+    "open_regular",
     "read_long_line",
     "read_signature",
     "signature_matches",

@@ -42,6 +42,9 @@ Inode = tuple[int, int]
 
 SYMLINK = "a symlink"
 """Why a path is not read: it is a symlink and its source does not follow them."""
+SYMLINKED_FOLDER = "a symlinked folder"
+"""Why ``**`` did not look into a folder: it is a symlink and its source does not follow
+them."""
 _FOLLOW_HINT = "set follow_symlinks: true on the source to read through symlinks"
 _WARNED_MAX = 10_000
 """How many paths not read are remembered as already logged (then forgotten, and logged
@@ -86,7 +89,11 @@ def discover(source: SourceConfig) -> Discovery:
     by_path = _any_of([pattern for pattern in source.exclude if os.sep in pattern])
     for pattern in source.paths:
         policy = _SymlinkPolicy(pattern, source)
-        for path in sorted(expand(pattern, follow_symlinks=source.follow_symlinks)):
+        skipped: list[str] = []  # the folders ``**`` did not enter
+        matched = expand(pattern, follow_symlinks=source.follow_symlinks, skipped=skipped)
+        for skipped_folder in skipped:
+            refused.setdefault(skipped_folder, SYMLINKED_FOLDER)
+        for path in sorted(matched):
             if by_path is not None and by_path(path):
                 continue
             if by_name is not None and by_name(path.rpartition(os.sep)[2]):
@@ -122,13 +129,13 @@ def _any_of(patterns: list[str]) -> Callable[[str], object] | None:
 def explain_not_read(path: str, why: str) -> str:
     """``why`` a path is not read, for people (paths shown escaped: one printable line): a
     symlink not followed names its target."""
-    if why != SYMLINK:
+    if why not in (SYMLINK, SYMLINKED_FOLDER):
         return why
     try:
         target = shown_path(os.readlink(path))
     except OSError:
         target = "?"
-    return f"a symlink (to {target}); {_FOLLOW_HINT}"
+    return f"{why} (to {target}); {_FOLLOW_HINT}"
 
 
 def fixed_prefix(pattern: str) -> str:
@@ -237,14 +244,16 @@ def siblings(path: str) -> Iterator[tuple[str, os.stat_result]]:
             continue
 
 
-def expand(pattern: str, *, follow_symlinks: bool = True) -> list[str]:
+def expand(
+    pattern: str, *, follow_symlinks: bool = True, skipped: list[str] | None = None
+) -> list[str]:
     """The paths matching ``pattern`` (``glob`` syntax, ``**`` for any folders below).
 
     Unlike ``glob.glob(pattern, recursive=True)``, ``**`` walks each real folder once (by
     device and inode), however many symlinks lead to it: a folder linking to itself or to a
     parent would otherwise be walked again down every link until the path is too long, which
     with two such links is exponential. Without ``follow_symlinks``, ``**`` enters no
-    symlinked folder."""
+    symlinked folder (each is appended to ``skipped``, when given)."""
     parts = pattern.split(os.sep)
     if "**" not in parts:
         return glob.glob(pattern)
@@ -254,16 +263,18 @@ def expand(pattern: str, *, follow_symlinks: bool = True) -> list[str]:
     bases = glob.glob(head) if glob.has_magic(head) else [head]  # "": the current folder
     found: list[str] = []
     for base in bases:
-        for folder in folders_below(base, follow_symlinks=follow_symlinks):
+        for folder in folders_below(base, follow_symlinks=follow_symlinks, skipped=skipped):
             below = os.path.join(glob.escape(folder), *rest)
-            found.extend(expand(below, follow_symlinks=follow_symlinks))
+            found.extend(expand(below, follow_symlinks=follow_symlinks, skipped=skipped))
     return found
 
 
-def folders_below(base: str, *, follow_symlinks: bool = True) -> Iterator[str]:
+def folders_below(
+    base: str, *, follow_symlinks: bool = True, skipped: list[str] | None = None
+) -> Iterator[str]:
     """``base`` and every folder below it, each real folder once, breadth first; hidden
     folders are skipped, as ``glob``'s ``**`` does; without ``follow_symlinks``, so are
-    symlinked folders below ``base``."""
+    symlinked folders below ``base`` (appended to ``skipped``, when given)."""
     seen: set[Inode] = set()
     queue = deque([base])
     while queue:
@@ -278,14 +289,20 @@ def folders_below(base: str, *, follow_symlinks: bool = True) -> Iterator[str]:
         yield folder
         try:
             with os.scandir(folder or os.curdir) as entries:
-                names = sorted(
-                    entry.name
-                    for entry in entries
-                    if not entry.name.startswith(".") and _is_folder(entry, follow_symlinks)
-                )
+                visible = [entry for entry in entries if not entry.name.startswith(".")]
         except OSError:
             continue
+        names = sorted(entry.name for entry in visible if _is_folder(entry, follow_symlinks))
         queue.extend(os.path.join(folder, name) for name in names)
+        if skipped is not None and not follow_symlinks:
+            skipped.extend(sorted(entry.path for entry in visible if _is_linked_folder(entry)))
+
+
+def _is_linked_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink() and entry.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
 
 
 def _is_folder(entry: os.DirEntry[str], follow_symlinks: bool) -> bool:

@@ -23,7 +23,12 @@ from pipeline_core.source._read_memory import (
 
 log = logging.getLogger(__name__)
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)  # a terminal swapped in never becomes a controlling one
+)
 """A FIFO opens at once with ``O_NONBLOCK`` (then is refused, not read); a regular file
 ignores it."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

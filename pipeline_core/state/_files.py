@@ -17,7 +17,7 @@ from typing import Any
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.config import PipelineConfig, SourceConfig, StartPosition
-from pipeline_core.source import FileRecord, FileState, find_files
+from pipeline_core.source import FileRecord, FileState, find_files, open_regular
 from pipeline_core.state._models import FileSnapshot, FileStatus
 
 _Inode = tuple[int, int]
@@ -74,7 +74,7 @@ def _measure(row: FileRecord, found_at: tuple[str, str] | None) -> dict[str, Any
             continue
         if (info.st_dev, info.st_ino) != (row.dev, row.ino):
             continue
-        if not _signature_matches(path, row.sig_size, row.sig_crc):
+        if not _signature_matches(path, row):
             return {"note": f"{shown_path(path)} now holds other content (truncated or replaced)"}
         update: dict[str, Any] = {
             "current_path": shown_path(path),
@@ -124,7 +124,7 @@ def _untracked(
 
 
 def _same_file(row: FileRecord, path: str) -> bool:
-    return row.state is not FileState.DONE or _signature_matches(path, row.sig_size, row.sig_crc)
+    return row.state is not FileState.DONE or _signature_matches(path, row)
 
 
 def _found_files(sources: Iterable[SourceConfig]) -> dict[_Inode, tuple[str, str]]:
@@ -137,13 +137,18 @@ def _found_files(sources: Iterable[SourceConfig]) -> dict[_Inode, tuple[str, str
     return found
 
 
-def _signature_matches(path: str, size: int, crc: int) -> bool:
-    """True when the file still starts with the bytes its stored signature was taken from."""
-    if size == 0:
+def _signature_matches(path: str, row: FileRecord) -> bool:
+    """True when the file at ``path`` is still ``row``'s (device and inode) and starts with the
+    bytes its stored signature was taken from. Opened as the collector opens files (never
+    blocking on a FIFO swapped in, never reading another file)."""
+    if row.sig_size == 0:
         return True
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(size)
+        fd = open_regular(path, (row.dev, row.ino), follow_symlinks=True)
     except OSError:
         return False
-    return len(head) == size and zlib.crc32(head) == crc
+    if fd is None:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        head = handle.read(row.sig_size)
+    return len(head) == row.sig_size and zlib.crc32(head) == row.sig_crc

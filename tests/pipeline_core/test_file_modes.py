@@ -83,6 +83,32 @@ def test_should_stage_and_keep_state_in_files_only_their_user_may_read(tmp_path:
     assert not_private(data) == {}  # data_dir, staging, the parts, sluice.db (-wal, -shm)
 
 
+@pytest.mark.timeout(60)
+def test_should_open_staging_to_the_group_only_when_asked(tmp_path: Path) -> None:
+    append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(5)))
+    config = tmp_path / "web_access.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "web_access",
+                "sources": [{"name": "access", "paths": ["logs/access.log*"], "format": "raw"}],
+                "data_dir": "data",
+                "handoff": {"staging_dir": "shared/staging", "staging_access": "group"},
+                "collector": {"host": "test-host"},
+            }
+        )
+    )
+
+    assert main(["collect", str(config), "--once"]) == 0
+
+    staged = modes(tmp_path / "shared" / "staging")
+    batch = "web_access/00000001/test-host"
+    assert staged[f"{batch}/part-access-00000.lines"] == "0o640"
+    assert staged[f"{batch}/_manifest.json"] == "0o640"
+    assert {staged[name] for name in (".", "web_access", batch)} == {"0o2750"}
+    assert not_private(tmp_path / "data") == {}  # the metastore and the rest: the owner's
+
+
 def test_should_create_the_sqlite_metastore_and_its_wal_and_shm_0600(tmp_path: Path) -> None:
     metastore = Metastore.open(f"sqlite:///{tmp_path / 'state' / 'sluice.db'}")
     try:

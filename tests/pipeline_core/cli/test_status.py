@@ -99,3 +99,18 @@ def test_should_neither_create_nor_migrate_the_metastore_to_read_it(
     assert "run `sluice db upgrade CONFIG` to create it" in done.stdout + done.stderr
     assert not database.exists() and not database.parent.exists()
     no_traceback(done.stderr)
+
+
+@pytest.mark.parametrize("command", ["status", "collect", "validate"])
+def test_should_not_print_the_password_of_a_metastore_url_it_cannot_use(
+    tmp_path: Path, command: str
+) -> None:
+    path = write_config(tmp_path, "sqlite:///unused.db")
+    url = "my-pg://sluice:Sup3rS3cretPW@db.internal/sluice"  # a scheme no database has
+
+    done = sluice(command, str(path), *(["--once"] if command == "collect" else []),
+                  SLUICE_METASTORE_URL=url)  # fmt: skip
+
+    assert done.returncode == ExitCode.INVALID
+    assert "metastore.url" in done.stdout + done.stderr
+    assert "Sup3rS3cretPW" not in done.stdout + done.stderr

@@ -42,8 +42,10 @@ def load_with_sink(folder: Path, sink: dict[str, Any]) -> HttpSinkConfig:
          "header Authorization"),
         ({"url": "http://logs.internal/in", "headers": {"X-Api-Key": "s3cr3tPW"}},
          "header X-Api-Key"),
+        ({"url": "http://logs.internal/in?source=web&api_key=s3cr3tPW"}, "URL option api_key"),
+        ({"url": "http://logs.internal/in?api%5Fkey=s3cr3tPW"}, "URL option api%5Fkey"),
     ],
-    ids=["userinfo", "authorization", "api-key-header"],
+    ids=["userinfo", "authorization", "api-key-header", "api-key-option", "encoded-option"],
 )  # fmt: skip
 def test_credentials_over_plain_http_are_refused_naming_allow_insecure(
     tmp_path: Path, sink: dict[str, Any], named: str

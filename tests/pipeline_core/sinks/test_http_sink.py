@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,6 +209,23 @@ def test_a_refused_request_goes_to_the_dead_letter_file_and_counts_delivered(
     assert {entry["reason"] for entry in entries} == {"Bad Request"}
     assert {entry["response"] for entry in entries} == {'{"error": "bad field"}'}
     assert {entry["sink"] for entry in entries} == {"web"}
+
+
+def test_the_dead_letter_file_is_its_users_alone_whatever_the_umask(
+    server: RecordingHttpServer, tmp_path: Path
+) -> None:
+    server.answer(400)
+    dead_letter = tmp_path / "data" / "dead_letter" / "web.jsonl"
+    sink = http_sink(server, dead_letter=dead_letter)
+    wire([sink], line_batch(b"a line of a 0640 log"))
+    previous = os.umask(0o022)
+    try:
+        assert sink.process() is Status.READY
+    finally:
+        os.umask(previous)
+
+    assert stat.S_IMODE(dead_letter.stat().st_mode) == 0o600
+    assert stat.S_IMODE(dead_letter.parent.stat().st_mode) == 0o700
 
 
 def test_a_refused_request_without_dead_letter_raises_sink_rejected(

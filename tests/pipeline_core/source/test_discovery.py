@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
-from pipeline_core.source import FileWatcher, find_files
+from pipeline_core.source import FileWatcher, discover, explain_not_read, find_files
 from pipeline_core.source import _watcher as watcher_module
 from tests.support.pipelines import append
 from tests.support.reading import Received, reader_of
@@ -88,6 +88,24 @@ def test_should_not_descend_through_a_symlinked_folder_under_a_recursive_glob(
         str(logs / "a" / "b" / "deep.log"),
         str(logs / "access.log"),
     ]
+
+
+def test_should_name_the_symlinked_folders_a_recursive_glob_did_not_enter(
+    logs: Path, secret: Path
+) -> None:
+    append(logs / "a" / "deep.log", b"deep line")
+    (logs / "a" / "out").symlink_to(secret.parent, target_is_directory=True)
+
+    found = discover(source(logs, "**/*.log"))
+
+    assert sorted(path for path, _size in found.files.values()) == [
+        str(logs / "a" / "deep.log"),
+        str(logs / "access.log"),
+    ]
+    assert list(found.refused) == [str(logs / "a" / "out")]
+    why = explain_not_read(str(logs / "a" / "out"), found.refused[str(logs / "a" / "out")])
+    assert why.startswith(f"a symlinked folder (to {secret.parent})")
+    assert "follow_symlinks: true" in why
 
 
 def test_should_read_through_a_symlink_in_the_globs_fixed_prefix(

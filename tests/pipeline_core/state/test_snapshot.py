@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -26,6 +27,7 @@ from pipeline_core.metastore import (
     SinkStateRecord,
 )
 from pipeline_core.queues import QueueStats
+from pipeline_core.source import FileRecord
 from pipeline_core.state import (
     ACKER_TREES_NOT_STORED,
     QUEUE_DEPTHS_NOT_REPORTED,
@@ -40,6 +42,7 @@ from pipeline_core.state import (
     take_snapshot,
     take_snapshots,
 )
+from pipeline_core.state._files import _signature_matches as signature_matches
 from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
 from tests.support.pipelines import append, write_config
 
@@ -615,3 +618,32 @@ def test_should_show_what_a_running_collector_last_reported_while_it_is_fresh(
     assert stale.collector is None and stale.files[0].read_offset is None
     assert [q.depth for q in stale.stage_queues] == [None, None]
     assert QUEUE_DEPTHS_NOT_REPORTED in stale.notes
+
+
+@pytest.mark.timeout(30)
+def test_should_neither_block_on_nor_read_a_fifo_swapped_in_at_a_files_path(
+    config_path: Path, config: PipelineConfig, logs: Path
+) -> None:
+    """A FIFO put in a tracked file's place between its ``stat`` and its opening (the race
+    the page cannot close) is refused at once: it never holds a request of the page."""
+    append(logs / "access.log", *lines("a", 10))
+    collect(config)
+    (row,) = _file_rows(config)
+    os.unlink(logs / "access.log")
+    os.mkfifo(logs / "access.log")
+    answers: list[bool] = []
+
+    looking = threading.Thread(target=lambda: answers.append(signature_matches(row.path, row)))
+    looking.start()
+    looking.join(timeout=10)
+
+    assert not looking.is_alive(), "opening the FIFO blocked"
+    assert answers == [False]
+
+
+def _file_rows(config: PipelineConfig) -> list[FileRecord]:
+    metastore = Metastore.open(config.metastore_url)
+    try:
+        return metastore.files(config.name, HOST)
+    finally:
+        metastore.close()
