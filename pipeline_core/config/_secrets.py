@@ -48,12 +48,13 @@ _ENCODED_COLON = re.compile("%3A", re.IGNORECASE)
 _ENCODED_AUTHORITY_END = re.compile(r"[/?#&\s'\"]|%2F|%3F|%23", re.IGNORECASE)
 
 _OPTION_HEAD = re.compile(
-    r"(?:[?&#;=]|%3F|%26|%23|%3D)(?P<name>(?:[\w.\[\]-]|%5F|%2D|%2E)+)(?:=|%3D)",
+    r"(?:^|[?&#;=\s(,]|%3F|%26|%23|%3D)(?P<name>(?:[\w.\[\]-]|%5F|%2D|%2E)+)(?:=|%3D)",
     re.IGNORECASE,
 )
 """A URL option's delimiter, name and ``=`` (also percent-encoded: ``%26password%3D``; also
+a ``name=value`` pair in text, after a blank, ``(`` or ``,``; also
 inside another option's value)."""
-_OPTION_VALUE_END = re.compile(r"[&#\s'\"]|%26", re.IGNORECASE)
+_OPTION_VALUE_END = re.compile(r"[&#\s'\"),]|%26", re.IGNORECASE)
 
 
 def looks_secret(name: str) -> bool:

@@ -67,8 +67,12 @@ def test_should_hide_every_occurrence_longest_value_first() -> None:
     assert SecretMask.of([""]).values == frozenset()
 
 
-def test_should_hide_nothing_but_url_passwords_without_secret_values() -> None:
-    assert SecretMask()("token=abc https://u:p@h") == "token=abc https://u:***@h"
+def test_should_hide_url_passwords_and_secret_pairs_without_secret_values() -> None:
+    assert SecretMask()("token=abc https://u:p@h") == "token=*** https://u:***@h"
+    assert SecretMask()("an answer echoed (api_key=K3Y), page=2") == (
+        "an answer echoed (api_key=***), page=2"
+    )
+    assert SecretMask()("cost=5 name=web") == "cost=5 name=web"
 
 
 def write(folder: Path, document: Mapping[str, object]) -> Path:

@@ -287,3 +287,37 @@ def test_should_name_read_progress_windows_for_people() -> None:
         "7 d",
         "36 h",
     ]
+
+
+def test_should_show_no_planted_secret_on_the_page_or_in_its_json(
+    tokens: Tokens, pipelines: Path, metastore_url: str
+) -> None:
+    """A sink's URL secrets, stored in its ``last_error`` by an older collector as they were,
+    are masked on the page and in the API (issue 30)."""
+    from pipeline_core.metastore import Metastore, SinkStateRecord
+
+    url = "https://user:s3cr3tPW@logs.internal/in?api_key=K3YVALUE&token=T0KENVALUE"
+    config = write_config(
+        pipelines,
+        metastore_url,
+        sinks={"lake": {"type": "handoff"}, "web": {"type": "http", "url": url}},
+    )
+    PipelineOperations(config, migrate=True)  # the metastore, created
+    metastore = Metastore.open(metastore_url)
+    try:
+        error = f"cannot deliver to {url}: HTTP 503 (echoed: api_key=K3YVALUE)"
+        metastore.save_sink_states(
+            "web_access", "test-host", [SinkStateRecord("web", "web", 3, 0.0, 1.0, error)]
+        )
+    finally:
+        metastore.close()
+    client = TestClient(create_app(), cookies={"_token": tokens.viewer})
+
+    page = client.get("/", headers={"Accept": "text/html"})
+    api = client.get("/api/pipelines/web_access", headers=bearer(tokens.viewer))
+
+    assert page.status_code == api.status_code == 200
+    assert "https://user:***@logs.internal" in page.text
+    for secret in ("s3cr3tPW", "K3YVALUE", "T0KENVALUE"):
+        assert secret not in page.text
+        assert secret not in api.text
