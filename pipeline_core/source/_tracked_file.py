@@ -262,6 +262,13 @@ class TrackedFile:
             return ContentChange.REPLACED
         size = self.size()
         if size < self.read_offset or not self._tail_intact():
+            # Seen after the signature was checked: a copytruncate between the two looks like
+            # a cut, so it is one only if the file still starts as it did now.
+            try:
+                if self.fd is None or not signature_matches(self.fd, self.signature):
+                    return ContentChange.REPLACED
+            except OSError:
+                return ContentChange.REPLACED
             return ContentChange.CUT
         self.seen_size = max(self.seen_size, size)
         return ContentChange.SAME

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.source import FileState, FileWatcher, TrackedFile
+from pipeline_core.source import FileState, FileWatcher, Signature, TrackedFile, signature_matches
+from pipeline_core.source import _tracked_file as tracked_file
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
 from tests.support.faults import FaultLines
 from tests.support.reading import (
@@ -95,6 +96,40 @@ def test_copytruncate_keeps_lines_written_between_the_copy_and_the_truncation_if
     if read_in_window < 100:
         assert f"bytes [{tracked.read_offset}, {seen}) written after its copy" in caplog.text
     assert watcher.truncated_unread_bytes == seen - tracked.read_offset
+    watcher.close()
+
+
+def test_a_copytruncate_between_the_signature_check_and_the_size_is_not_taken_for_a_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan checks the file's first bytes, then its size: logrotate truncating it between
+    the two (and the server writing on) made a file that still "started as it did" look cut
+    below its offset, so its copy was read again from its start as a new file (11,800 lines
+    twice in a fault run). The cut is believed only if the file still starts as it did."""
+    live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
+    live.write_bytes(block(0, 1000))
+    watcher, reader, received = tail_folder(tmp_path)
+    read_everything(watcher, reader, received)
+    shutil.copyfile(live, copy)
+    read_everything(watcher, reader, received)  # the copy: held back, the live file's twin
+    checked = signature_matches
+
+    def truncated_right_after(fd: int, expected: Signature) -> bool:
+        matched = checked(fd, expected)
+        if matched and live.stat().st_size > 0:  # the first check of the scan, then the cut
+            os.truncate(live, 0)
+            with open(live, "ab") as writer:
+                writer.write(block(1000, 50))
+        return matched
+
+    monkeypatch.setattr(tracked_file, "signature_matches", truncated_right_after)
+    watcher.scan()
+    monkeypatch.undo()
+    for _ in range(3):
+        read_everything(watcher, reader, received)
+
+    assert_once(received, numbered(0, 1050))
+    assert by_path(watcher)["access.log.1"].state is FileState.COPIED
     watcher.close()
 
 
