@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 CONTROL_POLL_SECONDS = 1.0
 """How often the control thread queries the metastore (leases, checkpoint requests)."""
 
-REQUEST_PROBE_SECONDS = 0.02
-"""How often it asks the metastores' request probes whether a checkpoint was requested."""
+REQUEST_PROBE_SECONDS = 0.1
+"""How often it asks the metastores' request probes whether a checkpoint was requested. Each
+look wakes a thread (about 0.2 ms of CPU here): 50 a second were most of an idle collector's
+cost (0.7 % of a core), 10 add 50 ms on average to a checkpoint's request -> sealed."""
 
 REFORWARD_SECONDS = 5.0
 """A request still waiting for this host this long after it was forwarded is forwarded again.
