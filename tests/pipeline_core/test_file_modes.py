@@ -57,24 +57,27 @@ def not_private(root: Path) -> dict[str, str]:
     return wrong
 
 
+def raw_pipeline(folder: Path, **keys: Any) -> Path:
+    """Pipeline ``web_access`` reading ``folder/logs/access.log*`` as raw lines into
+    ``folder/data``; ``keys``: more top-level keys."""
+    config = folder / "web_access.yaml"
+    document = {
+        "name": "web_access",
+        "sources": [{"name": "access", "paths": ["logs/access.log*"], "format": "raw"}],
+        "data_dir": "data",
+        "collector": {"host": "test-host"},
+        **keys,
+    }
+    config.write_text(yaml.safe_dump(document))
+    return config
+
+
 @pytest.mark.timeout(60)
 def test_should_stage_and_keep_state_in_files_only_their_user_may_read(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "access.log"
     append(log, *(f"line {i}".encode() for i in range(30)))
     log.chmod(0o640)
-    config = tmp_path / "web_access.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "name": "web_access",
-                "sources": [{"name": "access", "paths": ["logs/access.log*"], "format": "raw"}],
-                "data_dir": "data",
-                "collector": {"host": "test-host"},
-            }
-        )
-    )
-
-    assert main(["collect", str(config), "--once"]) == 0
+    assert main(["collect", str(raw_pipeline(tmp_path)), "--once"]) == 0
 
     data = tmp_path / "data"
     staged = modes(data / "staging")
@@ -87,20 +90,9 @@ def test_should_stage_and_keep_state_in_files_only_their_user_may_read(tmp_path:
 @pytest.mark.timeout(60)
 def test_should_open_staging_to_the_group_only_when_asked(tmp_path: Path) -> None:
     append(tmp_path / "logs" / "access.log", *(f"line {i}".encode() for i in range(5)))
-    config = tmp_path / "web_access.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "name": "web_access",
-                "sources": [{"name": "access", "paths": ["logs/access.log*"], "format": "raw"}],
-                "data_dir": "data",
-                "handoff": {"staging_dir": "shared/staging", "staging_access": "group"},
-                "collector": {"host": "test-host"},
-            }
-        )
-    )
+    handoff = {"staging_dir": "shared/staging", "staging_access": "group"}
 
-    assert main(["collect", str(config), "--once"]) == 0
+    assert main(["collect", str(raw_pipeline(tmp_path, handoff=handoff)), "--once"]) == 0
 
     staged = modes(tmp_path / "shared" / "staging")
     batch = "web_access/00000001/test-host"

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -207,14 +207,6 @@ def test_should_match_an_exclude_with_a_separator_against_the_whole_path(logs: P
 
 
 # -- what is opened is what the scan saw ------------------------------------------------------
-
-
-@pytest.fixture
-def watchers() -> Iterator[list[FileWatcher]]:
-    made: list[FileWatcher] = []
-    yield made
-    for watcher in made:
-        watcher.close()
 
 
 def swap_after_discovery(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:

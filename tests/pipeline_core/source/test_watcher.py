@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,14 +33,6 @@ def logs(tmp_path: Path) -> Path:
     folder = tmp_path / "logs"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture
-def watchers() -> Iterator[list[FileWatcher]]:
-    made: list[FileWatcher] = []
-    yield made
-    for watcher in made:
-        watcher.close()
 
 
 def watch(
