@@ -315,13 +315,17 @@ def warm(path: Path) -> None:
 # ---------------------------------------------------------------------------------- configs
 
 
-def pipeline_config(work: Path, input_path: Path, **collector: Any) -> Path:
+def pipeline_config(
+    work: Path, input_path: Path, *, source: dict[str, Any] | None = None, **collector: Any
+) -> Path:
     """A pipeline config reading ``input_path`` (a file or a folder of ``*.log``) into
-    ``work/data`` with an SQLite metastore; ``collector`` overrides tuning keys."""
+    ``work/data`` with an SQLite metastore; ``source``: more keys of the source;
+    ``collector`` overrides tuning keys."""
     pattern = str(input_path) if input_path.is_file() else str(input_path / "*.log")
+    keys = {"name": "access", "paths": [pattern], "format": "nginx_combined", **(source or {})}
     document = {
         "name": PIPELINE,
-        "sources": [{"name": "access", "paths": [pattern], "format": "nginx_combined"}],
+        "sources": [keys],
         "data_dir": str(work / "data"),
         "collector": {"host": HOST, **collector},
         "schedule": None,

@@ -86,7 +86,10 @@ def measure(
     for source in inputs:
         for file in common.log_files(source):
             (logs / file.name).symlink_to(file)
-    config_path = common.pipeline_config(work, logs)
+    targets = sorted({str(file.parent.resolve()) for s in inputs for file in common.log_files(s)})
+    config_path = common.pipeline_config(
+        work, logs, source={"follow_symlinks": True, "symlink_targets": targets}
+    )
     config = load_pipeline_config(config_path)
     metastore = Metastore.open(config.metastore_url)
     for source in inputs:
