@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import glob
 import math
 import os
@@ -24,6 +23,7 @@ from pipeline_core.source import (
     FileState,
     TrackedFile,
     WatchTarget,
+    excluded,
     merge_targets,
     open_file_events,
     signature_matches,
@@ -191,5 +191,4 @@ class FileEventRouter:
 
 def _excluded(runtime: PipelineRuntime, path: str) -> bool:
     """Whether a source's ``exclude`` names ``path`` (compressed rotations being written)."""
-    sources = runtime.config.sources
-    return any(fnmatch.fnmatch(path, pattern) for source in sources for pattern in source.exclude)
+    return any(excluded(source, path) for source in runtime.config.sources)

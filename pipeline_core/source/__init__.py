@@ -8,7 +8,13 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
-from pipeline_core.source._discovery import Discovery, discover, explain_not_read, find_files
+from pipeline_core.source._discovery import (
+    Discovery,
+    discover,
+    excluded,
+    explain_not_read,
+    find_files,
+)
 from pipeline_core.source._file_events import (
     FileChange,
     FileChanges,
@@ -52,6 +58,7 @@ __all__ = [
     "WatchTarget",
     "count_lines",
     "discover",
+    "excluded",
     "explain_not_read",
     "find_files",
     "merge_targets",

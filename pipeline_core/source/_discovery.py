@@ -24,6 +24,7 @@ holds; only a symlink costs more (resolving it, when it is followed).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import glob
 import logging
 import os
@@ -85,8 +86,6 @@ def discover(source: SourceConfig) -> Discovery:
     is logged."""
     files: dict[Inode, tuple[str, int]] = {}
     refused: dict[str, str] = {}
-    by_name = _any_of([pattern for pattern in source.exclude if os.sep not in pattern])
-    by_path = _any_of([pattern for pattern in source.exclude if os.sep in pattern])
     for pattern in source.paths:
         policy = _SymlinkPolicy(pattern, source)
         skipped: list[str] = []  # the folders ``**`` did not enter
@@ -94,9 +93,7 @@ def discover(source: SourceConfig) -> Discovery:
         for skipped_folder in skipped:
             refused.setdefault(skipped_folder, SYMLINKED_FOLDER)
         for path in sorted(matched):
-            if by_path is not None and by_path(path):
-                continue
-            if by_name is not None and by_name(path.rpartition(os.sep)[2]):
+            if excluded(source, path):
                 continue
             try:
                 info = os.lstat(path)
@@ -118,7 +115,28 @@ def discover(source: SourceConfig) -> Discovery:
     return Discovery(files, refused)
 
 
-def _any_of(patterns: list[str]) -> Callable[[str], object] | None:
+_Match = Callable[[str], object]
+
+
+def excluded(source: SourceConfig, path: str) -> bool:
+    """Whether the source's ``exclude`` names ``path``: a pattern without a separator matches
+    the file's name, one with a separator the whole path (``fnmatch``)."""
+    by_name, by_path = _exclusions(tuple(source.exclude))
+    if by_path is not None and by_path(path):
+        return True
+    return by_name is not None and by_name(path.rpartition(os.sep)[2]) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _exclusions(patterns: tuple[str, ...]) -> tuple[_Match | None, _Match | None]:
+    """The tests of :func:`excluded` for ``patterns``, compiled once: by name, by path."""
+    return (
+        _any_of([pattern for pattern in patterns if os.sep not in pattern]),
+        _any_of([pattern for pattern in patterns if os.sep in pattern]),
+    )
+
+
+def _any_of(patterns: list[str]) -> _Match | None:
     """A test of whether a string matches any of ``patterns`` (``fnmatch``), or None."""
     if not patterns:
         return None

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
-from pipeline_core.source import FileWatcher, discover, explain_not_read, find_files
+from pipeline_core.source import FileWatcher, discover, excluded, explain_not_read, find_files
 from pipeline_core.source import _watcher as watcher_module
 from tests.support.pipelines import append
 from tests.support.reading import Received, reader_of
@@ -301,3 +301,15 @@ def test_should_pass_over_a_fifo_planted_at_a_matched_name(
     assert run_with_timeout(scan_and_read, fifo), "discovery or reading blocked on a FIFO"
     assert received.lines() == [b"a real line"]
     assert [os.path.basename(f.path) for f in watcher.files] == ["access.log"]
+
+
+def test_should_tell_excluded_paths_as_discovery_does_for_every_caller(logs: Path) -> None:
+    """One rule for the scan and for the file events of a file being written: a pattern without
+    a separator names files, one with a separator whole paths."""
+    config = source(logs, exclude=["*.gz", "access.log.?", str(logs / "old" / "*")])
+
+    assert excluded(config, str(logs / "access.log.2.gz"))
+    assert excluded(config, str(logs / "access.log.1"))
+    assert excluded(config, str(logs / "old" / "access.log"))
+    assert not excluded(config, str(logs / "access.log"))
+    assert not excluded(config, str(logs / "access.log.10"))
