@@ -21,6 +21,7 @@ from pipeline_core.config._model import (
     StagingAccess,
     StartPosition,
 )
+from pipeline_core.config._multiline import MultilineConfig, MultilinePreset
 from pipeline_core.config._secrets import (
     MASK,
     SECRET_NAME_PARTS,
@@ -59,6 +60,8 @@ __all__ = [
     "HttpSinkConfig",
     "LakeConfig",
     "MetastoreConfig",
+    "MultilineConfig",
+    "MultilinePreset",
     "NullSinkConfig",
     "PipelineConfig",
     "ProcessorKind",

@@ -16,6 +16,7 @@ from pipeline_core.config._base import (
     _Strict,
     default_host,
 )
+from pipeline_core.config._multiline import MultilineConfig
 from pipeline_core.config._secrets import SecretMask
 from pipeline_core.config._sink_groups import HandoffSinkConfig, ProcessorKind, SinkGroupConfig
 from pipeline_core.config._sinks import (
@@ -89,6 +90,9 @@ class SourceConfig(_Strict):
     """With ``follow_symlinks``: the folders, besides each glob's fixed prefix, that the files
     a symlink leads to may lie in (``["/var/log/pods"]``); relative ones resolve against the
     config's folder. Default: none (only the glob's prefix)."""
+    multiline: MultilineConfig | None = None
+    """How lines join into events (a traceback, a stack trace): each event lands as one row.
+    Default: every line is an event."""
 
 
 def _valid_location(value: str | None) -> str | None:
@@ -306,6 +310,17 @@ class PipelineConfig(_Strict):
         if duplicated:
             raise ValueError(f"source names must be unique, repeated: {', '.join(duplicated)}")
         return sources
+
+    @model_validator(mode="after")
+    def _events_fit_a_read(self) -> PipelineConfig:
+        chunk = self.collector.read_chunk_bytes
+        for number, source in enumerate(self.sources):
+            if source.multiline is not None and source.multiline.max_bytes > chunk:
+                raise ValueError(
+                    f"sources.{number}.multiline.max_bytes ({source.multiline.max_bytes}) is "
+                    f"over collector.read_chunk_bytes ({chunk}): an event must fit one read"
+                )
+        return self
 
     @model_validator(mode="after")
     def _sinks_and_groups_agree(self) -> PipelineConfig:

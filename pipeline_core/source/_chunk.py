@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline_core.staging_contract import EventSpan, events_in
+
 _NEWLINE = 10
 _VECTOR_COUNT_BYTES = 64 * 1024
 """From this size on, newlines are counted with NumPy: about four times as fast as
@@ -41,6 +43,10 @@ class Chunk:
     the chunk covers the whole line in its file, newline included. The lake rejects it as
     ``line_too_long``; it is never a row.
 
+    ``events`` lists the chunk's multiline events (a source with ``multiline``): a chunk
+    always starts at an event's first line and ends after an event's last line; a line no span
+    covers is an event of its own.
+
     ``tree`` and ``edge`` are the acker's tree id and the id of the edge that carries the chunk
     (0: not tracked); ``replay`` marks a range read again for sinks that did not ack it.
     """
@@ -54,6 +60,12 @@ class Chunk:
     edge: int = 0
     replay: bool = False
     long_line: LongLine | None = None
+    events: tuple[EventSpan, ...] = ()
+
+    @property
+    def event_count(self) -> int:
+        """The events the chunk holds (its lines, when none is multiline)."""
+        return events_in(self.events, self.lines) if self.events else self.lines
 
     @property
     def end(self) -> int:

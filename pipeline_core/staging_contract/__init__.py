@@ -11,8 +11,8 @@ sink writes it (``pipeline_core.sinks``), the landing job reads and verifies it
         part-<source>-<seq:05d>.lines                 raw line bytes, indexed by segments
         _manifest.json                                a Manifest, written last
 
-A manifest is written as ``format_version`` 4 (``Manifest.to_json``, ``write_manifest``) and
-read as 4 or 3, whose segments have no ``kind`` and are all ``lines`` (``Manifest.from_json``,
+A manifest is written as ``format_version`` 4, or 5 when a segment lists multiline ``events``
+(``Manifest.to_json``, ``write_manifest``), and read as 5, 4 or 3, whose segments have no ``kind`` and are all ``lines`` (``Manifest.from_json``,
 ``read_manifest``). Reading checks every field it reads and raises a ``ManifestError`` naming
 the part, the segment and the field. The values are frozen dataclasses; ``to_json`` gives
 JSON-ready objects, ``from_json`` takes what ``json.loads`` gives.
@@ -22,6 +22,7 @@ only too): the landing job imports it on the Spark driver, and the archive that 
 ``spark_jobs`` to a cluster holds both (``pipeline_core.landing``).
 """
 
+from pipeline_core.staging_contract._events import EventCut, EventSpan, events_in
 from pipeline_core.staging_contract._fields import ManifestError
 from pipeline_core.staging_contract._layout import (
     INFLIGHT_DIR,
@@ -36,6 +37,7 @@ from pipeline_core.staging_contract._layout import (
     part_name,
 )
 from pipeline_core.staging_contract._manifest import (
+    EVENTS_FORMAT_VERSION,
     MANIFEST_FORMAT_VERSION,
     READABLE_FORMAT_VERSIONS,
     Manifest,
@@ -48,12 +50,15 @@ from pipeline_core.staging_contract._manifest import (
 from pipeline_core.staging_contract._segment import Segment, SegmentKind
 
 __all__ = [
+    "EVENTS_FORMAT_VERSION",
     "INFLIGHT_DIR",
     "LAKE_SQL_CONF",
     "MANIFEST_FORMAT_VERSION",
     "MANIFEST_NAME",
     "PART_SUFFIX",
     "READABLE_FORMAT_VERSIONS",
+    "EventCut",
+    "EventSpan",
     "Manifest",
     "ManifestError",
     "ManifestPart",
@@ -65,6 +70,7 @@ __all__ = [
     "batch_key",
     "checkpoint_dir",
     "checkpoint_id_of",
+    "events_in",
     "inflight_dir",
     "part_name",
     "read_manifest",

@@ -1,5 +1,5 @@
-"""The manifest of a sealed batch (its parts, ranges and sources), written as format 4 and read
-as 4 or 3, and its file."""
+"""The manifest of a sealed batch (its parts, ranges and sources), written as format 4 (5 when a
+segment holds multiline events) and read as 5, 4 or 3, and its file."""
 
 from __future__ import annotations
 
@@ -26,9 +26,13 @@ from pipeline_core.staging_contract._layout import MANIFEST_NAME
 from pipeline_core.staging_contract._segment import Segment
 
 MANIFEST_FORMAT_VERSION = 4
-"""The format written: 4 gave every segment a ``kind`` (an over-long line is a ``long_line``
-segment of its prefix)."""
-READABLE_FORMAT_VERSIONS = frozenset({3, MANIFEST_FORMAT_VERSION})
+"""The format written when every line is an event: 4 gave every segment a ``kind`` (an
+over-long line is a ``long_line`` segment of its prefix)."""
+EVENTS_FORMAT_VERSION = 5
+"""The format written when a segment lists multiline ``events`` (5 added them), so that a
+landing that cannot join lines into events refuses the batch rather than land it line by
+line."""
+READABLE_FORMAT_VERSIONS = frozenset({3, MANIFEST_FORMAT_VERSION, EVENTS_FORMAT_VERSION})
 """The formats read. A format 3 manifest (sealed before 4) has ``lines`` segments only, without
 ``kind``; any other format is refused."""
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -210,9 +214,11 @@ class Manifest:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it."""
+        """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it, or
+        ``EVENTS_FORMAT_VERSION`` when a segment lists events."""
+        multiline = any(segment.events for part in self.parts for segment in part.segments)
         return {
-            "format_version": MANIFEST_FORMAT_VERSION,
+            "format_version": EVENTS_FORMAT_VERSION if multiline else MANIFEST_FORMAT_VERSION,
             "pipeline": self.pipeline,
             "checkpoint_id": self.checkpoint_id,
             "host": self.host,

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline_core._compat import StrEnum
+from pipeline_core.staging_contract._events import EventSpan, check_spans, events_in
 from pipeline_core.staging_contract._fields import (
     ManifestError,
     read_count,
     read_field,
+    read_list,
     read_object,
     read_text,
 )
@@ -40,6 +42,14 @@ class Segment:
     kind: SegmentKind = SegmentKind.LINES
     line_bytes: int | None = None
     """``LONG_LINE`` only: the whole line's length in bytes, without its newline."""
+    events: tuple[EventSpan, ...] = ()
+    """``LINES`` only: the multiline events among the lines (format 5), in order; a line no
+    span covers is an event of its own. Empty: every line is an event."""
+
+    @property
+    def event_count(self) -> int:
+        """The events the segment holds."""
+        return events_in(self.events, self.lines)
 
     def to_json(self) -> dict[str, Any]:
         """The segment as format 4 lists it (``line_bytes`` for a ``long_line`` only)."""
@@ -53,6 +63,8 @@ class Segment:
         }
         if self.kind is SegmentKind.LONG_LINE:
             entry["line_bytes"] = self.line_bytes
+        if self.events:
+            entry["events"] = [span.to_json() for span in self.events]
         return entry
 
     @classmethod
@@ -75,6 +87,16 @@ class Segment:
             known = ", ".join(SegmentKind)
             raise ManifestError(f"{where}: kind {kind!r} is not one of {known}")
         long_line = kind == SegmentKind.LONG_LINE
+        events: tuple[EventSpan, ...] = ()
+        if "events" in fields:
+            if version < 5:
+                raise ManifestError(f"{where}: events are not part of format_version {version}")
+            if long_line:
+                raise ManifestError(f"{where}: a long_line segment has no events")
+            events = tuple(
+                EventSpan.from_json(entry, f"{where}, event {number}")
+                for number, entry in enumerate(read_list(fields, "events", where))
+            )
         segment = cls(
             fingerprint,
             read_count(fields, "start_offset", where),
@@ -83,7 +105,9 @@ class Segment:
             read_count(fields, "lines", where),
             SegmentKind(kind),
             read_count(fields, "line_bytes", where) if long_line else None,
+            events,
         )
+        check_spans(events, segment.lines, where)
         if segment.lines > segment.length or (segment.length > 0) != (segment.lines > 0):
             raise ManifestError(
                 f"{where}: {segment.length} bytes cannot hold {segment.lines} lines"
