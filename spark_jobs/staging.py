@@ -1,4 +1,4 @@
-"""Reading handoff part files: segments (as the manifest indexes them) -> one row per line.
+"""Reading handoff part files: segments (as the manifest indexes them) -> one row per event.
 
 A part file holds raw line bytes, one segment after the other; a segment is a run of whole
 lines of one source file, from ``start_offset`` in it (docs/architecture.md, "Part files").
@@ -8,15 +8,20 @@ JVM (``spark_jobs.jvm_lines``) when the session has its function (``segment_read
 Otherwise (part files in an object store, or a session without the function) the executors'
 Python workers do it: ``read_segments`` (for ``mapInArrow``) reads each segment's bytes by a
 ranged read (``os.pread`` of a local part; a ranged request of a part in an object store,
-through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into lines with NumPy
-(``split_segment``: no Python work per line), one segment at a time, in parallel with the
-parsing. Both give the same rows, checks and error messages.
+through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into events with NumPy
+(``split_events``: no Python work per line, a little per multiline event), one segment at a
+time, in parallel with the parsing. Both give the same rows, checks and error messages.
 
 A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (the
-unterminated end of a rotated file) and is a line too. Any other byte is kept: ``\\r`` of CRLF
-line ends, NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` set) holds one
-line, its first bytes only; its row carries ``line_bytes``, the whole line's length, which
-makes it a ``line_too_long`` reject.
+unterminated end of a rotated file) and is a line too. A row is an *event*: a line of its own,
+or, where the segment lists multiline ``events`` (manifest format 5: a traceback, a stack
+trace), the run of lines a span covers, their bytes with the ``\\n`` between them kept and
+without the last line's. A row's ``byte_offset`` is its first byte's offset in the source file,
+``event_lines`` its lines (1 for a line of its own) and ``cut`` the span's cut (null unless a
+bound or a missing head cut the event). Any other byte is kept: ``\\r`` of CRLF line ends,
+NULs, invalid UTF-8. A segment of an over-long line (``line_bytes`` set) holds one line, its
+first bytes only; its row carries ``line_bytes``, the whole line's length, which makes it a
+``line_too_long`` reject.
 
 The module imports only NumPy, pyarrow, pyspark, the standard library and
 ``spark_jobs.part_files``, ``spark_jobs.jvm_lines`` and ``spark_jobs.session`` (the executors

@@ -73,7 +73,12 @@ def _print_live_metrics(live: dict[str, Any]) -> None:
     """What the running collector reported last (its metrics file)."""
     print(
         f"  running collector: {live['state']}, read {live['lines_read']} lines "
-        f"({live['bytes_read']} bytes), sent {live['bytes_sent']} bytes, "
+        + (
+            f"in {live['events_read']} events "
+            if live.get("events_read", live["lines_read"]) != live["lines_read"]
+            else ""
+        )
+        + f"({live['bytes_read']} bytes), sent {live['bytes_sent']} bytes, "
         f"{live['unread_bytes']} bytes unread, blocked {live['blocked_seconds']:.1f} s, "
         f"{live['trees_in_flight']} chunks in flight"
     )
@@ -88,7 +93,11 @@ def _print_live_metrics(live: dict[str, Any]) -> None:
             f"{group['delivery_errors'] + group['errors']} failures, {group['backoffs']} backoffs"
         )
     for file in live["files"]:
-        print(f"    {file['unread_bytes']:>12} bytes unread  {file['path']}")
+        held = file.get("held_event_s")
+        print(
+            f"    {file['unread_bytes']:>12} bytes unread  {file['path']}"
+            + ("" if held is None else f"  (an unfinished event held back {held:.1f} s)")
+        )
 
 
 def _size(path: str) -> int | None:

@@ -154,9 +154,22 @@ def pipeline_families(
         families.counter("sluice_read_lines_total", "Lines read from the files.").add_metric(
             base, m.lines_read
         )
+        families.counter(
+            "sluice_read_events_total",
+            "Events read from the files: the lines, but for multiline sources' events.",
+        ).add_metric(base, m.events_read)
         families.counter("sluice_read_bytes_total", "Bytes read from the files.").add_metric(
             base, m.bytes_read
         )
+        held = [f.held_event_s for f in m.files if f.held_event_s is not None]
+        families.gauge(
+            "sluice_held_event_files",
+            "Files of multiline sources whose last event is held back, unfinished.",
+        ).add_metric(base, len(held))
+        families.gauge(
+            "sluice_held_event_seconds",
+            "The longest time a file's unfinished last event has been held back.",
+        ).add_metric(base, max(held, default=0.0))
         families.counter("sluice_sent_bytes_total", "Bytes handed to the sink groups.").add_metric(
             base, m.bytes_sent
         )

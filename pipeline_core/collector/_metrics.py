@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ class FileMetrics:
     committed_offset: int | None
     source: str = ""
     """The pipeline's source whose globs matched the file."""
+    held_event_s: float | None = None
+    """A multiline source's file: for how long the event at its read offset has been held
+    back, unfinished (it may still grow); None when none is."""
 
     @property
     def unread_bytes(self) -> int:
@@ -94,6 +98,8 @@ class PipelineMetrics:
     files: tuple[FileMetrics, ...]
     uploads: UploadMetrics | None = None
     """With staging in an object store: the spool and the uploads (None otherwise)."""
+    events_read: int = 0
+    """Events read: the lines, but for a multiline source's, whose events join lines."""
 
     @property
     def unread_bytes(self) -> int:
@@ -112,7 +118,9 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
     committed = runtime.tracking.offsets.snapshot()
     blocked = runtime.blocked_seconds
     files = []
+    now = time.monotonic()
     for tracked in list(runtime.watcher.files):
+        held_since = tracked.held_since
         files.append(
             FileMetrics(
                 path=shown_path(tracked.path),  # any bytes: shown escaped (a label, JSON)
@@ -123,6 +131,7 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
                 sealed_offset=tracked.sealed_offset,
                 committed_offset=committed.get(tracked.fingerprint),
                 source=tracked.source,
+                held_event_s=None if held_since is None else max(now - held_since, 0.0),
             )
         )
     return PipelineMetrics(
@@ -131,6 +140,7 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
         state=runtime.state.value,
         priority=runtime.priority,
         lines_read=runtime.lines,
+        events_read=runtime.events,
         bytes_read=runtime.bytes,
         bytes_sent=runtime.bytes_sent,
         blocked_seconds=blocked,

@@ -138,6 +138,7 @@ class PipelineRuntime:
             metastore, config.name, self.host, every_s=tuning.progress_sample_s
         )
         self.lines = 0
+        self.events = 0
         self.bytes = 0
         self.bytes_sent = 0
         self.blocked = BlockedClock()

@@ -105,6 +105,11 @@ class ReadScheduler(MailboxDefaultAction):
             )
             if any(runtime.watcher.settling for runtime in reading):
                 wait = min(wait, SETTLING_SCAN_SECONDS)
+            now = time.monotonic()
+            for runtime in reading:  # an event held at a file's end is handed on in time
+                due = runtime.reader.flush_due()
+                if due is not None:
+                    wait = min(wait, max(due - now, 0.001))
             controller.suspend_default_action(resume_after=wait)  # or until file events
 
     def _read_rounds(
@@ -189,10 +194,12 @@ class ReadScheduler(MailboxDefaultAction):
             0.0 if self._mode is CollectorMode.ONCE else runtime.config.collector.rotated_grace_s
         )
         result = runtime.reader.read_turn(
-            functools.partial(self._publish_chunk, runtime), rotated_grace=grace
+            functools.partial(self._publish_chunk, runtime),
+            rotated_grace=grace,
         )
         if result.chunk is not None:
             runtime.lines += result.chunk.lines
+            runtime.events += result.chunk.event_count
             runtime.bytes += len(result.chunk.data)
             return _Turn.READ
         if result.blocked:

@@ -1,4 +1,5 @@
-"""What a sink delivers: the chunks of one ring batch, and the events (lines) inside them."""
+"""What a sink delivers: the chunks of one ring batch, and the events inside them (lines, or a
+multiline source's events)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pipeline_core.source import Chunk
+from pipeline_core.staging_contract import EventCut
 
 
 def event_id(fingerprint: str, byte_offset: int) -> str:
@@ -19,7 +21,8 @@ def event_id(fingerprint: str, byte_offset: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LogEvent:
-    """One line: where it came from and its bytes without the newline.
+    """One event: where it came from and its bytes without the last newline (a multiline
+    event's lines keep the newlines between them).
 
     A line longer than ``max_line_bytes`` is one event too, ``truncated``: ``line`` holds only
     its first bytes and ``line_bytes`` its whole length (the lake rejects it as
@@ -33,6 +36,10 @@ class LogEvent:
     line: bytes
     line_bytes: int | None = None
     """An over-long line's whole length in bytes (without its newline); None for the others."""
+    lines: int = 1
+    """The lines of a multiline event (``line`` holds them with the newlines between them)."""
+    cut: EventCut | None = None
+    """Why a multiline event is not whole (a bound closed it, or its head is missing)."""
 
     @property
     def truncated(self) -> bool:
@@ -67,8 +74,9 @@ class DeliveryBatch:
         return self.lines
 
     def events(self) -> Iterator[LogEvent]:
-        """Every line as a :class:`LogEvent`, in order (a Python object per line: for sinks
-        whose destination wants one record per line; byte-oriented sinks use ``chunks``)."""
+        """Every event as a :class:`LogEvent`, in order: a line, or a multiline source's event
+        (a Python object per event: for sinks whose destination wants one record per event;
+        byte-oriented sinks use ``chunks``)."""
         for chunk in self.chunks:
             if chunk.long_line is not None:
                 yield LogEvent(
@@ -81,10 +89,20 @@ class DeliveryBatch:
                 )
                 continue
             data = bytes(chunk.data)  # lines as ``bytes``, whatever buffer the chunk holds
-            position = 0
+            spans = iter(chunk.events)
+            span = next(spans, None)
+            line = position = 0
             size = len(data)
             while position < size:
                 newline = data.find(b"\n", position)
+                cut: EventCut | None = None
+                lines = 1
+                if span is not None and span.first_line == line:
+                    # A multiline event: its lines up to the last one's newline.
+                    cut, lines = span.cut, span.lines
+                    for _ in range(lines - 1):
+                        newline = data.find(b"\n", newline + 1)
+                    span = next(spans, None)
                 end = size if newline < 0 else newline
                 yield LogEvent(
                     event_id(chunk.fingerprint, chunk.start + position),
@@ -92,7 +110,10 @@ class DeliveryBatch:
                     chunk.fingerprint,
                     chunk.start + position,
                     data[position:end],
+                    lines=lines,
+                    cut=cut,
                 )
+                line += lines
                 position = end + 1
 
 

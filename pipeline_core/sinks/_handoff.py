@@ -135,10 +135,18 @@ class _OpenPart:
                 last.part_offset,
                 last.length + len(chunk.data),
                 last.lines + chunk.lines,
+                events=last.events + tuple(span.shifted(last.lines) for span in chunk.events),
             )
         else:
             self.segments.append(
-                Segment(chunk.fingerprint, chunk.start, self.size, len(chunk.data), chunk.lines)
+                Segment(
+                    chunk.fingerprint,
+                    chunk.start,
+                    self.size,
+                    len(chunk.data),
+                    chunk.lines,
+                    events=chunk.events,
+                )
             )
         self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
 

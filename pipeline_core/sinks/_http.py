@@ -336,7 +336,8 @@ class HttpSink(BatchSink):
 
 def _record(event: LogEvent) -> bytes:
     """The event's JSON record; an over-long line's ``message`` is its prefix, marked with
-    ``"truncated": true`` and its whole length ``line_bytes``."""
+    ``"truncated": true`` and its whole length ``line_bytes``; a multiline event's ``message``
+    holds its lines, with ``event_lines`` and, if a bound or a missing head cut it, ``cut``."""
     record: dict[str, object] = {
         "event_id": event.event_id,
         "source": event.source,
@@ -346,6 +347,10 @@ def _record(event: LogEvent) -> bytes:
     }
     if event.truncated:
         record.update(truncated=True, line_bytes=event.line_bytes)
+    if event.lines > 1 or event.cut is not None:
+        record.update(event_lines=event.lines)
+    if event.cut is not None:
+        record.update(cut=event.cut.value)
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
 
 

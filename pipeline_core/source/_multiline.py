@@ -177,14 +177,26 @@ def _lines_matching(
     return result
 
 
-def rule_of(config: MultilineConfig) -> MultilineRule:
-    """The rule a source's ``multiline`` config describes."""
-    return MultilineRule(
-        () if config.preset is None else (config.preset,),
-        config.start_pattern,
-        config.continue_pattern,
-        config.end_pattern,
-    )
+@dataclass(frozen=True)
+class EventFraming:
+    """How a source's reads are cut into whole events: its rule and bounds."""
+
+    rule: MultilineRule
+    max_lines: int
+    max_bytes: int
+    flush_after: float
+    """Seconds a file must not have grown before its last event is handed on."""
+
+    @classmethod
+    def of(cls, config: MultilineConfig) -> EventFraming:
+        """The framing a source's ``multiline`` config describes."""
+        rule = MultilineRule(
+            () if config.preset is None else (config.preset,),
+            config.start_pattern,
+            config.continue_pattern,
+            config.end_pattern,
+        )
+        return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pipeline_core.source._chunk import Chunk
 from pipeline_core.source._file_record import FileState
+from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._tracked_file import TrackedFile
 from pipeline_core.source._watcher import FileWatcher
 
@@ -68,11 +69,28 @@ class TimeSlicedReader:
         self._cursor = 0
         self._idle_turns = 0
         self._scans_seen = 0
+        self._framings = {
+            source.name: EventFraming.of(source.multiline)
+            for source in watcher.sources
+            if source.multiline is not None
+        }
+        """Per multiline source: how its reads are cut into whole events."""
 
-    def read_slice(self, publish: Publish, *, rotated_grace: float = 0.0) -> SliceResult:
+    def flush_due(self) -> float | None:
+        """When (this reader's clock) the first event held back at a file's end is due to be
+        handed on, if its file does not grow before; None when none is held."""
+        if not self._framings:
+            return None
+        due = [t.flush_at for t in self._watcher.files if t.flush_at is not None]
+        return min(due, default=None)
+
+    def read_slice(
+        self, publish: Publish, *, rotated_grace: float = 0.0, flush: bool = False
+    ) -> SliceResult:
         """Read one slice. A ROTATED file is finished at its end once it has been rotated for
         ``rotated_grace`` seconds (a writer may still append to a renamed file until it
-        reopens its log)."""
+        reopens its log). ``flush``: a multiline source's last event at a file's end is handed
+        on at once, not after its ``flush_after_s`` (a one-shot run)."""
         deadline = self._clock() + self._slice_seconds
         chunks = nbytes = lines = 0
         idle_in_a_row = 0
@@ -82,7 +100,7 @@ class TimeSlicedReader:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=True)
             self._cursor %= len(files)
             tracked = files[self._cursor]
-            chunk = self._read(tracked, rotated_grace)
+            chunk = self._read(tracked, rotated_grace, flush)
             if chunk is None:
                 idle_in_a_row += 1
             else:
@@ -99,9 +117,12 @@ class TimeSlicedReader:
             if self._clock() >= deadline:
                 return SliceResult(chunks, nbytes, lines, blocked=False, caught_up=False)
 
-    def read_turn(self, publish: Publish, *, rotated_grace: float = 0.0) -> TurnResult:
+    def read_turn(
+        self, publish: Publish, *, rotated_grace: float = 0.0, flush: bool = False
+    ) -> TurnResult:
         """Read at most one chunk from the next file in turn (the unit a collector serving
-        many pipelines interleaves, so each pipeline gets one chunk per round)."""
+        many pipelines interleaves, so each pipeline gets one chunk per round); ``flush`` as
+        for :meth:`read_slice`."""
         files = self._watcher.readable()
         if not files:
             return TurnResult(None, blocked=False, caught_up=True)
@@ -110,7 +131,7 @@ class TimeSlicedReader:
             self._idle_turns = 0
         self._cursor %= len(files)
         tracked = files[self._cursor]
-        chunk = self._read(tracked, rotated_grace)
+        chunk = self._read(tracked, rotated_grace, flush)
         if chunk is None:
             self._idle_turns += 1
             self._cursor += 1
@@ -122,14 +143,17 @@ class TimeSlicedReader:
         self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)
 
-    def _read(self, tracked: TrackedFile, rotated_grace: float) -> Chunk | None:
+    def _read(self, tracked: TrackedFile, rotated_grace: float, flush: bool) -> Chunk | None:
         settled = tracked.state is FileState.COPIED  # a copy is never written again
+        framing = self._framings.get(tracked.source)
+        now = self._clock() if framing is not None or tracked.state is FileState.ROTATED else 0.0
         if tracked.state is FileState.ROTATED:
-            now = self._clock()
             if tracked.rotated_at is None:
                 tracked.rotated_at = now
             settled = now - tracked.rotated_at >= rotated_grace
-        chunk = tracked.read_chunk(self._chunk_bytes, self._max_line_bytes, final=settled)
+        chunk = tracked.read_chunk(
+            self._chunk_bytes, self._max_line_bytes, settled, framing, now=now, flush=flush
+        )
         if chunk is None and settled and tracked.read_offset >= tracked.size():
             if tracked.state is FileState.ROTATED:
                 tracked.state = FileState.DONE

@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 
 from pipeline_core._file_names import shown_path
@@ -14,12 +15,14 @@ from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
+from pipeline_core.source._multiline import EventFraming, frame
 from pipeline_core.source._read_memory import (
     TAIL_WINDOW_BYTES,
     ContentChange,
     KeptLength,
     ReadMemory,
 )
+from pipeline_core.staging_contract import EventSpan
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,12 @@ class TrackedFile:
     fd: int | None = field(default=None, repr=False)
     _long_line: LongLineScan | None = field(default=None, repr=False)
     """The over-long line at (or last at) ``read_offset``, while its end is looked for."""
+    held_since: float | None = None
+    """Multiline sources: since when (the reader's clock) the event at ``read_offset`` has
+    been held back, not handed on because it may still grow; None when nothing is held."""
+    flush_at: float | None = None
+    """Multiline sources: when (the reader's clock) the event held back is due to be handed
+    on if the file does not grow before (None: nothing held)."""
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)
@@ -288,7 +297,16 @@ class TrackedFile:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def read_chunk(self, chunk_bytes: int, max_line_bytes: int, final: bool) -> Chunk | None:
+    def read_chunk(
+        self,
+        chunk_bytes: int,
+        max_line_bytes: int,
+        final: bool,
+        framing: EventFraming | None = None,
+        *,
+        now: float = 0.0,
+        flush: bool = False,
+    ) -> Chunk | None:
         """Read whole lines from ``read_offset`` (at most about ``chunk_bytes``).
 
         A last line without its newline waits for it, unless ``final`` is set (the file will not
@@ -296,6 +314,12 @@ class TrackedFile:
         its own, holding only its prefix (``Chunk.long_line``): it is skipped to its end without
         being held, and waited for while its end is not written yet. Returns None when there is
         nothing whole to read yet.
+
+        With a ``framing`` (a multiline source) the chunk ends after a whole event: the last
+        event read stays unread (:attr:`held_since`) while it may still grow, until a line that
+        begins another event follows it, a bound closes it, or the read reaches the file's end
+        and the file will not grow (``final``) or has not grown for ``framing.flush_after``
+        seconds by ``now`` (``flush``: at once, as a one-shot run does).
         """
         if self.fd is None:
             return None
@@ -327,10 +351,14 @@ class TrackedFile:
             log.warning("cannot read %s at %d: %s", shown_path(self.path), self.read_offset, exc)
             return None
         if not data:
+            self.held_since = self.flush_at = None
             return None
-        self.seen_size = max(self.seen_size, self.read_offset + len(data))
+        read = len(data)
+        self.seen_size = max(self.seen_size, self.read_offset + read)
+        at_end = read < chunk_bytes or self.read_offset + read >= self.size()
         cut = data.rfind(b"\n")
         too_long = cut < 0 and len(data) > max_line_bytes
+        before_long_line = False
         if cut >= 0:
             del data[cut + 1 :]  # in place: no copy of the chunk
             if len(data) > max_line_bytes + 1:  # only then can a whole line in it be too long
@@ -339,8 +367,15 @@ class TrackedFile:
                     # The lines before the long one, or (none before it) the long one itself.
                     del data[over or data.find(b"\n") :]
                     too_long = over == 0
+                    before_long_line = over > 0
         elif not too_long and not final:
             return None
+        spans: tuple[EventSpan, ...] = ()
+        if framing is not None and not too_long:
+            framed = self._frame(data, framing, read, at_end, before_long_line, final, now, flush)
+            if framed is None:
+                return None
+            spans = framed
         long_line: LongLine | None = None
         last_bytes: bytes | bytearray = data
         if too_long:
@@ -355,11 +390,57 @@ class TrackedFile:
             data,
             count_lines(data),
             long_line=long_line,
+            events=spans,
         )
         self.memory.remember(last_bytes, chunk.end)
         self.read_offset = chunk.end
         self.lines_since_barrier += chunk.lines
         return chunk
+
+    def _frame(
+        self,
+        data: bytearray,
+        framing: EventFraming,
+        read: int,
+        at_end: bool,
+        before_long_line: bool,
+        final: bool,
+        now: float,
+        flush: bool,
+    ) -> tuple[EventSpan, ...] | None:
+        """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
+        place: its multiline events, or None (and :attr:`held_since` set) while all of it is
+        one event that may still grow.
+
+        Whether the file is quiet is told by its modification time, not by when this process
+        saw it grow: a collector started again, or a one-shot run, hands a quiet file's last
+        event on at once, and holds a fresh one back (to be read whole by a later run)."""
+        quiet = final or flush
+        idle = 0.0
+        if at_end and not quiet:
+            try:
+                idle = time.time() - os.fstat(self.fd).st_mtime if self.fd is not None else 0.0
+            except OSError:
+                idle = 0.0
+            quiet = idle >= framing.flush_after
+        framed = frame(
+            data,
+            framing.rule,
+            complete=before_long_line or (at_end and quiet),
+            max_lines=framing.max_lines,
+            max_bytes=framing.max_bytes,
+            filled=not at_end,
+        )
+        if framed.length < len(data):
+            if self.held_since is None:
+                self.held_since = now
+            self.flush_at = now + max(framing.flush_after - max(idle, 0.0), 0.0)
+        else:
+            self.held_since = self.flush_at = None
+        if not framed.length:
+            return None
+        del data[framed.length :]
+        return framed.spans
 
     def _skip_long_line(
         self, head: bytearray, step: int, max_line_bytes: int, final: bool

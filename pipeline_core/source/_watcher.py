@@ -98,6 +98,11 @@ class FileWatcher:
         """Scans so far: a reader's "caught up" holds only for the files of the last one."""
 
     @property
+    def sources(self) -> list[SourceConfig]:
+        """The sources whose files this watcher follows."""
+        return self._sources
+
+    @property
     def settling(self) -> bool:
         """The last scan saw a possible copy off the paths: scan again before finishing."""
         return self._copies.settling

@@ -12,9 +12,10 @@ sink writes it (``pipeline_core.sinks``), the landing job reads and verifies it
         _manifest.json                                a Manifest, written last
 
 A manifest is written as ``format_version`` 4, or 5 when a segment lists multiline ``events``
-(``Manifest.to_json``, ``write_manifest``), and read as 5, 4 or 3, whose segments have no ``kind`` and are all ``lines`` (``Manifest.from_json``,
-``read_manifest``). Reading checks every field it reads and raises a ``ManifestError`` naming
-the part, the segment and the field. The values are frozen dataclasses; ``to_json`` gives
+(``Manifest.to_json``, ``write_manifest``), and read as 5, 4 or 3 (whose segments have no
+``kind`` and are all ``lines``: ``Manifest.from_json``, ``read_manifest``). Reading checks
+every field it reads and raises a ``ManifestError`` naming the part, the segment and the
+field. The values are frozen dataclasses; ``to_json`` gives
 JSON-ready objects, ``from_json`` takes what ``json.loads`` gives.
 
 The package imports only the standard library and ``pipeline_core.errors`` (standard library
