@@ -1,6 +1,7 @@
 """The landing's Java functions (``spark_jobs/jvm``), registered in a session once.
 
-``sluice.spark.SegmentLines`` reads and splits local part files in the executors' JVM
+``sluice.spark.SegmentLines`` reads local part files and splits them into events in the
+executors' JVM
 (``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx access-log line into its
 fields (``spark_jobs.formats``). Their source ships with the package;
 ``pipeline_core.landing.java_functions_jar`` compiles it where the job is submitted. A session
@@ -21,7 +22,15 @@ from typing import Any
 
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BinaryType, DataType, LongType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 
 @dataclass(frozen=True)
@@ -47,13 +56,27 @@ SEGMENT_LINES = JvmFunction(
             [
                 StructField("byte_offset", LongType(), nullable=False),
                 StructField("line", BinaryType(), nullable=False),
+                StructField("event_lines", LongType(), nullable=False),
+                StructField("cut", StringType(), nullable=True),
             ]
         ),
         containsNull=False,
     ),
 )
-"""``(path, part_offset, length, start_offset, lines)``: a segment's lines, each with its
-offset in the source file."""
+"""``(path, part_offset, length, start_offset, lines, events)``: a segment's events (its
+multiline ``events``, ``spark_jobs.staging.EVENT_SPAN`` structs, and each line none covers),
+each with its offset in the source file, its lines and its cut."""
+EVENT_SPANS = ArrayType(
+    StructType(
+        [
+            StructField("first_line", LongType(), nullable=False),
+            StructField("lines", LongType(), nullable=False),
+            StructField("cut", StringType(), nullable=True),
+        ]
+    ),
+    containsNull=False,
+)
+"""The type of ``SEGMENT_LINES``'s ``events`` (``spark_jobs.staging.SEGMENT_SCHEMA``'s)."""
 NGINX_FIELDS = JvmFunction(
     "sluice_nginx_fields", "sluice.spark.NginxFields", ArrayType(BinaryType())
 )
@@ -77,7 +100,9 @@ def enable_jvm_functions(spark: SparkSession) -> bool:
         nothing = F.lit(None)
         spark.range(1).select(
             NGINX_FIELDS(nothing.cast("binary")).isNull(),
-            SEGMENT_LINES(nothing.cast("string"), *[nothing.cast("long")] * 4).isNull(),
+            SEGMENT_LINES(
+                nothing.cast("string"), *[nothing.cast("long")] * 4, nothing.cast(EVENT_SPANS)
+            ).isNull(),
         ).collect()
         enabled = True
     except Exception as exc:  # the classes are not on the session's classpath

@@ -41,6 +41,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     LongType,
     StringType,
@@ -57,6 +58,17 @@ from spark_jobs.session import session_cores, share_environment
 if TYPE_CHECKING:  # the executors import this module, and nothing of pipeline_core
     from pipeline_core.staging_contract import Segment
 
+EVENT_SPAN = StructType(
+    [
+        StructField("first_line", LongType(), nullable=False),
+        StructField("lines", LongType(), nullable=False),
+        StructField("cut", StringType(), nullable=True),
+    ]
+)
+"""A manifest's event span (``pipeline_core.staging_contract.EventSpan``): ``lines`` lines from
+the segment's line ``first_line`` (counted from 0) are one event; ``cut`` is the value of its
+``EventCut``, or null."""
+
 SEGMENT_SCHEMA = StructType(
     [
         StructField("path", StringType(), nullable=False),
@@ -69,25 +81,32 @@ SEGMENT_SCHEMA = StructType(
         StructField("length", LongType(), nullable=False),
         StructField("lines", LongType(), nullable=False),
         StructField("line_bytes", LongType(), nullable=True),
+        StructField("events", ArrayType(EVENT_SPAN, containsNull=False), nullable=True),
     ]
 )
 """One row per segment to read: the part file (an absolute path, seen alike by the driver and
 the executors), its batch's checkpoint, ``host`` and ``sealed_at``, and the segment's manifest
-fields (``line_bytes``: null unless the segment is an over-long line's prefix)."""
+fields (``line_bytes``: null unless the segment is an over-long line's prefix; ``events``: its
+multiline events, ``EVENT_SPAN`` structs in order, null when it lists none)."""
 
 LINE_SCHEMA = StructType(
     [
         StructField("file_fingerprint", StringType()),
         StructField("byte_offset", LongType()),
         StructField("line", BinaryType()),
+        StructField("event_lines", LongType()),
+        StructField("cut", StringType()),
         StructField("checkpoint_id", LongType()),
         StructField("host", StringType()),
         StructField("sealed_at", TimestampType()),
         StructField("line_bytes", LongType()),
     ]
 )
-"""What ``read_segments`` yields: a row per line, with its segment's batch; ``line_bytes`` is
-the whole length of an over-long line (``line`` holds its prefix), null for other lines."""
+"""What ``read_segments`` yields: a row per event, with its segment's batch. ``line`` is the
+event's bytes (its lines, joined by their ``\\n``), ``byte_offset`` its first byte's offset in
+the source file, ``event_lines`` its lines (1 for a line of its own), ``cut`` the value of its
+span's ``EventCut`` (null unless it has one); ``line_bytes`` is the whole length of an over-long
+line (``line`` holds its prefix), null for other rows."""
 
 MAX_SEGMENT_BYTES = 2**31 - 1
 """A segment's lines become one Arrow binary array, whose offsets are 32-bit (the collector's
@@ -95,6 +114,9 @@ segments are at most 8 MiB)."""
 
 _NEWLINE = 10
 _INDEX = "segment_index"
+
+SpanRow = tuple[int, int, str | None]
+"""An event span as ``SEGMENT_SCHEMA``'s ``events`` hold it: ``(first_line, lines, cut)``."""
 
 
 class SegmentError(ValueError):
@@ -151,6 +173,11 @@ def segment_frame(
             row.segment.length,
             row.segment.lines,
             row.segment.line_bytes,
+            [
+                (span.first_line, span.lines, None if span.cut is None else span.cut.value)
+                for span in row.segment.events
+            ]
+            or None,
         )
         for index, row in enumerate(segments)
     ]
@@ -183,8 +210,9 @@ def read_lines(
     splits_per_core: int,
     reader: SegmentReader | None = None,
 ) -> DataFrame:
-    """The lines of ``segments`` as ``LINE_SCHEMA`` rows, read and split on the executors by
-    ``reader`` (``None``: ``segment_reader``'s choice)."""
+    """The events of ``segments`` as ``LINE_SCHEMA`` rows (a row per line where a segment lists
+    no multiline events), read and split on the executors by ``reader`` (``None``:
+    ``segment_reader``'s choice)."""
     chosen = reader or segment_reader(spark, (row.path for row in segments))
     if chosen is SegmentReader.JVM:
         local = [replace(row, path=local_path(row.path)) for row in segments]
@@ -197,11 +225,11 @@ def read_lines(
 
 def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """For ``DataFrame.mapInArrow``: batches of ``SEGMENT_SCHEMA`` rows in, one batch of
-    ``LINE_SCHEMA`` lines out per non-empty segment (a worker holds one segment at a time).
+    ``LINE_SCHEMA`` events out per non-empty segment (a worker holds one segment at a time).
 
     Raises:
-        SegmentError: a segment cannot be read whole, or its line count differs from its
-            ``lines``.
+        SegmentError: a segment cannot be read whole, its line count differs from its
+            ``lines``, or its ``events`` are not in order, apart and among its lines.
     """
     reader: _OpenPart | None = None  # consecutive segments are mostly of one part
     try:
@@ -211,27 +239,34 @@ def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                 path = columns["path"][row].as_py()
                 part_offset = columns["part_offset"][row].as_py()
                 length = columns["length"][row].as_py()
-                expected = columns["lines"][row].as_py()
                 if reader is None or reader.path != path:
                     if reader is not None:
                         reader.close()
                     reader = None
                     reader = _OpenPart.of(path, part_offset)
                 data = reader.read_segment(part_offset, length)
-                byte_offset, line = split_segment(data, columns["start_offset"][row].as_py())
-                count = len(line)
-                if count != expected:
-                    raise SegmentError(
-                        f"{path}: the segment at part_offset {part_offset} ({length} bytes) "
-                        f"holds {count} lines, the manifest says {expected}"
+                spans = columns["events"][row].as_py() or ()
+                try:
+                    events = split_events(
+                        data,
+                        columns["start_offset"][row].as_py(),
+                        [(span["first_line"], span["lines"], span["cut"]) for span in spans],
+                        columns["lines"][row].as_py(),
                     )
+                except SegmentError as exc:
+                    raise SegmentError(
+                        f"{path}: the segment at part_offset {part_offset} ({length} bytes) {exc}"
+                    ) from None
+                count = len(events.line)
                 if not count:
                     continue
                 yield pa.RecordBatch.from_arrays(
                     [
                         pa.repeat(columns["file_fingerprint"][row], count),
-                        byte_offset,
-                        line,
+                        events.byte_offset,
+                        events.line,
+                        events.event_lines,
+                        events.cut,
                         pa.repeat(columns["checkpoint_id"][row], count),
                         pa.repeat(columns["host"][row], count),
                         pa.repeat(columns["sealed_at"][row], count),
@@ -307,36 +342,129 @@ def count_newlines(data: bytes | bytearray | memoryview) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE))
 
 
-def split_segment(data: bytes, start_offset: int) -> tuple[pa.Int64Array, pa.BinaryArray]:
-    """The lines of a segment's bytes: ``(byte_offset, line)`` arrays, a row per line.
+@dataclass(frozen=True)
+class SplitEvents:
+    """A segment's rows as ``split_events`` finds them: one per event, in order."""
 
-    A line's ``byte_offset`` is ``start_offset`` plus its position in ``data``; its bytes stop
-    before its ``\\n``. The last line may lack its ``\\n``; nothing else is removed or changed
-    (empty lines, ``\\r``, NULs and invalid UTF-8 are kept). Vectorised: NumPy finds the
-    newlines, one ``bytes.replace`` drops them, and the line offsets follow by arithmetic.
+    byte_offset: pa.Int64Array
+    """Each event's first byte: the segment's ``start_offset`` plus its position."""
+    line: pa.BinaryArray
+    """Each event's bytes: its lines with the ``\\n`` between them, without the last one's."""
+    event_lines: pa.Int64Array
+    """Each event's lines (1 for a line no span covers)."""
+    cut: pa.StringArray
+    """Each event's span's ``cut``, or null."""
+
+
+def split_segment(data: bytes, start_offset: int) -> tuple[pa.Int64Array, pa.BinaryArray]:
+    """The lines of a segment's bytes: ``(byte_offset, line)`` arrays, a row per line (each
+    line an event of its own: ``split_events`` without spans).
 
     Raises:
         SegmentError: the lines' bytes exceed ``MAX_SEGMENT_BYTES``.
     """
-    if not data:
-        return pa.array([], pa.int64()), pa.array([], pa.binary())
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
-    count = len(newlines) + (0 if data[-1] == _NEWLINE else 1)
-    values_size = len(data) - len(newlines)
-    if values_size > MAX_SEGMENT_BYTES:
-        raise SegmentError(f"a segment of {len(data)} bytes is too large to split")
-    starts = np.empty(count, dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = newlines[: count - 1] + 1
-    # Line i starts after i newlines: without them, at start - i.
-    value_offsets = np.empty(count + 1, dtype=np.int32)
-    value_offsets[:count] = starts - np.arange(count, dtype=np.int64)
-    value_offsets[count] = values_size
-    values = data.replace(b"\n", b"")
+    events = split_events(data, start_offset)
+    return events.byte_offset, events.line
+
+
+def split_events(
+    data: bytes,
+    start_offset: int,
+    spans: Sequence[SpanRow] = (),
+    lines: int | None = None,
+) -> SplitEvents:
+    """The events of a segment's bytes, a row per event: the multiline events ``spans`` lists
+    (``(first_line, lines, cut)``, as a manifest's segment does), and every line no span covers.
+
+    A line stops before its ``\\n``; the last line may lack its ``\\n``. An event's bytes are
+    its lines' with the ``\\n`` between them, and its ``byte_offset`` is ``start_offset`` plus
+    its position in ``data``; nothing else is removed or changed (empty lines, ``\\r``, NULs
+    and invalid UTF-8 are kept). Vectorised: NumPy finds the newlines and which of them end an
+    event, one ``bytes.replace`` (or a NumPy mask, with spans) drops those, and the offsets
+    follow by arithmetic; Python works once per span, never per line.
+
+    Raises:
+        SegmentError: ``data`` holds other than ``lines`` lines (when given), the spans are not
+            in order, apart and among its lines, or the events' bytes exceed
+            ``MAX_SEGMENT_BYTES``. The message goes on from "the segment ...".
+    """
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buffer == _NEWLINE)
+    count = len(newlines) + (1 if data and data[-1] != _NEWLINE else 0)
+    if lines is not None and count != lines:
+        raise SegmentError(f"holds {count} lines, the manifest says {lines}")
+    _check_spans(spans, count)
+    if not count:
+        return SplitEvents(
+            pa.array([], pa.int64()),
+            pa.array([], pa.binary()),
+            pa.array([], pa.int64()),
+            pa.array([], pa.string()),
+        )
+    line_starts = np.empty(count, dtype=np.int64)
+    line_starts[0] = 0
+    line_starts[1:] = newlines[: count - 1] + 1
+    if spans:
+        first = np.fromiter((span[0] for span in spans), dtype=np.int64, count=len(spans))
+        sizes = np.fromiter((span[1] for span in spans), dtype=np.int64, count=len(spans))
+        # A line continues an event when a span covers it and it is not the span's first.
+        depth = np.zeros(count + 1, dtype=np.int64)
+        np.add.at(depth, first + 1, 1)
+        np.add.at(depth, first + sizes, -1)
+        heads = np.flatnonzero(np.cumsum(depth[:count]) == 0)
+        # The newlines that end an event go; those between an event's lines stay (the
+        # segment's last line may have none).
+        last_lines = np.append(heads[1:] - 1, count - 1)
+        keep = np.ones(len(data), dtype=bool)
+        keep[newlines[last_lines[last_lines < len(newlines)]]] = False
+        values = buffer[keep].tobytes()
+        event_lines = np.diff(np.append(heads, count))
+        cut = _cuts(spans, np.searchsorted(heads, first), len(heads))
+    else:
+        heads = np.arange(count, dtype=np.int64)
+        values = data.replace(b"\n", b"")
+        event_lines = np.ones(count, dtype=np.int64)
+        cut = pa.nulls(count, pa.string())
+    events = len(heads)
+    if len(values) > MAX_SEGMENT_BYTES:
+        raise SegmentError("is too large to split")
+    starts = line_starts[heads]
+    # Event i starts after i newlines that were dropped: without them, at start - i.
+    value_offsets = np.empty(events + 1, dtype=np.int32)
+    value_offsets[:events] = starts - np.arange(events, dtype=np.int64)
+    value_offsets[events] = len(values)
     line = pa.Array.from_buffers(
-        pa.binary(), count, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
+        pa.binary(), events, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
     )
     byte_offset = pa.Array.from_buffers(
-        pa.int64(), count, [None, pa.py_buffer(starts + start_offset)]
+        pa.int64(), events, [None, pa.py_buffer(starts + start_offset)]
     )
-    return byte_offset, line
+    return SplitEvents(byte_offset, line, pa.array(event_lines, pa.int64()), cut)
+
+
+def _check_spans(spans: Sequence[SpanRow], lines: int) -> None:
+    """Raise ``SegmentError`` unless ``spans`` are in order, apart and among ``lines`` lines
+    (the same check as the manifest's, on the executors)."""
+    end = 0
+    for number, (first, size, _) in enumerate(spans):
+        if first < end or size < 1 or first + size > lines:
+            raise SegmentError(
+                f"lists event {number} at lines {first}..{first + size - 1}, not after the "
+                f"event before and among its {lines} lines"
+            )
+        end = first + size
+
+
+def _cuts(spans: Sequence[SpanRow], events: np.ndarray, count: int) -> pa.StringArray:
+    """The ``cut`` of ``count`` events: each span's (its event's index in ``events``), null
+    for the others."""
+    names: list[str | None] = [None]
+    codes = np.zeros(count, dtype=np.int32)
+    for (_, _, cut), event in zip(spans, events.tolist(), strict=True):
+        if cut is not None:
+            if cut not in names:
+                names.append(cut)
+            codes[event] = names.index(cut)
+    if len(names) == 1:
+        return pa.nulls(count, pa.string())
+    return pa.array(names, pa.string()).take(pa.array(codes))

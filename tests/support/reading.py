@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline_core.config import SourceConfig, SourceFormat, StartPosition
+from pipeline_core.config import MultilineConfig, SourceConfig, SourceFormat, StartPosition
+from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
 
 MiB = 1 << 20
@@ -31,6 +32,11 @@ class Received(list[Chunk]):
                 offset += len(line)
         return ids
 
+    def events(self) -> list[bytes]:
+        """Every event received (a line, or a multiline source's event), in order, without
+        its last newline: as the sinks deliver them."""
+        return [event.line for event in DeliveryBatch(tuple(self), 0).events()]
+
     def by_file(self) -> list[list[bytes]]:
         """The lines received per fingerprint, sorted."""
         by_file: dict[str, list[bytes]] = {}
@@ -45,6 +51,7 @@ def source_of(
     *,
     exclude: tuple[str, ...] = (),
     start_at: StartPosition = StartPosition.BEGINNING,
+    multiline: MultilineConfig | None = None,
 ) -> SourceConfig:
     """A raw source of ``folder/pattern``, but ``folder/exclude``."""
     return SourceConfig(
@@ -53,6 +60,7 @@ def source_of(
         exclude=[str(folder / excluded) for excluded in exclude],
         format=SourceFormat.RAW,
         start_at=start_at,
+        multiline=multiline,
     )
 
 

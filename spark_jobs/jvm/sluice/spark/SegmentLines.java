@@ -8,22 +8,31 @@ import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.api.java.UDF5;
+import org.apache.spark.sql.api.java.UDF6;
+import scala.collection.Seq;
 
 /**
- * The lines of one segment of a part file, read and split in the JVM.
+ * The events of one segment of a part file, read and split in the JVM.
  *
- * <p>A Spark SQL function {@code (path, part_offset, length, start_offset, lines) ->
- * array<struct<byte_offset: bigint, line: binary>>}: the bytes {@code [part_offset, part_offset +
- * length)} of the local part file at {@code path}, split at {@code \n} into lines, each with its
- * offset in the source file ({@code start_offset} plus its position in the segment). A line's
- * bytes stop before its {@code \n}; the segment's last line may lack one; nothing else is removed
- * or changed. The same contract as {@code spark_jobs.staging.split_segment}, and the same checks
- * and messages as {@code spark_jobs.staging.read_segments}: a segment that cannot be read whole,
- * or whose lines differ from the manifest's {@code lines}, fails the task with a {@link
- * SegmentException} naming the file and the segment. A null argument gives null.
+ * <p>A Spark SQL function {@code (path, part_offset, length, start_offset, lines, events) ->
+ * array<struct<byte_offset: bigint, line: binary, event_lines: bigint, cut: string>>}: the bytes
+ * {@code [part_offset, part_offset + length)} of the local part file at {@code path}, split at
+ * {@code \n} into lines and the lines joined into events. {@code events} are the segment's
+ * multiline events ({@code array<struct<first_line: bigint, lines: bigint, cut: string>>}, in
+ * order; null or empty: none): each is {@code lines} lines from the segment's line {@code
+ * first_line} (counted from 0), and every line no event covers is an event of its own. An
+ * event's row holds its bytes (its lines with the {@code \n} between them, without the last
+ * line's), its offset in the source file ({@code start_offset} plus its position in the segment),
+ * its lines and its event's {@code cut} (null for a line of its own). The segment's last line
+ * may lack its {@code \n}; nothing else is removed or changed. The same contract as {@code
+ * spark_jobs.staging.split_events}, and the same checks and messages as {@code
+ * spark_jobs.staging.read_segments}: a segment that cannot be read whole, whose lines differ from
+ * the manifest's {@code lines}, or whose events are not in order, apart and among its lines,
+ * fails the task with a {@link SegmentException} naming the file and the segment. A null
+ * argument but {@code events} gives null.
  */
-public final class SegmentLines implements UDF5<String, Long, Long, Long, Long, List<Row>> {
+public final class SegmentLines
+    implements UDF6<String, Long, Long, Long, Long, Seq<Row>, List<Row>> {
   private static final long serialVersionUID = 1L;
   private static final byte NEWLINE = (byte) '\n';
 
@@ -37,29 +46,73 @@ public final class SegmentLines implements UDF5<String, Long, Long, Long, Long, 
   }
 
   @Override
-  public List<Row> call(String path, Long partOffset, Long length, Long startOffset, Long lines)
+  public List<Row> call(
+      String path, Long partOffset, Long length, Long startOffset, Long lines, Seq<Row> events)
       throws SegmentException {
     if (path == null || partOffset == null || length == null || startOffset == null || lines == null) {
       return null;
     }
     byte[] data = read(path, partOffset, length);
-    List<Row> rows = new ArrayList<>((int) Math.min(lines, Integer.MAX_VALUE - 8));
-    int start = 0;
-    for (int i = 0; i < data.length; i++) {
-      if (data[i] == NEWLINE) {
-        rows.add(RowFactory.create(startOffset + start, Arrays.copyOfRange(data, start, i)));
-        start = i + 1;
+    int newlines = 0;
+    for (byte b : data) {
+      if (b == NEWLINE) {
+        newlines++;
       }
     }
-    if (start < data.length) {
-      rows.add(RowFactory.create(startOffset + start, Arrays.copyOfRange(data, start, data.length)));
-    }
-    if (rows.size() != lines) {
+    boolean terminated = data.length == 0 || data[data.length - 1] == NEWLINE;
+    int count = newlines + (terminated ? 0 : 1);
+    if (count != lines) {
       throw new SegmentException(
           String.format(
               "%s: the segment at part_offset %d (%d bytes) holds %d lines, the manifest says %d",
-              path, partOffset, length, rows.size(), lines),
+              path, partOffset, length, count, lines),
           null);
+    }
+    int[] starts = new int[count];
+    int line = 0;
+    for (int i = 0; i < data.length && line < count; i++) {
+      if (i == 0 || data[i - 1] == NEWLINE) {
+        starts[line++] = i;
+      }
+    }
+    int spans = events == null ? 0 : events.length();
+    long[] spanFirst = new long[spans];
+    long[] spanLines = new long[spans];
+    String[] spanCut = new String[spans];
+    long end = 0;
+    for (int n = 0; n < spans; n++) {
+      Row span = events.apply(n);
+      spanFirst[n] = span.getLong(0);
+      spanLines[n] = span.getLong(1);
+      spanCut[n] = span.isNullAt(2) ? null : span.getString(2);
+      if (spanFirst[n] < end || spanLines[n] < 1 || spanFirst[n] + spanLines[n] > count) {
+        throw new SegmentException(
+            String.format(
+                "%s: the segment at part_offset %d (%d bytes) lists event %d at lines %d..%d, not "
+                    + "after the event before and among its %d lines",
+                path, partOffset, length, n, spanFirst[n], spanFirst[n] + spanLines[n] - 1, count),
+            null);
+      }
+      end = spanFirst[n] + spanLines[n];
+    }
+    List<Row> rows = new ArrayList<>(count);
+    int span = 0;
+    line = 0;
+    while (line < count) {
+      long eventLines = 1;
+      String cut = null;
+      if (span < spans && spanFirst[span] == line) {
+        eventLines = spanLines[span];
+        cut = spanCut[span];
+        span++;
+      }
+      int next = line + (int) eventLines;
+      int begin = starts[line];
+      int stop = next < count ? starts[next] - 1 : (terminated ? data.length - 1 : data.length);
+      rows.add(
+          RowFactory.create(
+              startOffset + begin, Arrays.copyOfRange(data, begin, stop), eventLines, cut));
+      line = next;
     }
     return rows;
   }

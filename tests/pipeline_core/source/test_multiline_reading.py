@@ -1,0 +1,243 @@
+"""Reading a multiline source: a read ends after a whole event, and the last event of a file that
+may still grow is held back (not read, so never in a checkpoint) until it is proven whole.
+
+The logs are written by Python's ``logging`` (a ``FileHandler``), the events it wrote recorded
+by a second handler as it formatted them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.config import MultilineConfig, MultilinePreset
+from pipeline_core.source import FileWatcher, TimeSlicedReader
+from pipeline_core.staging_contract import EventCut
+from tests.support.reading import Received, reader_of, source_of
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class Written(logging.Handler):
+    """The events a logger wrote, as its file handler formatted them (newline-free ends)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter(FORMAT))
+        self.events: list[bytes] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.events.append(self.format(record).encode())
+
+
+class ServiceLog:
+    """A logger writing ``folder/app.log`` through a real ``logging.FileHandler``."""
+
+    def __init__(self, folder: Path, name: str = "app.log") -> None:
+        self.path = folder / name
+        self.logger = logging.getLogger(f"service.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.INFO)
+        self.file = logging.FileHandler(self.path)
+        self.file.setFormatter(logging.Formatter(FORMAT))
+        self.written = Written()
+        self.logger.addHandler(self.file)
+        self.logger.addHandler(self.written)
+
+    def info(self, message: str) -> None:
+        self.logger.info(message)
+
+    def failure(self, message: str) -> None:
+        """``logger.exception`` of a chained exception: a multiline event."""
+        try:
+            try:
+                {}["missing"]  # noqa: B018
+            except KeyError as exc:
+                raise ValueError(f"while {message}") from exc
+        except ValueError:
+            self.logger.exception(message)
+
+    def quiet_for(self, seconds: float) -> None:
+        """As if nothing was written for ``seconds``: the file's modification time set back."""
+        stamp = time.time() - seconds
+        os.utime(self.path, (stamp, stamp))
+
+    def close(self) -> None:
+        self.logger.removeHandler(self.file)
+        self.logger.removeHandler(self.written)
+        self.file.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[ServiceLog]:
+    log = ServiceLog(tmp_path)
+    yield log
+    log.close()
+
+
+def _tail(
+    folder: Path, multiline: MultilineConfig, chunk_bytes: int = 1 << 20
+) -> tuple[FileWatcher, TimeSlicedReader, Received]:
+    watcher = FileWatcher([source_of(folder, "app.log*", multiline=multiline)], "test-host", 1024)
+    watcher.scan()
+    return watcher, reader_of(watcher, chunk_bytes), Received()
+
+
+def _read(reader: TimeSlicedReader, received: Received, *, flush: bool = False) -> None:
+    while not reader.read_slice(received.publish, flush=flush).caught_up:
+        pass
+
+
+PYTHON = MultilineConfig(preset=MultilinePreset.PYTHON)
+
+
+def test_should_hold_the_last_event_back_until_a_following_line_proves_it_whole(
+    service: ServiceLog, tmp_path: Path
+) -> None:
+    service.info("started")
+    service.failure("loading the config")
+    watcher, reader, received = _tail(tmp_path, PYTHON)
+
+    _read(reader, received)
+    assert received.events() == service.written.events[:1]
+    (tracked,) = watcher.files
+    held_at = len(service.written.events[0]) + 1
+    assert tracked.read_offset == held_at  # the traceback is not read: no checkpoint holds it
+    assert tracked.held_since is not None
+    assert tracked.cut_barrier() == (0, held_at, 1)
+
+    service.info("retrying")
+    _read(reader, received)
+    assert received.events() == service.written.events[:2]
+    traceback = received[-1]
+    assert traceback.start == held_at
+    assert [(s.first_line, s.cut) for s in traceback.events] == [(0, None)]
+    assert traceback.event_count == 1 < traceback.lines
+
+
+def test_should_hand_the_last_event_on_once_its_file_is_quiet_for_flush_after(
+    service: ServiceLog, tmp_path: Path
+) -> None:
+    service.info("started")
+    service.failure("connecting")
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, flush_after_s=5)
+    watcher, reader, received = _tail(tmp_path, multiline)
+    _read(reader, received)
+    assert received.events() == service.written.events[:1]
+    due = reader.flush_due()
+    assert due is not None and 4 < due - time.monotonic() <= 5
+
+    service.quiet_for(6)
+    _read(reader, received)
+    assert received.events() == service.written.events
+    assert reader.flush_due() is None
+    assert watcher.files[0].held_since is None
+
+
+def test_should_read_a_held_event_whole_after_a_restart_from_the_sealed_offset(
+    service: ServiceLog, tmp_path: Path
+) -> None:
+    service.info("started")
+    service.failure("writing")
+    watcher, reader, received = _tail(tmp_path, PYTHON)
+    _read(reader, received)
+    (tracked,) = watcher.files
+    tracked.mark_sealed(tracked.read_offset)  # a checkpoint sealed what was read
+
+    service.info("recovered")
+    service.quiet_for(10)
+    restarted = FileWatcher(
+        [source_of(tmp_path, "app.log*", multiline=PYTHON)],
+        "test-host",
+        1024,
+        [tracked.record(tracked.sealed_offset)],
+    )
+    restarted.scan()
+    again = Received()
+    _read(reader_of(restarted), again)
+    assert again.events() == service.written.events[1:]
+
+
+def test_should_close_an_event_at_max_lines_and_mark_the_rest_headless(
+    service: ServiceLog, tmp_path: Path
+) -> None:
+    service.failure("parsing")
+    service.info("next")
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, max_lines=3)
+    _, reader, received = _tail(tmp_path, multiline)
+    _read(reader, received, flush=True)
+
+    traceback = service.written.events[0].split(b"\n")
+    rows = received.events()
+    assert rows[0] == b"\n".join(traceback[:3])
+    assert b"\n".join(rows[1:-1]) == b"\n".join(traceback[3:])
+    assert rows[-1] == service.written.events[1]
+    cuts = [span.cut for chunk in received for span in chunk.events]
+    assert cuts[0] is EventCut.LINES
+    assert set(cuts[1:]) <= {EventCut.LINES, EventCut.HEADLESS}
+    assert cuts[-1] is EventCut.HEADLESS
+
+
+def test_should_close_an_event_that_fills_a_whole_read_as_cut_by_bytes(tmp_path: Path) -> None:
+    log = ServiceLog(tmp_path)
+    try:
+        log.info("dump follows\n" + "\n".join(f"  frame {n:05d} of a dump of a long running task" for n in range(2000)))
+        log.info("after")
+    finally:
+        log.close()
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, max_bytes=8192)
+    _, reader, received = _tail(tmp_path, multiline, chunk_bytes=8192)
+    _read(reader, received, flush=True)
+
+    assert b"\n".join(received.events()) == b"\n".join(log.written.events)
+    cuts = [span.cut for chunk in received for span in chunk.events]
+    assert cuts[0] is EventCut.BYTES
+    assert all(len(event) <= 8192 for event in received.events())
+
+
+def test_should_not_hold_an_event_back_forever_when_the_start_pattern_never_matches(
+    tmp_path: Path,
+) -> None:
+    log = ServiceLog(tmp_path)
+    try:
+        for n in range(300):
+            log.info(f"line {n}")
+    finally:
+        log.close()
+    multiline = MultilineConfig(start_pattern=r"NEVER", max_bytes=4096)
+    _, reader, received = _tail(tmp_path, multiline)
+    _read(reader, received)  # the file is not quiet: only bounds can close events
+
+    assert received.events()
+    assert b"\n".join(received.events()) + b"\n" == b"".join(
+        bytes(c.data) for c in received
+    )  # nothing lost or repeated so far
+    assert all(span.cut is not None for chunk in received for span in chunk.events)
+
+
+def test_should_hand_on_the_events_before_an_over_long_line_whole(tmp_path: Path) -> None:
+    log = ServiceLog(tmp_path)
+    try:
+        log.info("before")
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            log.logger.exception("failed")
+        log.info("x" * 5000)
+    finally:
+        log.close()
+    watcher = FileWatcher(
+        [source_of(tmp_path, "app.log*", multiline=PYTHON)], "test-host", 1024
+    )
+    watcher.scan()
+    reader = TimeSlicedReader(watcher, chunk_bytes=1 << 20, max_line_bytes=2048, slice_seconds=10)
+    received = Received()
+    _read(reader, received)
+
+    assert received.events()[:2] == log.written.events[:2]
+    assert received[-1].long_line is not None

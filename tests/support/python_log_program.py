@@ -1,0 +1,233 @@
+"""A program that logs through Python's ``logging`` what real programs log: lines, and failures
+with their tracebacks (``logger.exception``: chained exceptions, exception groups, carets,
+``stack_info``). :mod:`tests.support.log_programs` runs it in a process of its own; it is run
+by its path (``python .../python_log_program.py``), so that its tracebacks show its source
+lines, as a real program's do.
+
+Every record goes to two handlers: a ``logging.FileHandler`` (or ``WatchedFileHandler``) on the
+log, and the ground truth: a handler that writes what the same formatter made of the record
+(``Formatter.format(record)``, which is what the log's handler writes before its ``\\n``) as
+one JSON string a line, flushed at once. The log's handler comes first: a record in the truth
+is in the log; after a SIGKILL the log may hold one record more than the truth.
+
+Which records are written is drawn from ``--seed``: the same arguments write the same records,
+only their times differ. SIGTERM ends the program after the record it is writing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import logging.handlers
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+WORDS = (
+    "checkpoint", "segment", "lake", "rotation", "inotify", "batch", "manifest", "café",
+    "Zürich", "日本語", "offset", "fingerprint", "snapshot", "landing", "tail", "ring",
+)  # fmt: skip
+LOGGERS = ("sluice.collector", "sluice.collector.reader", "sluice.landing", "airflow.task")
+
+
+class TruthHandler(logging.Handler):
+    """Writes each record as its formatter formats it, one JSON string a line, flushed."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.stream.write(json.dumps(self.format(record)) + "\n")
+            self.stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def configure(log: Path, truth: Path, fmt: str, reopen: bool = False) -> logging.Logger:
+    """The root logger, logging at DEBUG to ``log`` (appending; a ``WatchedFileHandler`` if
+    ``reopen``: it opens the file anew once it was renamed or removed) and to ``truth``
+    (appending), both formatted with ``fmt``."""
+    formatter = logging.Formatter(fmt)
+    handler: logging.Handler
+    if reopen:
+        handler = logging.handlers.WatchedFileHandler(log, encoding="utf-8")
+    else:
+        handler = logging.FileHandler(log, encoding="utf-8")
+    truth_handler = TruthHandler(truth.open("a", encoding="utf-8"))
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG)
+    for each in (handler, truth_handler):  # the log first: a record in the truth is in the log
+        each.setFormatter(formatter)
+        root.addHandler(each)
+    return root
+
+
+# -- failures: each raises, from code with frames, source lines and carets ----------------------
+
+
+class PipelineError(Exception):
+    """An exception of the program's own (its traceback line names it with its module)."""
+
+
+def _lookup(table: dict[str, dict[str, int]], key: str) -> int:
+    return table["sources"][key] + 1
+
+
+def _key_error(rng: random.Random) -> None:
+    _lookup({"sources": {}}, rng.choice(WORDS))
+
+
+def _raised_from(rng: random.Random) -> None:
+    try:
+        _key_error(rng)
+    except KeyError as exc:
+        raise PipelineError(f"cannot read the {rng.choice(WORDS)} config") from exc
+
+
+def _while_handling(rng: random.Random) -> None:
+    try:
+        print(rng.randint(1, 9) / (rng.randint(1, 2) - rng.randint(1, 2) * 0 - 1 + 0) * 0)
+        _ = int(rng.choice(WORDS))
+    except (ValueError, ZeroDivisionError):
+        _ = {"a": [1]}["a"][rng.randint(2, 5)]
+
+
+def _cause_never_raised(rng: random.Random) -> None:
+    # A cause made, not raised: its section of the traceback has no frames and no header.
+    raise RuntimeError(f"{rng.choice(WORDS)} failed") from ConnectionError("peer reset")
+
+
+def _no_message(rng: random.Random) -> None:
+    raise TimeoutError
+
+
+def _os_error(rng: random.Random) -> None:
+    with open(f"/nonexistent/{rng.choice(WORDS)}.log", "rb") as missing:
+        missing.read()
+
+
+def _syntax_error(rng: random.Random) -> None:
+    compile(f"x = ({rng.randint(1, 9)},\n  {rng.choice(WORDS)!r}", "<pipeline.yaml>", "exec")
+
+
+def _recursion(rng: random.Random, depth: int = 0) -> int:
+    return _recursion(rng, depth + 1) + 1
+
+
+def _exception_group(rng: random.Random) -> None:
+    if sys.version_info < (3, 11):
+        _raised_from(rng)
+        return
+    errors: list[Exception] = []
+    for word in rng.sample(WORDS, 2):
+        try:
+            _lookup({"sources": {}}, word)
+        except KeyError as exc:
+            errors.append(exc)
+    inner = ExceptionGroup("landing", [ValueError(rng.choice(WORDS)), TypeError("not a str")])  # noqa: F821
+    raise ExceptionGroup("checkpoint failed", [*errors, inner])  # noqa: F821
+
+
+def _caret_expression(rng: random.Random) -> None:
+    rows: dict[str, dict[str, int] | None] = {"a": None}
+    print(rng.randint(1, 9) + rows["a"]["b"])  # type: ignore[index]
+
+
+FAILURES: tuple[Callable[[random.Random], object], ...] = (
+    _key_error,
+    _raised_from,
+    _while_handling,
+    _cause_never_raised,
+    _no_message,
+    _os_error,
+    _syntax_error,
+    _recursion,
+    _exception_group,
+    _caret_expression,
+)
+
+
+def _multiline_failure(rng: random.Random) -> None:
+    error = ValueError(f"bad rows:\nrow 1: {rng.choice(WORDS)}\nrow 2: {rng.choice(WORDS)}")
+    if sys.version_info >= (3, 11):
+        error.add_note(f"while reading {rng.choice(WORDS)}")
+    raise error
+
+
+# -- the records ---------------------------------------------------------------------------------
+
+
+def log_one(root: logging.Logger, rng: random.Random, tracebacks: float, stacks: float,
+            multiline: float) -> None:  # fmt: skip
+    """Log one record, drawn from ``rng``: a failure with its traceback (a share ``tracebacks``),
+    a line with ``stack_info`` (``stacks``), a message of several lines or a failure whose
+    message has several lines and a note (``multiline``), or a plain line."""
+    logger = logging.getLogger(rng.choice(LOGGERS))
+    words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+    draw = rng.random()
+    if draw < tracebacks:
+        failure = rng.choice(FAILURES)
+        try:
+            failure(rng)
+        except BaseException:
+            logger.exception("%s failed: %s", failure.__name__.strip("_"), words,
+                             stack_info=rng.random() < 0.1)  # fmt: skip
+        return
+    draw -= tracebacks
+    if draw < stacks:
+        logger.warning("slow %s", words, stack_info=True)
+        return
+    draw -= stacks
+    if draw < multiline:
+        if rng.random() < 0.5:
+            logger.info("read %d rows:\n%s", 2, "\n".join(rng.sample(WORDS, 2)))
+        else:
+            try:
+                _multiline_failure(rng)
+            except ValueError:
+                logger.exception("rows failed")
+        return
+    level = rng.choice((logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING, logging.ERROR))
+    logger.log(level, "%s %d: %s", rng.choice(WORDS), rng.randint(0, 10**6), words)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--truth", type=Path, required=True)
+    parser.add_argument("--format", required=True)
+    parser.add_argument("--events", type=int, default=None, help="stop after so many records")
+    parser.add_argument("--rate", type=float, default=None, help="records a second (no pause)")
+    parser.add_argument("--tracebacks", type=float, default=0.1)
+    parser.add_argument("--stacks", type=float, default=0.02)
+    parser.add_argument("--multiline", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reopen", action="store_true")
+    args = parser.parse_args(argv)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+    root = configure(args.log, args.truth, args.format, args.reopen)
+    rng = random.Random(args.seed)
+    sys.setrecursionlimit(200)  # a RecursionError's traceback, at a modest depth
+    started = time.monotonic()
+    written = 0
+    while not stopping and (args.events is None or written < args.events):
+        if args.rate:
+            pause = started + written / args.rate - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        log_one(root, rng, args.tracebacks, args.stacks, args.multiline)
+        written += 1
+    logging.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
