@@ -1,9 +1,8 @@
 """The landing's Java functions (``spark_jobs/jvm``), registered in a session once.
 
 ``sluice.spark.SegmentLines`` reads local part files and splits them into events in the
-executors' JVM
-(``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx access-log line into its
-fields (``spark_jobs.formats``). Their source ships with the package;
+executors' JVM (``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx
+access-log line into its fields (``spark_jobs.formats``). Their source ships with the package;
 ``pipeline_core.landing.java_functions_jar`` compiles it where the job is submitted. A session
 gets the jar when it starts (``spark.jars``, or spark-submit's ``--jars``:
 ``pipeline_core.landing.landing_job_spec`` adds it), or on Spark Connect as an artifact of the

@@ -19,6 +19,8 @@ from pipeline_core.staging_contract import (
     ManifestError,
     ManifestPart,
     ManifestRange,
+    EventCut,
+    EventSpan,
     Segment,
     SegmentKind,
     SourceSpec,
@@ -149,7 +151,11 @@ def test_a_manifest_keeps_the_offset_of_its_seal_time() -> None:
 
 MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "empty": (lambda m: m.clear(), r"^no 'format_version'$"),
-    "version": (lambda m: m.update(format_version=5), r"^unsupported format_version 5$"),
+    "version": (lambda m: m.update(format_version=6), r"^unsupported format_version 6$"),
+    "events before format 5": (
+        lambda m: m["parts"][0]["segments"][0].update(events=[[0, 2, None]]),
+        r"^part part-access-00000\.lines, segment 0: events are not part of format_version 4$",
+    ),
     "missing host": (lambda m: m.pop("host"), r"^no 'host'$"),
     "checkpoint": (lambda m: m.update(checkpoint_id="3"), r"^checkpoint_id '3' is not a non-"),
     "naive time": (
@@ -228,3 +234,51 @@ def test_a_manifest_file_that_breaks_the_contract_fails_naming_the_file(tmp_path
     (tmp_path / MANIFEST_NAME).write_text(json.dumps({**document(), "host": ""}))
     with pytest.raises(ManifestError, match=rf"^{path}: host '' is not a string$"):
         read_manifest(tmp_path)
+
+
+def _with_events(*events: EventSpan) -> Manifest:
+    segment = Segment(FP, 0, 0, 12000, 60, events=events)
+    part = ManifestPart("part-access-00000.lines", "access", 60, 12000, "1a2b3c4d", (segment,))
+    return Manifest.of(
+        pipeline="app",
+        checkpoint_id=1,
+        host="web-1",
+        sealed_at=SEALED_AT,
+        sources={"access": SourceSpec("raw")},
+        parts=[part],
+        ranges=[ManifestRange(FP, "/var/log/app.log", "access", 0, 12000, 60)],
+    )
+
+
+def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back() -> None:
+    manifest = _with_events(EventSpan(0, 12), EventSpan(20, 3, EventCut.LINES))
+    written = json.loads(json.dumps(manifest.to_json()))
+
+    assert written["format_version"] == 5
+    assert written["parts"][0]["segments"][0]["events"] == [[0, 12, None], [20, 3, "lines"]]
+    assert Manifest.from_json(written) == manifest
+    assert manifest.parts[0].segments[0].event_count == 60 - 11 - 2
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([[0, 3, None], [2, 2, None]], r"segment 0, event 1: it overlaps the event before$"),
+        (
+            [[59, 2, None]],
+            r"segment 0, event 0: lines 59\.\.60 are not all among the segment's 60$",
+        ),
+        ([[4, 1, None]], r"event 0: an event of one line, not cut, is not listed$"),
+        ([[4, 2, "later"]], r"event 0: cut 'later' is not one of lines, bytes, headless$"),
+        ([[4, 0, None]], r"event 0: lines 0 is not a positive count$"),
+        ([[4, 2]], r"event 0: an event is \[first_line, lines, cut\], not \[4, 2\]$"),
+    ],
+)
+def test_a_segments_events_that_break_the_contract_fail_naming_the_event(
+    events: list[object], message: str
+) -> None:
+    written = json.loads(json.dumps(_with_events(EventSpan(0, 2)).to_json()))
+    written["parts"][0]["segments"][0]["events"] = events
+
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(written)

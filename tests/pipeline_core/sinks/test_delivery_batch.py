@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pipeline_core.sinks import DeliveryBatch, LogEvent, event_id
+from pipeline_core.source import Chunk
+from pipeline_core.staging_contract import EventCut, EventSpan
 from tests.pipeline_core.sinks.support import FP_A, FP_B, chunk, long_line_chunk
 
 
@@ -92,3 +94,17 @@ def test_should_make_one_event_of_an_over_long_line_holding_its_prefix() -> None
     assert events[2] == LogEvent(f"{FP_A}:4", "access", FP_A, 4, b"x" * 1024, line_bytes=3_000_000)
     assert [e.truncated for e in events] == [False, False, True, False]
     assert batch.lines == 4
+
+
+def test_should_make_one_event_of_a_multiline_events_lines() -> None:
+    data = b"ERROR failed\nTraceback:\n  File x\nKeyError\nINFO next\n  more\n"
+    spans = (EventSpan(0, 4), EventSpan(5, 1, EventCut.HEADLESS))
+    batch = DeliveryBatch((Chunk("app", FP_A, 100, data, 6, events=spans),), sequence=0)
+
+    events = list(batch.events())
+
+    assert [(e.event_id, e.line, e.lines, e.cut) for e in events] == [
+        (f"{FP_A}:100", b"ERROR failed\nTraceback:\n  File x\nKeyError", 4, None),
+        (f"{FP_A}:142", b"INFO next", 1, None),
+        (f"{FP_A}:152", b"  more", 1, EventCut.HEADLESS),
+    ]

@@ -15,6 +15,8 @@ from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.source import Chunk, LongLine, count_lines
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
+    EventCut,
+    EventSpan,
     ManifestRange,
     Segment,
     SegmentKind,
@@ -265,6 +267,26 @@ def test_should_merge_consecutive_chunks_of_a_file_into_segments(
         assert segment.lines == count_lines(
             data[segment.part_offset : segment.part_offset + segment.length]
         )
+
+
+def test_should_carry_multiline_events_into_segments_merged_across_chunks(
+    tmp_path: Path,
+) -> None:
+    sink = writer(tmp_path)
+    first = Chunk("access", FP_A, 0, lines("a", 4), 4, events=(EventSpan(1, 2),))
+    second = Chunk(
+        "access", FP_A, 40, lines("a", 3), 3, events=(EventSpan(0, 2, EventCut.HEADLESS),)
+    )
+    sink.append([first, second])
+
+    sealed = sink.seal(Barrier(1, SEALED_AT, covering(first, second)))
+
+    (part,) = sealed.parts
+    assert part.segments == (
+        Segment(FP_A, 0, 0, 70, 7, events=(EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS))),
+    )
+    assert part.segments[0].event_count == 5
+    assert sealed.manifest["format_version"] == 5
 
 
 def test_should_seal_an_empty_batch_with_a_manifest_and_no_parts(tmp_path: Path) -> None:

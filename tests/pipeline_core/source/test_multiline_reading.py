@@ -186,7 +186,10 @@ def test_should_close_an_event_at_max_lines_and_mark_the_rest_headless(
 def test_should_close_an_event_that_fills_a_whole_read_as_cut_by_bytes(tmp_path: Path) -> None:
     log = ServiceLog(tmp_path)
     try:
-        log.info("dump follows\n" + "\n".join(f"  frame {n:05d} of a dump of a long running task" for n in range(2000)))
+        log.info(
+            "dump follows\n"
+            + "\n".join(f"  frame {n:05d} of a dump of a long running task" for n in range(2000))
+        )
         log.info("after")
     finally:
         log.close()
@@ -231,9 +234,7 @@ def test_should_hand_on_the_events_before_an_over_long_line_whole(tmp_path: Path
         log.info("x" * 5000)
     finally:
         log.close()
-    watcher = FileWatcher(
-        [source_of(tmp_path, "app.log*", multiline=PYTHON)], "test-host", 1024
-    )
+    watcher = FileWatcher([source_of(tmp_path, "app.log*", multiline=PYTHON)], "test-host", 1024)
     watcher.scan()
     reader = TimeSlicedReader(watcher, chunk_bytes=1 << 20, max_line_bytes=2048, slice_seconds=10)
     received = Received()
