@@ -7,8 +7,6 @@ by a second handler as it formatted them.
 
 from __future__ import annotations
 
-import logging
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,59 +16,8 @@ import pytest
 from pipeline_core.config import MultilineConfig, MultilinePreset
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 from pipeline_core.staging_contract import EventCut
+from tests.support.python_logs import ServiceLog
 from tests.support.reading import Received, reader_of, source_of
-
-FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-class Written(logging.Handler):
-    """The events a logger wrote, as its file handler formatted them (newline-free ends)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(logging.Formatter(FORMAT))
-        self.events: list[bytes] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.events.append(self.format(record).encode())
-
-
-class ServiceLog:
-    """A logger writing ``folder/app.log`` through a real ``logging.FileHandler``."""
-
-    def __init__(self, folder: Path, name: str = "app.log") -> None:
-        self.path = folder / name
-        self.logger = logging.getLogger(f"service.{id(self)}")
-        self.logger.propagate = False
-        self.logger.setLevel(logging.INFO)
-        self.file = logging.FileHandler(self.path)
-        self.file.setFormatter(logging.Formatter(FORMAT))
-        self.written = Written()
-        self.logger.addHandler(self.file)
-        self.logger.addHandler(self.written)
-
-    def info(self, message: str) -> None:
-        self.logger.info(message)
-
-    def failure(self, message: str) -> None:
-        """``logger.exception`` of a chained exception: a multiline event."""
-        try:
-            try:
-                {}["missing"]  # noqa: B018
-            except KeyError as exc:
-                raise ValueError(f"while {message}") from exc
-        except ValueError:
-            self.logger.exception(message)
-
-    def quiet_for(self, seconds: float) -> None:
-        """As if nothing was written for ``seconds``: the file's modification time set back."""
-        stamp = time.time() - seconds
-        os.utime(self.path, (stamp, stamp))
-
-    def close(self) -> None:
-        self.logger.removeHandler(self.file)
-        self.logger.removeHandler(self.written)
-        self.file.close()
 
 
 @pytest.fixture
