@@ -20,6 +20,7 @@ Cases (``--only`` takes the numbers or the names):
  11   upload       collector sealing into S3 (loopback moto) vs sealing on local disk
  12   warm         a 20k-line checkpoint, request -> committed: Spark Connect vs spark-submit
  13   landstore    landing a checkpoint from S3 (loopback moto) vs from local disk
+ 14   multiline    collector with the python multiline preset vs line by line
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -49,6 +50,7 @@ from bench.cases import (
     lake_tables,
     landing_store,
     memory,
+    multiline,
     pygtail_peer,
     tail_latency,
     tailing,
@@ -72,6 +74,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "11": ("upload", upload.run),
     "12": ("warm", warm_spark.run),
     "13": ("landstore", landing_store.run),
+    "14": ("multiline", multiline.run),
 }
 
 

@@ -109,10 +109,12 @@ def time_cp(source: Path, target: Path) -> float:
     return common.timed(copy)
 
 
-def collect_in_child(work: Path, source: Path) -> common.Collected:
+def collect_in_child(
+    work: Path, source: Path, keys: dict[str, object] | None = None
+) -> common.Collected:
     """Collect ``source`` in a fresh process (so nothing of this one, Spark included, shares
-    its interpreter) and return what it reports."""
-    config = common.pipeline_config(work, source)
+    its interpreter) and return what it reports; ``keys``: more keys of the source."""
+    config = common.pipeline_config(work, source, source=keys)
     return common.Collected(**common.run_child("bench.cases.throughput", str(config)))
 
 

@@ -135,7 +135,7 @@ class _OpenPart:
                 last.part_offset,
                 last.length + len(chunk.data),
                 last.lines + chunk.lines,
-                events=last.events + tuple(span.shifted(last.lines) for span in chunk.events),
+                events=last.events + chunk.events.shifted(last.lines),
             )
         else:
             self.segments.append(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline_core.staging_contract import EventSpan, events_in
+from pipeline_core.staging_contract import NO_EVENTS, EventRuns, events_in
 
 _NEWLINE = 10
 _VECTOR_COUNT_BYTES = 64 * 1024
@@ -60,7 +60,7 @@ class Chunk:
     edge: int = 0
     replay: bool = False
     long_line: LongLine | None = None
-    events: tuple[EventSpan, ...] = ()
+    events: EventRuns = NO_EVENTS
 
     @property
     def event_count(self) -> int:

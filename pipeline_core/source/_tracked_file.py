@@ -22,7 +22,7 @@ from pipeline_core.source._read_memory import (
     KeptLength,
     ReadMemory,
 )
-from pipeline_core.staging_contract import EventSpan
+from pipeline_core.staging_contract import NO_EVENTS, EventRuns
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +370,7 @@ class TrackedFile:
                     before_long_line = over > 0
         elif not too_long and not final:
             return None
-        spans: tuple[EventSpan, ...] = ()
+        spans = NO_EVENTS
         if framing is not None and not too_long:
             framed = self._frame(data, framing, read, at_end, before_long_line, final, now, flush)
             if framed is None:
@@ -407,7 +407,7 @@ class TrackedFile:
         final: bool,
         now: float,
         flush: bool,
-    ) -> tuple[EventSpan, ...] | None:
+    ) -> EventRuns | None:
         """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
         place: its multiline events, or None (and :attr:`held_since` set) while all of it is
         one event that may still grow.

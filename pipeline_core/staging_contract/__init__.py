@@ -23,7 +23,14 @@ only too): the landing job imports it on the Spark driver, and the archive that 
 ``spark_jobs`` to a cluster holds both (``pipeline_core.landing``).
 """
 
-from pipeline_core.staging_contract._events import EventCut, EventSpan, events_in
+from pipeline_core.staging_contract._events import (
+    CUT_CODES,
+    NO_EVENTS,
+    EventCut,
+    EventRuns,
+    EventSpan,
+    events_in,
+)
 from pipeline_core.staging_contract._fields import ManifestError
 from pipeline_core.staging_contract._layout import (
     INFLIGHT_DIR,
@@ -51,14 +58,17 @@ from pipeline_core.staging_contract._manifest import (
 from pipeline_core.staging_contract._segment import Segment, SegmentKind
 
 __all__ = [
+    "CUT_CODES",
     "EVENTS_FORMAT_VERSION",
     "INFLIGHT_DIR",
     "LAKE_SQL_CONF",
     "MANIFEST_FORMAT_VERSION",
     "MANIFEST_NAME",
+    "NO_EVENTS",
     "PART_SUFFIX",
     "READABLE_FORMAT_VERSIONS",
     "EventCut",
+    "EventRuns",
     "EventSpan",
     "Manifest",
     "ManifestError",

@@ -6,12 +6,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline_core._compat import StrEnum
-from pipeline_core.staging_contract._events import EventSpan, check_spans, events_in
+from pipeline_core.staging_contract._events import (
+    NO_EVENTS,
+    EventRuns,
+    EventSpan,
+    check_spans,
+    events_in,
+)
 from pipeline_core.staging_contract._fields import (
     ManifestError,
     read_count,
     read_field,
-    read_list,
     read_object,
     read_text,
 )
@@ -42,9 +47,15 @@ class Segment:
     kind: SegmentKind = SegmentKind.LINES
     line_bytes: int | None = None
     """``LONG_LINE`` only: the whole line's length in bytes, without its newline."""
-    events: tuple[EventSpan, ...] = ()
+    events: EventRuns = NO_EVENTS
     """``LINES`` only: the multiline events among the lines (format 5), in order; a line no
-    span covers is an event of its own. Empty: every line is an event."""
+    span covers is an event of its own. Empty: every line is an event. (A tuple of
+    :class:`EventSpan` given here is taken as their ``EventRuns``.)"""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.events, EventRuns):
+            spans: tuple[EventSpan, ...] = self.events
+            object.__setattr__(self, "events", EventRuns.of(spans))
 
     @property
     def event_count(self) -> int:
@@ -64,7 +75,7 @@ class Segment:
         if self.kind is SegmentKind.LONG_LINE:
             entry["line_bytes"] = self.line_bytes
         if self.events:
-            entry["events"] = [span.to_json() for span in self.events]
+            entry["events"] = self.events.to_json()
         return entry
 
     @classmethod
@@ -87,16 +98,13 @@ class Segment:
             known = ", ".join(SegmentKind)
             raise ManifestError(f"{where}: kind {kind!r} is not one of {known}")
         long_line = kind == SegmentKind.LONG_LINE
-        events: tuple[EventSpan, ...] = ()
+        events = NO_EVENTS
         if "events" in fields:
             if version < 5:
                 raise ManifestError(f"{where}: events are not part of format_version {version}")
             if long_line:
                 raise ManifestError(f"{where}: a long_line segment has no events")
-            events = tuple(
-                EventSpan.from_json(entry, f"{where}, event {number}")
-                for number, entry in enumerate(read_list(fields, "events", where))
-            )
+            events = EventRuns.from_json(fields["events"], where)
         segment = cls(
             fingerprint,
             read_count(fields, "start_offset", where),

@@ -15,12 +15,12 @@ import pytest
 from pipeline_core.errors import LandingError
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
+    EventCut,
+    EventSpan,
     Manifest,
     ManifestError,
     ManifestPart,
     ManifestRange,
-    EventCut,
-    EventSpan,
     Segment,
     SegmentKind,
     SourceSpec,
@@ -255,7 +255,11 @@ def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back(
     written = json.loads(json.dumps(manifest.to_json()))
 
     assert written["format_version"] == 5
-    assert written["parts"][0]["segments"][0]["events"] == [[0, 12, None], [20, 3, "lines"]]
+    assert written["parts"][0]["segments"][0]["events"] == {
+        "first_line": [0, 20],
+        "lines": [12, 3],
+        "cut": [[1, "lines"]],
+    }
     assert Manifest.from_json(written) == manifest
     assert manifest.parts[0].segments[0].event_count == 60 - 11 - 2
 
@@ -263,15 +267,34 @@ def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back(
 @pytest.mark.parametrize(
     ("events", "message"),
     [
-        ([[0, 3, None], [2, 2, None]], r"segment 0, event 1: it overlaps the event before$"),
         (
-            [[59, 2, None]],
+            {"first_line": [0, 2], "lines": [3, 2], "cut": []},
+            r"segment 0, event 1: it overlaps the event before$",
+        ),
+        (
+            {"first_line": [59], "lines": [2], "cut": []},
             r"segment 0, event 0: lines 59\.\.60 are not all among the segment's 60$",
         ),
-        ([[4, 1, None]], r"event 0: an event of one line, not cut, is not listed$"),
-        ([[4, 2, "later"]], r"event 0: cut 'later' is not one of lines, bytes, headless$"),
-        ([[4, 0, None]], r"event 0: lines 0 is not a positive count$"),
-        ([[4, 2]], r"event 0: an event is \[first_line, lines, cut\], not \[4, 2\]$"),
+        (
+            {"first_line": [4], "lines": [1], "cut": []},
+            r"segment 0, event 0: an event of one line, not cut, is not listed$",
+        ),
+        (
+            {"first_line": [4], "lines": [2], "cut": [[0, "later"]]},
+            r"segment 0: a cut is \[event, one of lines, bytes, headless\], not \[0, 'later'\]$",
+        ),
+        (
+            {"first_line": [4], "lines": [0], "cut": []},
+            r"segment 0: an event's lines is not a positive count$",
+        ),
+        (
+            {"first_line": [4, 9], "lines": [2], "cut": []},
+            r"segment 0: events have 2 first lines and 1 line counts$",
+        ),
+        (
+            [[4, 2, None]],
+            r"segment 0: events are \{first_line, lines, cut\}, not \[\[4, 2, None\]\]$",
+        ),
     ],
 )
 def test_a_segments_events_that_break_the_contract_fail_naming_the_event(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline_core.sinks import DeliveryBatch, LogEvent, event_id
 from pipeline_core.source import Chunk
-from pipeline_core.staging_contract import EventCut, EventSpan
+from pipeline_core.staging_contract import EventCut, EventRuns, EventSpan
 from tests.pipeline_core.sinks.support import FP_A, FP_B, chunk, long_line_chunk
 
 
@@ -98,7 +98,7 @@ def test_should_make_one_event_of_an_over_long_line_holding_its_prefix() -> None
 
 def test_should_make_one_event_of_a_multiline_events_lines() -> None:
     data = b"ERROR failed\nTraceback:\n  File x\nKeyError\nINFO next\n  more\n"
-    spans = (EventSpan(0, 4), EventSpan(5, 1, EventCut.HEADLESS))
+    spans = EventRuns.of([EventSpan(0, 4), EventSpan(5, 1, EventCut.HEADLESS)])
     batch = DeliveryBatch((Chunk("app", FP_A, 100, data, 6, events=spans),), sequence=0)
 
     events = list(batch.events())

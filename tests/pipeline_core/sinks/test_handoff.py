@@ -16,6 +16,7 @@ from pipeline_core.source import Chunk, LongLine, count_lines
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
     EventCut,
+    EventRuns,
     EventSpan,
     ManifestRange,
     Segment,
@@ -273,9 +274,14 @@ def test_should_carry_multiline_events_into_segments_merged_across_chunks(
     tmp_path: Path,
 ) -> None:
     sink = writer(tmp_path)
-    first = Chunk("access", FP_A, 0, lines("a", 4), 4, events=(EventSpan(1, 2),))
+    first = Chunk("access", FP_A, 0, lines("a", 4), 4, events=EventRuns.of([EventSpan(1, 2)]))
     second = Chunk(
-        "access", FP_A, 40, lines("a", 3), 3, events=(EventSpan(0, 2, EventCut.HEADLESS),)
+        "access",
+        FP_A,
+        40,
+        lines("a", 3),
+        3,
+        events=EventRuns.of([EventSpan(0, 2, EventCut.HEADLESS)]),
     )
     sink.append([first, second])
 
