@@ -107,7 +107,10 @@ class CheckpointCoordinator:
                     )
                 )
         barrier = Barrier(checkpoint_id, utcnow(), tuple(ranges))
-        files = tuple(t.record(t.barrier_offset) for t in watcher.files)
+        # Only the files that moved since the last barrier: with ten thousand files followed,
+        # a checkpoint writes the rows of the few being written, not ten thousand.
+        moved = (t.record_if_moved(t.barrier_offset) for t in watcher.files)
+        files = tuple(record for record in moved if record is not None)
         self._pending[checkpoint_id] = _PendingSeal(barrier, files)
         self._injected.add(checkpoint_id)
         return barrier

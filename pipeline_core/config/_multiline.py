@@ -16,13 +16,46 @@ class MultilinePreset(StrEnum):
     (``pipeline_core.source`` implements them)."""
 
     PYTHON = "python"
-    """Python's ``logging`` with ``logger.exception``: the log line that raised with its
-    traceback, chained sections and exception groups."""
+    """Python's ``logging`` with ``logger.exception`` (or ``exc_info``) and ``stack_info``.
+
+    Covers: the traceback (frames with their source lines and carets, ``[Previous line
+    repeated N more times]``, a ``SyntaxError``'s lines), chained exceptions (``raise ... from``,
+    an exception raised while handling another, a cause that was never raised), exception
+    groups, ``Stack (most recent call last):``; pyspark's exceptions and Py4J's
+    ``Py4JJavaError`` (the Java stack trace in its message: ``: org.apache...``, ``Caused
+    by:``, ``Suppressed:``, ``... N more``, ``Driver stacktrace:``), and Spark's query context
+    in an error's message (``== SQL (line 1, position 8) ==`` with the query's lines and their
+    carets; ``== DataFrame ==``). Tested against what ``logging`` writes in four formats
+    (``%(asctime)s %(levelname)s %(name)s: %(message)s``, Airflow 2's task log, ``basicConfig``'s
+    ``%(levelname)s:%(name)s:%(message)s``, ``%(levelname)s: %(message)s``) and against a
+    PySpark driver's log.
+
+    Known limits: a line of a record that is not indented and is none of the above begins an
+    event of its own: a message of several lines, an exception whose message has several lines
+    (its later lines), an exception's notes (``add_note``), pyspark's ``JVM stacktrace:`` (with
+    ``spark.sql.pyspark.jvmStacktrace.enabled``). Give a ``start_pattern`` (the format's first
+    field, such as its date) for such logs. A record whose first line is indented, blank or
+    starts with one of the words above joins the event before it. Airflow 3's task logs are JSON
+    lines (an exception is a field of its record's line): they need no multiline rule."""
     JAVA = "java"
-    """log4j's ``%ex`` (Spark's logs): ``at`` frames, ``Caused by:``, ``Suppressed:``,
-    ``... N more``, and the Python tracebacks Spark's ``PythonException`` carries."""
+    """log4j's ``%ex`` (Spark's logs, in Spark's default pattern ``%d{yy/MM/dd HH:mm:ss} %p
+    %c{1}: %m%n%ex``): the exception's line (a class named ``...Exception``, ``...Error``,
+    ``...Throwable`` or ``...Failure``) before its frames or before its message's query
+    context, ``at`` frames, ``Caused by:``, ``Suppressed:``, ``... N more``, ``Driver
+    stacktrace:``, the Python traceback Spark's ``PythonException`` carries, Spark's query
+    contexts, and all the ``python`` preset covers. Tested against a PySpark job's log4j2 log
+    (executors' ``PythonException`` and ``SparkArithmeticException``, a job's
+    ``SparkException`` with its causes).
+
+    Known limits: an exception message's later lines (other than a query context) that are not
+    indented begin events of their own; so does a line after an exception line that does not
+    look like one (a class named otherwise). An exception's line is known by the frame after
+    it: if a read ends between them (log4j2's file appender writes a stack trace longer than
+    its 8 KiB buffer in several writes) the record can be handed on without its stack trace,
+    which follows as a ``headless`` event."""
     GO = "go"
-    """A Go panic or fatal error with its goroutine dump."""
+    """A Go panic or fatal error with its goroutine dump. Not tested against a real Go
+    program's output (no Go toolchain where the tests run)."""
 
 
 DEFAULT_MAX_LINES = 500

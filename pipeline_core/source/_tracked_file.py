@@ -106,6 +106,8 @@ class TrackedFile:
     held_since: float | None = None
     """Multiline sources: since when (the reader's clock) the event at ``read_offset`` has
     been held back, not handed on because it may still grow; None when nothing is held."""
+    _recorded: tuple[object, ...] | None = field(default=None, repr=False)
+    """What :meth:`record_if_moved` last recorded the file as."""
     flush_at: float | None = None
     """Multiline sources: when (the reader's clock) the event held back is due to be handed
     on if the file does not grow before (None: nothing held)."""
@@ -152,6 +154,16 @@ class TrackedFile:
             FileState.LIVE,
             follow_symlinks=follow_symlinks,
         )
+
+    def record_if_moved(self, offset: int) -> FileRecord | None:
+        """:meth:`record` at ``offset``, or None if it would be the same as the last one this
+        method returned (no offset, state, name or signature changed): a checkpoint records
+        the files that moved, not every file the pipeline follows."""
+        key = (offset, self.state, self.path, self.dev, self.ino, self.signature)
+        if key == self._recorded:
+            return None
+        self._recorded = key
+        return self.record(offset)
 
     def record(self, offset: int) -> FileRecord:
         """This file as the metastore stores it, sealed up to ``offset`` (with the digest of

@@ -73,7 +73,7 @@ def configure(log: Path, truth: Path, fmt: str, reopen: bool = False) -> logging
 
 
 class PipelineError(Exception):
-    """An exception of the program's own (its traceback line names it with its module)."""
+    """An exception of the program's own."""
 
 
 def _lookup(table: dict[str, dict[str, int]], key: str) -> int:
@@ -163,8 +163,7 @@ def _multiline_failure(rng: random.Random) -> None:
 # -- the records ---------------------------------------------------------------------------------
 
 
-def log_one(root: logging.Logger, rng: random.Random, tracebacks: float, stacks: float,
-            multiline: float) -> None:  # fmt: skip
+def log_one(rng: random.Random, tracebacks: float, stacks: float, multiline: float) -> None:
     """Log one record, drawn from ``rng``: a failure with its traceback (a share ``tracebacks``),
     a line with ``stack_info`` (``stacks``), a message of several lines or a failure whose
     message has several lines and a note (``multiline``), or a plain line."""
@@ -176,8 +175,8 @@ def log_one(root: logging.Logger, rng: random.Random, tracebacks: float, stacks:
         try:
             failure(rng)
         except BaseException:
-            logger.exception("%s failed: %s", failure.__name__.strip("_"), words,
-                             stack_info=rng.random() < 0.1)  # fmt: skip
+            name = failure.__name__.strip("_")
+            logger.exception("%s failed: %s", name, words, stack_info=rng.random() < 0.1)
         return
     draw -= tracebacks
     if draw < stacks:
@@ -212,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    root = configure(args.log, args.truth, args.format, args.reopen)
+    configure(args.log, args.truth, args.format, args.reopen)
     rng = random.Random(args.seed)
     started = time.monotonic()
     written = 0
@@ -221,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             pause = started + written / args.rate - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-        log_one(root, rng, args.tracebacks, args.stacks, args.multiline)
+        log_one(rng, args.tracebacks, args.stacks, args.multiline)
         written += 1
     logging.shutdown()
     return 0

@@ -48,9 +48,10 @@ class ServiceLog:
 
     def failure(self, message: str) -> None:
         """``logger.exception`` of a chained exception: a multiline event."""
+        settings: dict[str, str] = {}
         try:
             try:
-                {}["missing"]
+                settings["missing"]
             except KeyError as exc:
                 raise ValueError(f"while {message}") from exc
         except ValueError:

@@ -103,8 +103,15 @@ class RotationStyle(StrEnum):
         """Whether the style copies and truncates (and may so destroy lines)."""
         return self in (RotationStyle.COPYTRUNCATE, RotationStyle.COPYTRUNCATE_DELAYCOMPRESS)
 
-    def directives(self, nginx_pid_file: Path) -> list[str]:
-        reopen = ["postrotate", f'    kill -USR1 "$(cat {nginx_pid_file})"', "endscript"]
+    def directives(self, nginx_pid_file: Path | None) -> list[str]:
+        """The style's logrotate directives; a ``create`` style signals nginx (its
+        ``nginx_pid_file``) to reopen its logs, or nothing (None: a writer that reopens its log
+        by itself, as Python's ``WatchedFileHandler``)."""
+        reopen = (
+            []
+            if nginx_pid_file is None
+            else ["postrotate", f'    kill -USR1 "$(cat {nginx_pid_file})"', "endscript"]
+        )
         if self is RotationStyle.CREATE:
             return ["create", *reopen]
         if self is RotationStyle.COPYTRUNCATE:
@@ -118,7 +125,12 @@ class Logrotate:
     """``logrotate -f -s STATE CONF`` for one log in one style (CONF and STATE in ``folder``)."""
 
     def __init__(
-        self, binary: str, folder: Path, log: Path, style: RotationStyle, nginx_pid_file: Path
+        self,
+        binary: str,
+        folder: Path,
+        log: Path,
+        style: RotationStyle,
+        nginx_pid_file: Path | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self._binary = binary

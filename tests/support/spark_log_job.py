@@ -21,16 +21,17 @@ configuration and submits it, local mode).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql.functions import udf  # noqa: E402
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import col, udf
 
-from tests.support.python_log_program import configure  # noqa: E402
+from tests.support.python_log_program import configure
 
 
 def parse_source(value: str) -> int:
@@ -52,11 +53,11 @@ def java_exception(error: BaseException) -> Any:
     """The Java throwable behind a Py4J or pyspark exception (None if there is none)."""
     seen: BaseException | None = error
     while seen is not None:
-        found = getattr(seen, "java_exception", None) or getattr(seen, "_origin", None)
+        found = getattr(seen, "java_exception", None)
         if found is not None:
             return found
         seen = seen.__cause__ or seen.__context__
-    return None
+    return getattr(error, "_origin", None)
 
 
 def main() -> int:
@@ -65,10 +66,11 @@ def main() -> int:
     parser.add_argument("--truth", type=Path, required=True)
     parser.add_argument("--format", required=True)
     args = parser.parse_args()
-    log = configure(args.log, args.truth, args.format).getChild("job")
+    root = configure(args.log, args.truth, args.format)
+    root.setLevel(logging.INFO)  # a driver's level (py4j's DEBUG dumps its protocol)
+    log = root.getChild("job")
     spark = SparkSession.builder.getOrCreate()
     jvm: Any = spark._jvm  # type: ignore[attr-defined]
-    gateway: Any = spark.sparkContext._gateway  # type: ignore[attr-defined]
     log4j = jvm.org.apache.logging.log4j.LogManager.getLogger("SluiceJob")
     try:
         frame = spark.createDataFrame([("a",), ("b",)], ["source"])
@@ -83,21 +85,26 @@ def main() -> int:
         except Exception:
             log.exception("the RDD failed")
         try:
-            spark.range(3).selectExpr("10 div (id - 1) AS ratio").collect()
+            spark.sql("SELECT id,\n  10 div (id\n    - 1) AS ratio\nFROM range(3)").collect()
         except Exception:
             log.exception("the query failed")
-        integer = jvm.java.lang.Class.forName("java.lang.Integer")
-        types = gateway.new_array(jvm.java.lang.Class, 1)
-        types[0] = jvm.java.lang.Class.forName("java.lang.String")
-        values = gateway.new_array(jvm.java.lang.Object, 1)
-        values[0] = "not a number"
         try:
-            integer.getMethod("parseInt", types).invoke(None, values)
+            spark.range(3).select((col("id") / (col("id") - 1)).alias("ratio")).collect()
+        except Exception:
+            log.exception("the frame failed")
+        corrupt = args.log.parent / "input.gz"
+        corrupt.write_bytes(b"not gzip at all\n")
+        try:
+            spark.sparkContext.textFile(str(corrupt)).collect()
         except Exception as exc:
-            log.exception("reflection failed")
+            log.exception("reading %s failed", corrupt.name)
             thrown = java_exception(exc)
             thrown.addSuppressed(jvm.java.lang.IllegalStateException("closing the reader failed"))
-            log4j.error("a JVM call failed", thrown)
+            log4j.error(f"reading {corrupt.name} failed", thrown)
+        try:
+            spark.sparkContext.textFile(str(corrupt.with_name("missing.txt"))).collect()
+        except Exception:
+            log.exception("reading missing.txt failed")
         log.info("done")
     finally:
         spark.stop()

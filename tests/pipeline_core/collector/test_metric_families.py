@@ -65,6 +65,9 @@ def test_should_name_families_with_units_and_types() -> None:
     expected = {
         "sluice_pipeline_state": "gauge",
         "sluice_read_lines_total": "counter",
+        "sluice_read_events_total": "counter",
+        "sluice_held_event_files": "gauge",
+        "sluice_held_event_seconds": "gauge",
         "sluice_read_bytes_total": "counter",
         "sluice_sent_bytes_total": "counter",
         "sluice_blocked_seconds_total": "counter",

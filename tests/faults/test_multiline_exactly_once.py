@@ -1,0 +1,201 @@
+"""Multiline events exactly once: a real Python program logs tracebacks while ``sluice collect``
+is SIGKILLed and restarted again and again, checkpoints are requested as DAG runs do, and the
+real ``logrotate`` rotates the log (``create``: the program's ``WatchedFileHandler`` reopens
+it; ``copytruncate``: its ``FileHandler`` goes on writing into the truncated file). Every
+checkpoint is landed by the real Spark job, and the lake's rows are compared with the events
+the program wrote (its ground truth: each record as its formatter made it):
+
+* every event is one row, whole, once: its ``message`` is the event, ``event_lines`` its lines;
+* no event is in two rows, no event id twice, no row that is not an event (or, for what a
+  copytruncate split or destroyed, a piece of one marked ``cut``);
+* ``copytruncate`` may destroy events written between logrotate's copy and its truncation (in
+  no file on disk: no collector can have them), and may split the event being written across
+  the copy and the truncated file: its head is the copy's last row and its tail a row marked
+  ``cut: headless``; never silently.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline_core.config import load_pipeline_config
+from pipeline_core.lake import lake_location
+from pipeline_core.metastore import CheckpointState, Metastore
+from tests.support.faults import (
+    REPO,
+    FaultSeed,
+    checkpoint_states,
+    collect_once_when_free,
+    lake_table,
+    land_and_commit_sealed,
+    report_figures,
+    sluice_command,
+)
+from tests.support.log_programs import start_python_logger
+from tests.support.pipelines import write_config
+from tests.support.rotation_tools import Logrotate, RotationStyle, RotationTools
+from tests.support.tailing import CheckpointRequests
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+WRITE_SECONDS = 24.0
+RATE = 300.0
+"""Records a second; about a third are tracebacks."""
+TRACEBACKS = 0.3
+KILLS = 8
+ROTATIONS = 3
+CHECKPOINT_EVERY_S = 0.7
+FLUSH_AFTER_S = 0.3
+LIVE_S = (0.4, 2.5)
+"""How long each collector lives before its SIGKILL."""
+
+
+def _run_collectors(
+    config_path: Path, logrotate: Logrotate, rng: random.Random, stderr_dir: Path
+) -> tuple[int, int]:
+    """Start ``sluice collect`` and SIGKILL it after a while, ``KILLS`` times, rotating the log
+    ``ROTATIONS`` times in between; the kills and rotations done."""
+    stderr_dir.mkdir()
+    rotate_at = set(rng.sample(range(1, KILLS), ROTATIONS))
+    kills = rotations = 0
+    for number in range(KILLS):
+        with open(stderr_dir / f"{number:02d}.txt", "wb") as stderr:
+            collector = subprocess.Popen(
+                sluice_command("collect", str(config_path)),
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        try:
+            time.sleep(rng.uniform(*LIVE_S))
+            if number in rotate_at:
+                logrotate.rotate()
+                rotations += 1
+                time.sleep(rng.uniform(0.0, 0.5))
+        finally:
+            if collector.poll() is None:
+                collector.send_signal(signal.SIGKILL)
+                kills += 1
+            collector.wait(timeout=30)
+    return kills, rotations
+
+
+def _rows(config_path: Path) -> list[tuple[str, str, int, str | None]]:
+    """The raw table's rows: ``(event_id, message, event_lines, cut)``."""
+    config = load_pipeline_config(config_path)
+    table = lake_table(lake_location(config), "app")
+    if table is None:
+        return []
+    return list(
+        zip(
+            table["event_id"].to_pylist(),
+            table["message"].to_pylist(),
+            table["event_lines"].to_pylist(),
+            table["cut"].to_pylist(),
+            strict=True,
+        )
+    )
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "style", [RotationStyle.CREATE, RotationStyle.COPYTRUNCATE], ids=lambda s: s.value
+)
+def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations(
+    style: RotationStyle,
+    tmp_path: Path,
+    spark: SparkSession,
+    fault_seed: FaultSeed,
+    request: pytest.FixtureRequest,
+) -> None:
+    tools = RotationTools.find()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "app.log"
+    config_path = write_config(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'sluice.db'}",
+        name=f"multiline_{style.value}",
+        pattern="logs/app.log*",
+        fmt="raw",
+        source={
+            "name": "app",
+            "exclude": ["*.gz"],
+            "multiline": {"preset": "python", "flush_after_s": FLUSH_AFTER_S},
+        },
+        collector={"discovery_interval_s": 0.2, "rotated_grace_s": 0.5, "lease_seconds": 60},
+    )
+    config = load_pipeline_config(config_path)
+    logrotate = Logrotate(tools.logrotate, tmp_path / "logrotate", log, style)
+    rng = random.Random(fault_seed.value)
+    metastore = Metastore.open(config.metastore_url)
+    try:
+        writer = start_python_logger(
+            log,
+            tmp_path / "truth.jsonl",
+            rate=RATE,
+            tracebacks=TRACEBACKS,
+            seed=fault_seed.value,
+            reopen=style is RotationStyle.CREATE,
+        )
+        try:
+            with CheckpointRequests(metastore, config.name, CHECKPOINT_EVERY_S, style.value):
+                started = time.monotonic()
+                kills, rotations = _run_collectors(config_path, logrotate, rng, tmp_path / "stderr")
+                time.sleep(max(0.0, WRITE_SECONDS - (time.monotonic() - started)))
+        finally:
+            written = writer.stop()
+        time.sleep(FLUSH_AFTER_S * 3)  # the last event is quiet: a one-shot run reads it
+        collect_once_when_free(config_path)
+        states = checkpoint_states(metastore, config.name)
+    finally:
+        metastore.close()
+    assert CheckpointState.REQUESTED not in states.values(), fault_seed.note(str(states))
+    summaries = land_and_commit_sealed(spark, config_path)
+    rows = _rows(config_path)
+
+    events = [event.removesuffix(b"\n").decode() for event in written]
+    on_disk = b"".join(path.read_bytes() for path in sorted(logs.glob("app.log*")))
+    rows_of = Counter(message for _, message, _, cut in rows if cut is None)
+    landed = [event for event in events if rows_of[event]]
+    doubled = [event for event in events if rows_of[event] > 1]
+    missing_on_disk = [
+        event for event in events if not rows_of[event] and event.encode() in on_disk
+    ]
+    known = set(events)
+    not_events = [message for _, message, _, cut in rows if cut is None and message not in known]
+    cut_rows = [(message, cut) for _, message, _, cut in rows if cut is not None]
+    event_ids = [event_id for event_id, _, _, _ in rows]
+    multiline = sum(event.count("\n") > 0 for event in events)
+    report_figures(
+        request,
+        f"multiline {style.value}: {len(events)} events written ({multiline} multiline, "
+        f"{sum(e.count(chr(10)) + 1 for e in events)} lines), {len(rows)} rows landed, "
+        f"{len(landed)} events whole, {len(doubled)} doubled, {len(missing_on_disk)} on disk "
+        f"and missing, {len(events) - len(landed)} not landed whole, {len(cut_rows)} rows cut "
+        f"{dict(Counter(cut for _, cut in cut_rows))}; {kills} kills, {rotations} rotations, "
+        f"{len(states)} checkpoints, {len(summaries)} landed",
+    )
+    assert kills >= KILLS - 1 and rotations == ROTATIONS
+    assert len(event_ids) == len(set(event_ids)), "an event id is in the lake twice"
+    assert not doubled, fault_seed.note(f"events in two rows: {doubled[:3]}")
+    assert not not_events, fault_seed.note(f"rows that are no event: {not_events[:3]}")
+    assert not missing_on_disk, fault_seed.note(
+        f"{len(missing_on_disk)} events on disk are not in the lake whole: {missing_on_disk[:3]}"
+    )
+    assert multiline > len(events) // 5
+    if style is RotationStyle.CREATE:
+        assert len(landed) == len(events), "an event was lost or split without copytruncate"
+        assert not cut_rows, f"rows cut without copytruncate: {cut_rows[:3]}"
+    else:
+        # A split event's pieces are marked; an unmarked row is always a whole event.
+        assert all(cut == "headless" for _, cut in cut_rows), cut_rows[:3]
+        assert len(cut_rows) <= rotations

@@ -1,0 +1,301 @@
+"""Logs written by the real programs, with their ground truth: for the tests of multiline
+events, the collector's end-to-end tests and the benchmark. A test never types a log line: it
+runs a program here, in a process of its own, and gets the file the program wrote and the events
+the program meant, each the exact bytes it wrote for one log record (its last newline
+included), in order.
+
+* :func:`write_python_log`: Python's ``logging`` (:mod:`tests.support.python_log_program`)
+  writes a number of records, a share of them with tracebacks. :func:`start_python_logger`
+  runs the same program for as long as a test needs, at a rate of records a second, so that the
+  test can kill the program or rotate its log while it writes; :func:`read_truth` reads what
+  it wrote so far.
+* :func:`run_failing_spark_job`: a real PySpark job (:mod:`tests.support.spark_log_job`, local
+  mode, by ``spark-submit``) whose Python UDF raises on the executors: Spark's log4j2 log, in
+  Spark's default pattern, and the driver's Python log.
+
+The ground truth comes from the program itself: every record also goes to a second handler (a
+second appender) that writes it as the log's formatter (layout) formats it, one JSON object or
+string a line. The two are the same formatting of the same record; the tests check that the
+truth's events, put together, are the log's bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.processes import stop_group
+
+PYTHON_PROGRAM = Path(__file__).with_name("python_log_program.py")
+SPARK_JOB = Path(__file__).with_name("spark_log_job.py")
+
+PYTHON_FORMATS = {
+    "common": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+    "airflow2": "[%(asctime)s] {%(filename)s:%(lineno)d} %(levelname)s - %(message)s",
+    "basic": "%(levelname)s:%(name)s:%(message)s",
+    "level": "%(levelname)s: %(message)s",
+}
+"""Formats of Python's ``logging``: a common one, Airflow 2's task log, ``logging.basicConfig``'s
+default (``logging.BASIC_FORMAT``), and one whose lines start like an exception's line
+(``WARNING: ...`` as ``KeyError: ...``)."""
+PYTHON_START_PATTERNS = {
+    "common": r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ",
+    "airflow2": r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \{",
+    "basic": r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):",
+    "level": r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL): ",
+}
+"""For each of :data:`PYTHON_FORMATS`, a ``start_pattern`` its records' first lines match."""
+
+SPARK_PATTERN = "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex"
+"""Spark's default log4j2 pattern (``org/apache/spark/log4j2-defaults.properties``)."""
+SPARK_START_PATTERN = r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d "
+
+
+@dataclass(frozen=True)
+class WrittenLog:
+    """A log a program wrote, and its events: each the bytes it wrote for one record."""
+
+    path: Path
+    events: list[bytes]
+
+    @property
+    def lines(self) -> int:
+        """How many lines the events hold."""
+        return sum(event.count(b"\n") for event in self.events)
+
+
+def read_truth(truth: Path) -> list[bytes]:
+    """The events a ground-truth file lists so far: each line a JSON string (the record as the
+    log's formatter formatted it) or a JSON object with it under ``record`` (log4j2's
+    ``JsonTemplateLayout``), as the bytes the log got (UTF-8, with the log's newline). A last
+    line not yet whole (the writer is writing it, or was killed) is left out."""
+    events: list[bytes] = []
+    if not truth.exists():
+        return events
+    for line in truth.read_bytes().split(b"\n")[:-1]:
+        record = json.loads(line)
+        if isinstance(record, dict):
+            events.append(record["record"].encode())
+        else:
+            events.append((record + "\n").encode())
+    return events
+
+
+def _python_arguments(
+    path: Path, truth: Path, fmt: str, tracebacks: float, stacks: float, multiline: float, seed: int
+) -> list[str]:
+    return [
+        sys.executable, str(PYTHON_PROGRAM), "--log", str(path), "--truth", str(truth),
+        "--format", fmt, "--tracebacks", str(tracebacks), "--stacks", str(stacks),
+        "--multiline", str(multiline), "--seed", str(seed),
+    ]  # fmt: skip
+
+
+def write_python_log(
+    path: Path,
+    *,
+    events: int = 1000,
+    tracebacks: float = 0.1,
+    stacks: float = 0.02,
+    multiline: float = 0.0,
+    fmt: str = PYTHON_FORMATS["common"],
+    seed: int = 0,
+) -> list[bytes]:
+    """Have Python's ``logging`` append ``events`` records to ``path``; returns them, each the
+    bytes written for it.
+
+    Args:
+        tracebacks: the share of records logged with ``logger.exception`` while a failure is
+            handled: a ``KeyError`` with carets, ``raise ... from``, an exception raised while
+            handling another, a cause that was never raised, an ``OSError``, a
+            ``SyntaxError``, a ``RecursionError``, an ``ExceptionGroup`` (Python >= 3.11), an
+            exception without a message; one in ten of them with ``stack_info`` too.
+        stacks: the share of warnings logged with ``stack_info=True`` (no exception).
+        multiline: the share of records whose message has several lines, or whose exception's
+            message has several lines and a note: lines that start like a record's (the
+            presets cannot tell them from one; a ``start_pattern`` can).
+        fmt: the records' format (one of :data:`PYTHON_FORMATS`, or any other).
+        seed: which records are drawn: the same arguments write the same records, only their
+            times differ.
+    """
+    with tempfile.TemporaryDirectory(prefix="sluice-truth-") as scratch:
+        truth = Path(scratch) / "truth.jsonl"
+        arguments = _python_arguments(path, truth, fmt, tracebacks, stacks, multiline, seed)
+        subprocess.run([*arguments, "--events", str(events)], check=True, timeout=600)
+        return read_truth(truth)
+
+
+@dataclass
+class PythonLogger:
+    """A Python program logging to ``path`` while a test runs (:func:`start_python_logger`); the
+    records it wrote so far are in ``truth``. It leads a process group of its own."""
+
+    process: subprocess.Popen[bytes]
+    path: Path
+    truth: Path
+
+    def written(self) -> list[bytes]:
+        """The records written so far (:func:`read_truth`). After a SIGKILL the log may hold a
+        record more than this: the program writes a record to the log, then to the truth."""
+        return read_truth(self.truth)
+
+    def wait_for(self, count: int, timeout: float = 60.0) -> list[bytes]:
+        """Wait until the program has written at least ``count`` records; returns them.
+
+        Raises:
+            TimeoutError: it had not after ``timeout`` seconds (or it ended before).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            written = self.written()
+            if len(written) >= count:
+                return written
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the logger wrote {len(written)} of {count} records "
+                    f"(exit status {self.process.returncode})"
+                )
+            time.sleep(0.02)
+
+    def stop(self, timeout: float = 10.0) -> list[bytes]:
+        """End the program (SIGTERM: it stops after the record it is writing; SIGKILL after
+        ``timeout``); returns every record it wrote."""
+        stop_group(self.process, signal.SIGTERM, timeout)
+        return self.written()
+
+
+def start_python_logger(
+    path: Path,
+    truth: Path,
+    *,
+    rate: float = 100.0,
+    events: int | None = None,
+    tracebacks: float = 0.1,
+    stacks: float = 0.02,
+    multiline: float = 0.0,
+    fmt: str = PYTHON_FORMATS["common"],
+    seed: int = 0,
+    reopen: bool = False,
+) -> PythonLogger:
+    """Start Python's ``logging`` appending records to ``path``, ``rate`` a second, until it
+    has written ``events`` (None: until it is stopped); the ground truth goes to ``truth``
+    (appended to). Keep ``truth`` out of the folder a collector under test watches.
+
+    Kill it with ``os.killpg(logger.process.pid, signal.SIGKILL)`` or end it with
+    :meth:`PythonLogger.stop`. The log is held open by a ``logging.FileHandler`` (appending: a
+    ``copytruncate`` rotation leaves it writing at the start of the truncated file) or, with
+    ``reopen``, a ``logging.handlers.WatchedFileHandler``, which opens the path anew once the
+    file was renamed or removed (a ``create`` rotation). The other arguments are
+    :func:`write_python_log`'s.
+    """
+    arguments = _python_arguments(path, truth, fmt, tracebacks, stacks, multiline, seed)
+    arguments += ["--rate", str(rate)]
+    if events is not None:
+        arguments += ["--events", str(events)]
+    if reopen:
+        arguments.append("--reopen")
+    process = subprocess.Popen(arguments, start_new_session=True, stdin=subprocess.DEVNULL)
+    return PythonLogger(process, path, truth)
+
+
+# -- Spark ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SparkJobLogs:
+    """What :func:`run_failing_spark_job` wrote: Spark's log4j2 log (``SPARK_PATTERN``) and the
+    driver's Python log (``PYTHON_FORMATS["common"]``)."""
+
+    log4j: WrittenLog
+    driver: WrittenLog
+
+
+def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> str:
+    """A log4j2 configuration that logs at INFO to ``log`` with ``pattern``, and each record,
+    formatted by the same pattern (``JsonTemplateLayout``'s ``pattern`` resolver, the
+    ``log4j-layout-template-json`` jar pyspark ships), to ``truth`` as ``{"record": ...}``, one
+    a line."""
+    template = json.dumps(
+        {"record": {"$resolver": "pattern", "pattern": pattern, "stackTraceEnabled": True}}
+    )
+    return "\n".join(
+        [
+            "status = warn",
+            "rootLogger.level = info",
+            "rootLogger.appenderRef.log.ref = log",
+            "rootLogger.appenderRef.truth.ref = truth",
+            "appender.log.type = File",
+            "appender.log.name = log",
+            f"appender.log.fileName = {log}",
+            "appender.log.layout.type = PatternLayout",
+            f"appender.log.layout.pattern = {pattern}",
+            "appender.truth.type = File",
+            "appender.truth.name = truth",
+            f"appender.truth.fileName = {truth}",
+            "appender.truth.layout.type = JsonTemplateLayout",
+            f"appender.truth.layout.eventTemplate = {template}",
+            "logger.jetty.name = org.sparkproject.jetty",
+            "logger.jetty.level = warn",
+            "",
+        ]
+    )
+
+
+def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
+    """Run :mod:`tests.support.spark_log_job` with ``spark-submit`` (``local[1]``) in
+    ``folder``: its log4j2 log is ``folder/spark.log``, its driver's Python log
+    ``folder/driver.log`` (about 20 s; it starts a JVM and Python workers).
+
+    Raises:
+        subprocess.CalledProcessError: the job failed (its output is in
+            ``folder/spark-submit.out``).
+    """
+    import pyspark
+
+    folder.mkdir(parents=True, exist_ok=True)
+    log, log_truth = folder / "spark.log", folder / "spark.truth.jsonl"
+    driver, driver_truth = folder / "driver.log", folder / "driver.truth.jsonl"
+    for stale in (log, log_truth, driver, driver_truth):
+        stale.unlink(missing_ok=True)
+    configuration = folder / "log4j2.properties"
+    configuration.write_text(log4j2_properties(log, log_truth))
+    spark_home = Path(pyspark.__file__).parent
+    conf = {
+        "spark.master": "local[1]",
+        "spark.app.name": "sluice-failing-job",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.local.dir": str(folder / "local"),
+        "spark.sql.warehouse.dir": str(folder / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{configuration}",
+    }
+    command = [str(spark_home / "bin" / "spark-submit")]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += [str(SPARK_JOB), "--log", str(driver), "--truth", str(driver_truth)]
+    command += ["--format", PYTHON_FORMATS["common"]]
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(spark_home),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    with (folder / "spark-submit.out").open("wb") as out:
+        subprocess.run(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=folder, timeout=timeout, check=True,
+        )  # fmt: skip
+    return SparkJobLogs(
+        WrittenLog(log, read_truth(log_truth)), WrittenLog(driver, read_truth(driver_truth))
+    )
