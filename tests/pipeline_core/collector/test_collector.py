@@ -11,15 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CollectorBusyError, SealError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.metastore._schema import leases
+from pipeline_core.metastore._schema import files, leases
 from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.testing import staged_lines, staged_payloads
+from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, load
 
 
@@ -326,3 +328,39 @@ def test_should_release_its_lease_only_once_the_lease_renewals_have_stopped(
     assert not thread.is_alive()
     assert metastore.lease_holder(config.name, config.collector.host) is None
     collect_once(config, metastore)  # the next collector of this process gets the lease
+
+
+@pytest.mark.timeout(60)
+def test_should_record_only_the_files_that_moved_at_a_checkpoint(
+    config: PipelineConfig, metastore: Metastore, logs: Path, metastore_url: str
+) -> None:
+    for name in ("access.log", "access.log.1", "access.log.2"):
+        append(logs / name, *lines(name, 10))
+    collector = Collector(config, metastore)
+    tailing = Tailing(collector.run, collector.stop)
+    engine = sa.create_engine(metastore_url)
+
+    def updated() -> dict[str, datetime]:
+        with engine.connect() as connection:
+            rows = connection.execute(sa.select(files.c.path, files.c.updated_at))
+            return {Path(row.path).name: row.updated_at for row in rows}
+
+    def checkpoint(run: str) -> None:
+        requested = metastore.request_checkpoint(config.name, run).checkpoint_id
+        wait_until(lambda: metastore.checkpoint(requested).state is CheckpointState.SEALED)
+
+    try:
+        wait_until(lambda: sum(m.lines_read for m in collector.metrics()) >= 30)
+        checkpoint("run-1")
+        first = updated()
+        append(logs / "access.log", *lines("more", 5))
+        wait_until(lambda: sum(m.lines_read for m in collector.metrics()) >= 35)
+        checkpoint("run-2")
+        second = updated()
+    finally:
+        tailing.stop()
+        engine.dispose()
+
+    assert sorted(first) == ["access.log", "access.log.1", "access.log.2"]
+    changed = sorted(name for name in first if second[name] != first[name])
+    assert changed == ["access.log"]
