@@ -12,7 +12,15 @@ from collections.abc import Callable, Iterable
 from pipeline_core._file_names import shown_path
 from pipeline_core.acker import Acker, OffsetTracker, TreeOutcome, TreeSource, new_id
 from pipeline_core.metastore import AckerTreeRecord
-from pipeline_core.source import Chunk, FileWatcher, LongLine, read_long_line
+from pipeline_core.source import (
+    Chunk,
+    EventFraming,
+    FileWatcher,
+    LongLine,
+    frame,
+    read_long_line,
+)
+from pipeline_core.staging_contract import NO_EVENTS, EventRuns
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +37,8 @@ class DeliveryTracker:
       re-read from the sealed offset after a crash), the other groups deliver them again (at
       least once; the event id lets them de-duplicate). A pipeline with no other group drops
       the replay. A range that is one line longer than ``max_line_bytes`` is read again as
-      the reader read it: its prefix alone (``Chunk.long_line``).
+      the reader read it: its prefix alone (``Chunk.long_line``); a multiline source's range
+      is framed into its events again (``framing``).
     * ``records``/``restore`` carry the in-flight trees through the metastore, so a restarted
       collector re-delivers to its other sinks what they had not acked.
 
@@ -44,9 +53,11 @@ class DeliveryTracker:
         max_pending: int,
         replays_wanted: bool,
         max_line_bytes: int,
+        framing: Callable[[str], EventFraming | None] = lambda source: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._watcher = watcher
+        self._framing = framing
         self._max_line_bytes = max_line_bytes
         self._max_pending = max_pending
         self._replays_wanted = replays_wanted
@@ -173,7 +184,23 @@ class DeliveryTracker:
             source.lines,
             replay=True,
             long_line=long_line,
+            events=self._events_of(source.source, data) if long_line is None else NO_EVENTS,
         )
+
+    def _events_of(self, source: str, data: bytes) -> EventRuns:
+        """A multiline source's range read again: its events, framed again (the range starts
+        at an event's first line and ends after one's last: the reader cut it so)."""
+        framing = self._framing(source)
+        if framing is None or not data:
+            return NO_EVENTS
+        return frame(
+            data,
+            framing.rule,
+            complete=True,
+            max_lines=framing.max_lines,
+            max_bytes=framing.max_bytes,
+            filled=False,
+        ).spans
 
     def _read_range(self, fd: int, source: TreeSource) -> tuple[bytes, LongLine | None]:
         """A tree's bytes as the reader handed them out: an over-long line as its prefix."""

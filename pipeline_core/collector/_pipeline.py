@@ -126,6 +126,7 @@ class PipelineRuntime:
             max_pending=tuning.max_pending_trees,
             replays_wanted=any(not group.holds_handoff for group in self.groups),
             max_line_bytes=tuning.max_line_bytes,
+            framing=self.reader.framing,
         )
         self.ring = RingBuffer.create_single_producer(PipelineEvent, tuning.ring_size)
         self.rate_limit = SendRateLimit(tuning.max_send_bytes_per_s)

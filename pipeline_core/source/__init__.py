@@ -31,6 +31,7 @@ from pipeline_core.source._fingerprint import (
 )
 from pipeline_core.source._inotify import InotifyFileEvents
 from pipeline_core.source._long_line import LONG_LINE_PREFIX_BYTES, read_long_line
+from pipeline_core.source._multiline import EventFraming, Framing, MultilineRule, frame
 from pipeline_core.source._reader import Publish, SliceResult, TimeSlicedReader, TurnResult
 from pipeline_core.source._tracked_file import TrackedFile, open_regular
 from pipeline_core.source._watch_targets import WatchTarget, merge_targets, watch_targets
@@ -40,14 +41,17 @@ __all__ = [
     "LONG_LINE_PREFIX_BYTES",
     "Chunk",
     "Discovery",
+    "EventFraming",
     "FileChange",
     "FileChanges",
     "FileEvents",
     "FileRecord",
     "FileState",
     "FileWatcher",
+    "Framing",
     "InotifyFileEvents",
     "LongLine",
+    "MultilineRule",
     "PollingFileEvents",
     "Publish",
     "Signature",
@@ -61,6 +65,7 @@ __all__ = [
     "excluded",
     "explain_not_read",
     "find_files",
+    "frame",
     "merge_targets",
     "new_fingerprint",
     "open_file_events",

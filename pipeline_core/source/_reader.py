@@ -76,6 +76,10 @@ class TimeSlicedReader:
         }
         """Per multiline source: how its reads are cut into whole events."""
 
+    def framing(self, source: str) -> EventFraming | None:
+        """How a multiline source's reads are cut into events (None: every line is one)."""
+        return self._framings.get(source)
+
     def flush_due(self) -> float | None:
         """When (this reader's clock) the first event held back at a file's end is due to be
         handed on, if its file does not grow before; None when none is held."""

@@ -17,6 +17,7 @@ from pipeline_core.source import LONG_LINE_PREFIX_BYTES, LongLine
 from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
 from tests.pipeline_core.collector.support import delivered, lines, with_stub_group
 from tests.support.pipelines import append
+from tests.support.python_logs import ServiceLog
 
 
 @pytest.mark.timeout(60)
@@ -126,3 +127,39 @@ def test_should_redeliver_a_saved_over_long_line_as_its_prefix_after_a_restart(
     assert (replay.start, replay.end, replay.lines) == (6, 50_007, 1)
     assert replay.data == b"L" * LONG_LINE_PREFIX_BYTES
     assert replay.long_line == LongLine(50_000, True)
+
+
+@pytest.mark.timeout(90)
+def test_should_replay_a_multiline_sources_events_whole(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = with_stub_group(
+        tmp_path,
+        metastore_url,
+        pattern="logs/app.log*",
+        fmt="raw",
+        source={"multiline": {"preset": "python", "max_bytes": 4096}},
+        collector={"read_chunk_bytes": 4096, "acker_timeout_s": 0.3},
+    )
+    (tmp_path / "logs").mkdir()
+    service = ServiceLog(tmp_path / "logs")
+    try:
+        for number in range(60):
+            service.info(f"step {number}")
+            service.failure(f"step {number}")
+    finally:
+        service.close()
+    service.quiet_for(10)  # the last traceback is whole: a one-shot run reads it
+    sink = SwitchableSink("stub", up=False)
+    collector = Collector(config, metastore, sinks={"stub": sink})
+
+    def bring_back_up() -> None:
+        time.sleep(1.5)
+        sink.up = True
+
+    threading.Thread(target=bring_back_up, daemon=True).start()
+    result = collector.run_once()
+
+    assert result.acker is not None and result.acker.replayed > 0
+    received = [event.line for batch in sink.delivered for event in batch.events()]
+    assert set(received) == set(service.written.events)  # at least once, each whole
