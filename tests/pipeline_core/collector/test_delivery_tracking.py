@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 
+from pipeline_core.acker import TreeOutcome, TreeSource
 from pipeline_core.collector import Collector
-from pipeline_core.config import PipelineConfig
+from pipeline_core.collector._delivery_tracking import DeliveryTracker
+from pipeline_core.config import MultilineConfig, MultilinePreset, PipelineConfig
 from pipeline_core.metastore import AckerTreeRecord, Metastore
-from pipeline_core.source import LONG_LINE_PREFIX_BYTES, LongLine
+from pipeline_core.source import LONG_LINE_PREFIX_BYTES, FileWatcher, LongLine, TimeSlicedReader
 from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
 from tests.pipeline_core.collector.support import delivered, lines, with_stub_group
 from tests.support.pipelines import append
 from tests.support.python_logs import ServiceLog
+from tests.support.reading import Received, source_of
 
 
 @pytest.mark.timeout(60)
@@ -100,7 +103,6 @@ def test_should_redeliver_sealed_ranges_saved_in_flight_to_the_other_sinks_after
     Collector(config, metastore, sinks={"stub": sink}).run_once()
 
     assert sorted(delivered(sink)) == sorted(lines("a", 10) + lines("b", 50))
-    replays = [c for batch in sink.delivered for c in batch.chunks if c.replay]
     assert [(c.start, c.end) for c in replays] == [(0, len(first_ten))]
     assert sorted(staged_payloads(config)) == sorted(lines("a", 100) + lines("b", 50))
 
@@ -129,37 +131,33 @@ def test_should_redeliver_a_saved_over_long_line_as_its_prefix_after_a_restart(
     assert replay.long_line == LongLine(50_000, True)
 
 
-@pytest.mark.timeout(90)
-def test_should_replay_a_multiline_sources_events_whole(
-    tmp_path: Path, metastore_url: str, metastore: Metastore
-) -> None:
-    config = with_stub_group(
-        tmp_path,
-        metastore_url,
-        pattern="logs/app.log*",
-        fmt="raw",
-        source={"multiline": {"preset": "python", "max_bytes": 4096}},
-        collector={"read_chunk_bytes": 4096, "acker_timeout_s": 0.3},
-    )
-    (tmp_path / "logs").mkdir()
-    service = ServiceLog(tmp_path / "logs")
+def test_should_read_a_multiline_sources_range_again_as_its_events(tmp_path: Path) -> None:
+    service = ServiceLog(tmp_path)
     try:
-        for number in range(60):
+        for number in range(20):
             service.info(f"step {number}")
             service.failure(f"step {number}")
     finally:
         service.close()
-    service.quiet_for(10)  # the last traceback is whole: a one-shot run reads it
-    sink = SwitchableSink("stub", up=False)
-    collector = Collector(config, metastore, sinks={"stub": sink})
+    service.quiet_for(10)
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON)
+    watcher = FileWatcher([source_of(tmp_path, "app.log*", multiline=multiline)], "host", 1024)
+    watcher.scan()
+    reader = TimeSlicedReader(watcher, chunk_bytes=4096, max_line_bytes=4096, slice_seconds=10)
+    received = Received()
+    while not reader.read_slice(received.publish).caught_up:
+        pass
+    tracker = DeliveryTracker(
+        watcher,
+        timeout=1.0,
+        max_pending=100,
+        replays_wanted=True,
+        max_line_bytes=4096,
+        framing=reader.framing,
+    )
+    for chunk in received:
+        source = TreeSource(chunk.source, chunk.fingerprint, chunk.start, chunk.end, chunk.lines)
+        tracker.on_tree_failed(1, source, TreeOutcome.TIMED_OUT)
 
-    def bring_back_up() -> None:
-        time.sleep(1.5)
-        sink.up = True
-
-    threading.Thread(target=bring_back_up, daemon=True).start()
-    result = collector.run_once()
-
-    assert result.acker is not None and result.acker.replayed > 0
-    received = [event.line for batch in sink.delivered for event in batch.events()]
-    assert set(received) == set(service.written.events)  # at least once, each whole
+    assert [chunk.events for chunk in tracker.replays] == [chunk.events for chunk in received]
+    assert Received(tracker.replays).events() == service.written.events
