@@ -103,6 +103,7 @@ def test_should_redeliver_sealed_ranges_saved_in_flight_to_the_other_sinks_after
     Collector(config, metastore, sinks={"stub": sink}).run_once()
 
     assert sorted(delivered(sink)) == sorted(lines("a", 10) + lines("b", 50))
+    replays = [c for batch in sink.delivered for c in batch.chunks if c.replay]
     assert [(c.start, c.end) for c in replays] == [(0, len(first_ten))]
     assert sorted(staged_payloads(config)) == sorted(lines("a", 100) + lines("b", 50))
 
