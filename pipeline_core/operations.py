@@ -41,7 +41,7 @@ from pipeline_core.metastore import (
     Metastore,
     as_utc,
 )
-from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from pipeline_core.staging_contract import MANIFEST_NAME, Manifest, ManifestError, checkpoint_dir
 from pipeline_core.storage import StorageLocation
 
 __all__ = [
@@ -376,11 +376,14 @@ class PipelineOperations:
 
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         """Mark landed checkpoints committed, with what the lake tables hold of each (rows per
-        table, rejects per reason, the tables' snapshots).
+        table, rejects per reason, the tables' snapshots, the lines it sealed as
+        ``input_lines``, and the events they hold as ``input_events`` where multiline events
+        make them fewer).
 
         Raises:
-            LandingError: the tables hold another number of lines than a checkpoint sealed
-                (it was not landed, or only into some tables).
+            LandingError: the tables hold another number of rows + rejects than a checkpoint
+                sealed events (it was not landed, or only into some tables). A row is an event:
+                a line, or the lines of a multiline event its batches' manifests list.
         """
         ids = list(dict.fromkeys(checkpoint_ids))
         infos = [self.checkpoint(checkpoint_id) for checkpoint_id in ids]
@@ -390,18 +393,24 @@ class PipelineOperations:
 
         with open_lake(lake_location(self.config)) as lake:
             landed = landed_checkpoints(lake, sources, ids)
+        with self._metastore() as metastore:
+            events = {info.checkpoint_id: _sealed_events(metastore, info) for info in infos}
         for info in infos:
             found = landed[info.checkpoint_id]
-            if found.lines != info.line_count:
+            sealed = events[info.checkpoint_id]
+            if found.lines != sealed:
+                counted = "" if sealed == info.line_count else f" ({sealed} events)"
                 raise LandingError(
-                    f"checkpoint {info.checkpoint_id} sealed {info.line_count} lines but the "
-                    f"lake tables hold {sum(found.rows.values())} rows and "
+                    f"checkpoint {info.checkpoint_id} sealed {info.line_count} lines{counted} but "
+                    f"the lake tables hold {sum(found.rows.values())} rows and "
                     f"{sum(found.rejects.values())} rejects of it"
                 )
         committed = []
         with self._metastore() as metastore:
             for info in infos:
                 summary = {**landed[info.checkpoint_id].to_json(), "input_lines": info.line_count}
+                if events[info.checkpoint_id] != info.line_count:
+                    summary["input_events"] = events[info.checkpoint_id]
                 record = metastore.commit_checkpoint(info.checkpoint_id, summary)
                 committed.append(self._info(metastore, record))
         self.remove_committed_staging()
@@ -496,6 +505,27 @@ def _spark_submit_job(spec: SparkJobSpec) -> SparkSubmitJob:
     environment names another connection), with the spark-submit of this environment."""
     os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
     return SparkSubmitJob({**spec.hook_arguments(), "spark_binary": spark_submit_binary()})
+
+
+def _sealed_events(metastore: Metastore, info: CheckpointInfo) -> int:
+    """The events a checkpoint's batches hold, which land as its rows + rejects: its lines,
+    less the lines that continue a multiline event, counted from the manifests the metastore
+    recorded with its batches; its lines where a recorded manifest cannot be read."""
+    total = 0
+    for batch in metastore.batches(info.checkpoint_id):
+        try:
+            manifest = Manifest.from_json(batch.manifest)
+        except ManifestError as exc:
+            log.warning(
+                "checkpoint %d: the manifest recorded for %s cannot be read (%s): its lines are "
+                "taken as its events",
+                info.checkpoint_id,
+                batch.host,
+                exc,
+            )
+            return info.line_count
+        total += sum(s.event_count for part in manifest.parts for s in part.segments)
+    return total
 
 
 def _missing_stored(info: CheckpointInfo) -> str | None:

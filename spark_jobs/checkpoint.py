@@ -9,6 +9,11 @@ the batches agree on their sources. The checkpoint's folder is a path or an obje
 
 A host folder without a manifest is an unsealed batch and fails the landing; a checkpoint
 without any manifest, or whose manifests list no parts, is empty and lands zero rows.
+
+What a checkpoint lands is counted in events (``Checkpoint.input_events``, ``staged_events``):
+a row or reject per event, where a multiline event (a format 5 manifest's segment ``events``)
+is one row of several lines. ``lines`` stays the manifests' physical lines
+(``Checkpoint.input_lines``, ``staged_lines``).
 """
 
 from __future__ import annotations
@@ -71,7 +76,14 @@ class Checkpoint:
 
     @property
     def input_lines(self) -> int:
+        """The lines its parts hold (the manifests' ``rows``)."""
         return sum(part.entry.rows for part in self.parts)
+
+    @property
+    def input_events(self) -> int:
+        """The events its parts hold: what lands as rows and rejects (its lines, less the
+        lines that continue a multiline event)."""
+        return sum(segment.event_count for part in self.parts for segment in part.entry.segments)
 
 
 def read_checkpoint(
@@ -187,3 +199,16 @@ def staged_lines(parts: Iterable[PartFile]) -> Counter[FileKey]:
         for fingerprint, rows in part.entry.lines_by_file().items():
             lines[(part.checkpoint_id, part.entry.source, part.host, fingerprint)] += rows
     return lines
+
+
+def staged_events(parts: Iterable[PartFile]) -> Counter[FileKey]:
+    """Input events per ``(checkpoint_id, source, host, file_fingerprint)``: what lands of each
+    source file as rows and rejects, its segments' lines less those that continue a multiline
+    event (``Segment.event_count``); the same as ``staged_lines`` where no segment lists
+    events."""
+    events: Counter[FileKey] = Counter()
+    for part in parts:
+        for segment in part.entry.segments:
+            key = (part.checkpoint_id, part.entry.source, part.host, segment.file_fingerprint)
+            events[key] += segment.event_count
+    return events

@@ -1,9 +1,12 @@
 """Source formats: one parser per format, from staging rows to typed rows and rejects.
 
 Every parser is a pure function ``DataFrame -> (parsed, rejects)`` over staging rows: the
-staged lines as ``spark_jobs.staging`` reads them from the part files (``file_fingerprint``,
-``byte_offset``, ``line`` (binary), ``host``, ``sealed_at``, ``line_bytes``) plus the columns
-the landing job adds, ``checkpoint_id`` and ``source``.
+staged events as ``spark_jobs.staging`` reads them from the part files (``file_fingerprint``,
+``byte_offset``, ``line`` (binary), ``event_lines``, ``cut``, ``host``, ``sealed_at``,
+``line_bytes``) plus the columns the landing job adds, ``checkpoint_id`` and ``source``. A row
+is an event: one line, or the lines of a multiline event (a traceback, a stack trace) joined by
+their ``\\n`` (``event_lines`` of them); every format parses it as one row or one reject, and
+"line" below means such a row.
 Both results derive lazily from one classification of the input, so every input row lands in
 exactly one of them. Given an ``Observation`` (``rejected=``), that classification also
 observes, in whichever job computes it, the set of source files with rejects
@@ -12,9 +15,10 @@ observes, in whichever job computes it, the set of source files with rejects
 Parsed rows carry ``event_id`` (``"<file_fingerprint>:<byte_offset>"``), ``file_fingerprint``,
 ``byte_offset``, ``host``, ``event_time`` (timestamp), the format's columns, ``event_date``
 (the UTC date of ``event_time``) and ``checkpoint_id``. Rejects carry ``event_id``,
-``file_fingerprint``, ``byte_offset``, ``host``, ``source``, ``raw_line`` (the line with invalid
-UTF-8 replaced by U+FFFD, verbatim otherwise), ``line_bytes`` (the line's length in bytes),
-``reason`` (a ``RejectReason``), ``sealed_at`` (its batch's) and ``checkpoint_id``.
+``file_fingerprint``, ``byte_offset``, ``host``, ``source``, ``raw_line`` (the line, a multiline
+event whole, with invalid UTF-8 replaced by U+FFFD, verbatim otherwise), ``line_bytes`` (its
+length in bytes), ``reason`` (a ``RejectReason``), ``sealed_at`` (its batch's) and
+``checkpoint_id``.
 
 A row whose ``line_bytes`` is set is a line longer than the collector's ``max_line_bytes``,
 staged as its first bytes only: in every format it is a ``line_too_long`` reject (its
@@ -22,7 +26,8 @@ staged as its first bytes only: in every format it is a ``line_too_long`` reject
 when the prefix would parse.
 
 A line ending in ``\\r`` (a CRLF line end) is read without that ``\\r``: in ``message``,
-``payload`` and the nginx fields alike.
+``payload`` and the nginx fields alike; in a multiline event, so is the ``\\r`` before each of
+its ``\\n``.
 
 The parsers use Spark SQL expressions (and the landing's Java function for nginx lines), no
 Python UDFs: they run in the JVM and need no Python on the executors. Formats:
@@ -44,16 +49,21 @@ Python UDFs: they run in the JVM and need no Python on the executors. Formats:
     or is before year 1).
 ``json_lines``
     One JSON object per line, kept verbatim in ``payload`` (but for the ``\\r`` of a CRLF line
-    end; other whitespace around the object is kept). ``event_time`` comes from the
-    top-level key ``time_field``: epoch seconds (a number or a numeric string, fractions kept to
-    the microsecond) or an ISO-8601 string (a time without an offset is read in the session time
-    zone, UTC in the landing job). A missing time (no such key, or JSON ``null``) falls back to
-    ``sealed_at``; it is not a reject. A time that is there but is neither (``"not a date"``,
-    ``""``, ``true``, an object, epoch seconds past year 9999) is. Rejects: ``invalid_utf8``,
-    ``invalid_json`` (not a JSON object), ``bad_timestamp`` (an unreadable time).
+    end; other whitespace around the object is kept); a multiline event is one object (a
+    pretty-printed one spanning its lines), kept with its ``\\n`` (less the ``\\r`` of CRLF
+    line ends) in ``payload``. ``event_time`` comes from the top-level key ``time_field``: epoch
+    seconds (a number or a numeric string, fractions kept to the microsecond) or an ISO-8601
+    string (a time without an offset is read in the session time zone, UTC in the landing job).
+    A missing time (no such key, or JSON ``null``) falls back to ``sealed_at``; it is not a
+    reject. A time that is there but is neither (``"not a date"``, ``""``, ``true``, an object,
+    epoch seconds past year 9999) is. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON
+    object), ``bad_timestamp`` (an unreadable time).
 ``raw``
-    ``message`` is the line with invalid UTF-8 replaced (and without the ``\\r`` of a CRLF
-    line end); ``event_time`` is ``sealed_at``. Rejects only over-long lines.
+    ``message`` is the whole event (its lines joined by their ``\\n``) with invalid UTF-8
+    replaced and without the ``\\r`` of CRLF line ends; ``event_lines`` (int) its lines (1 for a
+    line of its own) and ``cut`` why it is not whole (``lines``, ``bytes``, ``headless``: the
+    source's ``multiline`` bounds, or a missing head; null for a whole event);
+    ``event_time`` is ``sealed_at``. Rejects only over-long lines.
 """
 
 from __future__ import annotations
@@ -107,6 +117,8 @@ STAGING_COLUMNS = (
     "file_fingerprint",
     "byte_offset",
     "line",
+    "event_lines",
+    "cut",
     "host",
     "checkpoint_id",
     "source",
@@ -158,7 +170,9 @@ _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
 _JSON_TRAILING_WHITESPACE = " \t\r"
-"""What JSON allows after a value on a line (a line holds no ``\\n``)."""
+"""What JSON allows after a value on an event's last line (which holds no ``\\n``)."""
+_CRLF_ENDS = r"\r(?=\n)|\r\z"
+"""The ``\\r`` of an event's CRLF line ends: before each ``\\n``, and at its very end."""
 _MICROS_PER_DAY = 86_400_000_000
 _CORRUPT_COLUMN = "__sluice_corrupt_record__"
 
@@ -303,17 +317,26 @@ def parse_json_lines(
         )
         .withColumn("event_time", F.coalesce(F.col(_TIME), F.col("sealed_at")))
     )
-    return _split(classified, [_without_cr(text).alias("payload")], rejected)
+    return _split(classified, [_without_crlf(text).alias("payload")], rejected)
 
 
 def parse_raw(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
-    """Keep every line as ``message``; ``event_time`` is the batch's ``sealed_at``."""
+    """Keep every event as ``message``, with its ``event_lines`` and ``cut``; ``event_time``
+    is the batch's ``sealed_at``."""
     classified = (
         rows.withColumn(_TEXT, F.make_valid_utf8(F.col("line").cast("string")))
         .withColumn("event_time", F.col("sealed_at"))
         .withColumn(_REASON, F.lit(None).cast("string"))
     )
-    return _split(classified, [_without_cr(F.col(_TEXT)).alias("message")], rejected)
+    return _split(
+        classified,
+        [
+            _without_crlf(F.col(_TEXT)).alias("message"),
+            F.col("event_lines").cast("int").alias("event_lines"),
+            F.col("cut"),
+        ],
+        rejected,
+    )
 
 
 def event_id(fingerprint: Column, byte_offset: Column) -> Column:
@@ -341,6 +364,14 @@ def _with_text(rows: DataFrame) -> DataFrame:
 def _without_cr(text: Column) -> Column:
     """``text`` without the ``\\r`` of a CRLF line end (one trailing ``\\r``)."""
     return F.when(text.endswith("\r"), text.substr(F.lit(1), F.length(text) - 1)).otherwise(text)
+
+
+def _without_crlf(text: Column) -> Column:
+    """``text`` (an event's) without the ``\\r`` of its CRLF line ends: one trailing ``\\r``,
+    and in a multiline event the ``\\r`` before each ``\\n`` (a regular expression runs on
+    those only)."""
+    several = F.col("event_lines") > 1
+    return F.when(several, F.regexp_replace(text, _CRLF_ENDS, "")).otherwise(_without_cr(text))
 
 
 def _nginx_field(name: str) -> Column:

@@ -68,7 +68,7 @@ class WrittenFiles:
     any other checkpoint or value counted under ``(None, ...)``."""
     file_checksum: int | None = None
     """Spark's writer only: the sum of :func:`file_hash` over the rows written, which says
-    which source files the rows are of (:func:`staged_checksum` is the same sum over the lines
+    which source files the rows are of (:func:`staged_checksum` is the same sum over the events
     staged); ``None`` from the Arrow writer, whose counts are per source file already."""
 
 
@@ -84,20 +84,21 @@ def file_hash(checkpoint_id: Column, host: Column, fingerprint: Column) -> Colum
 
 
 def staged_checksum(spark: SparkSession, staged: Mapping[FileKey, int]) -> int:
-    """The sum of :func:`file_hash` over ``staged``'s lines (per ``(checkpoint_id, source,
-    host, file_fingerprint)``): the :attr:`WrittenFiles.file_checksum` of the rows and rejects
-    of those lines together. Computed by Spark (a job over one row per file), so that the hash
+    """The sum of :func:`file_hash` over ``staged``'s events (per ``(checkpoint_id, source,
+    host, file_fingerprint)``: ``spark_jobs.checkpoint.staged_events``): the
+    :attr:`WrittenFiles.file_checksum` of the rows and rejects of those events together (a
+    row or reject per event). Computed by Spark (a job over one row per file), so that the hash
     is Spark's own."""
     if not staged:
         return 0
     rows = [
-        (checkpoint, host, fingerprint, lines)
-        for (checkpoint, _, host, fingerprint), lines in staged.items()
+        (checkpoint, host, fingerprint, events)
+        for (checkpoint, _, host, fingerprint), events in staged.items()
     ]
     frame = spark.createDataFrame(
-        rows, "checkpoint_id long, host string, file_fingerprint string, lines long"
+        rows, "checkpoint_id long, host string, file_fingerprint string, events long"
     )
-    weighted = F.col("lines") * file_hash(
+    weighted = F.col("events") * file_hash(
         F.col("checkpoint_id"), F.col("host"), F.col("file_fingerprint")
     )
     row = frame.agg(F.sum(weighted).alias("checksum")).first()

@@ -4,15 +4,17 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
 
 1. Read every ``<host>/_manifest.json`` of each checkpoint directory (``spark_jobs.checkpoint``).
 2. Check every part file against its manifest on the driver, before anything is written: its
-   size, CRC-32 and the lines of each segment (``spark_jobs.verification``). The staged lines
-   per source file are the manifests' segment counts.
+   size, CRC-32 and the lines of each segment (``spark_jobs.verification``). The staged events
+   per source file are the manifests' segment counts: a segment's lines, less the lines that
+   continue one of its multiline ``events`` (``spark_jobs.checkpoint.staged_events``). A row is
+   an event: where a segment lists none, a line.
 3. Create the tables that are missing, and add the columns a declared schema gained
    (``pipeline_core.lake.LakeCatalog``).
 4. Read the parts' segments once per source across hosts and checkpoints (``spark_jobs.staging``:
-   the executors read each segment's bytes and split them into lines, in their JVM for local
-   parts, in Python workers for an object store's), parse them with the
-   source's format (``spark_jobs.formats``) and write the parsed rows as Parquet data files into
-   a new folder of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
+   the executors read each segment's bytes and split them into events, in their JVM for local
+   parts, in Python workers for an object store's), parse them with the source's format
+   (``spark_jobs.formats``) and write the parsed rows as Parquet data files into a new folder
+   of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
 5. Reconcile, with the counts taken in the job that wrote the rows (nothing is read back): the
    rows written per checkpoint (with a lake in an object store, per source file), and the
    source files with rejects, which the parse observed (``spark_jobs.formats``). More rows
@@ -20,10 +22,10 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
    source files with rejects (or that wrote fewer rows than staged) are read and parsed a
    second time and their rejects written for ``_rejects``, counted in that job likewise. A
    landing without rejects reads its input once.
-6. Check, per checkpoint, that rows + rejects equal its input lines; and that they are of the
-   source files staged, as many of each: with Spark's writer, a checksum of their files
-   (``spark_jobs.lake.file_hash``) summed in the jobs that wrote them against the same sum over
-   the staged lines (``check_files``).
+6. Check, per checkpoint, that rows + rejects equal its input events (its input lines when no
+   segment lists multiline events); and that they are of the source files staged, as many of
+   each: with Spark's writer, a checksum of their files (``spark_jobs.lake.file_hash``) summed
+   in the jobs that wrote them against the same sum over the staged events (``check_files``).
 7. Commit each table's files in one Iceberg commit (``pipeline_core.lake.commit_files``): the
    source tables, then ``_rejects``. In ``append`` mode a checkpoint a table holds already is
    left out (a retried landing never duplicates); in ``replace`` mode (reprocess, backfill) the
@@ -62,7 +64,7 @@ from pipeline_core.lake import (
     open_lake,
 )
 from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceSpec
-from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_lines
+from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_events
 from spark_jobs.formats import NginxScanner, RejectReason, nginx_scanner, parse, rejected_files
 from spark_jobs.lake import WrittenFiles, landing_folder, staged_checksum, write_files
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
@@ -105,15 +107,16 @@ class Landing:
 def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
     ``{"landing_id", "mode", "segment_reader", "nginx_scanner", "checkpoints":
-    [{"checkpoint_id", "rows", "rejects", "input_lines", "batches"}], "tables": {table:
-    {"snapshot_id", "committed", "already_committed"}}, "landed_at"}``. ``LAKE_SQL_CONF`` is
-    set on ``spark``.
+    [{"checkpoint_id", "rows", "rejects", "input_lines", "input_events", "batches"}], "tables":
+    {table: {"snapshot_id", "committed", "already_committed"}}, "landed_at"}`` (a checkpoint's
+    ``input_lines`` are the lines it staged, its ``input_events`` the events they hold, which
+    its rows + rejects are). ``LAKE_SQL_CONF`` is set on ``spark``.
 
     Raises:
         ManifestError: a batch is unsealed or its manifest is inconsistent, or a source is
             declared differently by two checkpoints.
         PartRowCountError: a part file differs from its manifest.
-        LandingCountError: the written rows + rejects differ from the staged lines.
+        LandingCountError: the written rows + rejects differ from the staged events.
     """
     for key, value in LAKE_SQL_CONF.items():
         spark.conf.set(key, value)
@@ -150,7 +153,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             checksums.append(out.file_checksum)
             landed.update(landed_lines(out, source))
             rejected |= {(c, source, h, f) for c, h, f in rejected_files(observation)}
-        staged = staged_lines(parts)
+        staged = staged_events(parts)
         short = files_with_rejects(staged, landed, rejected)
         rejects = rejects_of(spark, sources, parts, short, reader, scanner)
         reasons: dict[int, Counter[str]] = {}
@@ -216,10 +219,11 @@ def read_source(
     files: Collection[tuple[int, str, str]] | None = None,
     reader: SegmentReader | None = None,
 ) -> DataFrame:
-    """The staged lines of ``source`` (one read across hosts and checkpoints; segments read and
-    split into lines on the executors), with ``checkpoint_id``, ``host``, ``source`` and
-    ``sealed_at`` of each part's batch, and ``line_bytes`` (an over-long line's whole length;
-    null for the other lines).
+    """The staged events of ``source`` (one read across hosts and checkpoints; segments read and
+    split into events on the executors: a line, or a multiline event's lines), with their
+    ``event_lines`` and ``cut``, the ``checkpoint_id``, ``host``, ``source`` and ``sealed_at``
+    of each part's batch, and ``line_bytes`` (an over-long line's whole length; null for the
+    other rows).
 
     ``files``: only the segments of these ``(checkpoint_id, host, file_fingerprint)`` source
     files (``None``: every segment). ``reader``: where the executors read them (``None``:
@@ -236,6 +240,8 @@ def read_source(
         "file_fingerprint",
         "byte_offset",
         "line",
+        "event_lines",
+        "cut",
         "host",
         "checkpoint_id",
         F.lit(source).alias("source"),
@@ -310,10 +316,10 @@ def rejects_of(
 def check_files(
     spark: SparkSession, staged: Counter[FileKey], checksums: Sequence[int | None]
 ) -> None:
-    """Check that the rows and rejects written are of the source files whose lines were
+    """Check that the rows and rejects written are of the source files whose events were
     staged, as many of each: the written ``checksums`` (``WrittenFiles.file_checksum`` of
     every write; ``None`` from a writer counting per source file, whose counts
-    ``files_with_rejects`` checked) add up to the staged lines' (``staged_checksum``).
+    ``files_with_rejects`` checked) add up to the staged events' (``staged_checksum``).
 
     Raises:
         LandingCountError: they do not: some file's rows landed twice, or under another file.
@@ -333,7 +339,7 @@ def summarize(
     checkpoint: Checkpoint, landed: Counter[LandedKey], rejects: Mapping[str, int]
 ) -> dict[str, Any]:
     """One checkpoint's part of the landing summary; its rows + rejects must add up to its
-    input lines.
+    input events (its input lines, but for the lines that continue a multiline event).
 
     Raises:
         LandingCountError: they do not.
@@ -343,15 +349,17 @@ def summarize(
         if checkpoint_id == checkpoint.checkpoint_id:
             rows[source] += count
     total = sum(rows.values()) + sum(rejects.values())
-    if total != checkpoint.input_lines:
+    if total != checkpoint.input_events:
         raise LandingCountError(
             f"checkpoint {checkpoint.checkpoint_id}: {sum(rows.values())} rows + "
-            f"{sum(rejects.values())} rejects written != {checkpoint.input_lines} input lines"
+            f"{sum(rejects.values())} rejects written != {checkpoint.input_events} input events "
+            f"(of {checkpoint.input_lines} lines)"
         )
     return {
         "checkpoint_id": checkpoint.checkpoint_id,
         "rows": rows,
         "rejects": dict(sorted(rejects.items())),
         "input_lines": checkpoint.input_lines,
+        "input_events": checkpoint.input_events,
         "batches": checkpoint.batches,
     }

@@ -9,8 +9,9 @@ Otherwise (part files in an object store, or a session without the function) the
 Python workers do it: ``read_segments`` (for ``mapInArrow``) reads each segment's bytes by a
 ranged read (``os.pread`` of a local part; a ranged request of a part in an object store,
 through its Arrow filesystem: ``spark_jobs.part_files``) and splits them into events with NumPy
-(``split_events``: no Python work per line, a little per multiline event), one segment at a
-time, in parallel with the parsing. Both give the same rows, checks and error messages.
+(``split_events``: no Python work per line or per event; a segment's multiline events reach it
+as Arrow columns, ``SpanColumns``), one segment at a time, in parallel with the parsing. Both
+give the same rows, checks and error messages.
 
 A line is the bytes up to and without its ``\\n``; a segment's last line may lack one (the
 unterminated end of a rotated file) and is a line too. A row is an *event*: a line of its own,
@@ -119,8 +120,47 @@ SpanRow = tuple[int, int, str | None]
 """An event span as ``SEGMENT_SCHEMA``'s ``events`` hold it: ``(first_line, lines, cut)``."""
 
 
+@dataclass(frozen=True)
+class SpanColumns:
+    """A segment's multiline events column by column, as ``split_events`` takes them: each
+    one's first line (counted from 0 in the segment), its lines and its cut (the value of its
+    ``EventCut``, or null)."""
+
+    first_line: np.ndarray
+    lines: np.ndarray
+    cut: pa.StringArray
+
+    @classmethod
+    def of(cls, spans: Sequence[SpanRow]) -> SpanColumns:
+        """The columns of ``(first_line, lines, cut)`` rows."""
+        return cls(
+            np.array([span[0] for span in spans], dtype=np.int64),
+            np.array([span[1] for span in spans], dtype=np.int64),
+            pa.array([span[2] for span in spans], pa.string()),
+        )
+
+    @classmethod
+    def from_arrow(cls, spans: pa.StructArray | None) -> SpanColumns:
+        """The columns of a ``SEGMENT_SCHEMA`` row's ``events`` (``EVENT_SPAN`` structs; null:
+        none), without a Python object per event."""
+        if spans is None or not len(spans):
+            return NO_SPANS
+        return cls(
+            spans.field("first_line").to_numpy(zero_copy_only=False).astype(np.int64),
+            spans.field("lines").to_numpy(zero_copy_only=False).astype(np.int64),
+            spans.field("cut").cast(pa.string()),
+        )
+
+    def __len__(self) -> int:
+        return len(self.first_line)
+
+
+NO_SPANS = SpanColumns(np.zeros(0, np.int64), np.zeros(0, np.int64), pa.array([], pa.string()))
+
+
 class SegmentError(ValueError):
-    """A segment of a part file cannot be read, or holds other lines than its manifest says.
+    """A segment of a part file cannot be read, or holds other lines than its manifest says, or
+    events that are not in order, apart and among its lines.
 
     Raised on an executor: it fails the Spark job, and its message names the part file and the
     segment's ``part_offset``.
@@ -173,11 +213,7 @@ def segment_frame(
             row.segment.length,
             row.segment.lines,
             row.segment.line_bytes,
-            [
-                (span.first_line, span.lines, None if span.cut is None else span.cut.value)
-                for span in row.segment.events
-            ]
-            or None,
+            _span_rows(row.segment),
         )
         for index, row in enumerate(segments)
     ]
@@ -187,13 +223,23 @@ def segment_frame(
     return runs.join(F.broadcast(table), _INDEX).select(*SEGMENT_SCHEMA.names)
 
 
+def _span_rows(segment: Segment) -> list[SpanRow] | None:
+    """A segment's multiline events as ``SEGMENT_SCHEMA``'s ``events`` hold them (from the
+    manifest's columns); ``None`` when it lists none."""
+    events = segment.events
+    if not events:
+        return None
+    cuts = [None if cut is None else cut.value for cut in events.cuts]
+    return list(zip(events.first_lines, events.lines, cuts, strict=True))
+
+
 class SegmentReader(Enum):
-    """Where the executors read segments and split them into lines."""
+    """Where the executors read segments and split them into events (lines)."""
 
     JVM = "jvm"
-    """In the executor's JVM (``spark_jobs.jvm_lines``): the lines stay in the JVM."""
+    """In the executor's JVM (``spark_jobs.jvm_lines``): the events stay in the JVM."""
     PYTHON = "python"
-    """In Python workers (``read_segments``), handing the lines to the JVM as Arrow batches."""
+    """In Python workers (``read_segments``), handing the events to the JVM as Arrow batches."""
 
 
 def segment_reader(spark: SparkSession, paths: Iterable[str]) -> SegmentReader:
@@ -245,12 +291,11 @@ def read_segments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     reader = None
                     reader = _OpenPart.of(path, part_offset)
                 data = reader.read_segment(part_offset, length)
-                spans = columns["events"][row].as_py() or ()
                 try:
                     events = split_events(
                         data,
                         columns["start_offset"][row].as_py(),
-                        [(span["first_line"], span["lines"], span["cut"]) for span in spans],
+                        SpanColumns.from_arrow(columns["events"][row].values),
                         columns["lines"][row].as_py(),
                     )
                 except SegmentError as exc:
@@ -370,18 +415,19 @@ def split_segment(data: bytes, start_offset: int) -> tuple[pa.Int64Array, pa.Bin
 def split_events(
     data: bytes,
     start_offset: int,
-    spans: Sequence[SpanRow] = (),
+    spans: SpanColumns | Sequence[SpanRow] = NO_SPANS,
     lines: int | None = None,
 ) -> SplitEvents:
     """The events of a segment's bytes, a row per event: the multiline events ``spans`` lists
-    (``(first_line, lines, cut)``, as a manifest's segment does), and every line no span covers.
+    (``(first_line, lines, cut)`` rows or their columns, as a manifest's segment does), and
+    every line no span covers.
 
     A line stops before its ``\\n``; the last line may lack its ``\\n``. An event's bytes are
     its lines' with the ``\\n`` between them, and its ``byte_offset`` is ``start_offset`` plus
     its position in ``data``; nothing else is removed or changed (empty lines, ``\\r``, NULs
     and invalid UTF-8 are kept). Vectorised: NumPy finds the newlines and which of them end an
-    event, one ``bytes.replace`` (or a NumPy mask, with spans) drops those, and the offsets
-    follow by arithmetic; Python works once per span, never per line.
+    event, one ``bytes.replace`` (or a NumPy mask, with spans) drops those, and the offsets and
+    cuts follow by arithmetic and a ``take``; no Python work per line or per span.
 
     Raises:
         SegmentError: ``data`` holds other than ``lines`` lines (when given), the spans are not
@@ -393,6 +439,8 @@ def split_events(
     count = len(newlines) + (1 if data and data[-1] != _NEWLINE else 0)
     if lines is not None and count != lines:
         raise SegmentError(f"holds {count} lines, the manifest says {lines}")
+    if not isinstance(spans, SpanColumns):
+        spans = SpanColumns.of(spans)
     _check_spans(spans, count)
     if not count:
         return SplitEvents(
@@ -404,9 +452,8 @@ def split_events(
     line_starts = np.empty(count, dtype=np.int64)
     line_starts[0] = 0
     line_starts[1:] = newlines[: count - 1] + 1
-    if spans:
-        first = np.fromiter((span[0] for span in spans), dtype=np.int64, count=len(spans))
-        sizes = np.fromiter((span[1] for span in spans), dtype=np.int64, count=len(spans))
+    if len(spans):
+        first, sizes = spans.first_line, spans.lines
         # A line continues an event when a span covers it and it is not the span's first.
         depth = np.zeros(count + 1, dtype=np.int64)
         np.add.at(depth, first + 1, 1)
@@ -419,7 +466,10 @@ def split_events(
         keep[newlines[last_lines[last_lines < len(newlines)]]] = False
         values = buffer[keep].tobytes()
         event_lines = np.diff(np.append(heads, count))
-        cut = _cuts(spans, np.searchsorted(heads, first), len(heads))
+        # Each span's event is the one starting at its first line; the others have no cut.
+        span_of_event = np.full(len(heads), -1, dtype=np.int64)
+        span_of_event[np.searchsorted(heads, first)] = np.arange(len(first))
+        cut = spans.cut.take(pa.array(span_of_event, mask=span_of_event < 0))
     else:
         heads = np.arange(count, dtype=np.int64)
         values = data.replace(b"\n", b"")
@@ -442,29 +492,17 @@ def split_events(
     return SplitEvents(byte_offset, line, pa.array(event_lines, pa.int64()), cut)
 
 
-def _check_spans(spans: Sequence[SpanRow], lines: int) -> None:
+def _check_spans(spans: SpanColumns, lines: int) -> None:
     """Raise ``SegmentError`` unless ``spans`` are in order, apart and among ``lines`` lines
-    (the same check as the manifest's, on the executors)."""
-    end = 0
-    for number, (first, size, _) in enumerate(spans):
-        if first < end or size < 1 or first + size > lines:
-            raise SegmentError(
-                f"lists event {number} at lines {first}..{first + size - 1}, not after the "
-                f"event before and among its {lines} lines"
-            )
-        end = first + size
-
-
-def _cuts(spans: Sequence[SpanRow], events: np.ndarray, count: int) -> pa.StringArray:
-    """The ``cut`` of ``count`` events: each span's (its event's index in ``events``), null
-    for the others."""
-    names: list[str | None] = [None]
-    codes = np.zeros(count, dtype=np.int32)
-    for (_, _, cut), event in zip(spans, events.tolist(), strict=True):
-        if cut is not None:
-            if cut not in names:
-                names.append(cut)
-            codes[event] = names.index(cut)
-    if len(names) == 1:
-        return pa.nulls(count, pa.string())
-    return pa.array(names, pa.string()).take(pa.array(codes))
+    (the manifest's check, again on the executors), naming the first that is not."""
+    first, sizes = spans.first_line, spans.lines
+    ends = first + sizes
+    after = np.concatenate(([0], ends[:-1]))  # where the span before ended
+    wrong = (first < after) | (sizes < 1) | (ends > lines)
+    if wrong.any():
+        number = int(np.argmax(wrong))
+        begin, end = int(first[number]), int(ends[number])
+        raise SegmentError(
+            f"lists event {number} at lines {begin}..{end - 1}, not after the event before and "
+            f"among its {lines} lines"
+        )

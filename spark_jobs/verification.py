@@ -6,6 +6,11 @@ then the content of each part in one sequential read (no Spark job; ranged reads
 over-long line's segment: one line, its prefix, without a newline). A part that differs fails
 the landing, naming the file, with the earlier landing of the checkpoint intact; the executors
 count each segment's lines again as they read it (``spark_jobs.staging``).
+
+The check is of physical lines, the manifest's ``lines``, whether or not a segment lists
+multiline ``events``: reading the manifest checked that its events lie among those lines
+(``pipeline_core.staging_contract``), and the executors check it again as they join the lines
+into events. What lands is counted in events (``spark_jobs.checkpoint.staged_events``).
 """
 
 from __future__ import annotations

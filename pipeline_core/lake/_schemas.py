@@ -6,7 +6,14 @@ hidden partition: tables are partitioned by ``day(event_time)`` (rejects by ``da
 so a reader filters on the timestamp and never names a partition column.
 
 Field ids are fixed here for the columns a table is created with; a column added later gets the
-next free id from Iceberg (``pipeline_core.lake.LakeCatalog`` evolves a table by name).
+next free id from Iceberg (``pipeline_core.lake.LakeCatalog`` evolves a table by name, adding
+the columns a declared schema gained after the existing ones: a ``raw`` table created before
+multiline events got ``event_lines`` and ``cut`` after its ``checkpoint_id``, and its older rows
+read them as null).
+
+A row of a source table is an event (a line, or the lines of a multiline event); a ``raw``
+table keeps the event's ``event_lines`` and its ``cut`` (null unless a bound or a missing head
+cut it; ``pipeline_core.staging_contract.EventCut``).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pyiceberg.types import (
 )
 
 REJECTS_TABLE = "_rejects"
-"""The table of the lines that did not parse, of every source."""
+"""The table of the events (lines) that did not parse, of every source."""
 CHECKPOINT_COLUMN = "checkpoint_id"
 """The column every table has: the checkpoint a row landed with. A landing of checkpoint N
 adds (or, reprocessed, replaces) exactly the rows whose ``checkpoint_id`` is N."""
@@ -57,7 +64,7 @@ _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
         ("http_user_agent", StringType()),
     ),
     "json_lines": (("payload", StringType()),),
-    "raw": (("message", StringType()),),
+    "raw": (("message", StringType()), ("event_lines", IntegerType()), ("cut", StringType())),
 }
 _REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
     ("event_id", StringType()),

@@ -16,6 +16,7 @@ from pipeline_core.errors import LandingError
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
     EventCut,
+    EventRuns,
     EventSpan,
     Manifest,
     ManifestError,
@@ -237,7 +238,7 @@ def test_a_manifest_file_that_breaks_the_contract_fails_naming_the_file(tmp_path
 
 
 def _with_events(*events: EventSpan) -> Manifest:
-    segment = Segment(FP, 0, 0, 12000, 60, events=events)
+    segment = Segment(FP, 0, 0, 12000, 60, events=EventRuns.of(events))
     part = ManifestPart("part-access-00000.lines", "access", 60, 12000, "1a2b3c4d", (segment,))
     return Manifest.of(
         pipeline="app",

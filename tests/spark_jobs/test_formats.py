@@ -14,11 +14,18 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline_core.staging_contract import ManifestPart
+from pipeline_core.staging_contract import EventCut, ManifestPart
 from spark_jobs.checkpoint import PartFile
 from spark_jobs.formats import REJECT_COLUMNS, NginxScanner, RejectReason, nginx_scanner, parse
 from spark_jobs.landing import read_source
-from tests.support.staging import DEFAULT_SEALED_AT, Line, LongLine, line_offsets, write_part
+from tests.support.staging import (
+    DEFAULT_SEALED_AT,
+    Event,
+    Line,
+    LongLine,
+    line_offsets,
+    write_part,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -105,13 +112,14 @@ REJECT_SCHEMA = {
 
 @pytest.fixture
 def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
-    """Build staging rows (as the landing job reads them) from raw lines."""
+    """Build staging rows (as the landing job reads them) from raw lines and events."""
 
     def build(lines: list[Line], source: str = "access") -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
         size = path.stat().st_size
-        entry = ManifestPart(path.name, source, len(lines), size, "00000000", segments)
+        rows = sum(segment.lines for segment in segments)
+        entry = ManifestPart(path.name, source, rows, size, "00000000", segments)
         part = PartFile(str(path), CHECKPOINT_ID, HOST, DEFAULT_SEALED_AT, entry)  # no crc32 check
         return read_source(spark, [part], source)
 
@@ -508,15 +516,18 @@ def test_raw_keeps_every_line(staging_rows: StagingRows) -> None:
     assert schema_of(parsed) == {
         **{name: NGINX_SCHEMA[name] for name in COMMON},
         "message": "string",
+        "event_lines": "int",
+        "cut": "string",
         "event_date": "date",
         "checkpoint_id": "bigint",
     }
     assert rejects.count() == 0
-    rows = by_offset(parsed, "message", "event_time", "event_date")
+    rows = by_offset(parsed, "message", "event_lines", "cut", "event_time", "event_date")
     offsets = line_offsets(lines, 0)
     assert [rows[offset]["message"] for offset in offsets] == [
         line.decode("utf-8", errors="replace") for line in lines
     ]
+    assert {(row["event_lines"], row["cut"]) for row in rows.values()} == {(1, None)}
     assert {row["event_time"] for row in rows.values()} == {SEALED_AT_TEXT}
     assert {row["event_date"] for row in rows.values()} == {"2026-11-22"}
 
@@ -534,6 +545,113 @@ def test_raw_keeps_a_crlf_lines_text_without_its_cr(staging_rows: StagingRows) -
         "bad \ufffd",
     ]
     assert rejects.count() == 0
+
+
+PYTHON_TRACEBACK = (
+    b"2026-11-22 10:00:00,123 ERROR worker: task failed",
+    b"Traceback (most recent call last):",
+    b'  File "/srv/app/w\xc3\xa9rker.py", line 42, in run',
+    b"    result = handle(item)",
+    b"KeyError: 'id' \xff",
+)
+
+
+def test_raw_keeps_a_multiline_event_whole_with_its_lines_and_cut(
+    staging_rows: StagingRows,
+) -> None:
+    items: list[Line] = [
+        b"before",
+        Event(PYTHON_TRACEBACK),
+        Event((b"  continued head", b"  more"), EventCut.HEADLESS),
+        Event((b"single but cut",), EventCut.LINES),
+        Event((b"Caused by: x", b"\tat y", b""), EventCut.BYTES),  # its last line is empty
+        b"after",
+    ]
+    parsed, rejects = parse(staging_rows(items, source="misc"), "raw")
+
+    assert rejects.count() == 0
+    rows = by_offset(parsed, "message", "event_lines", "cut", "event_id")
+    offsets = line_offsets(items, 0)
+    assert [tuple(rows[offset].values())[1:4] for offset in offsets] == [
+        ("before", 1, None),
+        (
+            "2026-11-22 10:00:00,123 ERROR worker: task failed\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/app/wérker.py", line 42, in run\n'
+            "    result = handle(item)\n"
+            "KeyError: 'id' \ufffd",
+            5,
+            None,
+        ),
+        ("  continued head\n  more", 2, "headless"),
+        ("single but cut", 1, "lines"),
+        ("Caused by: x\n\tat y\n", 3, "bytes"),
+        ("after", 1, None),
+    ]
+    assert rows[offsets[1]]["event_id"] == f"{FINGERPRINT}:{offsets[1]}" == f"{FINGERPRINT}:7"
+
+
+def test_raw_drops_the_cr_of_each_crlf_line_end_of_an_event(staging_rows: StagingRows) -> None:
+    items: list[Line] = [
+        Event((b"java.lang.Error: boom\r", b"\tat a.B.c(B.java:1)\r", b"\t... 2 more\r")),
+        Event((b"inner \r kept\r", b"two\r\r", b"\r")),
+        Event((b"no cr", b"last cr\r")),
+        b"one line\r",
+    ]
+    parsed, _ = parse(staging_rows(items, source="misc"), "raw")
+
+    rows = by_offset(parsed, "message")
+    assert [rows[offset]["message"] for offset in line_offsets(items, 0)] == [
+        "java.lang.Error: boom\n\tat a.B.c(B.java:1)\n\t... 2 more",
+        "inner \r kept\ntwo\r\n",
+        "no cr\nlast cr",
+        "one line",
+    ]
+
+
+def test_json_lines_parse_a_pretty_printed_object_as_one_payload(
+    staging_rows: StagingRows,
+) -> None:
+    items: list[Line] = [
+        Event((b"{", b'  "time": 1700000000,', b'  "msg": "pretty"', b"}")),
+        Event((b"{\r", b'  "nested": {"a": [1,\r', b"    2]}\r", b"}\r")),
+        Event((b'{"msg": "not closed",', b'  "x": 1')),
+        b'{"msg": "one line"}',
+    ]
+    parsed, rejects = parse(staging_rows(items, source="app"), "json_lines")
+
+    offsets = line_offsets(items, 0)
+    rows = by_offset(parsed, "payload", "event_time")
+    assert {offset: tuple(row.values())[1:] for offset, row in rows.items()} == {
+        offsets[0]: (
+            '{\n  "time": 1700000000,\n  "msg": "pretty"\n}',
+            "2023-11-14 22:13:20",
+        ),
+        offsets[1]: ('{\n  "nested": {"a": [1,\n    2]}\n}', SEALED_AT_TEXT),
+        offsets[3]: ('{"msg": "one line"}', SEALED_AT_TEXT),
+    }
+    assert [(row["byte_offset"], row["reason"], row["raw_line"]) for row in rejects.collect()] == [
+        (offsets[2], "invalid_json", '{"msg": "not closed",\n  "x": 1')
+    ]
+
+
+def test_a_multiline_event_is_one_nginx_reject_holding_the_whole_event(
+    staging_rows: StagingRows, scanner: NginxScanner
+) -> None:
+    stack = Event((NGINX_GOOD[0], b"  continued", b"\tat x \xff"))
+    items: list[Line] = [NGINX_GOOD[0], stack, Event((NGINX_GOOD[1], NGINX_GOOD[2]))]
+    parsed, rejects = parse(staging_rows(items), "nginx_combined", scanner=scanner)
+
+    offsets = line_offsets(items, 0)
+    assert [row["byte_offset"] for row in parsed.select("byte_offset").collect()] == [offsets[0]]
+    found = {row["byte_offset"]: row.asDict() for row in rejects.collect()}
+    assert {offset: (row["reason"], row["line_bytes"]) for offset, row in found.items()} == {
+        offsets[1]: ("invalid_utf8", len(stack.text)),
+        offsets[2]: ("no_match", len(NGINX_GOOD[1]) + 1 + len(NGINX_GOOD[2])),
+    }
+    assert found[offsets[1]]["raw_line"] == stack.text.decode(errors="replace")
+    assert found[offsets[2]]["raw_line"] == (NGINX_GOOD[1] + b"\n" + NGINX_GOOD[2]).decode()
+    assert found[offsets[2]]["event_id"] == f"{FINGERPRINT}:{offsets[2]}"
 
 
 def test_nginx_combined_rejects_keep_a_crlf_lines_cr(

@@ -4,6 +4,7 @@ evolution, empty and broken batches."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 import zlib
 from collections import Counter
@@ -28,7 +29,12 @@ from pipeline_core.lake import (
     open_lake,
     source_schema,
 )
-from pipeline_core.staging_contract import ManifestError, checkpoint_dir
+from pipeline_core.staging_contract import (
+    MANIFEST_NAME,
+    EventCut,
+    ManifestError,
+    checkpoint_dir,
+)
 from spark_jobs import formats, staging
 from spark_jobs import landing as landing_module
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
@@ -57,6 +63,7 @@ from tests.spark_jobs.support import (
 from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
 from tests.support.staging import (
     DEFAULT_SEALED_AT,
+    Event,
     Line,
     LongLine,
     line_offsets,
@@ -116,6 +123,7 @@ def test_land_writes_rows_rejects_and_summary(
                 "no_match": 6,
             },
             "input_lines": 2 * LINES_PER_HOST,
+            "input_events": 2 * LINES_PER_HOST,
             "batches": 2,
         }
     ]
@@ -618,6 +626,174 @@ def test_an_over_long_line_lands_as_one_line_too_long_reject(
             "checkpoint_id": 8,
         },
     ]
+
+
+SERVICE: list[Line] = [
+    b"2026-11-22 10:00:00,001 INFO started",
+    Event(
+        (
+            b"2026-11-22 10:00:01,002 ERROR app: request failed",
+            b"Traceback (most recent call last):",
+            b'  File "/srv/app.py", line 3, in <module>',
+            b"KeyError: 'caf\xc3\xa9'",
+        )
+    ),
+    b"2026-11-22 10:00:02,003 INFO ok",
+    Event(
+        (
+            b"java.lang.IllegalStateException: boom\r",
+            b"\tat sluice.Main.run(Main.java:10)\r",
+            b"\t... 3 more\r",
+        )
+    ),
+    Event((b"\tat the.tail.Of(A.java:1)", b"\tat a.cut.One(B.java:2)"), EventCut.HEADLESS),
+    Event((b"2026-11-22 10:00:03,004 ERROR closed at max_lines",), EventCut.LINES),
+]
+"""A raw source's events: 6 events of 12 lines, a Python traceback, a Java stack trace of CRLF
+lines, an event whose head is missing and one a bound closed."""
+SERVICE_MESSAGES = [
+    ("2026-11-22 10:00:00,001 INFO started", 1, None),
+    (
+        "2026-11-22 10:00:01,002 ERROR app: request failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app.py", line 3, in <module>\n'
+        "KeyError: 'café'",
+        4,
+        None,
+    ),
+    ("2026-11-22 10:00:02,003 INFO ok", 1, None),
+    (
+        "java.lang.IllegalStateException: boom\n\tat sluice.Main.run(Main.java:10)\n\t... 3 more",
+        3,
+        None,
+    ),
+    ("\tat the.tail.Of(A.java:1)\n\tat a.cut.One(B.java:2)", 2, "headless"),
+    ("2026-11-22 10:00:03,004 ERROR closed at max_lines", 1, "lines"),
+]
+PRETTY: list[Line] = [
+    Event((b"{", b'  "ts": "2026-11-22T09:00:00Z",', b'  "msg": "pretty"', b"}")),
+    b'{"ts": "2026-11-22T11:00:00Z", "msg": "one line"}',
+    Event((b"{", b'  "msg": "never closed"')),
+]
+"""A JSON source's events: 3 events of 7 lines, one a reject."""
+STACKED_ACCESS: list[Line] = [ACCESS[0], Event((ACCESS[7], b"  a stray continuation"))]
+"""An nginx source's events: 2 events of 3 lines, one a reject."""
+
+
+def stage_events(staging: Path, checkpoint_id: int) -> Path:
+    """A checkpoint of one host whose manifest lists multiline events (format 5): the raw,
+    JSON and nginx events above, in segments of two events (or lines)."""
+    for source, fmt, items, suffix in (
+        ("service", "raw", SERVICE, "dddd"),
+        ("app", "json_lines", PRETTY, "bbbb"),
+        ("access", "nginx_combined", STACKED_ACCESS, "aaaa"),
+    ):
+        write_batch(
+            staging, PIPELINE, checkpoint_id, "web-1", source, fmt, items, f"{'0' * 12}{suffix}",
+            100, time_field="ts", lines_per_segment=2,
+        )  # fmt: skip
+    return checkpoint_dir(staging, PIPELINE, checkpoint_id)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("reader", ["jvm", "python"])
+def test_a_multiline_event_lands_as_one_row_and_the_counts_are_of_events(
+    spark: SparkSession,
+    lake: LakeLocation,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reader: str,
+) -> None:
+    folder = stage_events(tmp_path / "staging", 6)
+    manifest = json.loads((folder / "web-1" / MANIFEST_NAME).read_text())
+    assert manifest["format_version"] == 5
+    assert manifest["line_count"] == 12 + 7 + 3
+    if reader == "python":  # as in a session without the jar
+        for module in (staging, formats):
+            monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
+
+    summary = land(spark, landing(lake, folder))
+
+    assert summary["segment_reader"] == reader
+    assert summary["checkpoints"] == [
+        {
+            "checkpoint_id": 6,
+            "rows": {"access": 1, "app": 2, "service": 6},
+            "rejects": {"invalid_json": 1, "no_match": 1},
+            "input_lines": 22,
+            "input_events": 11,
+            "batches": 1,
+        }
+    ]
+    offsets = line_offsets(SERVICE, 100)
+    service = sorted(table_rows(lake, "service", 6).to_pylist(), key=lambda row: row["byte_offset"])
+    assert [row["byte_offset"] for row in service] == offsets
+    assert [row["event_id"] for row in service] == [f"{'0' * 12}dddd:{o}" for o in offsets]
+    assert [(row["message"], row["event_lines"], row["cut"]) for row in service] == (
+        SERVICE_MESSAGES
+    )
+    assert {row["event_time"] for row in service} == {DEFAULT_SEALED_AT}
+    app = sorted(table_rows(lake, "app", 6).to_pylist(), key=lambda row: row["byte_offset"])
+    json_offsets = line_offsets(PRETTY, 100)
+    assert json_offsets == [100, 154, 204]
+    assert [(row["byte_offset"], row["payload"]) for row in app] == [
+        (100, '{\n  "ts": "2026-11-22T09:00:00Z",\n  "msg": "pretty"\n}'),
+        (154, '{"ts": "2026-11-22T11:00:00Z", "msg": "one line"}'),
+    ]
+    assert app[0]["event_time"] == datetime(2026, 11, 22, 9, tzinfo=timezone.utc)
+    rejects = sorted(table_rows(lake, "_rejects", 6).to_pylist(), key=lambda row: row["source"])
+    stacked = ACCESS[7] + b"\n  a stray continuation"
+    assert [
+        (row["source"], row["byte_offset"], row["reason"], row["raw_line"], row["line_bytes"])
+        for row in rejects
+    ] == [
+        ("access", 100 + len(ACCESS[0]) + 1, "no_match", stacked.decode(), len(stacked)),
+        ("app", 204, "invalid_json", '{\n  "msg": "never closed"', 25),
+    ]
+    with open_lake(lake) as catalog:
+        found = landed_checkpoints(catalog, ["access", "app", "service"], [6])[6]
+    assert found.lines == 11
+
+
+@pytest.mark.spark
+def test_a_raw_table_made_before_multiline_events_gains_their_columns(
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path
+) -> None:
+    staging = tmp_path / "staging"
+    older = Schema(
+        *(f for f in source_schema("raw").fields if f.name not in ("event_lines", "cut"))
+    )
+    write_batch(staging, PIPELINE, 1, "web-1", "service", "raw", MISC, "c" * 16)
+    parts = verify_parts(read_checkpoint(checkpoint_dir(staging, PIPELINE, 1)).parts)
+    with open_lake(lake) as catalog:  # checkpoint 1 landed before multiline events
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        table = catalog.ensure_table("service", older, "raw")
+        assert [f.name for f in table.schema().fields][-2:] == ["message", "checkpoint_id"]
+        rows = parse(read_source(spark, parts, "service"), "raw")[0]
+        written = write_files(
+            rows.drop("event_lines", "cut"), landing_folder(table.location()), "event_time"
+        )
+        commit_files(table, TableCommit(written.files, (1,), "older-job", LandingMode.APPEND))
+
+    summary = land(spark, landing(lake, stage_events(staging, 2)))
+
+    assert checkpoint_summary(summary, 2)["rows"]["service"] == 6
+    with open_lake(lake) as catalog:
+        service = catalog.load("service")
+        assert service is not None
+        assert [s.schema_id for s in service.schemas().values()] == [0, 1]
+        assert [f.name for f in service.schema().fields][-3:] == [
+            "checkpoint_id",
+            "event_lines",
+            "cut",
+        ]
+        assert str(service.schema().find_field("event_lines").field_type) == "int"
+    assert snapshot_operations(lake, "service") == [("append", "1"), ("append", "2")]
+    old = table_rows(lake, "service", 1).to_pylist()
+    assert sorted(row["message"] for row in old) == ["free text", "\ufffd\ufffd"]
+    assert {(row["event_lines"], row["cut"]) for row in old} == {(None, None)}
+    new = sorted(table_rows(lake, "service", 2).to_pylist(), key=lambda row: row["byte_offset"])
+    assert [(row["message"], row["event_lines"], row["cut"]) for row in new] == SERVICE_MESSAGES
 
 
 @pytest.mark.spark

@@ -8,7 +8,9 @@ Layout (``pipeline_core.staging_contract``; docs/architecture.md, "Staging (hand
 A part file holds the lines' raw bytes; its manifest entry indexes them by segments of
 ``LINES_PER_CHUNK`` lines, so that parts of more lines than that have several segments; a
 :class:`LongLine` (a line over ``max_line_bytes``, staged as its first bytes) is a segment of
-its own.
+its own. An :class:`Event` (a multiline event: a traceback, a stack trace) is its lines, never
+split between segments, and its segment lists it in ``events`` (manifest format 5); segments
+count their items (a line, an over-long line or an event) against ``LINES_PER_CHUNK``.
 ``write_batch`` may be called several times for the same host (one call per source or per
 file); each call adds parts and a range to the batch's manifest.
 """
@@ -23,6 +25,9 @@ from pathlib import Path
 
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
+    EventCut,
+    EventRuns,
+    EventSpan,
     Manifest,
     ManifestPart,
     ManifestRange,
@@ -49,17 +54,48 @@ class LongLine:
     line_bytes: int
 
 
-Line = bytes | LongLine
-"""A line to stage: its bytes (without the newline), or an over-long line."""
+@dataclass(frozen=True)
+class Event:
+    """A multiline event as the collector stages it: its ``lines`` (each without its newline,
+    each newline-terminated in the file), one row of the lake, ``cut`` if a bound or a missing
+    head cut it. Its segment lists it as an ``EventSpan`` unless it is one line and not cut."""
+
+    lines: tuple[bytes, ...]
+    cut: EventCut | None = None
+
+    @property
+    def text(self) -> bytes:
+        """The event's bytes as the landing reads them: its lines joined by their newlines."""
+        return b"\n".join(self.lines)
+
+
+Line = bytes | LongLine | Event
+"""An item to stage: a line's bytes (without the newline), an over-long line, or a multiline
+event."""
 
 
 def file_bytes(line: Line) -> int:
-    """The bytes ``line`` takes in its file, newline included."""
+    """The bytes ``line`` takes in its file, newlines included."""
+    if isinstance(line, Event):
+        return sum(len(part) + 1 for part in line.lines)
     return (line.line_bytes if isinstance(line, LongLine) else len(line)) + 1
 
 
+def physical_lines(line: Line) -> int:
+    """The lines ``line`` is in its file (an event's lines; 1 otherwise)."""
+    return len(line.lines) if isinstance(line, Event) else 1
+
+
+def staged_bytes(line: bytes | Event) -> bytes:
+    """What a part holds of ``line``: its bytes and newline(s)."""
+    if isinstance(line, Event):
+        return b"".join(part + b"\n" for part in line.lines)
+    return line + b"\n"
+
+
 def line_offsets(lines: Sequence[Line], start_offset: int) -> list[int]:
-    """The byte offset of each line when the lines follow each other, ``\\n``-terminated."""
+    """The byte offset of each line (an event's first byte) when they follow each other,
+    ``\\n``-terminated."""
     offsets: list[int] = []
     offset = start_offset
     for line in lines:
@@ -77,8 +113,9 @@ def write_part(
     lines_per_segment: int = LINES_PER_CHUNK,
 ) -> tuple[Segment, ...]:
     """One raw part file: the lines (consecutive in their file from ``offsets[0]``), each
-    ``\\n``-terminated, an over-long line as its prefix alone. Returns its segments: one per
-    ``lines_per_segment`` lines, and one per over-long line."""
+    ``\\n``-terminated, an over-long line as its prefix alone, an event as its lines. Returns
+    its segments: one per ``lines_per_segment`` items (lines or events), listing their
+    multiline events, and one per over-long line."""
     segments: list[Segment] = []
     position = 0
     with open(path, "wb") as handle:
@@ -89,16 +126,31 @@ def write_part(
                 data, count = first.prefix, 1
                 kind, line_bytes = SegmentKind.LONG_LINE, first.line_bytes
             else:
-                group: list[bytes] = []
+                group: list[bytes | Event] = []
                 for line in lines[begin : begin + lines_per_segment]:
                     if isinstance(line, LongLine):
                         break
                     group.append(line)
-                data, count = b"".join(line + b"\n" for line in group), len(group)
+                data, count = b"".join(staged_bytes(line) for line in group), len(group)
                 kind, line_bytes = SegmentKind.LINES, None
+            spans: list[EventSpan] = []
+            physical = 0
+            for line in lines[begin : begin + count]:
+                if isinstance(line, Event) and (len(line.lines) > 1 or line.cut is not None):
+                    spans.append(EventSpan(physical, len(line.lines), line.cut))
+                physical += physical_lines(line)
             handle.write(data)
             segments.append(
-                Segment(fingerprint, offsets[begin], position, len(data), count, kind, line_bytes)
+                Segment(
+                    fingerprint,
+                    offsets[begin],
+                    position,
+                    len(data),
+                    physical,
+                    kind,
+                    line_bytes,
+                    EventRuns.of(spans),
+                )
             )
             position += len(data)
             begin += count
@@ -155,8 +207,10 @@ def write_batch(
 ) -> Path:
     """Write ``lines`` of one source file as parts of a sealed batch and update its manifest.
 
-    The lines are taken to be consecutive in the source file from ``start_offset``; each part
-    holds ``rows_per_part`` of them (default: all), in segments of ``lines_per_segment``.
+    The lines (or events) are taken to be consecutive in the source file from
+    ``start_offset``; each part holds ``rows_per_part`` of them (default: all), in segments of
+    ``lines_per_segment``. A batch with an :class:`Event` of several lines (or cut) is a
+    format 5 manifest's.
     Returns the batch directory ``<staging>/<pipeline>/<checkpoint:08d>/<host>``.
     """
     batch = batch_dir(staging_root, pipeline, checkpoint_id, host)
@@ -184,7 +238,12 @@ def write_batch(
 
     end = offsets[-1] + file_bytes(lines[-1]) if lines else start_offset
     written = ManifestRange(
-        fingerprint, f"/var/log/{source}/{fingerprint}.log", source, start_offset, end, len(lines)
+        fingerprint,
+        f"/var/log/{source}/{fingerprint}.log",
+        source,
+        start_offset,
+        end,
+        sum(physical_lines(line) for line in lines),
     )
     updated = Manifest.of(
         pipeline=manifest.pipeline,

@@ -289,7 +289,14 @@ def test_should_carry_multiline_events_into_segments_merged_across_chunks(
 
     (part,) = sealed.parts
     assert part.segments == (
-        Segment(FP_A, 0, 0, 70, 7, events=(EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS))),
+        Segment(
+            FP_A,
+            0,
+            0,
+            70,
+            7,
+            events=EventRuns.of([EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS)]),
+        ),
     )
     assert part.segments[0].event_count == 5
     assert sealed.manifest["format_version"] == 5

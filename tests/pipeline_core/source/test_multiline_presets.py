@@ -149,8 +149,8 @@ def test_should_split_only_records_whose_messages_have_lines_of_their_own(
 @pytest.mark.timeout(60)
 def test_should_frame_the_log_of_a_logger_killed_while_writing(tmp_path: Path) -> None:
     """A program writing 400 records a second, SIGKILLed: every record but the last ones (which
-    may yet grow, or be joined by the lines after them), is handed out whole; the log holds what the truth lists, and at most one record
-    more (written to the log, not yet to the truth)."""
+    may yet grow, or be joined by the lines after them) is handed out whole; the log holds what
+    the truth lists, and at most one record more (written to the log, not yet to the truth)."""
     logger = start_python_logger(
         tmp_path / "app.log", tmp_path / "truth.jsonl", rate=400.0, tracebacks=0.3, seed=11
     )
