@@ -61,8 +61,9 @@ Python UDFs: they run in the JVM and need no Python on the executors. Formats:
 ``raw``
     ``message`` is the whole event (its lines joined by their ``\\n``) with invalid UTF-8
     replaced and without the ``\\r`` of CRLF line ends; ``event_lines`` (int) its lines (1 for a
-    line of its own) and ``cut`` why it is not whole (``lines``, ``bytes``, ``headless``: the
-    source's ``multiline`` bounds, or a missing head; null for a whole event);
+    line of its own) and ``cut`` why it is not whole (``lines``, ``bytes``: the source's
+    ``multiline`` bounds; ``truncated``, ``headless``: a copytruncate copy's last event and the
+    rest of it, or a missing head; null for a whole event);
     ``event_time`` is ``sealed_at``. Rejects only over-long lines.
 """
 

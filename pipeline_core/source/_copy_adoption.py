@@ -115,6 +115,9 @@ class CopyAdoption:
                 original.seen_size,
                 shown_path(copy.path),
             )
+        # An event held back at the read offset (it might still grow) was being written when
+        # the original was truncated: the copy's last event may lack its rest.
+        original.cut_mid_event = original.held_since is not None
         original.close()
         original.fd, copy.fd = copy.fd, None
         original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino

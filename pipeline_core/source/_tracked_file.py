@@ -22,7 +22,7 @@ from pipeline_core.source._read_memory import (
     KeptLength,
     ReadMemory,
 )
-from pipeline_core.staging_contract import NO_EVENTS, EventRuns
+from pipeline_core.staging_contract import NO_EVENTS, EventCut, EventRuns
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,15 @@ _READ_FLAGS = (
 """A FIFO opens at once with ``O_NONBLOCK`` (then is refused, not read); a regular file
 ignores it."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EMFILE, errno.ENFILE})
+"""Why a released file cannot be opened again that is no news: gone, a symlink now (the scan
+says so), or no descriptor free for now."""
+
+HEAD_BYTES = 64
+"""How many first bytes a released file keeps (see :attr:`TrackedFile.head`)."""
+_LINE_LOOK_BYTES = 64 * 1024
+"""How far past its read offset a file being released is looked at for a line's end (more
+unread bytes than this are taken to hold one: see :attr:`TrackedFile.waiting`)."""
 
 
 def open_regular(path: str, inode: tuple[int, int], *, follow_symlinks: bool) -> int | None:
@@ -106,11 +115,35 @@ class TrackedFile:
     held_since: float | None = None
     """Multiline sources: since when (the reader's clock) the event at ``read_offset`` has
     been held back, not handed on because it may still grow; None when nothing is held."""
+    cut_mid_event: bool = False
+    """Multiline sources: the file is a copytruncate copy whose original was truncated while
+    an event at the read offset was held back (it might have grown): the copy's last event is
+    marked ``truncated``."""
     _recorded: tuple[object, ...] | None = field(default=None, repr=False)
     """What :meth:`record_if_moved` last recorded the file as."""
     flush_at: float | None = None
     """Multiline sources: when (the reader's clock) the event held back is due to be handed
     on if the file does not grow before (None: nothing held)."""
+    released: bool = False
+    """Its descriptor was closed by the watcher while it is LIVE (idle, or beyond the
+    pipeline's ``max_open_files``): it is opened again by identity (:meth:`reopen`) when it
+    is written, grows, moves, or a descriptor is free for its unread bytes."""
+    checked_size: int = -1
+    """Its size when the watcher last made sure it is still this file (or released it); -1:
+    not since it was found. A scan that finds it at the same path, with this size and nothing
+    read since, has nothing to look at again."""
+    checked_offset: int = -1
+    """``read_offset`` at that moment."""
+    active_at: float | None = None
+    """When (the watcher's clock) it was last seen to grow or be read (None: not looked at
+    yet): the file idle longest is the first released."""
+    head: bytes = field(default=b"", repr=False)
+    """Its first bytes (at most :data:`HEAD_BYTES`) while it is released: a copy being made of
+    it (copytruncate) is recognised without opening it."""
+    waiting: bool = False
+    """Released with whole lines left to read (the pipeline was at its bound, or could not
+    read on): it waits for a descriptor. A file released with nothing after its read offset
+    but the start of a line waits for that line's end, that is, to grow."""
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)
@@ -236,6 +269,8 @@ class TrackedFile:
         self.close()
         self.fd = fd
         self.path = path
+        self.released = self.waiting = False
+        self.head = b""
         return True
 
     def mark_rotated(self) -> None:
@@ -248,6 +283,51 @@ class TrackedFile:
                 os.close(self.fd)
             finally:
                 self.fd = None
+
+    def release(self, size: int) -> None:
+        """Close the descriptor of a LIVE file that the pipeline does not read now (idle, or
+        beyond its bound), keeping what its reopening needs: its identity and offsets stay,
+        ``size`` (its size now) is the one it is checked against, and its first bytes are kept
+        as :attr:`head`. Its place is its read offset: nothing is lost by closing it."""
+        if self.fd is None:
+            return
+        unread = size - self.read_offset
+        try:
+            self.head = os.pread(self.fd, min(HEAD_BYTES, self.signature.size), 0)
+            self.waiting = unread > 0 and (
+                unread > _LINE_LOOK_BYTES or b"\n" in os.pread(self.fd, unread, self.read_offset)
+            )
+        except OSError:
+            self.head = b""
+            self.waiting = unread > 0
+        self.checked_size = size
+        self.checked_offset = self.read_offset
+        self.close()
+        self.released = True
+
+    def reopen(self, path: str | None = None) -> bool:
+        """Open a released file again at ``path`` (default: where it was), if the regular file
+        there is still this one by device and inode (:func:`open_regular`); whether its first
+        bytes and the last bytes read are still there is for :meth:`inspect` or the next read
+        to tell. False, quietly, when it is not there or not this file any more (a scan
+        decides what became of it), or when no descriptor can be had now (``EMFILE``:
+        tried again later)."""
+        if self.fd is not None:
+            return True
+        where = self.path if path is None else path
+        try:
+            fd = open_regular(where, (self.dev, self.ino), follow_symlinks=self.follow_symlinks)
+        except OSError as exc:
+            if exc.errno not in _NOT_THERE:
+                log.warning("cannot open %s again: %s", shown_path(where), exc)
+            return False
+        if fd is None:
+            return False
+        self.fd = fd
+        self.path = where
+        self.released = self.waiting = False
+        self.head = b""
+        return True
 
     def still_same_file(self, signature_bytes: int) -> bool:
         """True if the open file still starts with its signature bytes; grows the signature
@@ -443,6 +523,9 @@ class TrackedFile:
             max_bytes=framing.max_bytes,
             filled=not at_end,
         )
+        spans = framed.spans
+        if final and at_end and self.cut_mid_event and framed.length == len(data):
+            spans = self._mark_truncated(spans, framed.lines, framed.length)
         if framed.length < len(data):
             if self.held_since is None:
                 self.held_since = now
@@ -452,7 +535,26 @@ class TrackedFile:
         if not framed.length:
             return None
         del data[framed.length :]
-        return framed.spans
+        return spans
+
+    def _mark_truncated(self, spans: EventRuns, lines: int, length: int) -> EventRuns:
+        """``spans`` with the last of ``lines`` lines' event marked ``truncated`` (the copy's
+        last event, which copytruncate may have cut), said once in the log."""
+        self.cut_mid_event = False
+        first = lines - 1
+        if spans and spans.first_lines[-1] + spans.lines[-1] == lines:
+            first = spans.first_lines[-1]
+            spans = EventRuns(spans.first_lines[:-1], spans.lines[:-1], spans.cuts[:-1])
+        log.warning(
+            "%s: the event at line %d of the read at offset %d (to offset %d) was being written "
+            "when copytruncate truncated its file: it lands as cut 'truncated', and what was "
+            "written of it after the copy, as the truncated file's first row, cut 'headless'",
+            shown_path(self.path),
+            first,
+            self.read_offset,
+            self.read_offset + length,
+        )
+        return spans + EventRuns((first,), (lines - first,), (EventCut.TRUNCATED,))
 
     def _skip_long_line(
         self, head: bytearray, step: int, max_line_bytes: int, final: bool

@@ -19,6 +19,10 @@ class EventCut(StrEnum):
     BYTES = "bytes"
     """It reached ``multiline.max_bytes`` (or filled a whole read): closed there, as for
     ``lines``."""
+    TRUNCATED = "truncated"
+    """The last event of a ``copytruncate`` copy, which was being written when the original was
+    truncated: the rest of it, if any was written, is the first row of the truncated file
+    (``headless``)."""
     HEADLESS = "headless"
     """Its first line continues an event before it: one closed by a bound, one ended by
     ``multiline.flush_after`` before the rest of it was written, one whose head a copytruncate

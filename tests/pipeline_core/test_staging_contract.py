@@ -282,7 +282,8 @@ def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back(
         ),
         (
             {"first_line": [4], "lines": [2], "cut": [[0, "later"]]},
-            r"segment 0: a cut is \[event, one of lines, bytes, headless\], not \[0, 'later'\]$",
+            r"segment 0: a cut is \[event, one of lines, bytes, truncated, headless\], "
+            r"not \[0, 'later'\]$",
         ),
         (
             {"first_line": [4], "lines": [0], "cut": []},

@@ -183,6 +183,8 @@ def start_python_logger(
     fmt: str = PYTHON_FORMATS["common"],
     seed: int = 0,
     reopen: bool = False,
+    split_share: float = 0.0,
+    split_pause: float = 0.0,
 ) -> PythonLogger:
     """Start Python's ``logging`` appending records to ``path``, ``rate`` a second, until it
     has written ``events`` (None: until it is stopped); the ground truth goes to ``truth``
@@ -192,8 +194,10 @@ def start_python_logger(
     :meth:`PythonLogger.stop`. The log is held open by a ``logging.FileHandler`` (appending: a
     ``copytruncate`` rotation leaves it writing at the start of the truncated file) or, with
     ``reopen``, a ``logging.handlers.WatchedFileHandler``, which opens the path anew once the
-    file was renamed or removed (a ``create`` rotation). The other arguments are
-    :func:`write_python_log`'s.
+    file was renamed or removed (a ``create`` rotation). ``split_share`` of the multiline
+    records are written in two writes ``split_pause`` seconds apart, as a buffered appender
+    writes a record larger than its buffer: a reader may find one half written. The other
+    arguments are :func:`write_python_log`'s.
     """
     arguments = _python_arguments(path, truth, fmt, tracebacks, stacks, multiline, seed)
     arguments += ["--rate", str(rate)]
@@ -201,6 +205,8 @@ def start_python_logger(
         arguments += ["--events", str(events)]
     if reopen:
         arguments.append("--reopen")
+    if split_share:
+        arguments += ["--split-share", str(split_share), "--split-pause", str(split_pause)]
     process = subprocess.Popen(arguments, start_new_session=True, stdin=subprocess.DEVNULL)
     return PythonLogger(process, path, truth)
 

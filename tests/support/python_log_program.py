@@ -50,13 +50,57 @@ class TruthHandler(logging.Handler):
             self.handleError(record)
 
 
-def configure(log: Path, truth: Path, fmt: str, reopen: bool = False) -> logging.Logger:
+class SplittingFileHandler(logging.handlers.WatchedFileHandler):
+    """Writes a share of the multiline records in two writes, a pause between them, as a
+    buffered appender does with a record larger than its buffer (log4j2's file appender
+    flushes every 8 KiB): a reader may find the record's head without its tail. It reopens the
+    file once it was renamed or removed, if ``reopen``."""
+
+    def __init__(
+        self, path: Path, *, reopen: bool, share: float, pause: float, rng: random.Random
+    ) -> None:
+        super().__init__(path, encoding="utf-8")
+        self._reopen, self._share, self._pause, self._rng = reopen, share, pause, rng
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._reopen:
+            self.reopenIfNeeded()
+        try:
+            text = self.format(record) + self.terminator
+            if self.stream is None:
+                self.stream = self._open()
+            stream = self.stream
+            if "\n" in text[:-1] and self._rng.random() < self._share:
+                middle = text.index("\n", len(text) // 2 - 1) + 1  # after a whole line
+                stream.write(text[:middle])
+                stream.flush()
+                time.sleep(self._pause)
+                text = text[middle:]
+            stream.write(text)
+            stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def configure(
+    log: Path,
+    truth: Path,
+    fmt: str,
+    reopen: bool = False,
+    split_share: float = 0.0,
+    split_pause: float = 0.0,
+) -> logging.Logger:
     """The root logger, logging at DEBUG to ``log`` (appending; a ``WatchedFileHandler`` if
     ``reopen``: it opens the file anew once it was renamed or removed) and to ``truth``
-    (appending), both formatted with ``fmt``."""
+    (appending), both formatted with ``fmt``. With ``split_share``, that share of the multiline
+    records is written in two writes ``split_pause`` seconds apart (``SplittingFileHandler``)."""
     formatter = logging.Formatter(fmt)
     handler: logging.Handler
-    if reopen:
+    if split_share:
+        handler = SplittingFileHandler(
+            log, reopen=reopen, share=split_share, pause=split_pause, rng=random.Random(5917)
+        )
+    elif reopen:
         handler = logging.handlers.WatchedFileHandler(log, encoding="utf-8")
     else:
         handler = logging.FileHandler(log, encoding="utf-8")
@@ -208,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multiline", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reopen", action="store_true")
+    parser.add_argument("--split-share", type=float, default=0.0)
+    parser.add_argument("--split-pause", type=float, default=0.0)
     args = parser.parse_args(argv)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))

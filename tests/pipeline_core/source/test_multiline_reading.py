@@ -7,6 +7,11 @@ by a second handler as it formatted them.
 
 from __future__ import annotations
 
+import logging
+import os
+import random
+import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import MultilineConfig, MultilinePreset
+from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 from pipeline_core.staging_contract import EventCut
-from tests.support.python_logs import ServiceLog
+from tests.support.python_log_program import SplittingFileHandler
+from tests.support.python_logs import FORMAT, ServiceLog, Written
 from tests.support.reading import Received, reader_of, source_of
 
 
@@ -195,3 +202,52 @@ def test_should_hand_on_the_events_before_an_over_long_line_whole(tmp_path: Path
 
     assert received.events()[:2] == log.written.events[:2]
     assert received[-1].long_line is not None
+
+
+def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(tmp_path: Path) -> None:
+    """The program writes a traceback in two halves a second apart (as a buffered appender
+    writes a large record); logrotate-style copytruncate comes between them: the head is the
+    copy's last event, marked ``truncated``; the tail, written into the truncated file, is its
+    first, marked ``headless``. Together they are the event."""
+    log = tmp_path / "app.log"
+    written = Written()
+    logger = logging.getLogger(f"split.{id(log)}")
+    logger.propagate = False
+    handler = SplittingFileHandler(log, reopen=False, share=1.0, pause=1.0, rng=random.Random(0))
+    for each in (handler, written):
+        each.setFormatter(logging.Formatter(FORMAT))
+        logger.addHandler(each)
+    try:
+        logger.error("started")
+        watcher, reader, received = _tail(tmp_path, PYTHON)
+
+        def fail() -> None:
+            try:
+                raise RuntimeError("while loading")
+            except RuntimeError:
+                logger.exception("loading failed")
+
+        writer = threading.Thread(target=fail)
+        writer.start()
+        deadline = time.monotonic() + 10
+        while log.read_bytes().count(b"\n") < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _read(reader, received)  # the head is held back: it may still grow
+        shutil.copy(log, tmp_path / "app.log.1")
+        os.truncate(log, 0)
+        writer.join(timeout=10)
+        assert not writer.is_alive()
+        watcher.scan()
+        _read(reader, received)
+        watcher.scan()
+        _read(reader, received, flush=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.removeHandler(written)
+        handler.close()
+
+    rows = list(DeliveryBatch(tuple(received), 0).events())
+    assert [(row.line, row.cut) for row in rows[:1]] == [(written.events[0], None)]
+    (head, tail) = rows[1:]
+    assert (head.cut, tail.cut) == (EventCut.TRUNCATED, EventCut.HEADLESS)
+    assert head.line + b"\n" + tail.line == written.events[1]
