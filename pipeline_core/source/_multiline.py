@@ -63,13 +63,14 @@ class _Words:
                 [known[:_WORD_PREFIX] for known in _ALL_WORDS].index(word[:_WORD_PREFIX])
             )
 
-    def of(self, word_at: NDArray[np.int16]) -> NDArray[np.bool_]:
-        """Which lines start with one of these words (``word_at``: :func:`_words_at`)."""
-        if self._chosen is None:  # by word index + 1 (0: no word)
-            self._chosen = np.zeros(len(_ALL_WORDS) + 1, dtype=np.bool_)
-            self._chosen[np.asarray(self.ids) + 1] = True
-        chosen: NDArray[np.bool_] = self._chosen[word_at + 1]
-        return chosen
+    def of(self, hits: _WordHits) -> NDArray[np.bool_]:
+        """Which lines start with one of these words (``hits``: :func:`_words_at`)."""
+        if self._chosen is None:  # by word index
+            self._chosen = np.zeros(len(_ALL_WORDS), dtype=np.bool_)
+            self._chosen[self.ids] = True
+        result = np.zeros(hits.count, dtype=np.bool_)
+        result[hits.lines[self._chosen[hits.words]]] = True
+        return result
 
 
 _PYTHON_WORDS = _Words(
@@ -227,35 +228,44 @@ class MultilineRule:
         return result
 
 
-def _words_at(
-    data: bytes | bytearray, starts: Positions, first: NDArray[np.uint8]
-) -> NDArray[np.int16]:
-    """For each line, the index in ``_ALL_WORDS`` of the word it starts with (its first
-    ``_WORD_PREFIX`` bytes), or -1. Only the lines whose first byte is a word's are compared,
-    each as two 8-byte integers read at its start: a few array operations whatever the
-    number of lines."""
+@dataclass(frozen=True)
+class _WordHits:
+    """The lines of a read that start with a preset's word: ``lines`` (in order) and, for
+    each, the index of its word in ``_ALL_WORDS``; ``count`` lines in all."""
+
+    lines: NDArray[np.int64]
+    words: NDArray[np.int64]
+    count: int
+
+
+def _words_at(data: bytes | bytearray, starts: Positions, first: NDArray[np.uint8]) -> _WordHits:
+    """Which lines start with a word (its first ``_WORD_PREFIX`` bytes), and which. Only the
+    lines whose first byte is a word's are compared, each as two 8-byte integers read at its
+    start: a few array operations whatever the number of lines."""
     table = _word_table()
-    result = np.full(len(starts), -1, dtype=np.int16)
     lines = np.flatnonzero(table.heads[first])
-    if not lines.size:
-        return result
+    found = np.full(len(lines), -1, dtype=np.int64)
     at = starts[lines]
     size = len(data)
     near_end = at > size - 2 * 8
     if near_end.any():  # too near the end for two 8-byte reads: compared one by one
-        for line, start in zip(lines[near_end].tolist(), at[near_end].tolist(), strict=True):
-            for index, word in enumerate(_ALL_WORDS):
+        for index, start in zip(
+            np.flatnonzero(near_end).tolist(), at[near_end].tolist(), strict=True
+        ):
+            for word_index, word in enumerate(_ALL_WORDS):
                 if data.startswith(word[:_WORD_PREFIX], start):
-                    result[line] = index
+                    found[index] = word_index
                     break
-        lines, at = lines[~near_end], at[~near_end]
-    words = np.ndarray((size - 7,), dtype="<u8", buffer=data, strides=(1,))
-    low, high = words[at], words[at + 8]
-    for index in range(len(_ALL_WORDS)):
-        hit = (low & table.masks[index, 0]) == table.packed[index, 0]
-        hit &= (high & table.masks[index, 1]) == table.packed[index, 1]
-        result[lines[hit]] = index
-    return result
+    far = np.flatnonzero(~near_end)
+    if far.size:
+        words = np.ndarray((size - 7,), dtype="<u8", buffer=data, strides=(1,))
+        low, high = words[at[far]], words[at[far] + 8]
+        for word_index in range(len(_ALL_WORDS)):
+            hit = (low & table.masks[word_index, 0]) == table.packed[word_index, 0]
+            hit &= (high & table.masks[word_index, 1]) == table.packed[word_index, 1]
+            found[far[hit]] = word_index
+    matched = found >= 0
+    return _WordHits(lines[matched], found[matched], len(starts))
 
 
 @dataclass(frozen=True)

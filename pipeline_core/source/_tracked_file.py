@@ -462,12 +462,12 @@ class TrackedFile:
                     before_long_line = over > 0
         elif not too_long and not final:
             return None
-        spans = NO_EVENTS
+        spans, lines = NO_EVENTS, -1
         if framing is not None and not too_long:
             framed = self._frame(data, framing, read, at_end, before_long_line, final, now, flush)
             if framed is None:
                 return None
-            spans = framed
+            spans, lines = framed
         long_line: LongLine | None = None
         last_bytes: bytes | bytearray = data
         if too_long:
@@ -480,7 +480,7 @@ class TrackedFile:
             self.fingerprint,
             self.read_offset,
             data,
-            count_lines(data),
+            lines if lines >= 0 else count_lines(data),  # framing counted them
             long_line=long_line,
             events=spans,
         )
@@ -499,9 +499,9 @@ class TrackedFile:
         final: bool,
         now: float,
         flush: bool,
-    ) -> EventRuns | None:
+    ) -> tuple[EventRuns, int] | None:
         """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
-        place: its multiline events, or None (and :attr:`held_since` set) while all of it is
+        place: its multiline events and its lines, or None (and :attr:`held_since` set) while all of it is
         one event that may still grow.
 
         Whether the file is quiet is told by its modification time, not by when this process
@@ -535,7 +535,7 @@ class TrackedFile:
         if not framed.length:
             return None
         del data[framed.length :]
-        return spans
+        return spans, framed.lines
 
     def _mark_truncated(self, spans: EventRuns, lines: int, length: int) -> EventRuns:
         """``spans`` with the last of ``lines`` lines' event marked ``truncated`` (the copy's
