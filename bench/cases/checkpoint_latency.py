@@ -77,10 +77,15 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def measure(
-    work: Path, inputs: list[Path], sizes: common.Sizes
+    work: Path,
+    inputs: list[Path],
+    sizes: common.Sizes,
+    keys: dict[str, object] | None = None,
+    requests: int | None = None,
 ) -> tuple[list[float], list[float], int]:
     """One collector run: latencies (ms) under load and once idle, and how many requests
-    issued during the backlog were sealed only after it was read."""
+    issued during the backlog were sealed only after it was read. ``keys``: more keys of
+    the source (a format, a multiline rule); ``requests``: how many (default: the sizes')."""
     logs = work / "logs"
     logs.mkdir()
     for source in inputs:
@@ -88,7 +93,7 @@ def measure(
             (logs / file.name).symlink_to(file)
     targets = sorted({str(file.parent.resolve()) for s in inputs for file in common.log_files(s)})
     config_path = common.pipeline_config(
-        work, logs, source={"follow_symlinks": True, "symlink_targets": targets}
+        work, logs, source={"follow_symlinks": True, "symlink_targets": targets, **(keys or {})}
     )
     config = load_pipeline_config(config_path)
     metastore = Metastore.open(config.metastore_url)
@@ -101,7 +106,8 @@ def measure(
             60,
             "the collector's lease",
         )
-        during = request_every(metastore, sizes.checkpoint_interval, sizes.checkpoint_requests)
+        count = sizes.checkpoint_requests if requests is None else requests
+        during = request_every(metastore, sizes.checkpoint_interval, count)
         wait_sealed(metastore, during, collector)
         idle_ids = []
         for _ in range(IDLE_REQUESTS):

@@ -8,20 +8,28 @@ project's log-writing program, ``tests/support/python_log_program.py``, run once
 output repeated up to the size): one of short single-line events, where the preset finds
 nothing to join and costs only its scan; one where half the events are ``logger.exception``
 tracebacks (chained, exception groups, carets), where it joins most lines. Target (issue 28):
-at least 0.8 x the line-by-line rate on both.
+at least 0.8 x the line-by-line rate on both. A third row is case 5's measure on a backlog of
+tracebacks read with the preset: checkpoint request -> sealed while reading, p99 (target
+100 ms), beside an idle collector's.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 from pathlib import Path
 
 from bench import common
+from bench.cases import checkpoint_latency
 from bench.cases.throughput import collect_in_child
 from bench.common import Context, Row, Stat, paired_ratio
 
 TARGET = 0.8
+CHECKPOINT_TARGET_MS = 100.0
+CHECKPOINT_FILES = 4
+"""The checkpoint row reads this many copies of the traceback file, each behind a first line
+of its own (so none looks like a copy of another), to last through its requests."""
 PROGRAM = common.ROOT / "tests" / "support" / "python_log_program.py"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 SEED_EVENTS = {"lines": 100_000, "tracebacks": 10_000}
@@ -100,4 +108,42 @@ def run(ctx: Context) -> list[Row]:
                 details={"mb": megabytes},
             )
         )
+    rows.append(checkpoints_while_reading(ctx, python_log("tracebacks", size)))
     return rows
+
+
+def checkpoints_while_reading(ctx: Context, traceback_log: Path) -> Row:
+    """Case 5's measure on a backlog of tracebacks read with the python preset: checkpoint
+    request -> sealed while the collector reads, p99."""
+    backlog = ctx.work("multiline-backlog")
+    data = traceback_log.read_bytes()
+    for number in range(CHECKPOINT_FILES):
+        (backlog / f"app-{number}.log").write_bytes(common.first_line(f"app-{number}") + data)
+    loaded: list[float] = []
+    idle: list[float] = []
+    for _ in range(ctx.sizes.runs):
+        under_load, after, _ = checkpoint_latency.measure(
+            ctx.work("multiline-checkpoint"),
+            [backlog],
+            ctx.sizes,
+            keys={"format": "raw", "multiline": MULTILINE},
+            requests=max(4, ctx.sizes.checkpoint_requests // 5),
+        )
+        loaded += under_load
+        idle += after
+    ctx.work("multiline-checkpoint")
+    ctx.work("multiline-backlog")
+    if not loaded:
+        raise RuntimeError("no checkpoint was sealed while the collector was reading")
+    p99 = checkpoint_latency.percentile(loaded, 99)
+    return Row(
+        case="14",
+        measure=f"checkpoint request -> sealed, reading tracebacks, p99 ({len(loaded)} requests)",
+        sluice=Stat([p99], "ms"),
+        baseline=Stat(idle, "ms"),
+        baseline_name="idle collector",
+        target=f"p99 <= {CHECKPOINT_TARGET_MS:.0f} ms",
+        met=p99 <= CHECKPOINT_TARGET_MS,
+        note=f"p50 {statistics.median(loaded):.0f} ms",
+        details={"latencies_ms": loaded, "idle_ms": idle},
+    )
