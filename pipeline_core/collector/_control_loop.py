@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import queue
+import select
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -21,9 +24,15 @@ CONTROL_POLL_SECONDS = 1.0
 """How often the control thread queries the metastore (leases, checkpoint requests)."""
 
 REQUEST_PROBE_SECONDS = 0.1
-"""How often it asks the metastores' request probes whether a checkpoint was requested. Each
-look wakes a thread (about 0.2 ms of CPU here): 50 a second were most of an idle collector's
-cost (0.7 % of a core), 10 add 50 ms on average to a checkpoint's request -> sealed."""
+"""How often it asks a request probe that has no descriptor to wait on whether a checkpoint
+was requested. Each look wakes a thread (about 0.2 ms of CPU here): 50 a second were most of
+an idle collector's cost (0.7 % of a core), 10 add 50 ms on average to a checkpoint's request
+-> sealed. A probe with a descriptor (inotify on SQLite's folder, PostgreSQL's ``LISTEN``
+socket) wakes the thread when a request may have come, and costs nothing otherwise."""
+
+PROBE_RECHECK_SECONDS = 0.05
+"""After a probe's descriptor woke the thread, it asks the probe again this much later: the
+descriptor wakes on a commit's first write, which may show only a moment later."""
 
 REFORWARD_SECONDS = 5.0
 """A request still waiting for this host this long after it was forwarded is forwarded again.
@@ -84,9 +93,11 @@ class ControlLoop:
     acker's timeout sweep (reading may be suspended meanwhile, so the sweep cannot wait for
     it).
 
-    The metastore is queried once a second (``CONTROL_POLL_SECONDS``); in between, every
-    ``REQUEST_PROBE_SECONDS``, each metastore's :class:`RequestProbe` tells cheaply whether a
-    request may have arrived, and only then is it queried at once. A metastore that fails is
+    The metastore is queried once a second (``CONTROL_POLL_SECONDS``); in between, the thread
+    waits on each metastore's :class:`RequestProbe` (its descriptor: inotify on SQLite's
+    folder, PostgreSQL's ``LISTEN`` socket; a probe without one is asked every
+    ``REQUEST_PROBE_SECONDS``), which tells cheaply whether a request may have arrived, and
+    only then is the metastore queried, at once. A metastore that fails is
     logged and tried again at the next turn: nothing ends the loop but :meth:`stop`.
 
     What it sends, it sends through the callables it is given, which put mail: ``sweep()``,
@@ -117,6 +128,10 @@ class ControlLoop:
         self._request_checkpoint = request_checkpoint
         self._lease_lost = lease_lost
         self._inbox: queue.SimpleQueue[WatchList | None] = queue.SimpleQueue()
+        self._wake_read, self._wake_write = os.pipe()
+        """Written when the inbox gets a message: the thread waits on it with the probes'."""
+        for end in (self._wake_read, self._wake_write):
+            os.set_blocking(end, False)
         self._thread = threading.Thread(target=self._run, name="sluice-control", daemon=True)
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
@@ -124,6 +139,8 @@ class ControlLoop:
         self._probes: dict[int, RequestProbe] = {}
         self._leases: dict[str, LeaseStatus] = {}
         self._waiting_since: float | None = None
+        self._recheck_at: float | None = None
+        """When to ask the probes again after one's descriptor woke the thread."""
         self._status = ControlStatus()
 
     @property
@@ -140,6 +157,7 @@ class ControlLoop:
         """Watch these pipelines from now on (mailbox thread, at each change of the
         registry)."""
         self._inbox.put(watching)
+        self._wake()
 
     def start(self) -> None:
         self._thread.start()
@@ -147,6 +165,11 @@ class ControlLoop:
     def stop(self) -> None:
         """End the loop soon (any thread); :meth:`join` waits for it."""
         self._inbox.put(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake is pending anyway
+            os.write(self._wake_write, b"x")
 
     def join(self, timeout: float) -> None:
         if self._thread.is_alive():
@@ -159,7 +182,7 @@ class ControlLoop:
         next_sweep = now + self._watching.sweep_every
         next_poll = now + CONTROL_POLL_SECONDS
         try:
-            while self._receive(REQUEST_PROBE_SECONDS):
+            while self._wait(min(next_sweep, next_poll)):
                 now = time.monotonic()
                 # A shorter acker timeout (a pipeline added) takes effect at once.
                 next_sweep = min(next_sweep, now + self._watching.sweep_every)
@@ -178,11 +201,56 @@ class ControlLoop:
         finally:
             for probe in self._probes.values():
                 probe.close()
+            for end in (self._wake_read, self._wake_write):
+                os.close(end)
 
-    def _receive(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` for the inbox; take what came. False once stopped."""
+    def _wait(self, deadline: float) -> bool:
+        """Wait until ``deadline`` (``time.monotonic()``), a message in the inbox, or a probe
+        saying a request may have come (sooner, every ``REQUEST_PROBE_SECONDS``, if a probe
+        has no descriptor to wait on); take what came. False once stopped."""
+        descriptors = [self._wake_read]
+        now = time.monotonic()
+        timeout = max(deadline - now, 0.0)
+        if self._recheck_at is not None:
+            timeout = min(timeout, max(self._recheck_at - now, 0.0))
+            if now >= self._recheck_at:
+                self._recheck_at = None
+        for probe in self._watched_probes():
+            descriptor = probe.fileno()
+            if descriptor is not None:
+                descriptors.append(descriptor)
+            elif probe.signals:
+                timeout = min(timeout, REQUEST_PROBE_SECONDS)
         try:
-            message = self._inbox.get(timeout=timeout)
+            readable, _, _ = select.select(descriptors, [], [], timeout)
+        except (OSError, ValueError):  # a probe's descriptor closed under it: look again soon
+            readable = []
+            time.sleep(min(timeout, REQUEST_PROBE_SECONDS))
+        if any(descriptor != self._wake_read for descriptor in readable):
+            self._recheck_at = time.monotonic() + PROBE_RECHECK_SECONDS
+        if self._wake_read in readable:
+            with contextlib.suppress(BlockingIOError, OSError):
+                while os.read(self._wake_read, 4096):
+                    pass
+        return self._receive()
+
+    def _watched_probes(self) -> list[RequestProbe]:
+        """The request probes of the watched metastores (continuous mode only)."""
+        if self._mode is not CollectorMode.CONTINUOUS:
+            return []
+        watched = {id(p.metastore): p.metastore for p in self._watching.pipelines}
+        return [self._probe(metastore) for metastore in watched.values()]
+
+    def _probe(self, metastore: Metastore) -> RequestProbe:
+        probe = self._probes.get(id(metastore))
+        if probe is None:
+            probe = self._probes[id(metastore)] = metastore.request_probe()
+        return probe
+
+    def _receive(self) -> bool:
+        """Take what the inbox holds. False once stopped."""
+        try:
+            message = self._inbox.get_nowait()
             while True:
                 if message is None:
                     return False
@@ -247,10 +315,7 @@ class ControlLoop:
             return set()
         changed: set[int] = set()
         for metastore in {id(p.metastore): p.metastore for p in watched}.values():
-            probe = self._probes.get(id(metastore))
-            if probe is None:
-                probe = self._probes[id(metastore)] = metastore.request_probe()
-            if probe.changed():
+            if self._probe(metastore).changed():
                 changed.add(id(metastore))
         return changed
 

@@ -1,10 +1,11 @@
 """Noticing new checkpoint requests quickly without querying for them many times a second.
 
 A collector looks for checkpoint requests (``Metastore.unsealed_for_host``) once a second, and
-in between asks a :class:`RequestProbe` every few tens of milliseconds whether the metastore
-may have changed. The probe costs next to nothing when nothing happened:
+in between waits on a :class:`RequestProbe`'s descriptor (``fileno``) until the metastore may
+have changed, then asks the probe. The probe costs next to nothing when nothing happened:
 
-* SQLite: :class:`DataVersionRequestProbe` looks at the database file and its write-ahead log
+* SQLite: :class:`DataVersionRequestProbe` is woken by inotify on the database's folder, then
+  looks at the database file and its write-ahead log
   (their inode, size and modification time: two ``stat`` calls), and only when one changed reads
   ``PRAGMA data_version`` on a connection of its own, which changes whenever another
   connection commits. (The query alone, 50 times a second, was most of an idle collector's
@@ -29,9 +30,15 @@ import sqlite3
 from abc import ABC, abstractmethod
 from typing import Any
 
+from inotify_simple import INotify
+from inotify_simple import flags as inotify_flags
 from sqlalchemy import Engine
 
 log = logging.getLogger(__name__)
+
+_COMMIT_EVENTS = inotify_flags.MODIFY | inotify_flags.CREATE | inotify_flags.MOVED_TO
+"""What a commit does to the database's folder: writes the log (or the database), or makes a
+new log."""
 
 REQUESTS_CHANNEL = "sluice_checkpoint_requests"
 """The PostgreSQL ``NOTIFY`` channel of checkpoint requests (the payload is the pipeline)."""
@@ -48,6 +55,18 @@ class RequestProbe(ABC):
     def changed(self) -> bool:
         """True when a request may have arrived since the last call (or on the first call)."""
 
+    def fileno(self) -> int | None:
+        """A descriptor that becomes readable when a request may have arrived (then ask
+        :meth:`changed`, which also drains it): the caller can wait on it instead of asking
+        again and again. None: there is none (ask :meth:`changed` every so often, or not at
+        all for a probe that never signals)."""
+        return None
+
+    @property
+    def signals(self) -> bool:
+        """Whether :meth:`changed` can ever say yes (a probe that cannot is never asked)."""
+        return True
+
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the probe's connection."""
 
@@ -56,6 +75,10 @@ class PollingRequestProbe(RequestProbe):
     """No cheap signal: requests are left to the once-a-second query."""
 
     def changed(self) -> bool:
+        return False
+
+    @property
+    def signals(self) -> bool:
         return False
 
 
@@ -67,12 +90,35 @@ class DataVersionRequestProbe(RequestProbe):
         self._connection: sqlite3.Connection | None = None
         self._version: int | None = None
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._events: INotify | None = None
+        self._watching = False
+
+    def fileno(self) -> int | None:
+        """An inotify descriptor on the database's folder: a commit writes the database or
+        its write-ahead log there (so do other files of the folder: :meth:`changed` tells)."""
+        if not self._watching:
+            self._watching = True
+            folder = os.path.dirname(os.path.abspath(self._database))
+            try:
+                self._events = INotify(nonblocking=True)
+                self._events.add_watch(folder, _COMMIT_EVENTS)
+            except OSError as exc:  # no inotify here, or no watch left: asked every so often
+                log.debug("request probe cannot watch %s: %s", folder, exc)
+                if self._events is not None:
+                    self._events.close()
+                self._events = None
+        return None if self._events is None else self._events.fileno()
 
     def changed(self) -> bool:
         stamp = _file_stamp(self._database), _file_stamp(self._database + "-wal")
-        if stamp == self._stamp and self._version is not None:
+        if self._events is not None:
+            # Woken by a write (or looking again after one): the version tells. The files
+            # can show a commit's log before the commit shows (inotify wakes on its first
+            # write), so they do not decide here.
+            with contextlib.suppress(OSError):
+                self._events.read(timeout=0)  # drained: the descriptor waits for the next
+        elif stamp == self._stamp and self._version is not None:
             return False  # no commit touched the files: no query (it takes SQLite's locks)
-        self._stamp = stamp  # taken before the query: a commit after it changes the next one
         try:
             if self._connection is None:
                 self._connection = sqlite3.connect(self._database, isolation_level=None)
@@ -82,7 +128,10 @@ class DataVersionRequestProbe(RequestProbe):
             self.close()
             return True
         seen, self._version = self._version, version
-        return seen != version
+        if seen != version:
+            self._stamp = stamp  # taken before the query: a commit after it changes the next
+            return True
+        return False
 
     def close(self) -> None:
         if self._connection is not None:
@@ -91,6 +140,10 @@ class DataVersionRequestProbe(RequestProbe):
             self._connection = None
             self._version = None
             self._stamp = None
+        if self._events is not None:
+            self._events.close()
+            self._events = None
+            self._watching = False
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:
@@ -108,8 +161,26 @@ class ListeningRequestProbe(RequestProbe):
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._connection: Any = None  # a psycopg connection in autocommit mode
+        self._fresh = False
+
+    def fileno(self) -> int | None:
+        """The listening connection's socket: a notification makes it readable."""
+        if self._connection is None:
+            try:
+                self._connection = self._listen()
+            except Exception as exc:  # any driver error: asked every so often instead
+                log.debug("request probe cannot listen: %s", exc)
+                return None
+            self._fresh = True
+        try:
+            return int(self._connection.fileno())
+        except Exception:
+            return None
 
     def changed(self) -> bool:
+        if self._fresh:
+            self._fresh = False
+            return True  # requests made before the LISTEN are found by the query
         if self._connection is None:
             try:
                 self._connection = self._listen()

@@ -501,8 +501,8 @@ class TrackedFile:
         flush: bool,
     ) -> tuple[EventRuns, int] | None:
         """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
-        place: its multiline events and its lines, or None (and :attr:`held_since` set) while all of it is
-        one event that may still grow.
+        place: its multiline events and its lines, or None (and :attr:`held_since` set) while
+        all of it is one event that may still grow.
 
         Whether the file is quiet is told by its modification time, not by when this process
         saw it grow: a collector started again, or a one-shot run, hands a quiet file's last

@@ -9,7 +9,7 @@ from typing import cast
 
 import pytest
 
-from pipeline_core.collector import CollectorMode, PipelineState
+from pipeline_core.collector import Collector, CollectorMode, PipelineState
 from pipeline_core.collector import _control_loop as control_loop
 from pipeline_core.collector._control_loop import (
     CONTROL_POLL_SECONDS,
@@ -20,9 +20,9 @@ from pipeline_core.collector._control_loop import (
 from pipeline_core.collector._launcher import lease_holder
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.errors import MetastoreError
-from pipeline_core.metastore import Metastore, RequestProbe
-from tests.pipeline_core.collector.support import wait_until
-from tests.support.pipelines import load
+from pipeline_core.metastore import CheckpointState, Metastore, RequestProbe
+from tests.pipeline_core.collector.support import Tailing, wait_until
+from tests.support.pipelines import append, load
 
 
 class AlwaysChanged(RequestProbe):
@@ -220,3 +220,29 @@ def test_should_report_a_failing_metastore_in_its_status() -> None:
     (web,) = loop.status.pipelines
     assert web.error == "MetastoreError: the metastore is unreachable"
     assert not loop.status.readiness(time.monotonic(), grace=0.0).ok
+
+
+@pytest.mark.timeout(60)
+def test_should_forward_a_request_as_it_is_made_without_looking_every_so_often(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control thread waits on the metastore's request probe (inotify on SQLite's folder,
+    PostgreSQL's LISTEN socket): with its once-a-second query and its fallback look both set
+    far off, a request is still sealed at once."""
+    monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 30.0)
+    monkeypatch.setattr(control_loop, "REQUEST_PROBE_SECONDS", 30.0)
+    config = load(tmp_path, metastore_url, collector={"acker_timeout_s": 90.0})
+    append(tmp_path / "logs" / "access.log", b"a line")
+    collector = Collector(config, metastore)
+    tailing = Tailing(collector.run, collector.stop)
+    try:
+        wait_until(lambda: metastore.lease_holder(config.name, config.collector.host) is not None)
+        time.sleep(0.5)  # the control thread is waiting
+        requested = metastore.request_checkpoint(config.name, "run-1").checkpoint_id
+        started = time.monotonic()
+        wait_until(lambda: metastore.checkpoint(requested).state is CheckpointState.SEALED, 20)
+        elapsed = time.monotonic() - started
+    finally:
+        tailing.stop()
+
+    assert elapsed < 5.0

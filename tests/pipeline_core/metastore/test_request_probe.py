@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import select
+import threading
 import time
 from pathlib import Path
 
@@ -82,3 +84,24 @@ def test_should_say_maybe_and_recover_when_the_database_goes_away(tmp_path: Path
     assert probe.changed()  # connects now (first sight of this file)
     assert not probe.changed()
     probe.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_wake_a_waiter_on_its_descriptor_when_a_request_is_made(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    probe = metastore.request_probe()
+    requester = Metastore.open(metastore_url)
+    try:
+        descriptor = probe.fileno()
+        assert descriptor is not None
+        probe.changed()  # the first look, which drains what came before
+        assert select.select([descriptor], [], [], 0.3)[0] == []  # nothing happens: no wake
+        threading.Timer(0.2, requester.request_checkpoint, args=(PIPELINE,)).start()
+        started = time.monotonic()
+        assert select.select([descriptor], [], [], 10.0)[0] == [descriptor]
+        assert time.monotonic() - started < 5.0
+        assert changed_within(probe, 5.0)
+    finally:
+        probe.close()
+        requester.close()
