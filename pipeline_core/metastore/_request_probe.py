@@ -165,35 +165,35 @@ class ListeningRequestProbe(RequestProbe):
 
     def fileno(self) -> int | None:
         """The listening connection's socket: a notification makes it readable."""
-        if self._connection is None:
-            try:
-                self._connection = self._listen()
-            except Exception as exc:  # any driver error: asked every so often instead
-                log.debug("request probe cannot listen: %s", exc)
-                return None
-            self._fresh = True
+        if not self._connected():
+            return None  # any driver error: asked every so often instead
         try:
             return int(self._connection.fileno())
         except Exception:
             return None
 
     def changed(self) -> bool:
-        if self._fresh:
+        connected = self._connected()
+        if self._fresh or not connected:
             self._fresh = False
-            return True  # requests made before the LISTEN are found by the query
-        if self._connection is None:
-            try:
-                self._connection = self._listen()
-            except Exception as exc:  # any driver error: fall back to the query
-                log.debug("request probe cannot listen: %s", exc)
-                return True
-            return True  # requests made before the LISTEN are found by the query
+            return True  # requests made before the LISTEN (or while it fails) need the query
         try:
             return any(True for _ in self._connection.notifies(timeout=0))
         except Exception as exc:
             log.debug("request probe lost its connection: %s", exc)
             self.close()
             return True
+
+    def _connected(self) -> bool:
+        """Listening now (connected now if it was not: then :attr:`_fresh`)."""
+        if self._connection is None:
+            try:
+                self._connection = self._listen()
+            except Exception as exc:  # any driver error
+                log.debug("request probe cannot listen: %s", exc)
+                return False
+            self._fresh = True
+        return True
 
     def close(self) -> None:
         if self._connection is not None:
