@@ -48,7 +48,7 @@ from tests.support.pipelines import write_config
 from tests.support.rotation_tools import Logrotate, RotationStyle, RotationTools
 from tests.support.tailing import CheckpointRequests
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 WRITE_SECONDS = 24.0
 RATE = 200.0
@@ -126,6 +126,7 @@ def _rows(config_path: Path) -> list[tuple[str, str, int, str | None]]:
 def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations(
     style: RotationStyle,
     tmp_path: Path,
+    metastore_url: str,
     spark: SparkSession,
     fault_seed: FaultSeed,
     request: pytest.FixtureRequest,
@@ -136,7 +137,7 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
     log = logs / "app.log"
     config_path = write_config(
         tmp_path,
-        f"sqlite:///{tmp_path / 'sluice.db'}",
+        metastore_url,
         name=f"multiline_{style.value}",
         pattern="logs/app.log*",
         fmt="raw",
