@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"pipeline {status.pipeline} on {status.host}")
     print(f"  collector lease: {status.lease_holder or 'free'}")
     if live is not None:
-        _print_live_metrics(live)
+        print_live_metrics(live)
     print(f"  files ({len(files)}):")
     for file in files:
         behind = file["unsealed_bytes"]
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _print_live_metrics(live: dict[str, Any]) -> None:
+def print_live_metrics(live: dict[str, Any]) -> None:
     """What the running collector reported last (its metrics file)."""
     print(
         f"  running collector: {live['state']}, read {live['lines_read']} lines "

@@ -3,13 +3,17 @@ metastore."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from pipeline_core.cli import ExitCode, main
+from pipeline_core.cli._status import print_live_metrics
+from pipeline_core.collector import FileMetrics
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
+from tests.pipeline_core.collector.test_metric_families import metrics
 from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
 from tests.support.pipelines import append, write_config
 
@@ -114,3 +118,19 @@ def test_should_not_print_the_password_of_a_metastore_url_it_cannot_use(
     assert done.returncode == ExitCode.INVALID
     assert "metastore.url" in done.stdout + done.stderr
     assert "Sup3rS3cretPW" not in done.stdout + done.stderr
+
+
+def test_should_show_a_file_holding_an_unfinished_event_in_the_status(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    held = dataclasses.replace(
+        metrics(),
+        events_read=400_000,
+        files=(FileMetrics("/logs/app.log", "fp", "active", 1000, 400, 300, 200, "app", 2.5),),
+    )
+
+    print_live_metrics(held.to_dict())
+
+    out = capsys.readouterr().out
+    assert "read 1000001 lines in 400000 events" in out
+    assert "/logs/app.log  (an unfinished event held back 2.5 s)" in out

@@ -3,6 +3,7 @@ build info and process metrics on a registry of the collector's own."""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from pathlib import Path
 
@@ -195,3 +196,20 @@ def test_should_write_each_data_dirs_pipelines_to_its_textfile(tmp_path: Path) -
     assert web["sluice_read_bytes_total"][1][0][1] == BIG
     assert "sluice_build_info" in web and "process_cpu_seconds_total" in web
     assert not list((homes["web"] / "collector").glob("metrics.prom.*"))  # renamed into place
+
+
+def test_should_count_events_and_files_holding_an_unfinished_event() -> None:
+    held = dataclasses.replace(
+        metrics(),
+        events_read=400_000,
+        files=(
+            FileMetrics("/logs/app.log", "fp", "active", 1000, 400, 300, 200, "app", 2.5),
+            FileMetrics("/logs/app.log.1", "fp1", "rotated", 50, 50, 50, 50, "app", None),
+        ),
+    )
+
+    parsed = families(generate_latest(metrics_registry(lambda: [held])).decode())
+
+    assert parsed["sluice_read_events_total"][1][0][1] == 400_000
+    assert parsed["sluice_held_event_files"][1][0][1] == 1
+    assert parsed["sluice_held_event_seconds"][1][0][1] == 2.5
