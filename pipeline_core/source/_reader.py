@@ -69,8 +69,6 @@ class TimeSlicedReader:
         self._cursor = 0
         self._idle_turns = 0
         self._scans_seen = 0
-        self._drained: set[int] = set()
-        """Files (by ``id``) read to their end in this round of turns."""
         self._framings = {
             source.name: EventFraming.of(source.multiline)
             for source in watcher.sources
@@ -135,27 +133,16 @@ class TimeSlicedReader:
         if self._watcher.scans != self._scans_seen:  # the files may have changed: a new round
             self._scans_seen = self._watcher.scans
             self._idle_turns = 0
-            self._drained.clear()
         self._cursor %= len(files)
         tracked = files[self._cursor]
-        # A file read to its end in this round is not read again before the round ends: what
-        # is written meanwhile comes with the next wake-up (file events gathered for a few
-        # milliseconds), not a few bytes at a time, each through the whole pipeline.
-        drained = id(tracked) in self._drained
-        chunk = None if drained else self._read(tracked, rotated_grace, flush)
+        chunk = self._read(tracked, rotated_grace, flush)
         if chunk is None:
             self._idle_turns += 1
             self._cursor += 1
-            caught_up = self._idle_turns >= len(files)
-            if caught_up:  # the next call starts a new round, at every file
-                self._idle_turns = 0
-                self._drained.clear()
-            return TurnResult(None, blocked=False, caught_up=caught_up)
+            return TurnResult(None, blocked=False, caught_up=self._idle_turns >= len(files))
         if not publish(chunk):
             tracked.unread(chunk)
             return TurnResult(None, blocked=True, caught_up=False)
-        if chunk.end >= tracked.seen_size:
-            self._drained.add(id(tracked))
         self._idle_turns = 0
         self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)

@@ -11,7 +11,6 @@ import pytest
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.source import Chunk, FileState, FileWatcher, LongLine, TimeSlicedReader
 from tests.support.pipelines import append
-from tests.support.reading import Received
 
 LINE = 10  # every test line is 9 bytes and its newline
 
@@ -287,24 +286,3 @@ def test_should_read_a_deleted_file_to_its_end(logs: Path, watcher: FileWatcher)
     expected = lines("a", 2) + lines("late", 3) + [b"after the unlink"]
     assert data == b"".join(line + b"\n" for line in expected)
     assert watcher.files[0].state is FileState.DONE
-
-
-def test_should_not_read_a_file_again_in_the_round_that_read_it_to_its_end(
-    logs: Path, watcher: FileWatcher
-) -> None:
-    """A file written a few bytes at a time (a burst every millisecond) is read once per wake-up
-    (round of turns), not again and again as each burst lands: what is written after a read
-    reached the file's end waits for the next round."""
-    append(logs / "access.log", *lines("a", 3))
-    watcher.scan()
-    turns = reader(watcher)
-    received = Received()
-
-    first = turns.read_turn(received.publish)
-    append(logs / "access.log", *lines("b", 2))  # lands while the round goes on
-    rest = turns.read_turn(received.publish)
-
-    assert first.chunk is not None and first.chunk.lines == 3
-    assert rest.chunk is None and rest.caught_up  # read to its end in this round: skipped
-    again = turns.read_turn(received.publish)  # the next wake-up
-    assert again.chunk is not None and bytes(again.chunk.data).splitlines() == lines("b", 2)
