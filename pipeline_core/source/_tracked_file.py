@@ -447,7 +447,6 @@ class TrackedFile:
             return None
         read = len(data)
         self.seen_size = max(self.seen_size, self.read_offset + read)
-        at_end = read < chunk_bytes or self.read_offset + read >= self.size()
         cut = data.rfind(b"\n")
         too_long = cut < 0 and len(data) > max_line_bytes
         before_long_line = False
@@ -464,6 +463,8 @@ class TrackedFile:
             return None
         spans, lines = NO_EVENTS, -1
         if framing is not None and not too_long:
+            # Only a multiline source asks whether the read reached the file's end (an fstat).
+            at_end = read < chunk_bytes or self.read_offset + read >= self.size()
             framed = self._frame(data, framing, read, at_end, before_long_line, final, now, flush)
             if framed is None:
                 return None
