@@ -28,7 +28,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline_core.config import MultilineConfig, MultilinePreset
+from pipeline_core.config import MultilineConfig, MultilinePreset, SourceConfig, SourceFormat
+from pipeline_core.config._multiline import (
+    DEFAULT_FLUSH_AFTER_S,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+)
+from pipeline_core.source._container_lines import (
+    ContainerLogFormat,
+    LineJudgment,
+    container_judgment,
+)
 from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
 
 _NEWLINE = 10
@@ -447,24 +457,59 @@ def _candidates(mask: NDArray[np.bool_], starts: Positions) -> Iterator[tuple[in
 
 @dataclass(frozen=True)
 class EventFraming:
-    """How a source's reads are cut into whole events: its rule and bounds."""
+    """How a source's reads are cut into whole events: its rule and bounds, and the container
+    runtime's format its lines are entries of (a line written in parts joins)."""
 
-    rule: MultilineRule
+    rule: MultilineRule | None
     max_lines: int
     max_bytes: int
     flush_after: float
     """Seconds a file must not have grown before its last event is handed on."""
+    container: ContainerLogFormat | None = None
 
     @classmethod
-    def of(cls, config: MultilineConfig) -> EventFraming:
-        """The framing a source's ``multiline`` config describes."""
+    def of(
+        cls, config: MultilineConfig | None, container: ContainerLogFormat | None = None
+    ) -> EventFraming:
+        """The framing a source's ``multiline`` config (if any) and container format (if any)
+        describe."""
+        if config is None:
+            if container is None:
+                raise ValueError("framing needs a multiline config or a container format")
+            return cls(None, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, DEFAULT_FLUSH_AFTER_S, container)
         rule = MultilineRule(
             () if config.preset is None else (config.preset,),
             config.start_pattern,
             config.continue_pattern,
             config.end_pattern,
         )
-        return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s)
+        return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s, container)
+
+    def frame(self, data: bytes | bytearray, *, complete: bool, filled: bool) -> Framing:
+        """:func:`frame` with this source's rule, bounds and container format."""
+        return frame(
+            data,
+            self.rule,
+            complete=complete,
+            max_lines=self.max_lines,
+            max_bytes=self.max_bytes,
+            filled=filled,
+            container=self.container,
+        )
+
+    @classmethod
+    def of_source(cls, source: SourceConfig) -> EventFraming | None:
+        """How a source's reads are framed; None: every line is an event."""
+        container = _CONTAINER_FORMATS.get(source.format)
+        if source.multiline is None and container is None:
+            return None
+        return cls.of(source.multiline, container)
+
+
+_CONTAINER_FORMATS = {
+    SourceFormat.CRI: ContainerLogFormat.CRI,
+    SourceFormat.DOCKER_JSON: ContainerLogFormat.DOCKER_JSON,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,17 +526,20 @@ class Framing:
 
 def frame(
     data: bytes | bytearray,
-    rule: MultilineRule,
+    rule: MultilineRule | None,
     *,
     complete: bool,
     max_lines: int,
     max_bytes: int,
     filled: bool,
+    container: ContainerLogFormat | None = None,
 ) -> Framing:
     """The events of ``data``: whole lines read from an event's first byte (the last line may
     lack its newline only if ``complete``).
 
     Args:
+        rule: which lines continue the line before them (None: only a container runtime's
+            partial entries join, with ``container``).
         complete: nothing follows ``data`` that could continue its last event (the file will not
             grow, has not grown for ``flush_after``, or an over-long line follows).
         max_lines: an event is closed at this many lines (``EventCut.LINES``); the lines after
@@ -500,6 +548,9 @@ def frame(
             (``EventCut.BYTES``), likewise.
         filled: the read was as large as it could be: an event that fills it is closed at its
             end (``EventCut.BYTES``) rather than waited for.
+        container: the lines are a container runtime's entries in this format
+            (``pipeline_core.source._container_lines``): a line's entries join, and ``rule``
+            judges each stream's lines apart.
     """
     size = len(data)
     if not size:
@@ -510,23 +561,34 @@ def frame(
     starts = np.empty(count, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines[: count - 1] + 1
-    continuing = rule.continuing(data, starts)
-    headless = bool(continuing[0])
+    judged = _judge(data, starts, rule, container)
+    continuing = judged.continuing
     continuing[0] = False
     firsts = np.flatnonzero(~continuing)
     lines_of = np.diff(np.append(firsts, count))
     bytes_of = np.diff(np.append(starts[firsts], size))
     over = (lines_of > max_lines) | (bytes_of > max_bytes)
+    # Why an event's row is not whole (interleaved wins: the next row of its stream goes on
+    # with the same line).
+    event_cut = np.zeros(len(firsts), dtype=np.int64)
+    event_cut[judged.headless[firsts]] = _CODE[EventCut.HEADLESS]
+    if judged.interleaved.any():
+        lasts = firsts + lines_of - 1
+        event_cut[judged.interleaved[lasts]] = _CODE[EventCut.INTERLEAVED]
     # The events to list (more than one line, or cut), as columns: first line, lines, cut code.
-    listed = (lines_of > 1) & ~over
-    rows_first, rows_lines = firsts[listed], lines_of[listed]
-    rows_cut = np.zeros(len(rows_first), dtype=np.int64)
+    listed = ((lines_of > 1) | (event_cut != 0)) & ~over
+    rows_first, rows_lines, rows_cut = firsts[listed], lines_of[listed], event_cut[listed]
     if over.any():
         bounded = [
             row
             for index in np.flatnonzero(over).tolist()
             for row in _bounded(
-                starts, size, int(firsts[index]), int(lines_of[index]), max_lines, max_bytes
+                starts,
+                size,
+                int(firsts[index]),
+                int(lines_of[index]),
+                max_lines,
+                max_bytes,
             )
         ]
         rows_first = np.append(rows_first, [row[0] for row in bounded])
@@ -534,14 +596,6 @@ def frame(
         rows_cut = np.append(rows_cut, [_CODE[row[2]] for row in bounded])
         order = np.argsort(rows_first, kind="stable")
         rows_first, rows_lines, rows_cut = rows_first[order], rows_lines[order], rows_cut[order]
-    if headless:  # the read's first line continues an event before it
-        if len(rows_first) and rows_first[0] == 0:
-            if rows_cut[0] == 0:
-                rows_cut[0] = _CODE[EventCut.HEADLESS]
-        else:
-            rows_first = np.insert(rows_first, 0, 0)
-            rows_lines = np.insert(rows_lines, 0, 1)
-            rows_cut = np.insert(rows_cut, 0, _CODE[EventCut.HEADLESS])
     end_line = count
     if not complete:
         # The last event may still grow, unless a bound closed it.
@@ -551,23 +605,47 @@ def frame(
             last_first, last_cut = int(rows_first[-1]), int(rows_cut[-1])
         if last_cut not in _CLOSED_BY_BOUND:
             end_line = last_first
-            settled = count - 1 - rule.lookahead
-            if end_line > settled:
+            if end_line > judged.settled:
                 # A rule that judges a line by the lines after it may still join this event
                 # to the one before: hand on only events whose end those lines have settled.
-                final = firsts[firsts <= settled]
+                final = firsts[firsts <= judged.settled]
                 end_line = int(final[-1]) if final.size else 0
+            if end_line == 0 and filled:
+                # The read can hold no more lines to settle its events by: hand on those it
+                # holds but the last; an event as large as the whole read is closed at its end.
+                end_line = last_first
+                if end_line == 0:
+                    end_line = count
+                    rows_first, rows_lines = np.array([0]), np.array([count])
+                    rows_cut = np.array([_CODE[EventCut.BYTES]])
+            if end_line == 0:
+                return Framing(0, 0, 0, NO_EVENTS)
             kept = rows_first < end_line
             rows_first, rows_lines, rows_cut = rows_first[kept], rows_lines[kept], rows_cut[kept]
-            if end_line == 0:
-                if not filled:
-                    return Framing(0, 0, 0, NO_EVENTS)
-                end_line = count  # an event as large as a whole read: closed at its end
-                rows_first, rows_lines = np.array([0]), np.array([count])
-                rows_cut = np.array([_CODE[EventCut.BYTES]])
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+
+
+def _judge(
+    data: bytes | bytearray,
+    starts: Positions,
+    rule: MultilineRule | None,
+    container: ContainerLogFormat | None,
+) -> LineJudgment:
+    """Which lines of ``data`` continue the line before them (see :func:`frame`)."""
+    lookahead = 0 if rule is None else rule.lookahead
+    if container is not None:
+        return container_judgment(data, starts, container, rule, lookahead)
+    if rule is None:
+        raise ValueError("framing needs a multiline rule or a container format")
+    continuing = rule.continuing(data, starts)
+    headless = np.zeros(len(starts), dtype=np.bool_)
+    headless[0] = continuing[0]  # the read's first line continues an event before it
+    return LineJudgment(continuing, headless, _NO_LINES, len(starts) - 1 - lookahead)
+
+
+_NO_LINES = np.zeros(0, dtype=np.bool_)
 
 
 _CODE = CUT_CODES
@@ -578,11 +656,17 @@ _Row = tuple[int, int, "EventCut | None"]
 
 
 def _bounded(
-    starts: Positions, size: int, first: int, lines: int, max_lines: int, max_bytes: int
+    starts: Positions,
+    size: int,
+    first: int,
+    lines: int,
+    max_lines: int,
+    max_bytes: int,
 ) -> list[_Row]:
     """An event of ``lines`` lines from line ``first``, over a bound, as the rows it lands as:
     closed at each bound (``LINES`` or ``BYTES``), each row after the first ``HEADLESS``
-    unless a bound closes it too. A row holds at least one line."""
+    unless a bound closes it too. A row holds at least one line. (The first row is closed by
+    a bound, the last is headless: so is what the event's own cut said of them.)"""
     rows: list[_Row] = []
     line, end = first, first + lines
     while line < end:

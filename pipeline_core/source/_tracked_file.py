@@ -15,7 +15,7 @@ from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
-from pipeline_core.source._multiline import EventFraming, frame
+from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._read_memory import (
     TAIL_WINDOW_BYTES,
     ContentChange,
@@ -516,13 +516,8 @@ class TrackedFile:
             except OSError:
                 idle = 0.0
             quiet = idle >= framing.flush_after
-        framed = frame(
-            data,
-            framing.rule,
-            complete=before_long_line or (at_end and quiet),
-            max_lines=framing.max_lines,
-            max_bytes=framing.max_bytes,
-            filled=not at_end,
+        framed = framing.frame(
+            data, complete=before_long_line or (at_end and quiet), filled=not at_end
         )
         spans = framed.spans
         if final and at_end and self.cut_mid_event and framed.length == len(data):

@@ -26,7 +26,12 @@ class EventCut(StrEnum):
     HEADLESS = "headless"
     """Its first line continues an event before it: one closed by a bound, one ended by
     ``multiline.flush_after`` before the rest of it was written, one whose head a copytruncate
-    left in the copy, or the first lines read from a file started at its end."""
+    left in the copy, or the first lines read from a file started at its end; in a container's
+    log, the rest of an event of one stream after an entry of the other stream."""
+    INTERLEAVED = "interleaved"
+    """A container's log only: it ends in the middle of a line that the runtime wrote in
+    parts, an entry of the other stream came before the rest, and the rest is a later row of
+    its stream (``headless``)."""
 
 
 @dataclass(frozen=True, slots=True)
