@@ -557,14 +557,18 @@ def frame(
                 # to the one before: hand on only events whose end those lines have settled.
                 final = firsts[firsts <= settled]
                 end_line = int(final[-1]) if final.size else 0
+            if end_line == 0 and filled:
+                # The read can hold no more lines to settle its events by: hand on those it
+                # holds but the last; an event as large as the whole read is closed at its end.
+                end_line = last_first
+                if end_line == 0:
+                    end_line = count
+                    rows_first, rows_lines = np.array([0]), np.array([count])
+                    rows_cut = np.array([_CODE[EventCut.BYTES]])
+            if end_line == 0:
+                return Framing(0, 0, 0, NO_EVENTS)
             kept = rows_first < end_line
             rows_first, rows_lines, rows_cut = rows_first[kept], rows_lines[kept], rows_cut[kept]
-            if end_line == 0:
-                if not filled:
-                    return Framing(0, 0, 0, NO_EVENTS)
-                end_line = count  # an event as large as a whole read: closed at its end
-                rows_first, rows_lines = np.array([0]), np.array([count])
-                rows_cut = np.array([_CODE[EventCut.BYTES]])
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)

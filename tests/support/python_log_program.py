@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    configure(args.log, args.truth, args.format, args.reopen)
+    configure(args.log, args.truth, args.format, args.reopen, args.split_share, args.split_pause)
     rng = random.Random(args.seed)
     started = time.monotonic()
     written = 0

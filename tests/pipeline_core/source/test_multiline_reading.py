@@ -163,6 +163,25 @@ def test_should_close_an_event_that_fills_a_whole_read_as_cut_by_bytes(tmp_path:
     assert all(len(event) <= 8192 for event in received.events())
 
 
+def test_should_not_join_whole_events_when_a_full_read_cannot_settle_them(
+    tmp_path: Path,
+) -> None:
+    # Records of 3 KiB read 8 KiB at a time: a read holds two whole records, too few lines to
+    # settle them by the lines after them. The first is handed on alone; the second waits for
+    # the next read (they were handed on as one row, cut "bytes").
+    log = ServiceLog(tmp_path)
+    try:
+        for number in range(6):
+            log.info(f"record {number} " + "x" * 3000)
+    finally:
+        log.close()
+    _, reader, received = _tail(tmp_path, PYTHON, chunk_bytes=8192)
+    _read(reader, received, flush=True)
+
+    assert received.events() == log.written.events
+    assert not [span for chunk in received for span in chunk.events]
+
+
 def test_should_not_hold_an_event_back_forever_when_the_start_pattern_never_matches(
     tmp_path: Path,
 ) -> None:
