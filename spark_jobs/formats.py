@@ -368,18 +368,18 @@ def parse_container(
         whole = F.forall(entries, lambda entry: entry.rlike(CRI_PATTERN))
         not_whole = RejectReason.NO_MATCH
     else:
-        schema = StructType(
-            [StructField(name, StringType()) for name in ("log", "stream", "time")]
-        )
+        schema = StructType([StructField(name, StringType()) for name in ("log", "stream", "time")])
         parsed = F.transform(entries, lambda entry: F.from_json(entry, schema))
         pieces = F.transform(parsed, lambda entry: entry.getField("log"))
         stream = parsed.getItem(0).getField("stream")
         written_time = parsed.getItem(0).getField("time")
         whole = F.forall(
             parsed,
-            lambda entry: entry.isNotNull()
-            & entry.getField("log").isNotNull()
-            & entry.getField("stream").isin("stdout", "stderr"),
+            lambda entry: (
+                entry.isNotNull()
+                & entry.getField("log").isNotNull()
+                & entry.getField("stream").isin("stdout", "stderr")
+            ),
         )
         not_whole = RejectReason.INVALID_JSON
     joined = F.array_join(pieces, "")

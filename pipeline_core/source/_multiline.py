@@ -34,11 +34,7 @@ from pipeline_core.config._multiline import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
 )
-from pipeline_core.source._container_lines import (
-    ContainerLogFormat,
-    LineJudgment,
-    container_judgment,
-)
+from pipeline_core.source._container_lines import ContainerLogFormat, frame_entries
 from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
 
 _NEWLINE = 10
@@ -561,34 +557,38 @@ def frame(
     starts = np.empty(count, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines[: count - 1] + 1
-    judged = _judge(data, starts, rule, container)
-    continuing = judged.continuing
+    if container is not None:
+        end_line, spans = frame_entries(
+            data,
+            starts,
+            container,
+            rule,
+            complete=complete,
+            max_lines=max_lines,
+            max_bytes=max_bytes,
+            filled=filled,
+        )
+        length = size if end_line == count else int(starts[end_line])
+        return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+    if rule is None:
+        raise ValueError("framing needs a multiline rule or a container format")
+    continuing = rule.continuing(data, starts)
+    headless = bool(continuing[0])
     continuing[0] = False
     firsts = np.flatnonzero(~continuing)
     lines_of = np.diff(np.append(firsts, count))
     bytes_of = np.diff(np.append(starts[firsts], size))
     over = (lines_of > max_lines) | (bytes_of > max_bytes)
-    # Why an event's row is not whole (interleaved wins: the next row of its stream goes on
-    # with the same line).
-    event_cut = np.zeros(len(firsts), dtype=np.int64)
-    event_cut[judged.headless[firsts]] = _CODE[EventCut.HEADLESS]
-    if judged.interleaved.any():
-        lasts = firsts + lines_of - 1
-        event_cut[judged.interleaved[lasts]] = _CODE[EventCut.INTERLEAVED]
     # The events to list (more than one line, or cut), as columns: first line, lines, cut code.
-    listed = ((lines_of > 1) | (event_cut != 0)) & ~over
-    rows_first, rows_lines, rows_cut = firsts[listed], lines_of[listed], event_cut[listed]
+    listed = (lines_of > 1) & ~over
+    rows_first, rows_lines = firsts[listed], lines_of[listed]
+    rows_cut = np.zeros(len(rows_first), dtype=np.int64)
     if over.any():
         bounded = [
             row
             for index in np.flatnonzero(over).tolist()
             for row in _bounded(
-                starts,
-                size,
-                int(firsts[index]),
-                int(lines_of[index]),
-                max_lines,
-                max_bytes,
+                starts, size, int(firsts[index]), int(lines_of[index]), max_lines, max_bytes
             )
         ]
         rows_first = np.append(rows_first, [row[0] for row in bounded])
@@ -596,6 +596,14 @@ def frame(
         rows_cut = np.append(rows_cut, [_CODE[row[2]] for row in bounded])
         order = np.argsort(rows_first, kind="stable")
         rows_first, rows_lines, rows_cut = rows_first[order], rows_lines[order], rows_cut[order]
+    if headless:  # the read's first line continues an event before it
+        if len(rows_first) and rows_first[0] == 0:
+            if rows_cut[0] == 0:
+                rows_cut[0] = _CODE[EventCut.HEADLESS]
+        else:
+            rows_first = np.insert(rows_first, 0, 0)
+            rows_lines = np.insert(rows_lines, 0, 1)
+            rows_cut = np.insert(rows_cut, 0, _CODE[EventCut.HEADLESS])
     end_line = count
     if not complete:
         # The last event may still grow, unless a bound closed it.
@@ -605,10 +613,11 @@ def frame(
             last_first, last_cut = int(rows_first[-1]), int(rows_cut[-1])
         if last_cut not in _CLOSED_BY_BOUND:
             end_line = last_first
-            if end_line > judged.settled:
+            settled = count - 1 - rule.lookahead
+            if end_line > settled:
                 # A rule that judges a line by the lines after it may still join this event
                 # to the one before: hand on only events whose end those lines have settled.
-                final = firsts[firsts <= judged.settled]
+                final = firsts[firsts <= settled]
                 end_line = int(final[-1]) if final.size else 0
             if end_line == 0 and filled:
                 # The read can hold no more lines to settle its events by: hand on those it
@@ -625,27 +634,6 @@ def frame(
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
-
-
-def _judge(
-    data: bytes | bytearray,
-    starts: Positions,
-    rule: MultilineRule | None,
-    container: ContainerLogFormat | None,
-) -> LineJudgment:
-    """Which lines of ``data`` continue the line before them (see :func:`frame`)."""
-    lookahead = 0 if rule is None else rule.lookahead
-    if container is not None:
-        return container_judgment(data, starts, container, rule, lookahead)
-    if rule is None:
-        raise ValueError("framing needs a multiline rule or a container format")
-    continuing = rule.continuing(data, starts)
-    headless = np.zeros(len(starts), dtype=np.bool_)
-    headless[0] = continuing[0]  # the read's first line continues an event before it
-    return LineJudgment(continuing, headless, _NO_LINES, len(starts) - 1 - lookahead)
-
-
-_NO_LINES = np.zeros(0, dtype=np.bool_)
 
 
 _CODE = CUT_CODES

@@ -103,7 +103,7 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
                 entry("stderr", False, b"  next line\r", at + 4000).rstrip(b"\n"),
             )
         ),
-        Event((entry("stdout", True, b"head of a line", at).rstrip(b"\n"),), EventCut.INTERLEAVED),
+        Event((entry("stdout", True, b"head of a line", at).rstrip(b"\n"),), EventCut.HEADLESS),
         entry("stdout", False, b"", at).rstrip(b"\n"),
         entry("stdout", False, "café \u2028 ok".encode(), at).rstrip(b"\n"),
     ]
@@ -116,7 +116,7 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
     assert [(r["message"], r["stream"], r["event_lines"], r["cut"]) for r in got] == [
         ("plain", "stdout", 1, None),
         ("first part, second part, last part\n  next line\r", "stderr", 2, None),
-        ("head of a line", "stdout", 1, "interleaved"),
+        ("head of a line", "stdout", 1, "headless"),
         ("", "stdout", 1, None),
         ("café \u2028 ok", "stdout", 1, None),
     ]

@@ -97,6 +97,7 @@ def run_container(command: Sequence[str], log: Path, fmt: str) -> Container:
                     os.write(fd, entry)
                     container.entries[name] += 1
                     container.partial_entries += partial
+                time.sleep(0)  # the other stream's copier may write next, as a goroutine may
         finally:
             with lock:
                 remaining[0] -= 1
