@@ -88,6 +88,8 @@ class SourceFormat(StrEnum):
     NGINX_COMBINED = "nginx_combined"
     JSON_LINES = "json_lines"
     RAW = "raw"
+    CRI = "cri"
+    DOCKER_JSON = "docker_json"
 
 
 class NginxScanner(Enum):
@@ -167,6 +169,8 @@ NGINX_FIELDS = (
 _NGINX_SEPARATOR = "\x01"
 _NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
 
+CRI_PATTERN = r"(?s)^(\S+) (stdout|stderr) ([PF])(?: (.*))?\z"
+"""A CRI entry: its time, stream, tag (``P`` partial, ``F`` full) and text."""
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
@@ -219,6 +223,8 @@ def parse(
         return parse_nginx_combined(rows, rejected, scanner)
     if source_format is SourceFormat.JSON_LINES:
         return parse_json_lines(rows, time_field or DEFAULT_TIME_FIELD, rejected)
+    if source_format in (SourceFormat.CRI, SourceFormat.DOCKER_JSON):
+        return parse_container(rows, source_format, rejected)
     return parse_raw(rows, rejected)
 
 
@@ -334,6 +340,70 @@ def parse_raw(rows: DataFrame, rejected: Observation | None = None) -> ParseResu
         [
             _without_crlf(F.col(_TEXT)).alias("message"),
             F.col("event_lines").cast("int").alias("event_lines"),
+            F.col("cut"),
+        ],
+        rejected,
+    )
+
+
+def parse_container(
+    rows: DataFrame, fmt: SourceFormat, rejected: Observation | None = None
+) -> ParseResult:
+    """A container runtime's entries (``cri`` or ``docker_json``) as the events its program
+    printed: ``message`` the entries' texts joined (a partial entry's with the next one's,
+    lines with ``\\n``), ``stream``, ``event_lines``, ``cut``; ``event_time`` the runtime's
+    time of the event's first entry (to the microsecond)."""
+    entries = F.split(F.col(_TEXT), "\n", -1)
+    if fmt is SourceFormat.CRI:
+        pieces = F.transform(
+            entries,
+            lambda entry: F.concat(
+                F.regexp_extract(entry, CRI_PATTERN, 4),
+                F.when(F.regexp_extract(entry, CRI_PATTERN, 3) == "P", "").otherwise("\n"),
+            ),
+        )
+        first = entries.getItem(0)
+        stream = F.regexp_extract(first, CRI_PATTERN, 2)
+        written_time = F.regexp_extract(first, CRI_PATTERN, 1)
+        whole = F.forall(entries, lambda entry: entry.rlike(CRI_PATTERN))
+        not_whole = RejectReason.NO_MATCH
+    else:
+        schema = StructType([StructField(name, StringType()) for name in ("log", "stream", "time")])
+        parsed = F.transform(entries, lambda entry: F.from_json(entry, schema))
+        pieces = F.transform(parsed, lambda entry: entry.getField("log"))
+        stream = parsed.getItem(0).getField("stream")
+        written_time = parsed.getItem(0).getField("time")
+        whole = F.forall(
+            parsed,
+            lambda entry: (
+                entry.isNotNull()
+                & entry.getField("log").isNotNull()
+                & entry.getField("stream").isin("stdout", "stderr")
+            ),
+        )
+        not_whole = RejectReason.INVALID_JSON
+    joined = F.array_join(pieces, "")
+    message = F.regexp_replace(joined, "\n\\z", "")
+    # Spark reads a time to the microsecond: the runtime's nanoseconds are cut there.
+    runtime_time = F.try_to_timestamp(F.regexp_replace(written_time, r"(\.\d{6})\d+", "$1"))
+    classified = (
+        _with_text(rows)
+        .withColumn(_FIELDS, F.when(whole, F.struct(message.alias("message"), stream.alias("s"))))
+        .withColumn("event_time", F.when(F.col(_FIELDS).isNotNull(), runtime_time))
+        .withColumn(
+            _REASON,
+            F.when(~F.col(_VALID), F.lit(RejectReason.INVALID_UTF8.value))
+            .when(F.col(_FIELDS).isNull(), F.lit(not_whole.value))
+            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+        )
+    )
+    parsed_message = F.col(_FIELDS).getField("message")
+    return _split(
+        classified,
+        [
+            parsed_message.alias("message"),
+            F.col(_FIELDS).getField("s").alias("stream"),
+            F.size(F.split(parsed_message, "\n", -1)).alias("event_lines"),
             F.col("cut"),
         ],
         rejected,

@@ -64,11 +64,13 @@ EVENT_SPAN = StructType(
         StructField("first_line", LongType(), nullable=False),
         StructField("lines", LongType(), nullable=False),
         StructField("cut", StringType(), nullable=True),
+        StructField("head", LongType(), nullable=True),
     ]
 )
 """A manifest's event span (``pipeline_core.staging_contract.EventSpan``): ``lines`` lines from
 the segment's line ``first_line`` (counted from 0) are one event; ``cut`` is the value of its
-``EventCut``, or null."""
+``EventCut``, or null; ``head`` (null or -1: none) the index of the earlier span whose event
+this span's lines continue (a container's stream, the other stream's lines between)."""
 
 SEGMENT_SCHEMA = StructType(
     [
@@ -116,8 +118,9 @@ segments are at most 8 MiB)."""
 _NEWLINE = 10
 _INDEX = "segment_index"
 
-SpanRow = tuple[int, int, str | None]
-"""An event span as ``SEGMENT_SCHEMA``'s ``events`` hold it: ``(first_line, lines, cut)``."""
+SpanRow = tuple[int, int, str | None] | tuple[int, int, str | None, int]
+"""An event span as ``SEGMENT_SCHEMA``'s ``events`` hold it: ``(first_line, lines, cut[,
+head])``."""
 
 
 @dataclass(frozen=True)
@@ -129,14 +132,18 @@ class SpanColumns:
     first_line: np.ndarray
     lines: np.ndarray
     cut: pa.StringArray
+    head: np.ndarray | None = None
+    """Per span, the earlier span whose event it continues (-1: none); None: no span does."""
 
     @classmethod
     def of(cls, spans: Sequence[SpanRow]) -> SpanColumns:
-        """The columns of ``(first_line, lines, cut)`` rows."""
+        """The columns of ``(first_line, lines, cut[, head])`` rows."""
+        heads = np.array([span[3] if len(span) > 3 else -1 for span in spans], dtype=np.int64)
         return cls(
             np.array([span[0] for span in spans], dtype=np.int64),
             np.array([span[1] for span in spans], dtype=np.int64),
             pa.array([span[2] for span in spans], pa.string()),
+            heads if (heads >= 0).any() else None,
         )
 
     @classmethod
@@ -145,10 +152,15 @@ class SpanColumns:
         none), without a Python object per event."""
         if spans is None or not len(spans):
             return NO_SPANS
+        heads = np.full(len(spans), -1, dtype=np.int64)
+        if spans.type.get_field_index("head") >= 0:  # a struct written before heads: none
+            heads = spans.field("head").fill_null(-1).to_numpy(zero_copy_only=False)
+            heads = heads.astype(np.int64)
         return cls(
             spans.field("first_line").to_numpy(zero_copy_only=False).astype(np.int64),
             spans.field("lines").to_numpy(zero_copy_only=False).astype(np.int64),
             spans.field("cut").cast(pa.string()),
+            heads if (heads >= 0).any() else None,
         )
 
     def __len__(self) -> int:
@@ -230,7 +242,7 @@ def _span_rows(segment: Segment) -> list[SpanRow] | None:
     if not events:
         return None
     cuts = [None if cut is None else cut.value for cut in events.cuts]
-    return list(zip(events.first_lines, events.lines, cuts, strict=True))
+    return list(zip(events.first_lines, events.lines, cuts, events.head_of(), strict=True))
 
 
 class SegmentReader(Enum):
@@ -489,7 +501,34 @@ def split_events(
     byte_offset = pa.Array.from_buffers(
         pa.int64(), events, [None, pa.py_buffer(starts + start_offset)]
     )
-    return SplitEvents(byte_offset, line, pa.array(event_lines, pa.int64()), cut)
+    split = SplitEvents(byte_offset, line, pa.array(event_lines, pa.int64()), cut)
+    if spans.head is not None:
+        split = _joined(split, spans, heads)
+    return split
+
+
+def _joined(split: SplitEvents, spans: SpanColumns, heads: np.ndarray) -> SplitEvents:
+    """``split`` (a row per span and per line no span covers) with each span that continues
+    an event (``spans.head``) joined to its event's row, after a ``\\n``: a Python object per
+    row, as only a container's log has such spans."""
+    assert spans.head is not None
+    row_of_span = np.searchsorted(heads, spans.first_line)
+    texts: list[bytes | None] = split.line.to_pylist()
+    counts: list[int] = split.event_lines.to_pylist()
+    for span, head in enumerate(spans.head.tolist()):
+        if head < 0:
+            continue
+        row, head_row = int(row_of_span[span]), int(row_of_span[head])
+        texts[head_row] = texts[head_row] + b"\n" + texts[row]  # type: ignore[operator]
+        counts[head_row] += counts[row]
+        texts[row] = None
+    kept = np.array([text is not None for text in texts])
+    return SplitEvents(
+        split.byte_offset.filter(pa.array(kept)),
+        pa.array([text for text in texts if text is not None], pa.binary()),
+        pa.array(np.array(counts)[kept], pa.int64()),
+        split.cut.filter(pa.array(kept)),
+    )
 
 
 def _check_spans(spans: SpanColumns, lines: int) -> None:
@@ -506,3 +545,13 @@ def _check_spans(spans: SpanColumns, lines: int) -> None:
             f"lists event {number} at lines {begin}..{end - 1}, not after the event before and "
             f"among its {lines} lines"
         )
+    if spans.head is not None:
+        head = spans.head
+        index = np.arange(len(head))
+        wrong = (head >= index) | ((head >= 0) & (head[np.maximum(head, 0)] >= 0))
+        if wrong.any():
+            number = int(np.argmax(wrong))
+            raise SegmentError(
+                f"lists span {number} as continuing span {int(head[number])}, which is not an "
+                "earlier span that begins its event"
+            )

@@ -17,7 +17,6 @@ from pipeline_core.source import (
     EventFraming,
     FileWatcher,
     LongLine,
-    frame,
     read_long_line,
 )
 from pipeline_core.staging_contract import NO_EVENTS, EventRuns
@@ -193,14 +192,7 @@ class DeliveryTracker:
         framing = self._framing(source)
         if framing is None or not data:
             return NO_EVENTS
-        return frame(
-            data,
-            framing.rule,
-            complete=True,
-            max_lines=framing.max_lines,
-            max_bytes=framing.max_bytes,
-            filled=False,
-        ).spans
+        return framing.frame(data, complete=True, filled=False).spans
 
     def _read_range(self, fd: int, source: TreeSource) -> tuple[bytes, LongLine | None]:
         """A tree's bytes as the reader handed them out: an over-long line as its prefix."""

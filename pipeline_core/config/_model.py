@@ -49,6 +49,12 @@ class SourceFormat(StrEnum):
     NGINX_COMBINED = "nginx_combined"
     JSON_LINES = "json_lines"
     RAW = "raw"
+    CRI = "cri"
+    """A container's log as containerd and CRI-O write it (``/var/log/pods``): a line written
+    in parts (``P`` entries, then ``F``) is read as one; the row keeps the stream and the
+    runtime's time."""
+    DOCKER_JSON = "docker_json"
+    """A container's log as Docker's ``json-file`` driver writes it, likewise."""
 
 
 class StartPosition(StrEnum):

@@ -50,6 +50,14 @@ _COMMON: tuple[tuple[str, IcebergType], ...] = (
     ("event_time", TimestamptzType()),
     (CHECKPOINT_COLUMN, LongType()),
 )
+_CONTAINER_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
+    ("message", StringType()),
+    ("stream", StringType()),
+    ("event_lines", IntegerType()),
+    ("cut", StringType()),
+)
+"""A container's log (``cri``, ``docker_json``): the event as its program printed it, its
+stream, its lines and cut; ``event_time`` is the runtime's time of its first entry."""
 _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
     "nginx_combined": (
         ("remote_addr", StringType()),
@@ -65,6 +73,8 @@ _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
     ),
     "json_lines": (("payload", StringType()),),
     "raw": (("message", StringType()), ("event_lines", IntegerType()), ("cut", StringType())),
+    "cri": _CONTAINER_COLUMNS,
+    "docker_json": _CONTAINER_COLUMNS,
 }
 _REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
     ("event_id", StringType()),

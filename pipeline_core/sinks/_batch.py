@@ -89,6 +89,9 @@ class DeliveryBatch:
                 )
                 continue
             data = bytes(chunk.data)  # lines as ``bytes``, whatever buffer the chunk holds
+            if chunk.events.heads:
+                yield from _joined_events(chunk, data)
+                continue
             spans = iter(chunk.events)
             span = next(spans, None)
             line = position = 0
@@ -115,6 +118,48 @@ class DeliveryBatch:
                 )
                 line += lines
                 position = end + 1
+
+
+def _joined_events(chunk: Chunk, data: bytes) -> Iterator[LogEvent]:
+    """The events of a chunk some of whose events are several runs of lines (a container's
+    stream, with the other stream's lines between): each event's runs joined, in the order of
+    the events' first lines."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    offsets = [0]
+    for text in lines[:-1]:
+        offsets.append(offsets[-1] + len(text) + 1)
+    span_at = {span.first_line: (index, span) for index, span in enumerate(chunk.events)}
+    rows: list[tuple[int, list[bytes], list[int], EventCut | None]] = []
+    row_of_span: dict[int, int] = {}
+    line = 0
+    while line < len(lines):
+        found = span_at.get(line)
+        if found is None:
+            rows.append((offsets[line], [lines[line]], [1], None))
+            line += 1
+            continue
+        index, span = found
+        text = b"\n".join(lines[line : line + span.lines])
+        if span.head >= 0:
+            row = rows[row_of_span[span.head]]
+            row[1].append(text)
+            row[2].append(span.lines)
+        else:
+            row_of_span[index] = len(rows)
+            rows.append((offsets[line], [text], [span.lines], span.cut))
+        line += span.lines
+    for offset, texts, counts, cut in rows:
+        yield LogEvent(
+            event_id(chunk.fingerprint, chunk.start + offset),
+            chunk.source,
+            chunk.fingerprint,
+            chunk.start + offset,
+            b"\n".join(texts),
+            lines=sum(counts),
+            cut=cut,
+        )
 
 
 def skip_long_lines(batch: DeliveryBatch, log: logging.Logger, sink: str, action: str) -> int:

@@ -8,6 +8,11 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._container_lines import (
+    ContainerEvent,
+    ContainerLogFormat,
+    container_event,
+)
 from pipeline_core.source._discovery import (
     Discovery,
     discover,
@@ -40,6 +45,8 @@ from pipeline_core.source._watcher import FileWatcher
 __all__ = [
     "LONG_LINE_PREFIX_BYTES",
     "Chunk",
+    "ContainerEvent",
+    "ContainerLogFormat",
     "Discovery",
     "EventFraming",
     "FileChange",
@@ -60,6 +67,7 @@ __all__ = [
     "TrackedFile",
     "TurnResult",
     "WatchTarget",
+    "container_event",
     "count_lines",
     "discover",
     "excluded",

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline_core.config import MultilineConfig, MultilinePreset
+from pipeline_core.config import MultilineConfig, MultilinePreset, SourceConfig, SourceFormat
+from pipeline_core.config._multiline import (
+    DEFAULT_FLUSH_AFTER_S,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+)
+from pipeline_core.source._container_lines import ContainerLogFormat, frame_entries
 from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
 
 _NEWLINE = 10
@@ -447,24 +453,59 @@ def _candidates(mask: NDArray[np.bool_], starts: Positions) -> Iterator[tuple[in
 
 @dataclass(frozen=True)
 class EventFraming:
-    """How a source's reads are cut into whole events: its rule and bounds."""
+    """How a source's reads are cut into whole events: its rule and bounds, and the container
+    runtime's format its lines are entries of (a line written in parts joins)."""
 
-    rule: MultilineRule
+    rule: MultilineRule | None
     max_lines: int
     max_bytes: int
     flush_after: float
     """Seconds a file must not have grown before its last event is handed on."""
+    container: ContainerLogFormat | None = None
 
     @classmethod
-    def of(cls, config: MultilineConfig) -> EventFraming:
-        """The framing a source's ``multiline`` config describes."""
+    def of(
+        cls, config: MultilineConfig | None, container: ContainerLogFormat | None = None
+    ) -> EventFraming:
+        """The framing a source's ``multiline`` config (if any) and container format (if any)
+        describe."""
+        if config is None:
+            if container is None:
+                raise ValueError("framing needs a multiline config or a container format")
+            return cls(None, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES, DEFAULT_FLUSH_AFTER_S, container)
         rule = MultilineRule(
             () if config.preset is None else (config.preset,),
             config.start_pattern,
             config.continue_pattern,
             config.end_pattern,
         )
-        return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s)
+        return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s, container)
+
+    def frame(self, data: bytes | bytearray, *, complete: bool, filled: bool) -> Framing:
+        """:func:`frame` with this source's rule, bounds and container format."""
+        return frame(
+            data,
+            self.rule,
+            complete=complete,
+            max_lines=self.max_lines,
+            max_bytes=self.max_bytes,
+            filled=filled,
+            container=self.container,
+        )
+
+    @classmethod
+    def of_source(cls, source: SourceConfig) -> EventFraming | None:
+        """How a source's reads are framed; None: every line is an event."""
+        container = _CONTAINER_FORMATS.get(source.format)
+        if source.multiline is None and container is None:
+            return None
+        return cls.of(source.multiline, container)
+
+
+_CONTAINER_FORMATS = {
+    SourceFormat.CRI: ContainerLogFormat.CRI,
+    SourceFormat.DOCKER_JSON: ContainerLogFormat.DOCKER_JSON,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,17 +522,20 @@ class Framing:
 
 def frame(
     data: bytes | bytearray,
-    rule: MultilineRule,
+    rule: MultilineRule | None,
     *,
     complete: bool,
     max_lines: int,
     max_bytes: int,
     filled: bool,
+    container: ContainerLogFormat | None = None,
 ) -> Framing:
     """The events of ``data``: whole lines read from an event's first byte (the last line may
     lack its newline only if ``complete``).
 
     Args:
+        rule: which lines continue the line before them (None: only a container runtime's
+            partial entries join, with ``container``).
         complete: nothing follows ``data`` that could continue its last event (the file will not
             grow, has not grown for ``flush_after``, or an over-long line follows).
         max_lines: an event is closed at this many lines (``EventCut.LINES``); the lines after
@@ -500,6 +544,9 @@ def frame(
             (``EventCut.BYTES``), likewise.
         filled: the read was as large as it could be: an event that fills it is closed at its
             end (``EventCut.BYTES``) rather than waited for.
+        container: the lines are a container runtime's entries in this format
+            (``pipeline_core.source._container_lines``): a line's entries join, and ``rule``
+            judges each stream's lines apart.
     """
     size = len(data)
     if not size:
@@ -510,6 +557,21 @@ def frame(
     starts = np.empty(count, dtype=np.int64)
     starts[0] = 0
     starts[1:] = newlines[: count - 1] + 1
+    if container is not None:
+        end_line, spans = frame_entries(
+            data,
+            starts,
+            container,
+            rule,
+            complete=complete,
+            max_lines=max_lines,
+            max_bytes=max_bytes,
+            filled=filled,
+        )
+        length = size if end_line == count else int(starts[end_line])
+        return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+    if rule is None:
+        raise ValueError("framing needs a multiline rule or a container format")
     continuing = rule.continuing(data, starts)
     headless = bool(continuing[0])
     continuing[0] = False
@@ -582,11 +644,17 @@ _Row = tuple[int, int, "EventCut | None"]
 
 
 def _bounded(
-    starts: Positions, size: int, first: int, lines: int, max_lines: int, max_bytes: int
+    starts: Positions,
+    size: int,
+    first: int,
+    lines: int,
+    max_lines: int,
+    max_bytes: int,
 ) -> list[_Row]:
     """An event of ``lines`` lines from line ``first``, over a bound, as the rows it lands as:
     closed at each bound (``LINES`` or ``BYTES``), each row after the first ``HEADLESS``
-    unless a bound closes it too. A row holds at least one line."""
+    unless a bound closes it too. A row holds at least one line. (The first row is closed by
+    a bound, the last is headless: so is what the event's own cut said of them.)"""
     rows: list[_Row] = []
     line, end = first, first + lines
     while line < end:

@@ -70,11 +70,11 @@ class TimeSlicedReader:
         self._idle_turns = 0
         self._scans_seen = 0
         self._framings = {
-            source.name: EventFraming.of(source.multiline)
+            source.name: framing
             for source in watcher.sources
-            if source.multiline is not None
+            if (framing := EventFraming.of_source(source)) is not None
         }
-        """Per multiline source: how its reads are cut into whole events."""
+        """Per multiline or container source: how its reads are cut into whole events."""
 
     def framing(self, source: str) -> EventFraming | None:
         """How a multiline source's reads are cut into events (None: every line is one)."""

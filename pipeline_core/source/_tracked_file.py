@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -15,14 +16,14 @@ from pipeline_core.source._file_record import FileRecord, FileState
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
-from pipeline_core.source._multiline import EventFraming, frame
+from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._read_memory import (
     TAIL_WINDOW_BYTES,
     ContentChange,
     KeptLength,
     ReadMemory,
 )
-from pipeline_core.staging_contract import NO_EVENTS, EventCut, EventRuns
+from pipeline_core.staging_contract import NO_EVENTS, EventCut, EventRuns, EventSpan
 
 log = logging.getLogger(__name__)
 
@@ -516,14 +517,22 @@ class TrackedFile:
             except OSError:
                 idle = 0.0
             quiet = idle >= framing.flush_after
-        framed = frame(
-            data,
-            framing.rule,
-            complete=before_long_line or (at_end and quiet),
-            max_lines=framing.max_lines,
-            max_bytes=framing.max_bytes,
-            filled=not at_end,
-        )
+        complete = before_long_line or (at_end and quiet)
+        grows = framing.container is not None and not complete
+        framed = framing.frame(data, complete=complete, filled=not at_end and not grows)
+        window = _GROWN_READS * max(read, framing.max_bytes)
+        while grows and not framed.length and not at_end and self.fd is not None:
+            # A container's held event waits for its stream's next line, which the other
+            # stream's entries may push past this read: read further, then cut it at a bound.
+            more = _pread(self.fd, min(len(data) * 3, window), self.read_offset + len(data))
+            end = more.rfind(b"\n")
+            at_end = end < 0 or len(more) < len(data) * 3
+            filled = len(data) + end + 1 >= window or end < 0
+            if end >= 0:
+                data += memoryview(more)[: end + 1]
+            framed = framing.frame(data, complete=False, filled=filled)
+            if filled:
+                break
         spans = framed.spans
         if final and at_end and self.cut_mid_event and framed.length == len(data):
             spans = self._mark_truncated(spans, framed.lines, framed.length)
@@ -542,10 +551,15 @@ class TrackedFile:
         """``spans`` with the last of ``lines`` lines' event marked ``truncated`` (the copy's
         last event, which copytruncate may have cut), said once in the log."""
         self.cut_mid_event = False
-        first = lines - 1
-        if spans and spans.first_lines[-1] + spans.lines[-1] == lines:
-            first = spans.first_lines[-1]
-            spans = EventRuns(spans.first_lines[:-1], spans.lines[:-1], spans.cuts[:-1])
+        listed = list(spans)
+        last = len(listed) - 1
+        if listed and listed[last].first_line + listed[last].lines == lines:
+            head = listed[last].head if listed[last].head >= 0 else last
+            first = listed[head].first_line
+            listed[head] = dataclasses.replace(listed[head], cut=EventCut.TRUNCATED)
+        else:
+            first = lines - 1
+            listed.append(EventSpan(first, 1, EventCut.TRUNCATED))
         log.warning(
             "%s: the event at line %d of the read at offset %d (to offset %d) was being written "
             "when copytruncate truncated its file: it lands as cut 'truncated', and what was "
@@ -555,7 +569,7 @@ class TrackedFile:
             self.read_offset,
             self.read_offset + length,
         )
-        return spans + EventRuns((first,), (lines - first,), (EventCut.TRUNCATED,))
+        return EventRuns.of(listed)
 
     def _skip_long_line(
         self, head: bytearray, step: int, max_line_bytes: int, final: bool
@@ -597,6 +611,11 @@ class TrackedFile:
                 len(scan.prefix),
             )
         return bytearray(scan.prefix), line, last_bytes
+
+
+_GROWN_READS = 8
+"""A container's read grows (:meth:`TrackedFile._frame`) to at most this many times its size
+(or ``multiline.max_bytes``) before a held event is cut at its end."""
 
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:

@@ -11,8 +11,10 @@ sink writes it (``pipeline_core.sinks``), the landing job reads and verifies it
         part-<source>-<seq:05d>.lines                 raw line bytes, indexed by segments
         _manifest.json                                a Manifest, written last
 
-A manifest is written as ``format_version`` 4, or 5 when a segment lists multiline ``events``
-(``Manifest.to_json``, ``write_manifest``), and read as 5, 4 or 3 (whose segments have no
+A manifest is written as ``format_version`` 4, 5 when a segment lists multiline ``events``, or
+6 when an event is several runs of lines (``joins``: a container's stream, the other stream's
+lines between them) (``Manifest.to_json``, ``write_manifest``), and read as 6, 5, 4 or 3
+(whose segments have no
 ``kind`` and are all ``lines``: ``Manifest.from_json``, ``read_manifest``). Reading checks
 every field it reads and raises a ``ManifestError`` naming the part, the segment and the
 field. The values are frozen dataclasses; ``to_json`` gives
@@ -46,6 +48,7 @@ from pipeline_core.staging_contract._layout import (
 )
 from pipeline_core.staging_contract._manifest import (
     EVENTS_FORMAT_VERSION,
+    JOINED_EVENTS_FORMAT_VERSION,
     MANIFEST_FORMAT_VERSION,
     READABLE_FORMAT_VERSIONS,
     Manifest,
@@ -61,6 +64,7 @@ __all__ = [
     "CUT_CODES",
     "EVENTS_FORMAT_VERSION",
     "INFLIGHT_DIR",
+    "JOINED_EVENTS_FORMAT_VERSION",
     "LAKE_SQL_CONF",
     "MANIFEST_FORMAT_VERSION",
     "MANIFEST_NAME",

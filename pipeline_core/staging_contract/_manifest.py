@@ -32,7 +32,12 @@ EVENTS_FORMAT_VERSION = 5
 """The format written when a segment lists multiline ``events`` (5 added them), so that a
 landing that cannot join lines into events refuses the batch rather than land it line by
 line."""
-READABLE_FORMAT_VERSIONS = frozenset({3, MANIFEST_FORMAT_VERSION, EVENTS_FORMAT_VERSION})
+JOINED_EVENTS_FORMAT_VERSION = 6
+"""The format written when an event is several runs of lines (a container's stream, with the
+other stream's lines between): 6 added a segment's events' ``joins``."""
+READABLE_FORMAT_VERSIONS = frozenset(
+    {3, MANIFEST_FORMAT_VERSION, EVENTS_FORMAT_VERSION, JOINED_EVENTS_FORMAT_VERSION}
+)
 """The formats read. A format 3 manifest (sealed before 4) has ``lines`` segments only, without
 ``kind``; any other format is refused."""
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -214,11 +219,17 @@ class Manifest:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it, or
-        ``EVENTS_FORMAT_VERSION`` when a segment lists events."""
-        multiline = any(segment.events for part in self.parts for segment in part.segments)
+        """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it, ``EVENTS_FORMAT_VERSION``
+        when a segment lists events, ``JOINED_EVENTS_FORMAT_VERSION`` when an event is several
+        runs of lines."""
+        segments = [segment for part in self.parts for segment in part.segments]
+        version = MANIFEST_FORMAT_VERSION
+        if any(segment.events.heads for segment in segments):
+            version = JOINED_EVENTS_FORMAT_VERSION
+        elif any(segment.events for segment in segments):
+            version = EVENTS_FORMAT_VERSION
         return {
-            "format_version": EVENTS_FORMAT_VERSION if multiline else MANIFEST_FORMAT_VERSION,
+            "format_version": version,
             "pipeline": self.pipeline,
             "checkpoint_id": self.checkpoint_id,
             "host": self.host,

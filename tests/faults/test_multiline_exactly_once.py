@@ -21,8 +21,6 @@ fall while events are half written.
 from __future__ import annotations
 
 import random
-import signal
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,14 +32,13 @@ from pipeline_core.config import load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from tests.support.faults import (
-    REPO,
     FaultSeed,
     checkpoint_states,
     collect_once_when_free,
     lake_table,
     land_and_commit_sealed,
     report_figures,
-    sluice_command,
+    run_collectors,
 )
 from tests.support.log_programs import start_python_logger
 from tests.support.pipelines import write_config
@@ -65,41 +62,6 @@ CHECKPOINT_EVERY_S = 0.7
 FLUSH_AFTER_S = 0.3
 LIVE_S = (0.4, 2.5)
 """How long each collector lives before its SIGKILL."""
-
-
-def _run_collectors(
-    config_path: Path, logrotate: Logrotate, rng: random.Random, stderr_dir: Path
-) -> tuple[int, int, list[str]]:
-    """Start ``sluice collect`` and SIGKILL it after a while, ``KILLS`` times, rotating the log
-    ``ROTATIONS`` times in between; the kills and rotations done, and how each collector that
-    exited by itself ended (its status and the end of its log)."""
-    stderr_dir.mkdir()
-    rotate_at = set(rng.sample(range(1, KILLS), ROTATIONS))
-    kills = rotations = 0
-    exited: list[str] = []
-    for number in range(KILLS):
-        with open(stderr_dir / f"{number:02d}.txt", "wb") as stderr:
-            collector = subprocess.Popen(
-                sluice_command("collect", str(config_path)),
-                cwd=REPO,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-            )
-        try:
-            time.sleep(rng.uniform(*LIVE_S))
-            if number in rotate_at:
-                logrotate.rotate()
-                rotations += 1
-                time.sleep(rng.uniform(0.0, 0.5))
-        finally:
-            if collector.poll() is None:
-                collector.send_signal(signal.SIGKILL)
-                kills += 1
-            else:
-                log = (stderr_dir / f"{number:02d}.txt").read_text(errors="replace")
-                exited.append(f"exit {collector.returncode}: {log[-2000:]}")
-            collector.wait(timeout=30)
-    return kills, rotations, exited
 
 
 def _rows(config_path: Path) -> list[tuple[str, str, int, str | None]]:
@@ -166,9 +128,19 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
         try:
             with CheckpointRequests(metastore, config.name, CHECKPOINT_EVERY_S, style.value):
                 started = time.monotonic()
-                kills, rotations, exited = _run_collectors(
-                    config_path, logrotate, rng, tmp_path / "stderr"
+                rotate_at = set(rng.sample(range(1, KILLS), ROTATIONS))
+                rotated: list[int] = []
+
+                def rotate(number: int) -> None:
+                    if number in rotate_at:
+                        logrotate.rotate()
+                        rotated.append(number)
+                        time.sleep(rng.uniform(0.0, 0.5))
+
+                kills, exited = run_collectors(
+                    config_path, rng, tmp_path / "stderr", KILLS, LIVE_S, rotate
                 )
+                rotations = len(rotated)
                 time.sleep(max(0.0, WRITE_SECONDS - (time.monotonic() - started)))
         finally:
             written = writer.stop()

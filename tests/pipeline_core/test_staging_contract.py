@@ -152,7 +152,7 @@ def test_a_manifest_keeps_the_offset_of_its_seal_time() -> None:
 
 MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
     "empty": (lambda m: m.clear(), r"^no 'format_version'$"),
-    "version": (lambda m: m.update(format_version=6), r"^unsupported format_version 6$"),
+    "version": (lambda m: m.update(format_version=7), r"^unsupported format_version 7$"),
     "events before format 5": (
         lambda m: m["parts"][0]["segments"][0].update(events=[[0, 2, None]]),
         r"^part part-access-00000\.lines, segment 0: events are not part of format_version 4$",
@@ -265,6 +265,59 @@ def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back(
     assert manifest.parts[0].segments[0].event_count == 60 - 11 - 2
 
 
+def test_an_event_of_several_runs_is_written_as_format_6_joined_to_its_first_run() -> None:
+    # stderr's event at lines 2-3 and 6, stdout's line written in two entries at 4 and 7.
+    manifest = _with_events(
+        EventSpan(2, 2, EventCut.HEADLESS),
+        EventSpan(4, 1),
+        EventSpan(6, 1, head=0),
+        EventSpan(7, 1, head=1),
+    )
+    written = json.loads(json.dumps(manifest.to_json()))
+
+    assert written["format_version"] == 6
+    assert written["parts"][0]["segments"][0]["events"] == {
+        "first_line": [2, 4, 6, 7],
+        "lines": [2, 1, 1, 1],
+        "cut": [[0, "headless"]],
+        "joins": [[2, 0], [3, 1]],
+    }
+    assert Manifest.from_json(written) == manifest
+    assert manifest.parts[0].segments[0].event_count == 60 - 3
+
+
+@pytest.mark.parametrize(
+    ("joins", "message"),
+    [
+        ([[1, 1]], r"a join is \[span, the earlier span its event begins with\], not \[1, 1\]$"),
+        ([[1, 0], [2, 1]], r"segment 0, span 2: its head 1 continues an event too$"),
+        ([], r"segment 0: events' joins is not a list of \[span, head\]$"),
+    ],
+)
+def test_joins_that_break_the_contract_fail_naming_the_span(joins: object, message: str) -> None:
+    written = json.loads(
+        json.dumps(
+            _with_events(EventSpan(0, 2), EventSpan(3, 1), EventSpan(5, 1, head=1)).to_json()
+        )
+    )
+    written["parts"][0]["segments"][0]["events"]["joins"] = joins
+
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(written)
+
+
+def test_joins_are_refused_in_a_format_5_manifest() -> None:
+    written = json.loads(
+        json.dumps(
+            _with_events(EventSpan(0, 2), EventSpan(3, 1), EventSpan(5, 1, head=1)).to_json()
+        )
+    )
+    written["format_version"] = 5
+
+    with pytest.raises(ManifestError, match=r"segment 0: joins are not part of format_version 5$"):
+        Manifest.from_json(written)
+
+
 @pytest.mark.parametrize(
     ("events", "message"),
     [
@@ -295,7 +348,7 @@ def test_a_manifest_with_multiline_events_is_written_as_format_5_and_reads_back(
         ),
         (
             [[4, 2, None]],
-            r"segment 0: events are \{first_line, lines, cut\}, not \[\[4, 2, None\]\]$",
+            r"segment 0: events are \{first_line, lines, cut\[, joins\]\}, not \[\[4, 2, None\]\]$",
         ),
     ],
 )

@@ -8,10 +8,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import DataFrame
+
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 from spark_jobs.landing import CheckpointInput, Landing
 from tests.support.staging import line_offsets, write_batch
+
+FINGERPRINT = "9f1c00000000abcd"
+HOST = "web-1"
+CHECKPOINT_ID = 7
+StagingRows = Callable[..., DataFrame]
+"""The ``staging_rows`` fixture: staging rows (as the landing job reads them) from items."""
 
 PIPELINE = "web_access"
 ACCESS = [

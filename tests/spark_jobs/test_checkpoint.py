@@ -23,7 +23,7 @@ def test_manifest_naming_a_missing_part_fails(tmp_path: Path) -> None:
         read_checkpoint(checkpoint_dir(staging, PIPELINE, 7))
 
 
-@pytest.mark.parametrize("version", [2, 6, "4"])
+@pytest.mark.parametrize("version", [2, 7, "4"])
 def test_manifest_of_another_format_fails(tmp_path: Path, version: object) -> None:
     batch = write_batch(
         tmp_path, PIPELINE, 7, "web-1", "access", "nginx_combined", ACCESS, "a" * 16

@@ -3,10 +3,7 @@ them."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -14,26 +11,20 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline_core.staging_contract import EventCut, ManifestPart
-from spark_jobs.checkpoint import PartFile
+from pipeline_core.staging_contract import EventCut
 from spark_jobs.formats import REJECT_COLUMNS, NginxScanner, RejectReason, nginx_scanner, parse
-from spark_jobs.landing import read_source
+from tests.spark_jobs.support import CHECKPOINT_ID, FINGERPRINT, HOST, StagingRows
 from tests.support.staging import (
     DEFAULT_SEALED_AT,
     Event,
     Line,
     LongLine,
     line_offsets,
-    write_part,
 )
 
 pytestmark = pytest.mark.spark
 
-StagingRows = Callable[..., DataFrame]
 
-FINGERPRINT = "9f1c00000000abcd"
-HOST = "web-1"
-CHECKPOINT_ID = 7
 SEALED_AT_TEXT = "2026-11-22 10:00:00.123456"
 COLLECTED_SEALED_AT = datetime.fromtimestamp(DEFAULT_SEALED_AT.timestamp())
 """``DEFAULT_SEALED_AT`` as ``collect()`` returns it: naive, in the process's local time."""
@@ -108,22 +99,6 @@ REJECT_SCHEMA = {
     "sealed_at": "timestamp",
     "checkpoint_id": "bigint",
 }
-
-
-@pytest.fixture
-def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
-    """Build staging rows (as the landing job reads them) from raw lines and events."""
-
-    def build(lines: list[Line], source: str = "access") -> DataFrame:
-        path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
-        segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
-        size = path.stat().st_size
-        rows = sum(segment.lines for segment in segments)
-        entry = ManifestPart(path.name, source, rows, size, "00000000", segments)
-        part = PartFile(str(path), CHECKPOINT_ID, HOST, DEFAULT_SEALED_AT, entry)  # no crc32 check
-        return read_source(spark, [part], source)
-
-    return build
 
 
 @pytest.fixture(params=list(NginxScanner), ids=lambda scanner: scanner.value)

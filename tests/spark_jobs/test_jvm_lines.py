@@ -210,6 +210,57 @@ def test_the_tricky_lines_as_events_read_alike(spark: SparkSession, tmp_path: Pa
     assert 1013 not in by_offset and 1014 not in by_offset
 
 
+def test_both_readers_join_an_events_runs_across_the_other_streams_lines(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # A container's stderr traceback (lines 1, 2, 4 and 6), stdout lines between its lines, and
+    # a stdout line written in two entries (3 and 5) around stderr's line 4.
+    written = [
+        b"out 0",
+        b"err head",
+        b"err frame 1",
+        b"out P",
+        b"err frame 2",
+        b"out F",
+        b"err end",
+    ]
+    path = tmp_path / "part-pods-00000.lines"
+    path.write_bytes(b"\n".join(written) + b"\n")
+    spans = EventRuns.of(
+        [
+            EventSpan(1, 2),
+            EventSpan(3, 1),
+            EventSpan(4, 1, head=0),
+            EventSpan(5, 1, head=1),
+            EventSpan(6, 1, head=0),
+        ]
+    )
+    segment = Segment("d" * 16, 100, 0, path.stat().st_size, len(written), events=spans)
+    rows = segment_rows(path, [segment])
+
+    in_jvm = lines(spark, rows, SegmentReader.JVM)
+
+    assert in_jvm == lines(spark, rows, SegmentReader.PYTHON)
+    assert [(row[1], row[2], row[3]) for row in in_jvm] == [
+        (100, b"out 0", 1),
+        (106, b"err head\nerr frame 1\nerr frame 2\nerr end", 4),
+        (127, b"out P\nout F", 2),
+    ]
+
+
+@pytest.mark.parametrize("reader", list(SegmentReader))
+def test_a_span_joined_to_a_later_or_continuing_span_fails_alike(
+    spark: SparkSession, tmp_path: Path, reader: SegmentReader
+) -> None:
+    path = tmp_path / "part-a-00000.lines"
+    path.write_bytes(b"a\nb\nc\nd\n")
+    bad = EventRuns((0, 1, 2), (1, 1, 1), (None, None, None), (-1, 0, 1))
+    rows = segment_rows(path, [Segment("f" * 16, 0, 0, 8, 4, events=bad)])
+
+    with pytest.raises(Exception, match=r"lists span 2 as continuing span 1, which is not an"):
+        read_lines(spark, rows, 2, reader).collect()
+
+
 @pytest.mark.parametrize("reader", list(SegmentReader))
 def test_events_that_do_not_fit_their_segment_fail_alike(
     spark: SparkSession, tmp_path: Path, reader: SegmentReader

@@ -252,7 +252,7 @@ def test_events_agree_with_joining_split_lines() -> None:
 
     expected: list[bytes] = []
     line = 0
-    for first, count, _ in spans:
+    for first, count, *_ in spans:
         expected.extend(lines[line:first])
         expected.append(b"\n".join(lines[first : first + count]))
         line = first + count

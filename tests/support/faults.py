@@ -244,6 +244,43 @@ def sluice_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "pipeline_core", *args]
 
 
+def run_collectors(
+    config_path: Path,
+    rng: random.Random,
+    stderr_dir: Path,
+    kills: int,
+    live: tuple[float, float] = (0.4, 2.5),
+    between: Callable[[int], None] = lambda number: None,
+) -> tuple[int, list[str]]:
+    """Start ``sluice collect`` on ``config_path`` and SIGKILL it after a while (``live``: the
+    bounds of a random time), ``kills`` times, calling ``between(number)`` before each kill
+    (a rotation, say); the kills done, and how each collector that exited by itself ended
+    (its status and the end of its log, kept in ``stderr_dir``)."""
+    stderr_dir.mkdir()
+    done = 0
+    exited: list[str] = []
+    for number in range(kills):
+        with open(stderr_dir / f"{number:02d}.txt", "wb") as stderr:
+            collector = subprocess.Popen(
+                sluice_command("collect", str(config_path)),
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        try:
+            time.sleep(rng.uniform(*live))
+            between(number)
+        finally:
+            if collector.poll() is None:
+                collector.send_signal(signal.SIGKILL)
+                done += 1
+            else:
+                log = (stderr_dir / f"{number:02d}.txt").read_text(errors="replace")
+                exited.append(f"exit {collector.returncode}: {log[-2000:]}")
+            collector.wait(timeout=30)
+    return done, exited
+
+
 def is_busy(returncode: int | None, stderr: str) -> bool:
     """A collector that exited because another one holds the pipeline's lease (a live one, or
     a killed one its machine cannot prove dead, until its lease expires)."""

@@ -207,13 +207,22 @@ def _multiline_failure(rng: random.Random) -> None:
 # -- the records ---------------------------------------------------------------------------------
 
 
-def log_one(rng: random.Random, tracebacks: float, stacks: float, multiline: float) -> None:
+def log_one(
+    rng: random.Random, tracebacks: float, stacks: float, multiline: float, long: float = 0.0
+) -> None:
     """Log one record, drawn from ``rng``: a failure with its traceback (a share ``tracebacks``),
     a line with ``stack_info`` (``stacks``), a message of several lines or a failure whose
-    message has several lines and a note (``multiline``), or a plain line."""
+    message has several lines and a note (``multiline``), a line of 17 to 60 KiB of ASCII
+    (``long``: longer than a container runtime's 16 KiB entries), or a plain line."""
     logger = logging.getLogger(rng.choice(LOGGERS))
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
     draw = rng.random()
+    if draw < long:  # ASCII: a runtime's 16 KiB entries cut a line between any two bytes
+        size = rng.randint(17 * 1024, 60 * 1024)
+        ascii_words = " ".join(word for word in words.split() if word.isascii()) or "ring"
+        logger.info("payload %s", (ascii_words + " ") * (size // (len(ascii_words) + 1)))
+        return
+    draw -= long
     if draw < tracebacks:
         failure = rng.choice(FAILURES)
         try:
@@ -250,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracebacks", type=float, default=0.1)
     parser.add_argument("--stacks", type=float, default=0.02)
     parser.add_argument("--multiline", type=float, default=0.0)
+    parser.add_argument("--long", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reopen", action="store_true")
     parser.add_argument("--split-share", type=float, default=0.0)
@@ -266,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             pause = started + written / args.rate - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-        log_one(rng, args.tracebacks, args.stacks, args.multiline)
+        log_one(rng, args.tracebacks, args.stacks, args.multiline, args.long)
         written += 1
     logging.shutdown()
     return 0

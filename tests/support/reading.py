@@ -52,13 +52,14 @@ def source_of(
     exclude: tuple[str, ...] = (),
     start_at: StartPosition = StartPosition.BEGINNING,
     multiline: MultilineConfig | None = None,
+    fmt: SourceFormat = SourceFormat.RAW,
 ) -> SourceConfig:
-    """A raw source of ``folder/pattern``, but ``folder/exclude``."""
+    """A source of ``folder/pattern``, but ``folder/exclude`` (``raw`` unless ``fmt``)."""
     return SourceConfig(
         name="access",
         paths=[str(folder / pattern)],
         exclude=[str(folder / excluded) for excluded in exclude],
-        format=SourceFormat.RAW,
+        format=fmt,
         start_at=start_at,
         multiline=multiline,
     )

@@ -18,9 +18,12 @@ import scala.collection.Seq;
  * array<struct<byte_offset: bigint, line: binary, event_lines: bigint, cut: string>>}: the bytes
  * {@code [part_offset, part_offset + length)} of the local part file at {@code path}, split at
  * {@code \n} into lines and the lines joined into events. {@code events} are the segment's
- * multiline events ({@code array<struct<first_line: bigint, lines: bigint, cut: string>>}, in
- * order; null or empty: none): each is {@code lines} lines from the segment's line {@code
- * first_line} (counted from 0), and every line no event covers is an event of its own. An
+ * multiline events ({@code array<struct<first_line: bigint, lines: bigint, cut: string, head:
+ * bigint>>}, in order; null or empty: none): each is {@code lines} lines from the segment's line
+ * {@code first_line} (counted from 0), and every line no event covers is an event of its own; a
+ * span whose {@code head} (null or -1: none) is the index of an earlier span continues that
+ * span's event (a container's stream, the other stream's lines between): its lines are joined to
+ * that event's row after a {@code \n}, and it has no row of its own. An
  * event's row holds its bytes (its lines with the {@code \n} between them, without the last
  * line's), its offset in the source file ({@code start_offset} plus its position in the segment),
  * its lines and its event's {@code cut} (null for a line of its own). The segment's last line
@@ -79,12 +82,24 @@ public final class SegmentLines
     long[] spanFirst = new long[spans];
     long[] spanLines = new long[spans];
     String[] spanCut = new String[spans];
+    long[] spanHead = new long[spans];
+    boolean joined = false;
     long end = 0;
     for (int n = 0; n < spans; n++) {
       Row span = events.apply(n);
       spanFirst[n] = span.getLong(0);
       spanLines[n] = span.getLong(1);
       spanCut[n] = span.isNullAt(2) ? null : span.getString(2);
+      spanHead[n] = span.length() > 3 && !span.isNullAt(3) ? span.getLong(3) : -1;
+      if (spanHead[n] >= n || (spanHead[n] >= 0 && spanHead[(int) spanHead[n]] >= 0)) {
+        throw new SegmentException(
+            String.format(
+                "%s: the segment at part_offset %d (%d bytes) lists span %d as continuing span "
+                    + "%d, which is not an earlier span that begins its event",
+                path, partOffset, length, n, spanHead[n]),
+            null);
+      }
+      joined |= spanHead[n] >= 0;
       if (spanFirst[n] < end || spanLines[n] < 1 || spanFirst[n] + spanLines[n] > count) {
         throw new SegmentException(
             String.format(
@@ -96,6 +111,7 @@ public final class SegmentLines
       end = spanFirst[n] + spanLines[n];
     }
     List<Row> rows = new ArrayList<>(count);
+    int[] rowOfSpan = new int[spans];
     int span = 0;
     line = 0;
     while (line < count) {
@@ -104,6 +120,7 @@ public final class SegmentLines
       if (span < spans && spanFirst[span] == line) {
         eventLines = spanLines[span];
         cut = spanCut[span];
+        rowOfSpan[span] = rows.size();
         span++;
       }
       int next = line + (int) eventLines;
@@ -114,7 +131,36 @@ public final class SegmentLines
               startOffset + begin, Arrays.copyOfRange(data, begin, stop), eventLines, cut));
       line = next;
     }
-    return rows;
+    return joined ? join(rows, rowOfSpan, spanHead) : rows;
+  }
+
+  /** {@code rows} with each span that continues an event appended to its event's row. */
+  private static List<Row> join(List<Row> rows, int[] rowOfSpan, long[] spanHead) {
+    Row[] merged = rows.toArray(new Row[0]);
+    for (int n = 0; n < spanHead.length; n++) {
+      if (spanHead[n] < 0) {
+        continue;
+      }
+      int headRow = rowOfSpan[(int) spanHead[n]];
+      Row head = merged[headRow];
+      Row piece = merged[rowOfSpan[n]];
+      byte[] first = (byte[]) head.get(1);
+      byte[] rest = (byte[]) piece.get(1);
+      byte[] both = Arrays.copyOf(first, first.length + 1 + rest.length);
+      both[first.length] = NEWLINE;
+      System.arraycopy(rest, 0, both, first.length + 1, rest.length);
+      merged[headRow] =
+          RowFactory.create(
+              head.get(0), both, head.getLong(2) + piece.getLong(2), head.get(3));
+      merged[rowOfSpan[n]] = null;
+    }
+    List<Row> result = new ArrayList<>(merged.length);
+    for (Row row : merged) {
+      if (row != null) {
+        result.add(row);
+      }
+    }
+    return result;
   }
 
   private static byte[] read(String path, long partOffset, long length) throws SegmentException {

@@ -1,0 +1,398 @@
+"""Container logs: the entries a container runtime writes, and which of them join.
+
+A runtime writes each line a container prints as an entry of its log file, with the stream
+it came from and its time. A line longer than the runtime's buffer (16 KiB for containerd and
+Docker) is written as several entries: the first ones *partial*, the last one *full*. Two
+formats are read:
+
+``cri`` (containerd, CRI-O: the files under ``/var/log/pods``)
+    ``<RFC 3339 time> <stdout|stderr> <P|F> <text>``: ``P`` a partial entry, ``F`` the full
+    one that ends a line.
+``docker_json`` (Docker's ``json-file`` driver)
+    ``{"log":"<text>","stream":"stdout","time":"<RFC 3339 time>"}``: a partial entry's ``log``
+    lacks the trailing ``\\n`` the full one has.
+
+stdout and stderr are copied into the file by separate threads of the runtime, so their entries
+interleave; the entries of one stream join. :func:`frame_entries` tells, for a read's entries,
+which events they are: a partial entry's rest joins it, and (with a multiline rule, judged on
+each stream's lines apart, as the program printed them) a traceback's next line joins it. An
+event is its stream's lines only: where the other stream's entries fall between them, it is
+several runs of lines, joined (``EventSpan.head``) into one row. A line the format does not
+describe is an event of its own (the landing rejects it); it does not stop the read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline_core._compat import StrEnum
+from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
+
+if TYPE_CHECKING:
+    from pipeline_core.source._multiline import MultilineRule
+
+Positions = NDArray[np.int64]
+
+_NOT_AN_ENTRY = -1
+STDOUT, STDERR = 0, 1
+_STREAMS = {b"stdout": STDOUT, b"stderr": STDERR, "stdout": STDOUT, "stderr": STDERR}
+
+
+class ContainerLogFormat(StrEnum):
+    """How a container runtime writes its log files."""
+
+    CRI = "cri"
+    DOCKER_JSON = "docker_json"
+
+
+@dataclass(frozen=True)
+class ContainerEntries:
+    """What a read's lines are as a runtime's entries, line by line."""
+
+    stream: NDArray[np.int8]
+    """``STDOUT``, ``STDERR``, or -1: a line the format does not describe."""
+    partial: NDArray[np.bool_]
+    """Whether the entry is partial: the rest of its line follows in the stream's next one."""
+    texts: list[bytes]
+    """Each entry's text (without the format around it and without a newline)."""
+
+
+def parse_entries(
+    data: bytes | bytearray, starts: Positions, fmt: ContainerLogFormat
+) -> ContainerEntries:
+    """The entries of ``data``'s lines (starting at ``starts``)."""
+    count = len(starts)
+    stream = np.full(count, _NOT_AN_ENTRY, dtype=np.int8)
+    partial = np.zeros(count, dtype=np.bool_)
+    texts: list[bytes] = []
+    view = memoryview(data)
+    bounds = [*starts.tolist(), len(data)]
+    parse = _cri_entry if fmt is ContainerLogFormat.CRI else _docker_entry
+    for index in range(count):
+        begin, end = bounds[index], bounds[index + 1]
+        if end > begin and data[end - 1] == 0x0A:
+            end -= 1
+        line = bytes(view[begin:end])
+        entry = parse(line)
+        if entry is None:
+            texts.append(line)
+            continue
+        stream[index], partial[index] = entry[0], entry[1]
+        texts.append(entry[2])
+    return ContainerEntries(stream, partial, texts)
+
+
+def _cri_entry(line: bytes) -> tuple[int, bool, bytes] | None:
+    """``(stream, partial, text)`` of a CRI entry, or None."""
+    first = line.find(b" ")
+    second = line.find(b" ", first + 1) if first > 0 else -1
+    if second < 0:
+        return None
+    stream = _STREAMS.get(line[first + 1 : second])
+    tag = line[second + 1 : second + 2]
+    if stream is None or tag not in (b"P", b"F") or line[second + 2 : second + 3] not in b" ":
+        return None
+    return stream, tag == b"P", line[second + 3 :]
+
+
+def _docker_entry(line: bytes) -> tuple[int, bool, bytes] | None:
+    """``(stream, partial, text)`` of a Docker json-file entry, or None."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict):
+        return None
+    text, stream = entry.get("log"), _STREAMS.get(entry.get("stream", "stdout"))
+    if not isinstance(text, str) or stream is None:
+        return None
+    whole = text.endswith("\n")
+    return stream, not whole, text[:-1].encode() if whole else text.encode()
+
+
+def frame_entries(
+    data: bytes | bytearray,
+    starts: Positions,
+    fmt: ContainerLogFormat,
+    rule: MultilineRule | None,
+    *,
+    complete: bool,
+    max_lines: int,
+    max_bytes: int,
+    filled: bool,
+) -> tuple[int, EventRuns]:
+    """The events of a read of a container's log (whole lines, starting at ``starts``), as
+    ``frame`` (``pipeline_core.source._multiline``) takes them: how many of its lines may be
+    handed on, and the events among them that are not one line each.
+
+    An entry joins the event of its stream's entry before it when that one was partial, or
+    when ``rule`` (judging the stream's lines as the program printed them) says its line
+    continues. An event's lines are its stream's: where the other stream's entries fall
+    between them, the event is several spans, joined to the first (``EventSpan.head``). The
+    bounds count an event's own lines and bytes. Unless ``complete``, each stream's last event
+    (and, for a rule that judges a line by the lines after it, those events ``rule.lookahead``
+    lines of their stream settle) is held back, with every event from the first held one's
+    first line on: the read stops at an event's first line, after whole events only.
+    """
+    count, size = len(starts), len(data)
+    entries = parse_entries(data, starts, fmt)
+    stream, partial = entries.stream, entries.partial
+    previous_same = np.full(count, -1, dtype=np.int64)  # the stream's entry before each one
+    of_stream = [np.flatnonzero(stream == code) for code in (STDOUT, STDERR)]
+    for lines in of_stream:
+        previous_same[lines[1:]] = lines[:-1]
+    known = previous_same >= 0
+    joins = np.zeros(count, dtype=np.bool_)
+    joins[known] = partial[previous_same[known]]  # the rest of a partial entry's line
+    begins_line = ~joins
+    if rule is not None:
+        for lines in of_stream:
+            heads = lines[begins_line[lines]]
+            if heads.size:
+                joins[heads] |= rule.continuing(*_stream_text(entries.texts, heads))
+    joins &= stream != _NOT_AN_ENTRY
+    headless = joins & ~known  # continues an event that began before the read
+    joins &= known
+    # Each line's event: a new one where a line does not join, else its stream's line's.
+    event = np.empty(count, dtype=np.int64)
+    new = ~joins
+    event[new] = np.arange(int(new.sum()))
+    for index in np.flatnonzero(joins).tolist():  # in order: the line joined is labelled
+        event[index] = event[previous_same[index]]
+    line_bytes = np.diff(np.append(starts, size))
+    rows = _event_rows(event, stream, line_bytes, headless, max_lines, max_bytes)
+    cut = count
+    if not complete:
+        lookahead = 0 if rule is None else rule.lookahead
+        held = _held_events(rows, of_stream, begins_line, lookahead)
+        cut = _whole_events_end(rows, held)
+        if cut == 0 and filled and lookahead:
+            # The read can hold no more lines to settle its events by: hand on those it holds
+            # but each stream's last.
+            held = _held_events(rows, of_stream, begins_line, 0)
+            cut = _whole_events_end(rows, held)
+        if cut == 0:
+            if not filled:
+                return 0, NO_EVENTS
+            cut = count  # an event as large as the whole read: closed at its end
+            rows.cut[held & (rows.cut == 0)] = _BYTES
+    return cut, rows.spans(cut)
+
+
+def _held_events(
+    rows: _EventRows,
+    of_stream: list[Positions],
+    begins_line: NDArray[np.bool_],
+    lookahead: int,
+) -> NDArray[np.bool_]:
+    """Which events may still grow: each stream's last one (unless a bound closed it), and
+    with a rule that judges a line by the ``lookahead`` lines of its stream after it, the
+    events those lines may still join to."""
+    held = np.zeros(len(rows.first), dtype=np.bool_)
+    for lines in of_stream:
+        if not lines.size:
+            continue
+        last = rows.of_line[lines[-1]]
+        if rows.cut[last] in _CLOSED_BY_BOUND and rows.last[last] == lines[-1]:
+            continue  # closed by a bound: nothing joins it
+        held[last] = True
+        if lookahead:
+            starting = lines[begins_line[lines]]  # the stream's lines, as printed
+            ours = rows.stream == rows.stream[last]
+            if len(starting) > lookahead:
+                held |= ours & (rows.last >= starting[-1 - lookahead])
+            else:
+                held |= ours
+    return held
+
+
+def _stream_text(texts: list[bytes], lines: Positions) -> tuple[bytes, Positions]:
+    """The texts of ``lines`` (one stream's, each the first entry of a line) as the program
+    printed them: one ``\\n``-ended line each, and where each starts."""
+    chosen = [texts[line] for line in lines.tolist()]
+    lengths = np.fromiter((len(text) + 1 for text in chosen), np.int64, len(chosen))
+    text_starts = np.zeros(len(chosen), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=text_starts[1:])
+    return b"\n".join(chosen) + b"\n", text_starts
+
+
+_CODE = CUT_CODES
+_BYTES = _CODE[EventCut.BYTES]
+_CLOSED_BY_BOUND = {_CODE[EventCut.LINES], _BYTES}
+
+
+@dataclass
+class _EventRows:
+    """A read's events (rows of the lake), bounds applied: by event, its first and last line,
+    its stream and cut code; by line, its event."""
+
+    of_line: NDArray[np.int64]
+    first: NDArray[np.int64]
+    last: NDArray[np.int64]
+    stream: NDArray[np.int8]
+    cut: NDArray[np.int64]
+    members: list[NDArray[np.int64]]
+    """By event: its lines, for the events of more than one line (others: empty)."""
+
+    def spans(self, end: int) -> EventRuns:
+        """The spans of the events before line ``end`` that are not one whole line: each
+        event's runs of adjacent lines, the later runs joined to its first."""
+        pieces: list[tuple[int, int, int, int]] = []  # first line, lines, cut, event
+        for index in np.flatnonzero(self.first < end).tolist():
+            members = self.members[index]
+            if not members.size:
+                if self.cut[index]:
+                    pieces.append((int(self.first[index]), 1, int(self.cut[index]), index))
+                continue
+            breaks = np.flatnonzero(np.diff(members) != 1) + 1
+            bounds = [0, *breaks.tolist(), len(members)]
+            for run, (begin, stop) in enumerate(itertools.pairwise(bounds)):
+                code = int(self.cut[index]) if run == 0 else 0
+                pieces.append((int(members[begin]), stop - begin, code, index))
+        pieces.sort()
+        heads: list[int] = []
+        first_piece: dict[int, int] = {}
+        for position, (_, _, _, index) in enumerate(pieces):
+            heads.append(first_piece.setdefault(index, position))
+        return EventRuns.from_codes(
+            [piece[0] for piece in pieces],
+            [piece[1] for piece in pieces],
+            [piece[2] for piece in pieces],
+            [-1 if head == position else head for position, head in enumerate(heads)],
+        )
+
+
+def _event_rows(
+    event: NDArray[np.int64],
+    stream: NDArray[np.int8],
+    line_bytes: NDArray[np.int64],
+    headless: NDArray[np.bool_],
+    max_lines: int,
+    max_bytes: int,
+) -> _EventRows:
+    """The rows the events of a read land as (``event``: each line's event, numbered in the
+    order of their first lines), an event over a bound closed there (``LINES``, ``BYTES``) and
+    its rest the next rows (``HEADLESS``)."""
+    events = int(event.max()) + 1 if event.size else 0
+    order = np.argsort(event, kind="stable")  # lines grouped by event, in order within each
+    sizes = np.bincount(event, minlength=events)
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    grouped_bytes = np.bincount(event, weights=line_bytes, minlength=events)
+    rows_members: list[NDArray[np.int64]] = []
+    rows_cut: list[int] = []
+    for index in range(events):
+        members = order[bounds[index] : bounds[index + 1]]
+        cut = _CODE[EventCut.HEADLESS] if headless[members[0]] else 0
+        if sizes[index] <= max_lines and grouped_bytes[index] <= max_bytes:
+            rows_members.append(members)
+            rows_cut.append(cut)
+            continue
+        for part, part_cut in _bounded_parts(members, line_bytes, max_lines, max_bytes, cut):
+            rows_members.append(part)
+            rows_cut.append(part_cut)
+    of_line = np.empty(len(event), dtype=np.int64)
+    first = np.empty(len(rows_members), dtype=np.int64)
+    last = np.empty(len(rows_members), dtype=np.int64)
+    for row, members in enumerate(rows_members):
+        of_line[members] = row
+        first[row], last[row] = members[0], members[-1]
+    return _EventRows(
+        of_line,
+        first,
+        last,
+        stream[first],
+        np.array(rows_cut, dtype=np.int64),
+        [members if len(members) > 1 else _NO_LINES for members in rows_members],
+    )
+
+
+_NO_LINES = np.zeros(0, dtype=np.int64)
+
+
+def _bounded_parts(
+    members: NDArray[np.int64],
+    line_bytes: NDArray[np.int64],
+    max_lines: int,
+    max_bytes: int,
+    cut: int,
+) -> list[tuple[NDArray[np.int64], int]]:
+    """An event's lines over a bound as its rows: each closed at a bound (``LINES`` at
+    ``max_lines`` lines, ``BYTES`` before a line that would bring it over ``max_bytes``), the
+    rows after the first ``HEADLESS`` unless a bound closes them too."""
+    parts: list[tuple[NDArray[np.int64], int]] = []
+    start, total = 0, 0
+    sizes = line_bytes[members].tolist()
+    for position, size in enumerate(sizes):
+        taken = position - start
+        if taken and (taken >= max_lines or total + size > max_bytes):
+            reason = _CODE[EventCut.LINES] if taken >= max_lines else _BYTES
+            parts.append((members[start:position], reason))
+            start, total = position, 0
+        total += size
+    parts.append((members[start:], cut if not parts else _CODE[EventCut.HEADLESS]))
+    return parts
+
+
+def _whole_events_end(rows: _EventRows, held: NDArray[np.bool_]) -> int:
+    """Where a read may stop: the last line at or before the first ``held`` event's first line
+    that no event spans (every event that begins before it ends before it)."""
+    count = len(rows.of_line)
+    held_from = int(rows.first[held].min()) if held.any() else count
+    order = np.argsort(rows.first, kind="stable")
+    firsts, lasts = rows.first[order], rows.last[order]
+    reach = np.maximum.accumulate(lasts)  # the furthest line the events so far reach
+    if held_from == count:
+        return count
+    valid = np.ones(len(firsts), dtype=np.bool_)
+    valid[1:] = reach[:-1] < firsts[1:]
+    candidates = firsts[valid & (firsts <= held_from)]
+    return int(candidates[-1]) if candidates.size else 0
+
+
+@dataclass(frozen=True)
+class ContainerEvent:
+    """An event of a container's log as its program printed it."""
+
+    stream: str | None
+    """``stdout`` or ``stderr`` (None: its first line is not an entry of the format)."""
+    time: str | None
+    """The runtime's time of its first entry, as the runtime wrote it (RFC 3339)."""
+    text: bytes
+    """Its lines as the program printed them, joined by ``\\n``, without the last one's."""
+
+
+def container_event(event: bytes | bytearray, fmt: ContainerLogFormat) -> ContainerEvent:
+    """The event that ``event`` (the runtime's entries of one event, each with its ``\\n``)
+    holds: its entries' texts joined (a partial entry's with the next one's, lines with
+    ``\\n``)."""
+    lines = bytes(event).split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    parse = _cri_entry if fmt is ContainerLogFormat.CRI else _docker_entry
+    parts: list[bytes] = []
+    stream: str | None = None
+    stamp: str | None = None
+    for number, line in enumerate(lines):
+        entry = parse(line)
+        if entry is None:
+            parts.append(line + b"\n")
+            continue
+        if number == 0:
+            stream = "stdout" if entry[0] == STDOUT else "stderr"
+            stamp = _time_of(line, fmt)
+        parts.append(entry[2] if entry[1] else entry[2] + b"\n")
+    text = b"".join(parts)
+    return ContainerEvent(stream, stamp, text[:-1] if text.endswith(b"\n") else text)
+
+
+def _time_of(line: bytes, fmt: ContainerLogFormat) -> str | None:
+    if fmt is ContainerLogFormat.CRI:
+        return line[: line.find(b" ")].decode("ascii", "replace")
+    stamp = json.loads(line).get("time")
+    return stamp if isinstance(stamp, str) else None

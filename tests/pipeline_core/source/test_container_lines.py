@@ -1,0 +1,129 @@
+"""Container logs: a real program's output, copied into a log file as a container runtime copies
+it (``tests.support.container_runtime``: CRI or Docker's ``json-file``, stdout and stderr by
+threads of their own, lines over 16 KiB in partial entries), read while it is written.
+
+Every record the program logged is read once: a line written in parts as one event, a
+traceback (``multiline`` ``python``) as one event, with its stream and the runtime's time.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
+from pipeline_core.sinks import DeliveryBatch
+from pipeline_core.source import (
+    ContainerEvent,
+    ContainerLogFormat,
+    FileWatcher,
+    TimeSlicedReader,
+    container_event,
+)
+from pipeline_core.staging_contract import EventCut
+from tests.support.container_runtime import Container, run_container
+from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
+from tests.support.reading import Received, reader_of, source_of
+
+FORMATS = [SourceFormat.CRI, SourceFormat.DOCKER_JSON]
+
+
+def _logger(stream: str, truth: Path, *, seed: int, events: int, long: float) -> list[str]:
+    return [
+        sys.executable, str(PYTHON_PROGRAM), "--log", f"/dev/{stream}", "--truth", str(truth),
+        "--format", PYTHON_FORMATS["common"], "--events", str(events), "--rate", "400",
+        "--tracebacks", "0.15", "--long", str(long), "--seed", str(seed),
+    ]  # fmt: skip
+
+
+def _collect_while_running(
+    container: Container, watcher: FileWatcher, reader: TimeSlicedReader, received: Received
+) -> None:
+    """Read as a tailing collector does while the program runs, then what is left (the file
+    is quiet: its last event is handed on)."""
+    while container.process.poll() is None:
+        watcher.scan()
+        reader.read_slice(received.publish)
+        time.sleep(0.003)
+    container.wait()
+    watcher.scan()
+    while not reader.read_slice(received.publish, flush=True).caught_up:
+        pass
+
+
+def _events(received: Received, fmt: SourceFormat) -> list[tuple[ContainerEvent, EventCut | None]]:
+    """Every event read, as the program printed it, and its cut."""
+    runtime = ContainerLogFormat(fmt.value)
+    return [
+        (container_event(event.line, runtime), event.cut)
+        for event in DeliveryBatch(tuple(received), 0).events()
+    ]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_should_read_each_record_of_one_stream_once_whole_partial_lines_joined(
+    tmp_path: Path, fmt: SourceFormat
+) -> None:
+    log, truth = tmp_path / "logs" / "0.log", tmp_path / "truth.jsonl"
+    log.parent.mkdir()
+    log.touch()
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, flush_after_s=0.2)
+    watcher = FileWatcher([source_of(log.parent, "*.log", multiline=multiline, fmt=fmt)], "h", 1024)
+    try:
+        watcher.scan()
+        reader, received = reader_of(watcher, chunk_bytes=64 * 1024), Received()
+        container = run_container(
+            _logger("stderr", truth, seed=3, events=600, long=0.05), log, fmt.value
+        )
+        _collect_while_running(container, watcher, reader, received)
+    finally:
+        watcher.close()
+
+    written = [record.rstrip(b"\n") for record in read_truth(truth)]
+    events = _events(received, fmt)
+    assert container.partial_entries > 0  # long lines were written in parts
+    assert [event.text for event, _ in events] == written
+    assert {event.stream for event, _ in events} == {"stderr"}
+    assert all(cut is None for _, cut in events)
+    assert all(event.time and event.time.endswith("Z") for event, _ in events)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_should_read_each_record_of_both_streams_once_whole_though_their_entries_interleave(
+    tmp_path: Path, fmt: SourceFormat
+) -> None:
+    log, truths = (
+        tmp_path / "logs" / "0.log",
+        {"stdout": tmp_path / "out", "stderr": tmp_path / "err"},
+    )
+    log.parent.mkdir()
+    log.touch()
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, flush_after_s=0.2)
+    watcher = FileWatcher([source_of(log.parent, "*.log", multiline=multiline, fmt=fmt)], "h", 1024)
+    both = " & ".join(
+        shlex.join(_logger(stream, truths[stream], seed=seed, events=600, long=long))
+        for stream, seed, long in (("stdout", 1, 0.1), ("stderr", 2, 0.0))
+    )
+    try:
+        watcher.scan()
+        reader, received = reader_of(watcher, chunk_bytes=64 * 1024), Received()
+        container = run_container(["sh", "-c", f"{both} & wait"], log, fmt.value)
+        _collect_while_running(container, watcher, reader, received)
+    finally:
+        watcher.close()
+
+    events = _events(received, fmt)
+    for stream, truth in truths.items():
+        written = [record.rstrip(b"\n") for record in read_truth(truth)]
+        rows = [(event.text, cut) for event, cut in events if event.stream == stream]
+        assert [text for text, _ in rows] == written
+        assert all(cut is None for _, cut in rows)
+    assert container.entries["stdout"] > 600 and container.entries["stderr"] > 600
+    # Some events were written with the other stream's entries between their lines.
+    assert any(chunk.events.heads for chunk in received)
