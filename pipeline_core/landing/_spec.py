@@ -34,6 +34,7 @@ SHIPPED_CORE_FILES = (
     "errors.py",
     "staging_contract/*.py",
     "lake/*.py",
+    "formats/*.py",
     "storage/*.py",
 )
 """The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, standard library and

@@ -88,6 +88,12 @@ def read_truth(truth: Path) -> list[bytes]:
     return events
 
 
+def read_truth_fields(truth: Path) -> list[dict[str, object]]:
+    """The records a ground truth written with ``truth_fields`` lists: each the formatted
+    record (``record``) and its attributes (``python_log_program.TruthHandler``)."""
+    return [json.loads(line) for line in truth.read_bytes().split(b"\n")[:-1]]
+
+
 def _python_arguments(
     path: Path, truth: Path, fmt: str, tracebacks: float, stacks: float, multiline: float, seed: int
 ) -> list[str]:
@@ -107,9 +113,11 @@ def write_python_log(
     multiline: float = 0.0,
     fmt: str = PYTHON_FORMATS["common"],
     seed: int = 0,
+    truth: Path | None = None,
 ) -> list[bytes]:
     """Have Python's ``logging`` append ``events`` records to ``path``; returns them, each the
-    bytes written for it.
+    bytes written for it. With ``truth``, the ground truth is kept there with each record's
+    attributes (:func:`read_truth_fields`).
 
     Args:
         tracebacks: the share of records logged with ``logger.exception`` while a failure is
@@ -125,11 +133,16 @@ def write_python_log(
         seed: which records are drawn: the same arguments write the same records, only their
             times differ.
     """
-    with tempfile.TemporaryDirectory(prefix="sluice-truth-") as scratch:
-        truth = Path(scratch) / "truth.jsonl"
+    if truth is not None:
         arguments = _python_arguments(path, truth, fmt, tracebacks, stacks, multiline, seed)
-        subprocess.run([*arguments, "--events", str(events)], check=True, timeout=600)
+        command = [*arguments, "--events", str(events), "--truth-fields"]
+        subprocess.run(command, check=True, timeout=600)
         return read_truth(truth)
+    with tempfile.TemporaryDirectory(prefix="sluice-truth-") as scratch:
+        kept = Path(scratch) / "truth.jsonl"
+        arguments = _python_arguments(path, kept, fmt, tracebacks, stacks, multiline, seed)
+        subprocess.run([*arguments, "--events", str(events)], check=True, timeout=600)
+        return read_truth(kept)
 
 
 @dataclass
