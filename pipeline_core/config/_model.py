@@ -52,6 +52,10 @@ class StartPosition(StrEnum):
     END = "end"
 
 
+_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J)
+"""The formats whose lines state a local time without an offset (``timezone`` says whose)."""
+
+
 class SourceConfig(_Strict):
     """One group of files read alike."""
 
@@ -91,16 +95,17 @@ class SourceConfig(_Strict):
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
     ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
     timezone: str | None = None
-    """For ``python_logging``: the IANA time zone (``Europe/Zurich``) of ``%(asctime)s``, which
-    ``logging`` writes in the process's local time without an offset. Default ``UTC``."""
+    """For ``python_logging`` and ``spark_log4j``: the IANA time zone (``Europe/Zurich``) of
+    the time their lines state, which ``logging`` and log4j write in the process's local time
+    without an offset. Default ``UTC``."""
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
-        if self.format is not SourceFormat.PYTHON_LOGGING:
-            for key in ("log_format", "timezone"):
-                if getattr(self, key) is not None:
-                    raise ValueError(f"{key} belongs to format python_logging only")
-            return self
+        if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
+            raise ValueError("log_format belongs to format python_logging only")
+        if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
+            named = " and ".join(f.value for f in _LOCAL_TIME_FORMATS)
+            raise ValueError(f"timezone belongs to formats {named} only")
         if self.log_format is not None:
             try:
                 python_log_layout(self.log_format)

@@ -27,6 +27,9 @@ class SourceFormat(StrEnum):
     runtime's time."""
     DOCKER_JSON = "docker_json"
     """A container's log as Docker's ``json-file`` driver writes it, likewise."""
+    SPARK_LOG4J = "spark_log4j"
+    """Spark's log4j2 log in Spark's default pattern, ``%d{yy/MM/dd HH:mm:ss} %p %c{1}:
+    %m%n%ex``: level, logger, message and stack trace apart."""
     PYTHON_LOGGING = "python_logging"
     """What Python's ``logging`` writes with the source's ``log_format`` (its ``Formatter``
     format string): level, logger, message and traceback apart."""
@@ -188,6 +191,39 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             (
                 RejectReason.INVALID_UTF8,
                 RejectReason.INVALID_JSON,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.SPARK_LOG4J,
+            "Spark's log4j2 log (drivers and executors) in Spark's default pattern, "
+            "``%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex``. Give the source "
+            "``multiline: {preset: java}`` to keep a record's stack trace in its row.",
+            (
+                FormatColumn("level", ColumnType.STRING, "``%p``: ``INFO``, ``WARN``, ``ERROR``."),
+                FormatColumn(
+                    "logger", ColumnType.STRING, "``%c{1}``: the logger's last name part."
+                ),
+                FormatColumn(
+                    "message",
+                    ColumnType.STRING,
+                    "``%m``: the message, up to the line where its exception begins.",
+                ),
+                FormatColumn(
+                    "exception",
+                    ColumnType.STRING,
+                    "``%ex``: the exception's class and message, its frames, ``Caused by:`` "
+                    "and ``Suppressed:``; null when there is none.",
+                ),
+                _EVENT_LINES,
+                _CUT,
+            ),
+            "``%d{yy/MM/dd HH:mm:ss}`` (to the second) in the source's ``timezone`` (default "
+            "UTC: log4j writes the JVM's local time, with no offset).",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
                 RejectReason.BAD_TIMESTAMP,
                 RejectReason.LINE_TOO_LONG,
             ),

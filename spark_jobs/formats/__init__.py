@@ -82,6 +82,7 @@ from spark_jobs.formats.nginx import (
 )
 from spark_jobs.formats.python_logging import parse_python_logging
 from spark_jobs.formats.raw import parse_raw
+from spark_jobs.formats.spark_log4j import parse_spark_log4j
 
 __all__ = [
     "CRI_PATTERN",
@@ -134,7 +135,8 @@ def parse(
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
         log_format: ``python_logging`` only; the ``logging`` format string (None: the
             default, ``logging.BASIC_FORMAT``).
-        timezone: ``python_logging`` only; the time zone of ``%(asctime)s`` (None: UTC).
+        timezone: ``python_logging`` and ``spark_log4j``; the time zone of the time their
+            lines state (None: UTC).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
@@ -157,6 +159,7 @@ def parse(
         SourceFormat.RAW: parse_raw,
         SourceFormat.CRI: lambda r, o: parse_container(r, SourceFormat.CRI, o),
         SourceFormat.DOCKER_JSON: lambda r, o: parse_container(r, SourceFormat.DOCKER_JSON, o),
+        SourceFormat.SPARK_LOG4J: lambda r, o: parse_spark_log4j(r, timezone or "UTC", o),
         SourceFormat.PYTHON_LOGGING: lambda r, o: parse_python_logging(
             r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o
         ),

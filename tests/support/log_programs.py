@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.support.processes import stop_group
 
 PYTHON_PROGRAM = Path(__file__).with_name("python_log_program.py")
@@ -240,9 +242,17 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
     """A log4j2 configuration that logs at INFO to ``log`` with ``pattern``, and each record,
     formatted by the same pattern (``JsonTemplateLayout``'s ``pattern`` resolver, the
     ``log4j-layout-template-json`` jar pyspark ships), to ``truth`` as ``{"record": ...}``, one
-    a line."""
+    a line, with its ``level``, ``logger`` (the whole name), ``message``, ``exception_class``
+    (absent without one) and ``millis`` (its epoch milliseconds)."""
     template = json.dumps(
-        {"record": {"$resolver": "pattern", "pattern": pattern, "stackTraceEnabled": True}}
+        {
+            "record": {"$resolver": "pattern", "pattern": pattern, "stackTraceEnabled": True},
+            "level": {"$resolver": "level", "field": "name"},
+            "logger": {"$resolver": "logger", "field": "name"},
+            "message": {"$resolver": "message", "stringified": True},
+            "exception_class": {"$resolver": "exception", "field": "className"},
+            "millis": {"$resolver": "timestamp", "epoch": {"unit": "millis", "rounded": True}},
+        }
     )
     return "\n".join(
         [
@@ -265,6 +275,13 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
             "",
         ]
     )
+
+
+@pytest.fixture(scope="session")
+def spark_job(tmp_path_factory: pytest.TempPathFactory) -> SparkJobLogs:
+    """The logs of one run of the failing PySpark job (:func:`run_failing_spark_job`, about
+    20 s), shared by the session's tests."""
+    return run_failing_spark_job(tmp_path_factory.mktemp("spark-job"))
 
 
 def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
