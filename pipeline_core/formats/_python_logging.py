@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 PLACEHOLDER = re.compile(
-    r"%\((?P<name>\w+)\)(?P<flags>[-#0 +]*)(?P<width>\d*)(?:\.\d+)?(?P<kind>[sdfrixXeEgG])"
+    r"(?P<escape>%%)"
+    r"|%\((?P<name>\w+)\)(?P<flags>[-#0 +]*)(?P<width>\d*)(?:\.\d+)?(?P<kind>[sdfrixXeEgG])"
 )
 """A ``%(name)...s`` placeholder of a ``logging`` format string."""
 
@@ -73,6 +74,8 @@ def python_log_layout(log_format: str) -> PythonLogLayout:
     groups: dict[str, int] = {}
     position = 0
     for found in PLACEHOLDER.finditer(log_format):
+        if found["escape"]:
+            continue  # "%%": a literal "%", kept in the literal text around it
         literal = log_format[position : found.start()]
         if "%" in literal.replace("%%", ""):
             raise LogFormatError(f"{literal!r} holds a % that is not a %(name)s placeholder")

@@ -32,7 +32,8 @@ its ``\\n``.
 The parsers use Spark SQL expressions (and the landing's Java function for nginx lines), no
 Python UDFs: they run in the JVM and need no Python on the executors.
 
-One module per format (``nginx``, ``json_lines``, ``raw``, ``container``) parses its events;
+One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
+``docker_json``, ``python_logging``, ``spark_log4j``) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does

@@ -37,8 +37,10 @@ def parse_container(
     printed: ``message`` the entries' texts joined (a partial entry's with the next one's,
     lines with ``\\n``), ``stream``, ``event_lines``, ``cut``; ``event_time`` the runtime's
     time of the event's first entry (to the microsecond)."""
-    entries = F.split(F.col(TEXT), "\n", -1)
     if fmt is SourceFormat.CRI:
+        # Each byte as one character (ISO-8859-1), so that a character the runtime's 16 KiB
+        # entries cut in two is whole again once its entries are joined; UTF-8 after that.
+        entries = F.split(F.decode(F.col("line"), "ISO-8859-1"), "\n", -1)
         pieces = F.transform(
             entries,
             lambda entry: F.concat(
@@ -51,7 +53,10 @@ def parse_container(
         written_time = F.regexp_extract(first, CRI_PATTERN, 1)
         whole = F.forall(entries, lambda entry: entry.rlike(CRI_PATTERN))
         not_whole = RejectReason.NO_MATCH
+        joined = F.encode(F.array_join(pieces, ""), "ISO-8859-1").cast("string")
+        valid = F.coalesce(F.is_valid_utf8(joined), F.lit(False))
     else:
+        entries = F.split(F.col(TEXT), "\n", -1)
         schema = StructType([StructField(name, StringType()) for name in ("log", "stream", "time")])
         parsed = F.transform(entries, lambda entry: F.from_json(entry, schema))
         pieces = F.transform(parsed, lambda entry: entry.getField("log"))
@@ -66,7 +71,20 @@ def parse_container(
             ),
         )
         not_whole = RejectReason.INVALID_JSON
-    joined = F.array_join(pieces, "")
+        joined = F.array_join(pieces, "")
+        valid = F.col(VALID)
+    # CRI's text is checked once joined (its entries may cut a character); Docker's JSON is
+    # UTF-8 through and through, checked as it is read.
+    checks = [
+        (F.col(FIELDS).isNull(), not_whole),
+        (~valid, RejectReason.INVALID_UTF8),
+        (F.col("event_time").isNull(), RejectReason.BAD_TIMESTAMP),
+    ]
+    if fmt is not SourceFormat.CRI:
+        checks.insert(0, checks.pop(1))
+    reason = F.when(checks[0][0], F.lit(checks[0][1].value))
+    for condition, why in checks[1:]:
+        reason = reason.when(condition, F.lit(why.value))
     message = F.regexp_replace(joined, "\n\\z", "")
     # Spark reads a time to the microsecond: the runtime's nanoseconds are cut there.
     runtime_time = F.try_to_timestamp(F.regexp_replace(written_time, r"(\.\d{6})\d+", "$1"))
@@ -74,12 +92,7 @@ def parse_container(
         with_text(rows)
         .withColumn(FIELDS, F.when(whole, F.struct(message.alias("message"), stream.alias("s"))))
         .withColumn("event_time", F.when(F.col(FIELDS).isNotNull(), runtime_time))
-        .withColumn(
-            REASON,
-            F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-            .when(F.col(FIELDS).isNull(), F.lit(not_whole.value))
-            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
-        )
+        .withColumn(REASON, reason)
     )
     parsed_message = F.col(FIELDS).getField("message")
     return split_classified(

@@ -87,11 +87,11 @@ def parse_python_logging(
             .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
         )
     )
-    # The body cut where what ``logging`` appended begins: the first traceback's newline.
-    body = field("body")
-    cut_at = F.regexp_instr(body, F.lit(TRACEBACK_PATTERN))
-    message = without_crlf(F.when(cut_at > 0, body.substr(F.lit(1), cut_at - 1)).otherwise(body))
-    exception = F.when(cut_at > 0, without_crlf(body.substr(cut_at + 1, F.length(body))))
+    # The body cut once, at the newline before what ``logging`` appended (a split counts in
+    # characters alike on both sides; a position from ``regexp_instr`` is in UTF-16 units).
+    pieces = F.split(field("body"), TRACEBACK_PATTERN, 2)
+    message = without_crlf(pieces.getItem(0))
+    exception = F.when(F.size(pieces) > 1, without_crlf(pieces.getItem(1)))
 
     def optional(name: str, kind: str) -> Column:
         value = field(name) if name in captured else F.lit(None)

@@ -63,10 +63,10 @@ def parse_spark_log4j(
         .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
         .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
     )
-    body = field("body")
-    cut_at = F.regexp_instr(body, F.lit(EXCEPTION_START))
-    message = F.when(cut_at > 0, body.substr(F.lit(1), cut_at - 1)).otherwise(body)
-    exception = F.when(cut_at > 0, body.substr(cut_at + 1, F.length(body)))
+    # The body cut once, at the newline before the exception's first line.
+    pieces = F.split(field("body"), EXCEPTION_START, 2)
+    message = pieces.getItem(0)
+    exception = F.when(F.size(pieces) > 1, pieces.getItem(1))
     return split_classified(
         classified,
         [

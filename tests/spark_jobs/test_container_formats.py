@@ -85,6 +85,12 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
         Event((entry("stdout", True, b"head of a line", at).rstrip(b"\n"),), EventCut.HEADLESS),
         entry("stdout", False, b"", at).rstrip(b"\n"),
         entry("stdout", False, "café \u2028 ok".encode(), at).rstrip(b"\n"),
+        Event(  # a character the runtime's 16 KiB entries cut in two
+            (
+                entry("stdout", True, b"x" * 3 + "é".encode()[:1], at).rstrip(b"\n"),
+                entry("stdout", False, "é".encode()[1:] + b" whole", at).rstrip(b"\n"),
+            )
+        ),
     ]
     items = [item.rstrip(b"\n") if isinstance(item, bytes) else item for item in items]
     parsed, rejects = parse(staging_rows(items, source="app"), "cri")
@@ -98,6 +104,7 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
         ("head of a line", "stdout", 1, "headless"),
         ("", "stdout", 1, None),
         ("café \u2028 ok", "stdout", 1, None),
+        ("xxxé whole", "stdout", 1, None),
     ]
     stamp = got[0]["event_time"].astimezone(timezone.utc)
     assert stamp == datetime.fromtimestamp(at // 1000 / 1e6, timezone.utc)

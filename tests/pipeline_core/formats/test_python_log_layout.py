@@ -21,6 +21,7 @@ FORMATS = [
     "%(levelname)s:%(name)s:%(message)s",
     "%(asctime)s %(levelname)-8s [%(threadName)s] %(process)d %(funcName)s: %(message)s",
     "%(created)f %(levelname)8s %(module)s 100%% %(pathname)s %(message)s",
+    "%%(not a placeholder)s %(levelname)s %(message)s",
 ]
 
 
