@@ -34,10 +34,13 @@ ASCTIME_LAYOUT = "yyyy-MM-dd HH:mm:ss,SSS"
 """``asctime`` with ``logging``'s default ``datefmt``, as a Spark datetime pattern."""
 TRACEBACK_PATTERN = (
     r"\n(?=Traceback \(most recent call last\):|Stack \(most recent call last\):"
-    r"|  \+ Exception Group Traceback \(most recent call last\):)"
+    r"|  \+ Exception Group Traceback \(most recent call last\):"
+    r"|[^\n]*\n\n(?:The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:))"
 )
 """Where the text ``logging`` appends to a record's message begins: its exception's traceback
-(an exception group's too), or its ``stack_info``."""
+(an exception group's too), a cause that was never raised (its exception's line, then the
+line that chains it), or its ``stack_info``."""
 
 _ASCTIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
 _NUMBER = {"d": r"-?\d+", "i": r"-?\d+", "f": r"-?\d+(?:\.\d+)?", "e": r"-?[\d.]+e[-+]\d+"}
