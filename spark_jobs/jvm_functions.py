@@ -71,6 +71,7 @@ EVENT_SPANS = ArrayType(
             StructField("first_line", LongType(), nullable=False),
             StructField("lines", LongType(), nullable=False),
             StructField("cut", StringType(), nullable=True),
+            StructField("head", LongType(), nullable=True),
         ]
     ),
     containsNull=False,

@@ -138,6 +138,8 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
                 read_source(spark, parts, source, reader=reader),
                 spec.format,
                 time_field=spec.time_field,
+                log_format=spec.log_format,
+                timezone=spec.timezone,
                 rejected=observation,
                 scanner=scanner,
             )[0]
@@ -308,7 +310,14 @@ def rejects_of(
         files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
         if files:
             rows = read_source(spark, parts, source, files, reader)
-            parsed = parse(rows, spec.format, time_field=spec.time_field, scanner=scanner)
+            parsed = parse(
+                rows,
+                spec.format,
+                time_field=spec.time_field,
+                log_format=spec.log_format,
+                timezone=spec.timezone,
+                scanner=scanner,
+            )
             frames.append(parsed[1])
     return frames
 

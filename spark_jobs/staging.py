@@ -548,7 +548,7 @@ def _check_spans(spans: SpanColumns, lines: int) -> None:
     if spans.head is not None:
         head = spans.head
         index = np.arange(len(head))
-        wrong = (head >= index) | ((head >= 0) & (head[np.maximum(head, 0)] >= 0))
+        wrong = (head >= index) | ((head >= 0) & (head[np.clip(head, 0, len(head) - 1)] >= 0))
         if wrong.any():
             number = int(np.argmax(wrong))
             raise SegmentError(

@@ -16,6 +16,7 @@ from tests.support.airflow_env import ensure_airflow_env
 
 pytest_plugins = [
     "tests.support.lake",
+    "tests.support.log_programs",
     "tests.support.metastore",
     "tests.support.object_store",
     "tests.support.spark",

@@ -11,6 +11,7 @@
       status CONFIG [--json]              files, checkpoints, lease, live metrics      (_status)
       report CONFIG [--json]              what the lake tables hold                    (_report)
       db upgrade|current CONFIG|FOLDER    the metastore's migrations                        (_db)
+      formats [--markdown]                the source formats and their columns          (_formats)
       sample-logs FOLDER                  sample nginx access logs                  (_sample_logs)
 
 Every failure is one line on stderr naming what failed and where (``-v`` adds the traceback)

@@ -13,6 +13,7 @@ from pipeline_core.cli import (
     _collect,
     _compact,
     _db,
+    _formats,
     _land,
     _report,
     _sample_logs,
@@ -24,7 +25,17 @@ from pipeline_core.cli._options import common_options, verbosity
 from pipeline_core.cli._output import json_output
 from pipeline_core.errors import SluiceError
 
-COMMANDS = (_validate, _collect, _land, _compact, _status, _report, _db, _sample_logs)
+COMMANDS = (
+    _validate,
+    _collect,
+    _land,
+    _compact,
+    _status,
+    _report,
+    _db,
+    _formats,
+    _sample_logs,
+)
 """Each module adds its subcommand (``add_to``) with its handler as the ``handler`` default."""
 
 Handler = Callable[[argparse.Namespace], int]

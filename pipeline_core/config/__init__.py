@@ -17,7 +17,6 @@ from pipeline_core.config._model import (
     PipelineConfig,
     SinkConfig,
     SourceConfig,
-    SourceFormat,
     StagingAccess,
     StartPosition,
 )
@@ -45,6 +44,7 @@ from pipeline_core.config._sinks import (
     StdoutSinkConfig,
 )
 from pipeline_core.config._worker import HOST_PATTERN, WorkerConfig
+from pipeline_core.formats import SourceFormat
 
 __all__ = [
     "DEFAULT_SINK",

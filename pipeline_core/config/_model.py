@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -27,6 +28,7 @@ from pipeline_core.config._sinks import (
     StdoutSinkConfig,
 )
 from pipeline_core.config._worker import WorkerConfig
+from pipeline_core.formats import LogFormatError, SourceFormat, python_log_layout
 from pipeline_core.storage import StorageLocation
 
 SinkConfig = Annotated[
@@ -43,25 +45,15 @@ SinkConfig = Annotated[
 DEFAULT_SINK = "lake"
 
 
-class SourceFormat(StrEnum):
-    """How the Spark job parses a source's lines."""
-
-    NGINX_COMBINED = "nginx_combined"
-    JSON_LINES = "json_lines"
-    RAW = "raw"
-    CRI = "cri"
-    """A container's log as containerd and CRI-O write it (``/var/log/pods``): a line written
-    in parts (``P`` entries, then ``F``) is read as one; the row keeps the stream and the
-    runtime's time."""
-    DOCKER_JSON = "docker_json"
-    """A container's log as Docker's ``json-file`` driver writes it, likewise."""
-
-
 class StartPosition(StrEnum):
     """Where reading starts in a file first seen by a pipeline."""
 
     BEGINNING = "beginning"
     END = "end"
+
+
+_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J)
+"""The formats whose lines state a local time without an offset (``timezone`` says whose)."""
 
 
 class SourceConfig(_Strict):
@@ -99,6 +91,32 @@ class SourceConfig(_Strict):
     multiline: MultilineConfig | None = None
     """How lines join into events (a traceback, a stack trace): each event lands as one row.
     Default: every line is an event."""
+    log_format: str | None = None
+    """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
+    ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
+    timezone: str | None = None
+    """For ``python_logging`` and ``spark_log4j``: the IANA time zone (``Europe/Zurich``) of
+    the time their lines state, which ``logging`` and log4j write in the process's local time
+    without an offset. Default ``UTC``."""
+
+    @model_validator(mode="after")
+    def _format_options(self) -> SourceConfig:
+        if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
+            raise ValueError("log_format belongs to format python_logging only")
+        if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
+            named = " and ".join(f.value for f in _LOCAL_TIME_FORMATS)
+            raise ValueError(f"timezone belongs to formats {named} only")
+        if self.log_format is not None:
+            try:
+                python_log_layout(self.log_format)
+            except LogFormatError as exc:
+                raise ValueError(f"log_format {self.log_format!r}: {exc}") from exc
+        if self.timezone is not None:
+            try:
+                ZoneInfo(self.timezone)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"timezone {self.timezone!r} is not an IANA time zone") from exc
+        return self
 
 
 def _valid_location(value: str | None) -> str | None:

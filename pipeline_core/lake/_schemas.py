@@ -25,6 +25,8 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import (
+    BooleanType,
+    DoubleType,
     IcebergType,
     IntegerType,
     LongType,
@@ -32,6 +34,8 @@ from pyiceberg.types import (
     StringType,
     TimestamptzType,
 )
+
+from pipeline_core.formats import FORMATS, ColumnType
 
 REJECTS_TABLE = "_rejects"
 """The table of the events (lines) that did not parse, of every source."""
@@ -50,31 +54,17 @@ _COMMON: tuple[tuple[str, IcebergType], ...] = (
     ("event_time", TimestamptzType()),
     (CHECKPOINT_COLUMN, LongType()),
 )
-_CONTAINER_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
-    ("message", StringType()),
-    ("stream", StringType()),
-    ("event_lines", IntegerType()),
-    ("cut", StringType()),
-)
-"""A container's log (``cri``, ``docker_json``): the event as its program printed it, its
-stream, its lines and cut; ``event_time`` is the runtime's time of its first entry."""
+_ICEBERG_TYPES: Mapping[ColumnType, IcebergType] = {
+    ColumnType.STRING: StringType(),
+    ColumnType.INT: IntegerType(),
+    ColumnType.LONG: LongType(),
+    ColumnType.DOUBLE: DoubleType(),
+    ColumnType.BOOLEAN: BooleanType(),
+    ColumnType.TIMESTAMP: TimestamptzType(),
+}
 _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
-    "nginx_combined": (
-        ("remote_addr", StringType()),
-        ("remote_user", StringType()),
-        ("request", StringType()),
-        ("method", StringType()),
-        ("path", StringType()),
-        ("protocol", StringType()),
-        ("status", IntegerType()),
-        ("body_bytes_sent", LongType()),
-        ("http_referer", StringType()),
-        ("http_user_agent", StringType()),
-    ),
-    "json_lines": (("payload", StringType()),),
-    "raw": (("message", StringType()), ("event_lines", IntegerType()), ("cut", StringType())),
-    "cri": _CONTAINER_COLUMNS,
-    "docker_json": _CONTAINER_COLUMNS,
+    name.value: tuple((column.name, _ICEBERG_TYPES[column.type]) for column in spec.columns)
+    for name, spec in FORMATS.items()
 }
 _REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
     ("event_id", StringType()),

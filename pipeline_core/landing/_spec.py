@@ -34,6 +34,7 @@ SHIPPED_CORE_FILES = (
     "errors.py",
     "staging_contract/*.py",
     "lake/*.py",
+    "formats/*.py",
     "storage/*.py",
 )
 """The files of ``pipeline_core`` (globs) that ``spark_jobs`` imports, standard library and
@@ -156,7 +157,7 @@ def spark_jobs_archive(folder: Path, *, write: bool = True) -> Path:
     lines there), a driver on the cluster the whole job. Named by the hash of its content, so it
     is written once per version of the job (``write``: False only names it)."""
     root = LANDING_APPLICATION.parents[1]
-    files = [*(root / "spark_jobs").glob("*.py")]
+    files = [*(root / "spark_jobs").glob("**/*.py")]
     files += [
         path for pattern in SHIPPED_CORE_FILES for path in (root / "pipeline_core").glob(pattern)
     ]

@@ -283,7 +283,8 @@ class HandoffWriter:
             host=self._host,
             sealed_at=barrier.sealed_at,
             sources={
-                name: SourceSpec(s.format.value, s.time_field) for name, s in self._sources.items()
+                name: SourceSpec(s.format.value, s.time_field, s.log_format, s.timezone)
+                for name, s in self._sources.items()
             },
             parts=parts,
             ranges=barrier.ranges,

@@ -23,9 +23,12 @@ describe is an event of its own (the landing rejects it); it does not stop the r
 
 from __future__ import annotations
 
+import calendar
 import itertools
 import json
+import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -109,11 +112,52 @@ def _docker_entry(line: bytes) -> tuple[int, bool, bytes] | None:
         return None
     if not isinstance(entry, dict):
         return None
-    text, stream = entry.get("log"), _STREAMS.get(entry.get("stream", "stdout"))
-    if not isinstance(text, str) or stream is None:
+    text, stream = entry.get("log"), entry.get("stream")
+    if not isinstance(text, str) or not isinstance(stream, str) or stream not in _STREAMS:
         return None
     whole = text.endswith("\n")
-    return stream, not whole, text[:-1].encode() if whole else text.encode()
+    if whole:
+        text = text[:-1]
+    if "\n" in text:  # the runtime splits lines at their newline: not one of its entries
+        return None
+    try:
+        return _STREAMS[stream], not whole, text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (\ud800): no text Docker wrote
+        return None
+
+
+def entry_time(line: bytes, fmt: ContainerLogFormat) -> float | None:
+    """The runtime's time of an entry (a line, without its newline), in seconds since the
+    epoch; None when it has none that reads."""
+    stamp: object
+    if fmt is ContainerLogFormat.CRI:
+        stamp = line[: line.find(b" ")].decode("ascii", "replace")
+    else:
+        try:
+            stamp = json.loads(line).get("time")
+        except (ValueError, AttributeError):
+            return None
+    if not isinstance(stamp, str):
+        return None
+    found = _RFC3339.fullmatch(stamp)
+    if found is None:
+        return None
+    try:
+        whole = datetime.strptime(found["whole"], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    offset = 0
+    if found["zone"] not in ("Z", "z"):
+        sign = 1 if found["zone"][0] == "+" else -1
+        offset = sign * (int(found["zone"][1:3]) * 3600 + int(found["zone"][4:6]) * 60)
+    fraction = float(f"0.{found['fraction']}") if found["fraction"] else 0.0
+    return calendar.timegm(whole.timetuple()) + fraction - offset
+
+
+_RFC3339 = re.compile(
+    r"(?P<whole>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?"
+    r"(?P<zone>[Zz]|[+-]\d\d:\d\d)"
+)
 
 
 def frame_entries(
@@ -126,6 +170,7 @@ def frame_entries(
     max_lines: int,
     max_bytes: int,
     filled: bool,
+    flush_after: float = 0.0,
 ) -> tuple[int, EventRuns]:
     """The events of a read of a container's log (whole lines, starting at ``starts``), as
     ``frame`` (``pipeline_core.source._multiline``) takes them: how many of its lines may be
@@ -138,7 +183,10 @@ def frame_entries(
     bounds count an event's own lines and bytes. Unless ``complete``, each stream's last event
     (and, for a rule that judges a line by the lines after it, those events ``rule.lookahead``
     lines of their stream settle) is held back, with every event from the first held one's
-    first line on: the read stops at an event's first line, after whole events only.
+    first line on: the read stops at an event's first line, after whole events only. Without a
+    rule, only a line still being written (its last entry partial) is held. A stream whose
+    last entry is ``flush_after`` seconds older, by the runtime's times, than the read's last
+    entry has gone quiet while the other writes: nothing of it is held.
     """
     count, size = len(starts), len(data)
     entries = parse_entries(data, starts, fmt)
@@ -170,12 +218,20 @@ def frame_entries(
     cut = count
     if not complete:
         lookahead = 0 if rule is None else rule.lookahead
-        held = _held_events(rows, of_stream, begins_line, lookahead)
+        newest = _time_of_line(data, starts, count - 1, fmt) if flush_after > 0 else None
+        holding = [
+            lines
+            for lines in of_stream
+            if lines.size
+            and (rule is not None or partial[lines[-1]])
+            and not _quiet(data, starts, lines[-1], fmt, newest, flush_after)
+        ]
+        held = _held_events(rows, holding, begins_line, lookahead)
         cut = _whole_events_end(rows, held)
         if cut == 0 and filled and lookahead:
             # The read can hold no more lines to settle its events by: hand on those it holds
             # but each stream's last.
-            held = _held_events(rows, of_stream, begins_line, 0)
+            held = _held_events(rows, holding, begins_line, 0)
             cut = _whole_events_end(rows, held)
         if cut == 0:
             if not filled:
@@ -185,15 +241,40 @@ def frame_entries(
     return cut, rows.spans(cut)
 
 
+def _time_of_line(
+    data: bytes | bytearray, starts: Positions, line: int, fmt: ContainerLogFormat
+) -> float | None:
+    """The runtime's time of the entry on ``line``."""
+    end = int(starts[line + 1]) - 1 if line + 1 < len(starts) else len(data)
+    text = bytes(data[int(starts[line]) : end]).rstrip(b"\n")
+    return entry_time(text, fmt)
+
+
+def _quiet(
+    data: bytes | bytearray,
+    starts: Positions,
+    last: int,
+    fmt: ContainerLogFormat,
+    newest: float | None,
+    flush_after: float,
+) -> bool:
+    """Whether a stream whose last entry is on line ``last`` has written nothing for
+    ``flush_after`` seconds before the read's last entry (at ``newest``)."""
+    if newest is None or last == len(starts) - 1:
+        return False
+    own = _time_of_line(data, starts, last, fmt)
+    return own is not None and newest - own >= flush_after
+
+
 def _held_events(
     rows: _EventRows,
     of_stream: list[Positions],
     begins_line: NDArray[np.bool_],
     lookahead: int,
 ) -> NDArray[np.bool_]:
-    """Which events may still grow: each stream's last one (unless a bound closed it), and
-    with a rule that judges a line by the ``lookahead`` lines of its stream after it, the
-    events those lines may still join to."""
+    """Which events may still grow: the last one of each stream ``of_stream`` lists (unless a
+    bound closed it), and with a rule that judges a line by the ``lookahead`` lines of its
+    stream after it, the events those lines may still join to."""
     held = np.zeros(len(rows.first), dtype=np.bool_)
     for lines in of_stream:
         if not lines.size:

@@ -491,6 +491,7 @@ class EventFraming:
             max_bytes=self.max_bytes,
             filled=filled,
             container=self.container,
+            flush_after=self.flush_after,
         )
 
     @classmethod
@@ -529,6 +530,7 @@ def frame(
     max_bytes: int,
     filled: bool,
     container: ContainerLogFormat | None = None,
+    flush_after: float = 0.0,
 ) -> Framing:
     """The events of ``data``: whole lines read from an event's first byte (the last line may
     lack its newline only if ``complete``).
@@ -547,6 +549,8 @@ def frame(
         container: the lines are a container runtime's entries in this format
             (``pipeline_core.source._container_lines``): a line's entries join, and ``rule``
             judges each stream's lines apart.
+        flush_after: with ``container``, a stream that wrote nothing for this long (by the
+            runtime's times) while the other wrote holds nothing back.
     """
     size = len(data)
     if not size:
@@ -567,6 +571,7 @@ def frame(
             max_lines=max_lines,
             max_bytes=max_bytes,
             filled=filled,
+            flush_after=flush_after,
         )
         length = size if end_line == count else int(starts[end_line])
         return Framing(length, end_line, end_line - spans.joined_lines(), spans)

@@ -466,7 +466,9 @@ class TrackedFile:
         if framing is not None and not too_long:
             # Only a multiline source asks whether the read reached the file's end (an fstat).
             at_end = read < chunk_bytes or self.read_offset + read >= self.size()
-            framed = self._frame(data, framing, read, at_end, before_long_line, final, now, flush)
+            framed = self._frame(
+                data, framing, read, at_end, before_long_line, final, now, flush, max_line_bytes
+            )
             if framed is None:
                 return None
             spans, lines = framed
@@ -501,6 +503,7 @@ class TrackedFile:
         final: bool,
         now: float,
         flush: bool,
+        max_line_bytes: int,
     ) -> tuple[EventRuns, int] | None:
         """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
         place: its multiline events and its lines, or None (and :attr:`held_since` set) while
@@ -523,16 +526,20 @@ class TrackedFile:
         window = _GROWN_READS * max(read, framing.max_bytes)
         while grows and not framed.length and not at_end and self.fd is not None:
             # A container's held event waits for its stream's next line, which the other
-            # stream's entries may push past this read: read further, then cut it at a bound.
-            more = _pread(self.fd, min(len(data) * 3, window), self.read_offset + len(data))
+            # stream's entries may push past this read: read further (up to ``window`` bytes
+            # in all), then, if it is still held, cut it at the read's end.
+            want = min(len(data) * 3, window - len(data))
+            more = _pread(self.fd, want, self.read_offset + len(data)) if want > 0 else b""
             end = more.rfind(b"\n")
-            at_end = end < 0 or len(more) < len(data) * 3
-            filled = len(data) + end + 1 >= window or end < 0
-            if end >= 0:
-                data += memoryview(more)[: end + 1]
-            framed = framing.frame(data, complete=False, filled=filled)
-            if filled:
+            if want > 0 and end < 0 and len(more) < want:
+                break  # nothing whole past the read yet: the runtime is writing it
+            added = more[: end + 1]
+            if want <= 0 or end < 0 or first_long_line(added, max_line_bytes) >= 0:
+                framed = framing.frame(data, complete=False, filled=True)
                 break
+            data += added
+            at_end = len(more) < want
+            framed = framing.frame(data, complete=False, filled=False)
         spans = framed.spans
         if final and at_end and self.cut_mid_event and framed.length == len(data):
             spans = self._mark_truncated(spans, framed.lines, framed.length)
@@ -615,7 +622,7 @@ class TrackedFile:
 
 _GROWN_READS = 8
 """A container's read grows (:meth:`TrackedFile._frame`) to at most this many times its size
-(or ``multiline.max_bytes``) before a held event is cut at its end."""
+(or ``multiline.max_bytes``) in all before a held event is cut at its end."""
 
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:

@@ -151,23 +151,33 @@ class SourceSpec:
 
     format: str
     time_field: str | None = None
+    log_format: str | None = None
+    """``python_logging``: the format string its records were written with."""
+    timezone: str | None = None
+    """``python_logging``: the time zone of their ``%(asctime)s``."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """``format`` and ``time_field``, and the other keys only when they are set."""
+        fields = asdict(self)
+        return {k: v for k, v in fields.items() if v is not None or k in ("format", "time_field")}
 
     @classmethod
     def from_json(cls, entry: object, where: str) -> SourceSpec:
-        """A manifest's ``sources`` entry (``time_field`` may be left out: null).
+        """A manifest's ``sources`` entry (``time_field``, ``log_format``, ``timezone`` may be
+        left out: null).
 
         Raises:
-            ManifestError: ``format`` is missing or not a string, or ``time_field`` is neither
+            ManifestError: ``format`` is missing or not a string, or another key is neither
                 a string nor null (the message starts with ``where``).
         """
         fields = read_object(entry, where)
-        time_field = fields.get("time_field")
-        if time_field is not None and not isinstance(time_field, str):
-            raise ManifestError(f"{where}: time_field {time_field!r} is not a string")
-        return cls(read_text(fields, "format", where), time_field)
+        optional: dict[str, str | None] = {}
+        for key in ("time_field", "log_format", "timezone"):
+            value = fields.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ManifestError(f"{where}: {key} {value!r} is not a string")
+            optional[key] = value
+        return cls(read_text(fields, "format", where), **optional)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
 from spark_jobs.landing import CheckpointInput, Landing
-from tests.support.staging import line_offsets, write_batch
+from tests.support.reading import Received
+from tests.support.staging import Event, Line, line_offsets, write_batch
 
 FINGERPRINT = "9f1c00000000abcd"
 HOST = "web-1"
@@ -102,3 +103,24 @@ def staged_event_ids(checkpoint_id: int, hosts: dict[str, int]) -> set[tuple[int
         for lines, suffix in STAGED.values()
         for offset in line_offsets(lines, 1000 * checkpoint_id)
     }
+
+
+def staged_items(received: Received) -> list[Line]:
+    """The chunks a reader published, as the items the handoff stages: a line, or an event
+    (a span's lines, with its cut)."""
+    items: list[Line] = []
+    for chunk in received:
+        lines = bytes(chunk.data).split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        spans = {span.first_line: span for span in chunk.events}
+        number = 0
+        while number < len(lines):
+            span = spans.get(number)
+            if span is None:
+                items.append(lines[number])
+                number += 1
+                continue
+            items.append(Event(tuple(lines[number : number + span.lines]), span.cut))
+            number += span.lines
+    return items

@@ -15,7 +15,7 @@ from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
 from pipeline_core.source import FileWatcher
 from pipeline_core.staging_contract import EventCut
 from spark_jobs.formats import RejectReason, parse
-from tests.spark_jobs.support import StagingRows
+from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.container_runtime import cri_entry, docker_entry, run_container
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
 from tests.support.reading import Received, reader_of, source_of
@@ -24,27 +24,6 @@ from tests.support.staging import Event, Line, line_offsets
 pytestmark = pytest.mark.spark
 
 FORMATS = [SourceFormat.CRI, SourceFormat.DOCKER_JSON]
-
-
-def _staged(received: Received) -> list[Line]:
-    """The chunks a reader published, as the items the handoff stages: a line, or an event
-    (a span's lines, with its cut)."""
-    items: list[Line] = []
-    for chunk in received:
-        lines = bytes(chunk.data).split(b"\n")
-        if lines[-1] == b"":
-            lines.pop()
-        spans = {span.first_line: span for span in chunk.events}
-        number = 0
-        while number < len(lines):
-            span = spans.get(number)
-            if span is None:
-                items.append(lines[number])
-                number += 1
-                continue
-            items.append(Event(tuple(lines[number : number + span.lines]), span.cut))
-            number += span.lines
-    return items
 
 
 @pytest.mark.timeout(300)
@@ -72,7 +51,7 @@ def test_should_land_each_record_a_container_printed_as_one_row_with_stream_and_
     finally:
         watcher.close()
 
-    parsed, rejects = parse(staging_rows(_staged(received), source="app"), fmt.value)
+    parsed, rejects = parse(staging_rows(staged_items(received), source="app"), fmt.value)
     rows = parsed.orderBy("byte_offset").collect()
     written = [record.rstrip(b"\n").decode() for record in read_truth(truth)]
     assert status == 0
@@ -106,6 +85,12 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
         Event((entry("stdout", True, b"head of a line", at).rstrip(b"\n"),), EventCut.HEADLESS),
         entry("stdout", False, b"", at).rstrip(b"\n"),
         entry("stdout", False, "café \u2028 ok".encode(), at).rstrip(b"\n"),
+        Event(  # a character the runtime's 16 KiB entries cut in two
+            (
+                entry("stdout", True, b"x" * 3 + "é".encode()[:1], at).rstrip(b"\n"),
+                entry("stdout", False, "é".encode()[1:] + b" whole", at).rstrip(b"\n"),
+            )
+        ),
     ]
     items = [item.rstrip(b"\n") if isinstance(item, bytes) else item for item in items]
     parsed, rejects = parse(staging_rows(items, source="app"), "cri")
@@ -119,6 +104,7 @@ def test_should_join_partial_entries_and_keep_stream_time_cut_and_text_as_writte
         ("head of a line", "stdout", 1, "headless"),
         ("", "stdout", 1, None),
         ("café \u2028 ok", "stdout", 1, None),
+        ("xxxé whole", "stdout", 1, None),
     ]
     stamp = got[0]["event_time"].astimezone(timezone.utc)
     assert stamp == datetime.fromtimestamp(at // 1000 / 1e6, timezone.utc)

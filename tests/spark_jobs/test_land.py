@@ -249,7 +249,12 @@ def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path
         "pipeline_core.lake",
     }
     # Of pipeline_core, only the packages the archive ships: never the config, metastore...
-    shipped = ("pipeline_core.staging_contract", "pipeline_core.lake", "pipeline_core.storage")
+    shipped = (
+        "pipeline_core.staging_contract",
+        "pipeline_core.lake",
+        "pipeline_core.storage",
+        "pipeline_core.formats",
+    )
     assert [
         name
         for name in names

@@ -35,10 +35,10 @@ from pipeline_core.staging_contract import (
     ManifestError,
     checkpoint_dir,
 )
-from spark_jobs import formats, staging
 from spark_jobs import landing as landing_module
+from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
-from spark_jobs.formats import parse
+from spark_jobs.formats import nginx, parse
 from spark_jobs.lake import landing_folder, write_files
 from spark_jobs.landing import (
     CheckpointInput,
@@ -168,7 +168,7 @@ def test_a_session_without_the_java_functions_lands_the_same_rows(
 ) -> None:
     staged = stage(tmp_path / "staging", 3)
     in_jvm = land(spark, landing(lake, staged))
-    for module in (staging, formats):  # as in a session without the jar
+    for module in (staging, nginx):  # as in a session without the jar
         monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
     other = dataclasses.replace(lake, warehouse=tmp_path / "other-lake", namespace="other")
     in_python = land(spark, landing(other, staged))
@@ -709,7 +709,7 @@ def test_a_multiline_event_lands_as_one_row_and_the_counts_are_of_events(
     assert manifest["format_version"] == 5
     assert manifest["line_count"] == 12 + 7 + 3
     if reader == "python":  # as in a session without the jar
-        for module in (staging, formats):
+        for module in (staging, nginx):
             monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
 
     summary = land(spark, landing(lake, folder))

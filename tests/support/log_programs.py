@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.support.processes import stop_group
 
 PYTHON_PROGRAM = Path(__file__).with_name("python_log_program.py")
@@ -88,6 +90,12 @@ def read_truth(truth: Path) -> list[bytes]:
     return events
 
 
+def read_truth_fields(truth: Path) -> list[dict[str, object]]:
+    """The records a ground truth written with ``truth_fields`` lists: each the formatted
+    record (``record``) and its attributes (``python_log_program.TruthHandler``)."""
+    return [json.loads(line) for line in truth.read_bytes().split(b"\n")[:-1]]
+
+
 def _python_arguments(
     path: Path, truth: Path, fmt: str, tracebacks: float, stacks: float, multiline: float, seed: int
 ) -> list[str]:
@@ -107,9 +115,11 @@ def write_python_log(
     multiline: float = 0.0,
     fmt: str = PYTHON_FORMATS["common"],
     seed: int = 0,
+    truth: Path | None = None,
 ) -> list[bytes]:
     """Have Python's ``logging`` append ``events`` records to ``path``; returns them, each the
-    bytes written for it.
+    bytes written for it. With ``truth``, the ground truth is kept there with each record's
+    attributes (:func:`read_truth_fields`).
 
     Args:
         tracebacks: the share of records logged with ``logger.exception`` while a failure is
@@ -125,11 +135,16 @@ def write_python_log(
         seed: which records are drawn: the same arguments write the same records, only their
             times differ.
     """
-    with tempfile.TemporaryDirectory(prefix="sluice-truth-") as scratch:
-        truth = Path(scratch) / "truth.jsonl"
+    if truth is not None:
         arguments = _python_arguments(path, truth, fmt, tracebacks, stacks, multiline, seed)
-        subprocess.run([*arguments, "--events", str(events)], check=True, timeout=600)
+        command = [*arguments, "--events", str(events), "--truth-fields"]
+        subprocess.run(command, check=True, timeout=600)
         return read_truth(truth)
+    with tempfile.TemporaryDirectory(prefix="sluice-truth-") as scratch:
+        kept = Path(scratch) / "truth.jsonl"
+        arguments = _python_arguments(path, kept, fmt, tracebacks, stacks, multiline, seed)
+        subprocess.run([*arguments, "--events", str(events)], check=True, timeout=600)
+        return read_truth(kept)
 
 
 @dataclass
@@ -227,9 +242,17 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
     """A log4j2 configuration that logs at INFO to ``log`` with ``pattern``, and each record,
     formatted by the same pattern (``JsonTemplateLayout``'s ``pattern`` resolver, the
     ``log4j-layout-template-json`` jar pyspark ships), to ``truth`` as ``{"record": ...}``, one
-    a line."""
+    a line, with its ``level``, ``logger`` (the whole name), ``message``, ``exception_class``
+    (absent without one) and ``millis`` (its epoch milliseconds)."""
     template = json.dumps(
-        {"record": {"$resolver": "pattern", "pattern": pattern, "stackTraceEnabled": True}}
+        {
+            "record": {"$resolver": "pattern", "pattern": pattern, "stackTraceEnabled": True},
+            "level": {"$resolver": "level", "field": "name"},
+            "logger": {"$resolver": "logger", "field": "name"},
+            "message": {"$resolver": "message", "stringified": True},
+            "exception_class": {"$resolver": "exception", "field": "className"},
+            "millis": {"$resolver": "timestamp", "epoch": {"unit": "millis", "rounded": True}},
+        }
     )
     return "\n".join(
         [
@@ -252,6 +275,13 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
             "",
         ]
     )
+
+
+@pytest.fixture(scope="session")
+def spark_job(tmp_path_factory: pytest.TempPathFactory) -> SparkJobLogs:
+    """The logs of one run of the failing PySpark job (:func:`run_failing_spark_job`, about
+    20 s), shared by the session's tests."""
+    return run_failing_spark_job(tmp_path_factory.mktemp("spark-job"))
 
 
 def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:

@@ -36,15 +36,38 @@ LOGGERS = ("sluice.collector", "sluice.collector.reader", "sluice.landing", "air
 
 
 class TruthHandler(logging.Handler):
-    """Writes each record as its formatter formats it, one JSON string a line, flushed."""
+    """Writes each record as its formatter formats it, one JSON string a line, flushed; with
+    ``fields``, a JSON object instead: the formatted record under ``record``, and its
+    attributes (``level``, ``logger``, ``message``, ``exception``: the text ``logging``
+    appended to the message, or null; ``created``, ``filename``, ``lineno``, ``func_name``,
+    ``process``, ``thread_name``)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, fields: bool = False) -> None:
         super().__init__()
         self.stream = stream
+        self.fields = fields
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.stream.write(json.dumps(self.format(record)) + "\n")
+            text = self.format(record)
+            entry: object = text
+            if self.fields:
+                assert self.formatter is not None
+                head = self.formatter.formatMessage(record)
+                entry = {
+                    "record": text + "\n",
+                    "level": record.levelname,
+                    "logger": record.name,
+                    "message": record.getMessage(),
+                    "exception": text[len(head) + 1 :] if len(text) > len(head) else None,
+                    "created": record.created,
+                    "filename": record.filename,
+                    "lineno": record.lineno,
+                    "func_name": record.funcName,
+                    "process": record.process,
+                    "thread_name": record.threadName,
+                }
+            self.stream.write(json.dumps(entry) + "\n")
             self.stream.flush()
         except Exception:
             self.handleError(record)
@@ -89,6 +112,7 @@ def configure(
     reopen: bool = False,
     split_share: float = 0.0,
     split_pause: float = 0.0,
+    truth_fields: bool = False,
 ) -> logging.Logger:
     """The root logger, logging at DEBUG to ``log`` (appending; a ``WatchedFileHandler`` if
     ``reopen``: it opens the file anew once it was renamed or removed) and to ``truth``
@@ -104,7 +128,7 @@ def configure(
         handler = logging.handlers.WatchedFileHandler(log, encoding="utf-8")
     else:
         handler = logging.FileHandler(log, encoding="utf-8")
-    truth_handler = TruthHandler(truth.open("a", encoding="utf-8"))
+    truth_handler = TruthHandler(truth.open("a", encoding="utf-8"), truth_fields)
     root = logging.getLogger()
     root.setLevel(logging.DEBUG)
     for each in (handler, truth_handler):  # the log first: a record in the truth is in the log
@@ -260,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stacks", type=float, default=0.02)
     parser.add_argument("--multiline", type=float, default=0.0)
     parser.add_argument("--long", type=float, default=0.0)
+    parser.add_argument("--truth-fields", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reopen", action="store_true")
     parser.add_argument("--split-share", type=float, default=0.0)
@@ -267,7 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    configure(args.log, args.truth, args.format, args.reopen, args.split_share, args.split_pause)
+    configure(
+        args.log,
+        args.truth,
+        args.format,
+        args.reopen,
+        args.split_share,
+        args.split_pause,
+        args.truth_fields,
+    )
     rng = random.Random(args.seed)
     started = time.monotonic()
     written = 0

@@ -18,14 +18,16 @@ import pytest
 from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
 from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import (
+    Chunk,
     ContainerEvent,
     ContainerLogFormat,
+    EventFraming,
     FileWatcher,
     TimeSlicedReader,
     container_event,
 )
 from pipeline_core.staging_contract import EventCut
-from tests.support.container_runtime import Container, run_container
+from tests.support.container_runtime import Container, cri_entry, docker_entry, run_container
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
 from tests.support.reading import Received, reader_of, source_of
 
@@ -127,3 +129,58 @@ def test_should_read_each_record_of_both_streams_once_whole_though_their_entries
     assert container.entries["stdout"] > 600 and container.entries["stderr"] > 600
     # Some events were written with the other stream's entries between their lines.
     assert any(chunk.events.heads for chunk in received)
+
+
+def _framed(fmt: SourceFormat, entries: list[bytes]) -> tuple[int, list[str]]:
+    """Frame a read of ``entries`` as a container source without a multiline rule: the lines
+    handed on, and the texts of the events among them."""
+    runtime = ContainerLogFormat(fmt.value)
+    data = bytearray(b"".join(entries))
+    framing = EventFraming.of(None, runtime)
+    framed = framing.frame(data, complete=False, filled=False)
+    chunk = Chunk("s", "f", 0, data[: framed.length], framed.lines, events=framed.spans)
+    events = DeliveryBatch((chunk,), 0).events()
+    return framed.lines, [container_event(e.line, runtime).text.decode() for e in events]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_should_hand_on_a_whole_line_of_a_quiet_stream_while_the_other_writes(
+    fmt: SourceFormat,
+) -> None:
+    entry = cri_entry if fmt is SourceFormat.CRI else docker_entry
+    now = time.time_ns()
+    entries = [entry("stdout", False, b"started", now)]
+    entries += [entry("stderr", False, b"working %d" % n, now + n * 10**6) for n in range(5)]
+    entries += [entry("stderr", True, b"a line still being wr", now + 10**7)]
+
+    lines, texts = _framed(fmt, entries)
+
+    # Without a rule nothing joins a whole line: only the line being written waits.
+    assert lines == 6
+    assert texts == ["started", *(f"working {n}" for n in range(5))]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"log":"\\ud800\\n","stream":"stdout","time":"2026-11-28T10:00:00Z"}\n',
+        b'{"log":"two\\nlines\\n","stream":"stdout","time":"2026-11-28T10:00:00Z"}\n',
+        b'{"log":"no stream\\n","time":"2026-11-28T10:00:00Z"}\n',
+        b'{"log":5,"stream":"stdout","time":"2026-11-28T10:00:00Z"}\n',
+        b"[1, 2]\n",
+    ],
+)
+def test_should_take_a_line_docker_did_not_write_as_a_line_of_its_own(line: bytes) -> None:
+    now = time.time_ns()
+    entries = [
+        docker_entry("stderr", True, b"head ", now),
+        line,
+        docker_entry("stderr", False, b"tail", now + 1000),
+        docker_entry("stdout", False, b"next", now + 2000),
+    ]
+
+    lines, texts = _framed(SourceFormat.DOCKER_JSON, entries)
+
+    assert lines == 4
+    assert texts[0] == "head tail"  # the stream's partial line joined across it
+    assert len(texts) == 3

@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ from tests.support.log_programs import (
     SPARK_START_PATTERN,
     SparkJobLogs,
     WrittenLog,
-    run_failing_spark_job,
     start_python_logger,
     write_python_log,
 )
@@ -194,12 +192,6 @@ def test_should_frame_the_same_events_wherever_a_read_ends(tmp_path: Path) -> No
 
 
 # -- a PySpark job -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkJobLogs]:
-    """The logs of one run of the failing PySpark job (spark-submit, about 20 s)."""
-    yield run_failing_spark_job(tmp_path_factory.mktemp("spark-job"))
 
 
 @pytest.mark.slow

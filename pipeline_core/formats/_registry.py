@@ -1,0 +1,289 @@
+"""The source formats: for each, its columns and their types, where its event time comes from,
+and why its events can be rejected. The config's ``format`` choice, the lake tables' Iceberg
+schemas (``pipeline_core.lake``), the landing's projection (``spark_jobs.formats``) and the
+documentation's table of formats all derive from :data:`FORMATS`.
+
+Every table also has the columns every source has (``event_id``, ``file_fingerprint``,
+``byte_offset``, ``host``, ``event_time``, ``checkpoint_id``: ``pipeline_core.lake``); a
+format's columns are those it adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline_core._compat import StrEnum
+
+
+class SourceFormat(StrEnum):
+    """How a source's events are parsed into the columns of its table (:data:`FORMATS`)."""
+
+    NGINX_COMBINED = "nginx_combined"
+    JSON_LINES = "json_lines"
+    RAW = "raw"
+    CRI = "cri"
+    """A container's log as containerd and CRI-O write it (``/var/log/pods``): a line written
+    in parts (``P`` entries, then ``F``) is read as one; the row keeps the stream and the
+    runtime's time."""
+    DOCKER_JSON = "docker_json"
+    """A container's log as Docker's ``json-file`` driver writes it, likewise."""
+    SPARK_LOG4J = "spark_log4j"
+    """Spark's log4j2 log in Spark's default pattern, ``%d{yy/MM/dd HH:mm:ss} %p %c{1}:
+    %m%n%ex``: level, logger, message and stack trace apart."""
+    PYTHON_LOGGING = "python_logging"
+    """What Python's ``logging`` writes with the source's ``log_format`` (its ``Formatter``
+    format string): level, logger, message and traceback apart."""
+
+
+DEFAULT_PYTHON_LOG_FORMAT = "%(levelname)s:%(name)s:%(message)s"
+"""``logging.BASIC_FORMAT``: what ``logging.basicConfig()`` writes."""
+
+
+class ColumnType(StrEnum):
+    """A column's type, as every engine reading the lake sees it."""
+
+    STRING = "string"
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    BOOLEAN = "boolean"
+    TIMESTAMP = "timestamp"
+    """With a time zone (Iceberg ``timestamptz``): an instant, stored in UTC."""
+
+
+class RejectReason(StrEnum):
+    """Why an event was not parsed: the ``reason`` column of ``_rejects``."""
+
+    INVALID_UTF8 = "invalid_utf8"
+    NO_MATCH = "no_match"
+    BAD_TIMESTAMP = "bad_timestamp"
+    INVALID_JSON = "invalid_json"
+    LINE_TOO_LONG = "line_too_long"
+    """Longer than the collector's ``max_line_bytes``: only its first bytes were staged."""
+
+
+@dataclass(frozen=True)
+class FormatColumn:
+    """A column a format adds to its table."""
+
+    name: str
+    type: ColumnType
+    doc: str
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """What a source format lands: its columns (after the common ones, before
+    ``checkpoint_id``), where ``event_time`` comes from, and its reject reasons."""
+
+    name: SourceFormat
+    summary: str
+    columns: tuple[FormatColumn, ...]
+    event_time: str
+    """Where a row's ``event_time`` comes from, and in which time zone."""
+    rejects: tuple[RejectReason, ...]
+    """Every reason it rejects an event for (``line_too_long`` in every format)."""
+
+    def column_types(self) -> dict[str, ColumnType]:
+        return {column.name: column.type for column in self.columns}
+
+
+_MESSAGE = FormatColumn(
+    "message",
+    ColumnType.STRING,
+    "The event's text (a multiline event's lines joined by ``\\n``), invalid UTF-8 replaced.",
+)
+_EVENT_LINES = FormatColumn("event_lines", ColumnType.INT, "Its lines (1 for a line of its own).")
+_CUT = FormatColumn(
+    "cut",
+    ColumnType.STRING,
+    "Why the row is not a whole event (``lines``, ``bytes``, ``truncated``, ``headless``), or "
+    "null.",
+)
+_CONTAINER_COLUMNS = (
+    FormatColumn(
+        "message",
+        ColumnType.STRING,
+        "The event as the program printed it: its entries' texts joined (a partial entry's "
+        "with the next one's, lines with ``\\n``).",
+    ),
+    FormatColumn("stream", ColumnType.STRING, "``stdout`` or ``stderr``."),
+    _EVENT_LINES,
+    _CUT,
+)
+_CONTAINER_TIME = (
+    "The runtime's time of the event's first entry (RFC 3339, UTC), to the microsecond."
+)
+
+FORMATS: dict[SourceFormat, FormatSpec] = {
+    spec.name: spec
+    for spec in (
+        FormatSpec(
+            SourceFormat.NGINX_COMBINED,
+            "nginx's (and Apache's) ``combined`` access log.",
+            (
+                FormatColumn("remote_addr", ColumnType.STRING, "``$remote_addr``."),
+                FormatColumn("remote_user", ColumnType.STRING, "``$remote_user``; null for -."),
+                FormatColumn("request", ColumnType.STRING, "``$request`` as written."),
+                FormatColumn(
+                    "method", ColumnType.STRING, "The request's method, if it is three words."
+                ),
+                FormatColumn("path", ColumnType.STRING, "Its path, likewise."),
+                FormatColumn("protocol", ColumnType.STRING, "Its protocol, likewise."),
+                FormatColumn("status", ColumnType.INT, "``$status``."),
+                FormatColumn(
+                    "body_bytes_sent", ColumnType.LONG, "``$body_bytes_sent``; null for -."
+                ),
+                FormatColumn("http_referer", ColumnType.STRING, "``$http_referer``."),
+                FormatColumn("http_user_agent", ColumnType.STRING, "``$http_user_agent``."),
+            ),
+            "``$time_local`` (``dd/MMM/yyyy:HH:mm:ss Z``, its own offset).",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.JSON_LINES,
+            "One JSON object per line (a pretty-printed one with ``multiline``).",
+            (
+                FormatColumn(
+                    "payload",
+                    ColumnType.STRING,
+                    "The object as written (without a CRLF line end's ``\\r``).",
+                ),
+            ),
+            "The top-level key ``time_field`` (default ``time``): epoch seconds or ISO 8601 "
+            "(without an offset: UTC); the seal time when the key is missing or null.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.INVALID_JSON,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.RAW,
+            "Any text: the event as it is.",
+            (_MESSAGE, _EVENT_LINES, _CUT),
+            "The batch's seal time.",
+            (RejectReason.LINE_TOO_LONG,),
+        ),
+        FormatSpec(
+            SourceFormat.CRI,
+            "A container's log as containerd and CRI-O write it (``/var/log/pods``).",
+            _CONTAINER_COLUMNS,
+            _CONTAINER_TIME,
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.DOCKER_JSON,
+            "A container's log as Docker's ``json-file`` driver writes it.",
+            _CONTAINER_COLUMNS,
+            _CONTAINER_TIME,
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.INVALID_JSON,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.SPARK_LOG4J,
+            "Spark's log4j2 log (drivers and executors) in Spark's default pattern, "
+            "``%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex``. Give the source "
+            "``multiline: {preset: java}`` to keep a record's stack trace in its row.",
+            (
+                FormatColumn("level", ColumnType.STRING, "``%p``: ``INFO``, ``WARN``, ``ERROR``."),
+                FormatColumn(
+                    "logger", ColumnType.STRING, "``%c{1}``: the logger's last name part."
+                ),
+                FormatColumn(
+                    "message",
+                    ColumnType.STRING,
+                    "``%m``: the message, up to the line where its exception begins.",
+                ),
+                FormatColumn(
+                    "exception",
+                    ColumnType.STRING,
+                    "``%ex``: the exception's class and message, its frames, ``Caused by:`` "
+                    "and ``Suppressed:``; null when there is none.",
+                ),
+                _EVENT_LINES,
+                _CUT,
+            ),
+            "``%d{yy/MM/dd HH:mm:ss}`` (to the second) in the source's ``timezone`` (default "
+            "UTC: log4j writes the JVM's local time, with no offset).",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.PYTHON_LOGGING,
+            "What Python's ``logging`` writes, read with the source's ``log_format`` (the "
+            "``Formatter`` format string, ending with ``%(message)s``; default "
+            "``%(levelname)s:%(name)s:%(message)s``, ``logging.basicConfig``'s). Give the source "
+            "``multiline: {preset: python}`` to keep a record's traceback in its row.",
+            (
+                FormatColumn("level", ColumnType.STRING, "``%(levelname)s``."),
+                FormatColumn("logger", ColumnType.STRING, "``%(name)s``."),
+                FormatColumn(
+                    "message",
+                    ColumnType.STRING,
+                    "``%(message)s``: the message, all its lines, without what ``logging`` "
+                    "appended to it.",
+                ),
+                FormatColumn(
+                    "exception",
+                    ColumnType.STRING,
+                    "What ``logging`` appended to the message: the traceback of "
+                    "``logger.exception`` (chained exceptions and groups included) and "
+                    "``stack_info``; null when there is none.",
+                ),
+                FormatColumn(
+                    "filename", ColumnType.STRING, "``%(filename)s`` (or ``%(pathname)s``)."
+                ),
+                FormatColumn("lineno", ColumnType.INT, "``%(lineno)d``."),
+                FormatColumn("func_name", ColumnType.STRING, "``%(funcName)s``."),
+                FormatColumn("process", ColumnType.LONG, "``%(process)d``."),
+                FormatColumn("thread_name", ColumnType.STRING, "``%(threadName)s``."),
+                _EVENT_LINES,
+                _CUT,
+            ),
+            "``%(asctime)s`` (``logging``'s default ``datefmt``, ``2026-11-28 13:00:00,123``) in "
+            "the source's ``timezone`` (default UTC: ``logging`` writes the local time of the "
+            "process, with no offset), or ``%(created)f``; the seal time when the format names "
+            "neither. A column the format does not name is null.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+    )
+}
+"""Every source format, by name."""
+
+
+def format_spec(name: str) -> FormatSpec:
+    """The format called ``name``.
+
+    Raises:
+        ValueError: there is no such format (the message lists them).
+    """
+    try:
+        return FORMATS[SourceFormat(name)]
+    except ValueError:
+        known = ", ".join(FORMATS)
+        raise ValueError(f"no source format {name!r} (formats: {known})") from None

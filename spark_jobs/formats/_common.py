@@ -1,0 +1,157 @@
+"""What every format's parser shares: the staging and reject columns, the classification's
+private columns, and the projection of a classified frame into parsed rows and rejects
+(:func:`split_classified`), which every parser ends with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+from pipeline_core.formats import RejectReason
+
+ParseResult = tuple[DataFrame, DataFrame]
+"""``(parsed, rejects)``."""
+
+STAGING_COLUMNS = (
+    "file_fingerprint",
+    "byte_offset",
+    "line",
+    "event_lines",
+    "cut",
+    "host",
+    "checkpoint_id",
+    "source",
+    "sealed_at",
+    "line_bytes",
+)
+REJECT_COLUMNS = (
+    "event_id",
+    "file_fingerprint",
+    "byte_offset",
+    "host",
+    "source",
+    "raw_line",
+    "line_bytes",
+    "reason",
+    "sealed_at",
+    "checkpoint_id",
+)
+
+_CRLF_ENDS = r"\r(?=\n)|\r\z"
+"""The ``\\r`` of an event's CRLF line ends: before each ``\\n``, and at its very end."""
+_MICROS_PER_DAY = 86_400_000_000
+
+# Private columns of the classification step; never written.
+TEXT = "_text"
+VALID = "_valid_utf8"
+FIELDS = "_fields"
+TIME = "_time"
+REASON = "_reason"
+_FENCE = "_fence"
+_REJECTED_FILES = "rejected_files"
+"""The observed metric: the distinct ``(checkpoint_id, host, file_fingerprint)`` of rejects."""
+
+
+def event_id(fingerprint: Column, byte_offset: Column) -> Column:
+    """``"<file_fingerprint>:<byte_offset>"``: the line's stable id across every sink."""
+    return F.concat(fingerprint, F.lit(":"), byte_offset.cast("string"))
+
+
+def utc_date(timestamp: Column) -> Column:
+    """The UTC calendar date of ``timestamp``, whatever the session time zone.
+
+    Exact while the microseconds since the epoch fit a double's 53 bits (years 1685 to 2255).
+    """
+    days = F.floor(F.unix_micros(timestamp) / F.lit(_MICROS_PER_DAY)).cast("int")
+    return F.date_from_unix_date(days)
+
+
+def with_text(rows: DataFrame) -> DataFrame:
+    """Add the line as a string and whether its bytes are valid UTF-8 (a null line is not)."""
+    text = F.col("line").cast("string")
+    return rows.withColumn(TEXT, text).withColumn(
+        VALID, F.coalesce(F.is_valid_utf8(F.col(TEXT)), F.lit(False))
+    )
+
+
+def without_cr(text: Column) -> Column:
+    """``text`` without the ``\\r`` of a CRLF line end (one trailing ``\\r``)."""
+    return F.when(text.endswith("\r"), text.substr(F.lit(1), F.length(text) - 1)).otherwise(text)
+
+
+def without_crlf(text: Column) -> Column:
+    """``text`` (an event's) without the ``\\r`` of its CRLF line ends: one trailing ``\\r``,
+    and in a multiline event the ``\\r`` before each ``\\n`` (a regular expression runs on
+    those only)."""
+    several = F.col("event_lines") > 1
+    return F.when(several, F.regexp_replace(text, _CRLF_ENDS, "")).otherwise(without_cr(text))
+
+
+def rejected_files(rejected: Observation) -> set[tuple[int, str, str]]:
+    """The ``(checkpoint_id, host, file_fingerprint)`` of the source files with rejects, as
+    ``rejected`` (given to :func:`parse`) observed them; blocks until the job that classified
+    the rows has finished. A set union: a task's result merged twice could not change it
+    (Spark merges each partition's once: see ``spark_jobs.lake``)."""
+    metrics: dict[str, Any] = rejected.get
+    return {
+        (int(key["checkpoint_id"]), str(key["host"]), str(key["file_fingerprint"]))
+        for key in metrics[_REJECTED_FILES]
+    }
+
+
+def split_classified(
+    classified: DataFrame,
+    format_columns: Sequence[Column],
+    rejected: Observation | None = None,
+) -> ParseResult:
+    """Project a classified frame into (parsed rows, rejects) on its ``_reason`` column, which
+    an over-long line (``line_bytes`` set) overrides with ``line_too_long``; with ``rejected``,
+    observe the source files with rejects on the classified frame, below both filters (a filter
+    is not pushed below an observation), so that it sees every row.
+
+    The optimizer pushes a filter below a projection by copying the projected expressions into
+    it, which would run the whole parse twice per row (in the filter, then in the projection).
+    It cannot push a filter below a projection holding a non-deterministic column, so the
+    classification gets one (``_fence``, the partition id) and both filters reference it, which
+    keeps the column from being pruned away.
+    """
+    fence = F.col(_FENCE) >= 0  # always true
+    too_long = F.col("line_bytes").isNotNull()
+    classified = classified.withColumn(
+        REASON, F.when(too_long, F.lit(RejectReason.LINE_TOO_LONG.value)).otherwise(F.col(REASON))
+    ).withColumn(_FENCE, F.spark_partition_id())
+    if rejected is not None:
+        file_key = F.struct("checkpoint_id", "host", "file_fingerprint")
+        classified = classified.observe(
+            rejected,
+            F.collect_set(F.when(F.col(REASON).isNotNull(), file_key)).alias(_REJECTED_FILES),
+        )
+    row_id = event_id(F.col("file_fingerprint"), F.col("byte_offset"))
+    parsed = classified.where(F.col(REASON).isNull() & fence).select(
+        row_id.alias("event_id"),
+        "file_fingerprint",
+        "byte_offset",
+        "host",
+        "event_time",
+        *format_columns,
+        utc_date(F.col("event_time")).alias("event_date"),
+        "checkpoint_id",
+    )
+    rejects = classified.where(F.col(REASON).isNotNull() & fence).select(
+        row_id.alias("event_id"),
+        "file_fingerprint",
+        "byte_offset",
+        "host",
+        "source",
+        F.make_valid_utf8(F.col(TEXT)).alias("raw_line"),
+        F.coalesce(F.col("line_bytes"), F.octet_length(F.col("line")).cast("long")).alias(
+            "line_bytes"
+        ),
+        F.col(REASON).alias("reason"),
+        "sealed_at",
+        "checkpoint_id",
+    )
+    return parsed, rejects

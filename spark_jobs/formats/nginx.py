@@ -1,0 +1,153 @@
+"""``nginx_combined``: nginx's (and Apache's) ``combined`` access log.
+
+``$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent
+"$http_referer" "$http_user_agent"``, as one anchored regular expression
+(``NGINX_PATTERN``) defines it. A ``NginxScanner`` splits a matching line into its fields:
+the Java function ``sluice.spark.NginxFields`` scans its bytes once (the landing's choice,
+when its session has the function), or the pattern rewrites the line into its fields
+joined by ``\\x01``, split once (a line that does not match comes back unchanged, which is
+how a match is recognised). A raw control character inside a field (nginx writes them
+escaped) makes the line not match; a trailing ``\\r`` (a CRLF line end) is allowed.
+``remote_user`` is null for ``-``; ``body_bytes_sent`` is null
+for ``-`` (Apache's spelling of zero). ``method``, ``path`` and ``protocol`` come from
+``request`` when it is exactly three space-separated words, and are null otherwise
+(``"-"``, a TLS handshake logged as escaped bytes...). Rejects: ``invalid_utf8``,
+``no_match``, ``bad_timestamp`` (``time_local`` is not a valid ``dd/MMM/yyyy:HH:mm:ss Z``,
+or is before year 1).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline_core.formats import RejectReason
+from spark_jobs.formats._common import (
+    FIELDS,
+    REASON,
+    TEXT,
+    TIME,
+    VALID,
+    ParseResult,
+    split_classified,
+    with_text,
+)
+from spark_jobs.jvm_functions import NGINX_FIELDS as NGINX_FIELDS_FUNCTION
+from spark_jobs.jvm_functions import enable_jvm_functions
+
+
+class NginxScanner(Enum):
+    """How an nginx line is split into its fields; both give the same fields and rejects."""
+
+    JVM = "jvm"
+    """The Java function ``sluice.spark.NginxFields``: one pass over the line's bytes, nothing
+    decoded (``spark_jobs.jvm_functions``)."""
+    REGEX = "regex"
+    """``NGINX_PATTERN`` rewritten into ``\\x01``-joined fields and split: Spark SQL only."""
+
+
+NGINX_TIME_FORMAT = "dd/MMM/yyyy:HH:mm:ss Z"
+_NGINX_WORD = r'[^"\x00-\x20]++'
+NGINX_PATTERN = (
+    r"^([^\x00-\x20]++) - ([^\x00-\x20]++) \[([^\]\x00-\x1f]++)\] "
+    rf'"(({_NGINX_WORD}) ({_NGINX_WORD}) ({_NGINX_WORD})|[^"\x00-\x1f]*+)" '
+    r'(\d{3}) (\d++|-) "([^"\x00-\x1f]*+)" "([^"\x00-\x1f]*+)"\r?\z'
+)
+"""One group per ``NGINX_FIELDS`` entry, in order. Fields hold no control characters (nginx
+writes them escaped), which also keeps the ``\\x01`` field separator out of them. The
+request's words are captured only when it is exactly three words; otherwise those groups are
+empty. Possessive quantifiers keep the match linear on long lines."""
+NGINX_FIELDS = (
+    "remote_addr",
+    "remote_user",
+    "time_local",
+    "request",
+    "method",
+    "path",
+    "protocol",
+    "status",
+    "body_bytes_sent",
+    "http_referer",
+    "http_user_agent",
+)
+_NGINX_SEPARATOR = "\x01"
+_NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
+_REWRITTEN = "_rewritten"
+_MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
+
+
+def nginx_scanner(spark: SparkSession) -> NginxScanner:
+    """``JVM`` when ``spark`` has the landing's Java functions, ``REGEX`` otherwise."""
+    return NginxScanner.JVM if enable_jvm_functions(spark) else NginxScanner.REGEX
+
+
+def parse_nginx_combined(
+    rows: DataFrame,
+    rejected: Observation | None = None,
+    scanner: NginxScanner = NginxScanner.REGEX,
+) -> ParseResult:
+    """Parse nginx ``combined`` access-log lines (see the module doc) with ``scanner``."""
+    field = _nginx_field
+    classified = (
+        _with_nginx_fields(with_text(rows), scanner)
+        .withColumn(TIME, F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)))
+        # Spark reads a year of 0000, or -2026, as ``yyyy``: not a time nginx writes.
+        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= _MIN_MICROS, F.col(TIME)))
+        .withColumn(
+            REASON,
+            F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
+            .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
+            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+        )
+    )
+    body_bytes = field("body_bytes_sent")
+    return split_classified(
+        classified,
+        [
+            field("remote_addr").alias("remote_addr"),
+            _unless_equal(field("remote_user"), "-").alias("remote_user"),
+            field("request").alias("request"),
+            _unless_equal(field("method"), "").alias("method"),
+            _unless_equal(field("path"), "").alias("path"),
+            _unless_equal(field("protocol"), "").alias("protocol"),
+            field("status").cast("int").alias("status"),
+            _unless_equal(body_bytes, "-").try_cast("long").alias("body_bytes_sent"),
+            field("http_referer").alias("http_referer"),
+            field("http_user_agent").alias("http_user_agent"),
+        ],
+        rejected,
+    )
+
+
+def _with_nginx_fields(rows: DataFrame, scanner: NginxScanner) -> DataFrame:
+    """Add ``FIELDS``: the fields of a valid UTF-8 line that matches ``NGINX_PATTERN``, in
+    ``NGINX_FIELDS`` order (a request's words null or empty unless it is three words); null for
+    the other lines."""
+    if scanner is NginxScanner.JVM:
+        # Bytes in, bytes out: valid UTF-8 scans as its characters would.
+        fields = NGINX_FIELDS_FUNCTION(F.col("line"))
+        return rows.withColumn(FIELDS, F.when(F.col(VALID), fields))
+    text = F.col(TEXT)
+    rewritten = F.col(_REWRITTEN)
+    return (
+        # Only valid UTF-8 survives the regex's round trip through a Java string unchanged.
+        rows.withColumn(
+            _REWRITTEN,
+            F.when(F.col(VALID), F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT)),
+        )
+        # A rewritten line is always shorter (its brackets and quotes are gone): unchanged
+        # means the line did not match.
+        .withColumn(FIELDS, F.when(rewritten != text, F.split(rewritten, _NGINX_SEPARATOR, -1)))
+    )
+
+
+def _nginx_field(name: str) -> Column:
+    """One field of a matched line as a string (null for a line that did not match)."""
+    return F.get(F.col(FIELDS), NGINX_FIELDS.index(name)).cast("string")
+
+
+def _unless_equal(value: Column, placeholder: str) -> Column:
+    """``value``, or null where it equals ``placeholder``."""
+    return F.when(value != placeholder, value)

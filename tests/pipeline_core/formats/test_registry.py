@@ -1,0 +1,69 @@
+"""The format registry: one definition per format, from which the config's choice, the lake's
+Iceberg schema, the docs and ``sluice formats`` derive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyiceberg.types import IntegerType, LongType, StringType, TimestamptzType
+
+from pipeline_core.cli import main
+from pipeline_core.config import SourceConfig
+from pipeline_core.formats import (
+    FORMATS,
+    ColumnType,
+    RejectReason,
+    SourceFormat,
+    format_spec,
+    formats_markdown,
+)
+from pipeline_core.lake import source_schema
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "formats.md"
+ICEBERG = {
+    ColumnType.STRING: StringType(),
+    ColumnType.INT: IntegerType(),
+    ColumnType.LONG: LongType(),
+    ColumnType.TIMESTAMP: TimestamptzType(),
+}
+
+
+def test_every_format_has_one_definition() -> None:
+    assert set(FORMATS) == set(SourceFormat)
+    for name, spec in FORMATS.items():
+        assert spec.name is name
+        assert len({column.name for column in spec.columns}) == len(spec.columns)
+        assert RejectReason.LINE_TOO_LONG in spec.rejects
+
+
+@pytest.mark.parametrize("fmt", list(SourceFormat), ids=str)
+def test_a_formats_table_has_the_common_columns_then_its_own_then_the_checkpoint(
+    fmt: SourceFormat,
+) -> None:
+    schema = source_schema(fmt.value)
+
+    columns = [(field.name, field.field_type) for field in schema.fields]
+    common = ["event_id", "file_fingerprint", "byte_offset", "host", "event_time"]
+    assert [name for name, _ in columns[:5]] == common
+    assert columns[5:-1] == [(c.name, ICEBERG[c.type]) for c in FORMATS[fmt].columns]
+    assert columns[-1] == ("checkpoint_id", LongType())
+
+
+def test_an_unknown_format_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"no source format 'syslog' \(formats: nginx_combined, "):
+        format_spec("syslog")
+    with pytest.raises(ValueError, match="cri"):
+        SourceConfig(paths=["/var/log/x.log"], format="syslog")  # type: ignore[arg-type]
+
+
+def test_the_docs_table_is_the_registrys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert DOCS.read_text(encoding="utf-8") == formats_markdown(), (
+        "docs/formats.md is stale: run `sluice formats --markdown > docs/formats.md`"
+    )
+    assert main(["formats", "--markdown"]) == 0
+    assert capsys.readouterr().out == formats_markdown()
+    assert main(["formats"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in listed] == [fmt.value for fmt in FORMATS]
+    assert "stream (string)" in listed[[fmt for fmt in FORMATS].index(SourceFormat.CRI)]

@@ -1,0 +1,86 @@
+"""The ``spark_log4j`` format: a real PySpark job's log4j2 log (Spark's default pattern), read
+and framed by the collector's reader (``multiline`` ``java``), staged, and parsed by Spark;
+checked against what log4j2 itself recorded of each record (its level, logger, message,
+exception class and time, by a ``JsonTemplateLayout`` beside the log)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
+from pipeline_core.source import FileWatcher
+from spark_jobs.formats import RejectReason, parse
+from tests.spark_jobs.support import StagingRows, staged_items
+from tests.support.log_programs import SparkJobLogs, read_truth_fields
+from tests.support.reading import Received, reader_of, source_of
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.mark.timeout(600)
+def test_should_land_each_record_of_a_spark_jobs_log_with_what_log4j_recorded(
+    staging_rows: StagingRows, spark_job: SparkJobLogs, tmp_path: Path
+) -> None:
+    log = spark_job.log4j.path
+    multiline = MultilineConfig(preset=MultilinePreset.JAVA)
+    source = source_of(log.parent, log.name, multiline=multiline, fmt=SourceFormat.RAW)
+    watcher = FileWatcher([source], "h", 1024)
+    try:
+        watcher.scan()
+        reader, received = reader_of(watcher), Received()
+        while not reader.read_slice(received.publish, flush=True).caught_up:
+            pass
+    finally:
+        watcher.close()
+
+    parsed, rejects = parse(
+        staging_rows(staged_items(received), source="spark"), "spark_log4j", timezone="UTC"
+    )
+    rows = [row.asDict() for row in parsed.orderBy("byte_offset").collect()]
+    records = read_truth_fields(log.with_name("spark.truth.jsonl"))
+    assert rejects.count() == 0
+    assert len(rows) == len(records) == len(spark_job.log4j.events)
+    for row, record in zip(rows, records, strict=True):
+        assert row["level"] == record["level"]
+        assert row["logger"] == str(record["logger"]).rsplit(".", 1)[-1]
+        assert row["message"] == record["message"], record
+        if "exception_class" in record:
+            assert row["exception"].startswith(str(record["exception_class"])), record
+        else:
+            assert row["exception"] is None, record
+        # The JVM wrote its local time; read as UTC, it is the UTC time plus the local offset.
+        written = datetime.fromtimestamp(int(str(record["millis"])) // 1000, timezone.utc)
+        offset = written.astimezone().utcoffset()
+        assert offset is not None
+        assert row["event_time"].astimezone(timezone.utc) == written + offset, record
+    assert sum(row["exception"] is not None for row in rows) >= 4
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b"26/11/28 10:00:00 INFO SparkContext: Running Spark version 4.0.0", None),
+        (b"Running Spark version", RejectReason.NO_MATCH),
+        (b"26/13/28 10:00:00 INFO SparkContext: a 13th month", RejectReason.BAD_TIMESTAMP),
+        (b"26/11/28 10:00:00 INFO SparkContext: caf\xff", RejectReason.INVALID_UTF8),
+    ],
+)
+def test_should_reject_what_spark_did_not_write_with_its_reason(
+    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
+) -> None:
+    parsed, rejects = parse(
+        staging_rows([line], source="spark"), "spark_log4j", timezone="Asia/Tokyo"
+    )
+
+    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
+    if reason is None:
+        (row,) = parsed.collect()
+        assert (row["level"], row["logger"]) == ("INFO", "SparkContext")
+        assert row["message"] == "Running Spark version 4.0.0"
+        assert row["exception"] is None
+        assert row["event_time"].astimezone(timezone.utc) == datetime(
+            2026, 11, 28, 1, 0, 0, tzinfo=timezone.utc
+        )
