@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
-from pipeline_core.source import FileWatcher
+from pipeline_core.config import MultilinePreset, SourceFormat
 from pipeline_core.staging_contract import EventCut
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.container_runtime import cri_entry, docker_entry, run_container
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
-from tests.support.reading import Received, reader_of, source_of
+from tests.support.reading import read_framed
 from tests.support.staging import Event, Line, line_offsets
 
 pytestmark = pytest.mark.spark
@@ -41,15 +40,7 @@ def test_should_land_each_record_a_container_printed_as_one_row_with_stream_and_
     started = datetime.now(timezone.utc)
     status = run_container(program, log, fmt.value).wait()
     ended = datetime.now(timezone.utc)
-    multiline = MultilineConfig(preset=MultilinePreset.PYTHON)
-    watcher = FileWatcher([source_of(log.parent, "*.log", multiline=multiline, fmt=fmt)], "h", 1024)
-    try:
-        watcher.scan()
-        reader, received = reader_of(watcher), Received()
-        while not reader.read_slice(received.publish, flush=True).caught_up:
-            pass
-    finally:
-        watcher.close()
+    received = read_framed(log, MultilinePreset.PYTHON, fmt)
 
     parsed, rejects = parse(staging_rows(staged_items(received), source="app"), fmt.value)
     rows = parsed.orderBy("byte_offset").collect()

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
-from pipeline_core.source import FileWatcher
+from pipeline_core.config import MultilinePreset
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.log_programs import PYTHON_FORMATS, read_truth_fields, write_python_log
-from tests.support.reading import Received, reader_of, source_of
+from tests.support.reading import read_framed
 
 pytestmark = pytest.mark.spark
 
@@ -39,16 +38,7 @@ def test_should_land_each_record_with_the_attributes_logging_gave_it(
     write_python_log(
         log, events=300, tracebacks=0.2, stacks=0.05, fmt=log_format, seed=5, truth=truth
     )
-    multiline = MultilineConfig(preset=MultilinePreset.PYTHON)
-    source = source_of(log.parent, "*.log", multiline=multiline, fmt=SourceFormat.RAW)
-    watcher = FileWatcher([source], "h", 1024)
-    try:
-        watcher.scan()
-        reader, received = reader_of(watcher), Received()
-        while not reader.read_slice(received.publish, flush=True).caught_up:
-            pass
-    finally:
-        watcher.close()
+    received = read_framed(log, MultilinePreset.PYTHON)
 
     parsed, rejects = parse(
         staging_rows(staged_items(received), source="app"),

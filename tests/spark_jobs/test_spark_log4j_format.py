@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.config import MultilineConfig, MultilinePreset, SourceFormat
-from pipeline_core.source import FileWatcher
+from pipeline_core.config import MultilinePreset
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.log_programs import SparkJobLogs, read_truth_fields
-from tests.support.reading import Received, reader_of, source_of
+from tests.support.reading import read_framed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -25,16 +24,7 @@ def test_should_land_each_record_of_a_spark_jobs_log_with_what_log4j_recorded(
     staging_rows: StagingRows, spark_job: SparkJobLogs, tmp_path: Path
 ) -> None:
     log = spark_job.log4j.path
-    multiline = MultilineConfig(preset=MultilinePreset.JAVA)
-    source = source_of(log.parent, log.name, multiline=multiline, fmt=SourceFormat.RAW)
-    watcher = FileWatcher([source], "h", 1024)
-    try:
-        watcher.scan()
-        reader, received = reader_of(watcher), Received()
-        while not reader.read_slice(received.publish, flush=True).caught_up:
-            pass
-    finally:
-        watcher.close()
+    received = read_framed(log, MultilinePreset.JAVA)
 
     parsed, rejects = parse(
         staging_rows(staged_items(received), source="spark"), "spark_log4j", timezone="UTC"

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline_core.config import MultilineConfig, SourceConfig, SourceFormat, StartPosition
+from pipeline_core.config import (
+    MultilineConfig,
+    MultilinePreset,
+    SourceConfig,
+    SourceFormat,
+    StartPosition,
+)
 from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
 
@@ -99,3 +105,20 @@ def tail_folder(
     received = Received()
     read_everything(watcher, reader, received)
     return watcher, reader, received
+
+
+def read_framed(
+    log: Path, preset: MultilinePreset, fmt: SourceFormat = SourceFormat.RAW
+) -> Received:
+    """The chunks a reader publishes reading the whole of ``log`` (a file nothing writes any
+    more) as a source of ``fmt`` with the multiline ``preset``: its events, framed."""
+    source = source_of(log.parent, log.name, multiline=MultilineConfig(preset=preset), fmt=fmt)
+    watcher = FileWatcher([source], "test-host", 1024)
+    try:
+        watcher.scan()
+        reader, received = reader_of(watcher), Received()
+        while not reader.read_slice(received.publish, flush=True).caught_up:
+            pass
+    finally:
+        watcher.close()
+    return received
