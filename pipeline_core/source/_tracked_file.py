@@ -512,15 +512,20 @@ class TrackedFile:
         Whether the file is quiet is told by its modification time, not by when this process
         saw it grow: a collector started again, or a one-shot run, hands a quiet file's last
         event on at once, and holds a fresh one back (to be read whole by a later run)."""
-        quiet = final or flush
         idle = 0.0
-        if at_end and not quiet:
+
+        def quiet() -> bool:
+            """At the file's end: whether the file will not grow, or has not for a while."""
+            nonlocal idle
+            if final or flush:
+                return True
             try:
                 idle = time.time() - os.fstat(self.fd).st_mtime if self.fd is not None else 0.0
             except OSError:
                 idle = 0.0
-            quiet = idle >= framing.flush_after
-        complete = before_long_line or (at_end and quiet)
+            return idle >= framing.flush_after
+
+        complete = before_long_line or (at_end and quiet())
         grows = framing.container is not None and not complete
         framed = framing.frame(data, complete=complete, filled=not at_end and not grows)
         window = _GROWN_READS * max(read, framing.max_bytes)
@@ -539,7 +544,7 @@ class TrackedFile:
                 break
             data += added
             at_end = len(more) < want
-            framed = framing.frame(data, complete=False, filled=False)
+            framed = framing.frame(data, complete=at_end and quiet(), filled=False)
         spans = framed.spans
         if final and at_end and self.cut_mid_event and framed.length == len(data):
             spans = self._mark_truncated(spans, framed.lines, framed.length)

@@ -8,6 +8,7 @@ traceback (``multiline`` ``python``) as one event, with its stream and the runti
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
@@ -184,3 +185,37 @@ def test_should_take_a_line_docker_did_not_write_as_a_line_of_its_own(line: byte
     assert lines == 4
     assert texts[0] == "head tail"  # the stream's partial line joined across it
     assert len(texts) == 3
+
+
+@pytest.mark.parametrize("flush", [True, False], ids=["one-shot", "quiet-file"])
+def test_should_hand_on_a_held_event_far_from_the_files_end_once_the_file_is_quiet(
+    tmp_path: Path, flush: bool
+) -> None:
+    # stdout's traceback begins, then stderr writes more than a read holds, and the file stops
+    # growing: the held event lies a whole read before the end (a read grows to reach it).
+    now = time.time_ns()
+    entries = [cri_entry("stdout", False, b"2026-11-28 12:00:00,000 ERROR app: failed", now)]
+    entries.append(cri_entry("stdout", False, b"Traceback (most recent call last):", now + 1))
+    entries += [
+        cri_entry("stderr", False, b"2026-11-28 12:00:00,001 INFO w: %06d " % n + b"x" * 200, now)
+        for n in range(1500)
+    ]
+    log = tmp_path / "logs" / "0.log"
+    log.parent.mkdir()
+    log.write_bytes(b"".join(entries))
+    if not flush:
+        os.utime(log, (time.time() - 60, time.time() - 60))  # quiet for a minute
+    multiline = MultilineConfig(preset=MultilinePreset.PYTHON, flush_after_s=1)
+    source = source_of(log.parent, "*.log", multiline=multiline, fmt=SourceFormat.CRI)
+    watcher = FileWatcher([source], "h", 1024)
+    try:
+        watcher.scan()
+        reader, received = reader_of(watcher, chunk_bytes=64 * 1024), Received()
+        while not reader.read_slice(received.publish, flush=flush).caught_up:
+            pass
+    finally:
+        watcher.close()
+
+    events = _events(received, SourceFormat.CRI)
+    assert len(events) == 1501
+    assert events[0][0].text.endswith(b"failed\nTraceback (most recent call last):")
