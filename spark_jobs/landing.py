@@ -65,7 +65,14 @@ from pipeline_core.lake import (
 )
 from pipeline_core.staging_contract import LAKE_SQL_CONF, ManifestError, SourceSpec
 from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint, staged_events
-from spark_jobs.formats import NginxScanner, RejectReason, nginx_scanner, parse, rejected_files
+from spark_jobs.formats import (
+    STAGING_COLUMNS,
+    NginxScanner,
+    RejectReason,
+    nginx_scanner,
+    parse,
+    rejected_files,
+)
 from spark_jobs.lake import WrittenFiles, landing_folder, staged_checksum, write_files
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 from spark_jobs.verification import verify_parts
@@ -239,16 +246,7 @@ def read_source(
         if files is None or (part.checkpoint_id, part.host, segment.file_fingerprint) in files
     ]
     return read_lines(spark, segments, SPLITS_PER_CORE, reader).select(
-        "file_fingerprint",
-        "byte_offset",
-        "line",
-        "event_lines",
-        "cut",
-        "host",
-        "checkpoint_id",
-        F.lit(source).alias("source"),
-        "sealed_at",
-        "line_bytes",
+        *(F.lit(source).alias(name) if name == "source" else name for name in STAGING_COLUMNS)
     )
 
 
