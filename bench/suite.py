@@ -21,6 +21,8 @@ Cases (``--only`` takes the numbers or the names):
  12   warm         a 20k-line checkpoint, request -> committed: Spark Connect vs spark-submit
  13   landstore    landing a checkpoint from S3 (loopback moto) vs from local disk
  14   multiline    collector with the python multiline preset vs line by line
+ 15   idle         CPU and RSS of a collector serving 100 pipelines x 10 files, nothing written
+ 16   manyfiles    10,000 files in 1,000 folders, 1 % written, containers coming and going
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -46,9 +48,11 @@ from bench.cases import (
     acker_metastore,
     checkpoint_latency,
     freshness,
+    idle_pipelines,
     lake,
     lake_tables,
     landing_store,
+    many_files,
     memory,
     multiline,
     pygtail_peer,
@@ -75,6 +79,8 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "12": ("warm", warm_spark.run),
     "13": ("landstore", landing_store.run),
     "14": ("multiline", multiline.run),
+    "15": ("idle", idle_pipelines.run),
+    "16": ("manyfiles", many_files.run),
 }
 
 

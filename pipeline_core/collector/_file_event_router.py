@@ -3,9 +3,11 @@
 ::
 
     FileEvents thread --on_changes--> collector mails itself "file events" (at most one pending)
-    mailbox thread: take() -> the pipelines written to (reading resumes), scans wanted
-        (files came, moved or went; or a file being read was truncated) -> the next default
-        action scans them, at most every EVENT_SCAN_SPACING_SECONDS per pipeline
+    mailbox thread: take() -> the pipelines written to (reading resumes; a written file whose
+        descriptor was closed, idle, is opened again at once), scans wanted (files came, moved
+        or went; or a file being read was truncated) -> the next default action scans them,
+        at most every EVENT_SCAN_SPACING_SECONDS per pipeline, and so that event scans take at
+        most EVENT_SCAN_SHARE of the time
     after every scan: follow() watches the folders the pipeline's files can change in
 """
 
@@ -34,14 +36,31 @@ EVENT_SCAN_SPACING_SECONDS = 0.05
 """Scans that file events ask for are at least this far apart, per pipeline (a burst of new
 files costs one scan, not one each)."""
 
+EVENT_SCAN_SHARE = 0.1
+"""...and at least ``1 / EVENT_SCAN_SHARE`` times as far apart as the pipeline's last scan
+took: with ten thousand files a scan takes tens of milliseconds, and containers coming and
+going would otherwise have one run all the time."""
+
+REAL_PATHS_KEPT = 65536
+"""How many files' event paths (resolved through symlinks) are kept between scans."""
+
 
 class FileEventRouter:
     """Turns a collector's file events into reading and scans.
 
     A pipeline with ``collector.file_events: inotify`` whose folders are all watched is
-    *covered*: when caught up it waits for an event, or ``file_events_fallback_s`` at most.
-    Others (``poll``, no inotify, limits reached) are polled as before. The file events are
-    opened at the first pipeline that wants them, with its ``file_events_coalesce_ms``.
+    *covered*: when caught up it waits for an event, or ``file_events_fallback_s`` at most,
+    and its paths are globbed every ``file_events_fallback_s`` (or ``discovery_interval_s``
+    if longer) besides the scans events ask for, unless a folder it watches for is not there
+    yet, a source follows symlinks (a symlinked folder is not watched), or files wait for a
+    descriptor (:attr:`FileWatcher.waiting`): those are globbed every
+    ``discovery_interval_s``. Others (``poll``, no inotify, limits reached) are polled as
+    before. The file events are opened at the first pipeline that wants them, with its
+    ``file_events_coalesce_ms``.
+
+    A written file whose descriptor the watcher closed (idle, or beyond ``max_open_files``)
+    is opened again at once (:meth:`FileWatcher.wake`); if it cannot be (gone, moved,
+    replaced), its pipeline is scanned.
 
     A written file that is being read and is now shorter than its read offset, or no longer
     starts with its signature bytes, was truncated (copytruncate) or replaced: its pipeline is
@@ -62,7 +81,13 @@ class FileEventRouter:
         self._open_events = open_events
         self._events: FileEvents | None = None
         self._covered: set[str] = set()
-        self._scan_wanted: set[str] = set()
+        self._partly: set[str] = set()
+        """Covered pipelines whose globs may find what no event announces (a folder not there
+        yet, a source that follows symlinks): globbed every ``discovery_interval_s``."""
+        self._scan_wanted: dict[str, set[str] | None] = {}
+        """By pipeline, the folders whose entries events said changed (None: any folder)."""
+        self._event_scans: dict[str, float] = {}
+        """By pipeline, when events last had it scanned (``time.monotonic()``)."""
         self._files: dict[str, dict[str, TrackedFile]] = {}
         """By pipeline, its files being read by every path their events name."""
         self._real_paths: dict[tuple[str, int, int], str] = {}
@@ -71,7 +96,7 @@ class FileEventRouter:
         """After a scan of ``runtime``'s files: watch the folders its sources can match in and
         those of the files it reads (a symlink's target, a file renamed out of the paths)."""
         name = runtime.name
-        self._scan_wanted.discard(name)
+        self._scan_wanted.pop(name, None)
         if runtime.config.collector.file_events != "inotify":
             return
         if self._events is None:
@@ -80,7 +105,7 @@ class FileEventRouter:
         targets = watch_targets(path for source in runtime.config.sources for path in source.paths)
         by_folder = {target.folder: target for target in targets}
         files: dict[str, TrackedFile] = {}
-        for tracked in runtime.watcher.readable():
+        for tracked in [*runtime.watcher.readable(), *runtime.watcher.released_files()]:
             path = self._event_path(tracked)
             for spelling in {path, os.path.normpath(tracked.path)}:
                 known = files.get(spelling)
@@ -96,13 +121,19 @@ class FileEventRouter:
             self._covered.add(name)
         else:
             self._covered.discard(name)
+        if self._events.missing(name) or any(s.follow_symlinks for s in runtime.config.sources):
+            self._partly.add(name)
+        else:
+            self._partly.discard(name)
 
     def forget(self, name: str) -> None:
         """The pipeline is no longer served."""
         if self._events is not None:
             self._events.unwatch(name)
         self._covered.discard(name)
-        self._scan_wanted.discard(name)
+        self._partly.discard(name)
+        self._scan_wanted.pop(name, None)
+        self._event_scans.pop(name, None)
         self._files.pop(name, None)
 
     def take(self, pipeline_of: Callable[[str], PipelineRuntime | None]) -> set[str]:
@@ -116,16 +147,49 @@ class FileEventRouter:
             runtime = pipeline_of(name)
             if runtime is None:
                 continue
-            if changes.change & FileChange.SCAN or self._needs_scan(runtime, changes.written):
-                self._scan_wanted.add(name)
+            written = self._needs_scan(runtime, changes.written)
+            folders: set[str] | None = written
+            if changes.change & FileChange.SCAN:
+                folders = None if changes.folders is None else written | changes.folders
+            elif not written:
+                continue
+            if name in self._scan_wanted:
+                wanted = self._scan_wanted[name]
+                folders = None if wanted is None or folders is None else wanted | folders
+            self._scan_wanted[name] = folders
         return set(changed)
 
     def scan_due(self, runtime: PipelineRuntime, now: float) -> bool:
         """Whether events asked for a scan of the pipeline and its last one is not too recent."""
-        return (
-            runtime.name in self._scan_wanted
-            and now - runtime.last_scan >= EVENT_SCAN_SPACING_SECONDS
+        return runtime.name in self._scan_wanted and now - self._last_scan(runtime) >= _spacing(
+            runtime
         )
+
+    def scan_within(self, runtime: PipelineRuntime, now: float) -> set[str] | None:
+        """For the scan events asked for (:meth:`scan_due`): the folders it may keep to (those
+        whose entries changed), or None for a whole scan (a pipeline not covered by events,
+        or events that did not say which folders). Noted as done."""
+        self._event_scans[runtime.name] = now
+        folders = self._scan_wanted.get(runtime.name)
+        if runtime.name not in self._covered or runtime.name in self._partly:
+            return None
+        return folders
+
+    def _last_scan(self, runtime: PipelineRuntime) -> float:
+        return max(runtime.last_scan, self._event_scans.get(runtime.name, float("-inf")))
+
+    def discovery_interval(self, runtime: PipelineRuntime) -> float:
+        """How often the pipeline's paths are globbed when no event asks for it: every
+        ``discovery_interval_s``, or, covered by events with nothing they cannot see, every
+        ``file_events_fallback_s`` if that is longer."""
+        tuning = runtime.config.collector
+        if (
+            runtime.name in self._covered
+            and runtime.name not in self._partly
+            and not runtime.watcher.waiting
+        ):
+            return max(tuning.discovery_interval_s, tuning.file_events_fallback_s)
+        return tuning.discovery_interval_s
 
     def idle_wait(self, reading: Iterable[PipelineRuntime], now: float, poll: float) -> float:
         """How long caught-up pipelines may wait before they are looked at again: ``poll``
@@ -139,10 +203,10 @@ class FileEventRouter:
             wait = min(
                 wait,
                 tuning.file_events_fallback_s,
-                runtime.last_scan + tuning.discovery_interval_s - now,
+                runtime.last_scan + self.discovery_interval(runtime) - now,
             )
             if runtime.name in self._scan_wanted:
-                wait = min(wait, runtime.last_scan + EVENT_SCAN_SPACING_SECONDS - now)
+                wait = min(wait, self._last_scan(runtime) + _spacing(runtime) - now)
         return poll if math.isinf(wait) else max(0.0, wait)
 
     def close(self) -> None:
@@ -151,16 +215,23 @@ class FileEventRouter:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _needs_scan(self, runtime: PipelineRuntime, written: Iterable[str]) -> bool:
-        """Whether a written file is not being read (a file created empty, or truncated to
-        nothing and written again: the watcher tracks it once it has bytes) or is being read
-        but was truncated or replaced."""
+    def _needs_scan(self, runtime: PipelineRuntime, written: Iterable[str]) -> set[str]:
+        """The folders to scan for the written files: those of a file not being read (a file
+        created empty, or truncated to nothing and written again: the watcher tracks it once
+        it has bytes) or being read but truncated or replaced (its copy is looked for beside
+        it). A written file whose descriptor was closed is opened again first (its folder is
+        scanned if it cannot be)."""
         files = self._files.get(runtime.name, {})
+        wanted: set[str] = set()
         for path in written:
+            folder = os.path.dirname(path) or os.curdir
             tracked = files.get(path)
             if tracked is None:
                 if not _excluded(runtime, path):
-                    return True
+                    wanted.add(folder)
+                continue
+            if tracked.released and not runtime.watcher.wake(tracked):
+                wanted.add(folder)
                 continue
             if tracked.fd is None or tracked.state is not FileState.LIVE:
                 continue
@@ -168,10 +239,11 @@ class FileEventRouter:
                 if tracked.size() < tracked.read_offset or not signature_matches(
                     tracked.fd, tracked.signature
                 ):
-                    return True
+                    tracked.checked_size = -1  # the scan looks at it, whatever its size
+                    wanted.update({folder, os.path.dirname(os.path.normpath(tracked.path))})
             except OSError:
-                return True
-        return False
+                wanted.add(folder)
+        return wanted
 
     def _event_path(self, tracked: TrackedFile) -> str:
         """The path a file's events name: its own, or its target's if it is reached through
@@ -183,10 +255,15 @@ class FileEventRouter:
             real = os.path.realpath(path)
             if real != os.path.abspath(path):
                 path = real
-            if len(self._real_paths) > 4096:
+            if len(self._real_paths) > REAL_PATHS_KEPT:
                 self._real_paths.clear()
             self._real_paths[key] = path
         return path
+
+
+def _spacing(runtime: PipelineRuntime) -> float:
+    """How long after its last scan events may have the pipeline scanned again."""
+    return max(EVENT_SCAN_SPACING_SECONDS, runtime.watcher.last_scan_seconds / EVENT_SCAN_SHARE)
 
 
 def _excluded(runtime: PipelineRuntime, path: str) -> bool:

@@ -95,6 +95,8 @@ class PipelineRuntime:
             self.host,
             tuning.signature_bytes,
             metastore.files(config.name, self.host),
+            max_open_files=tuning.max_open_files,
+            close_idle_after=tuning.close_idle_after_s,
         )
         self.reader = TimeSlicedReader(
             self.watcher,

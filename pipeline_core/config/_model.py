@@ -266,9 +266,15 @@ class CollectorConfig(_Strict):
     events wake it (Linux; a line is read within milliseconds of its write); where inotify is
     missing or its limits are reached it polls, with one warning. ``poll``: it looks again
     every 0.2 s."""
-    file_events_fallback_s: Annotated[float, Field(gt=0)] = 1.0
+    file_events_fallback_s: Annotated[float, Field(gt=0)] = 10.0
     """With ``inotify``: how long a caught-up collector waits for an event before looking at
-    its files anyway (writes that raise no event here: NFS, other hosts)."""
+    its files anyway, and how often a pipeline whose folders are all watched globs its paths
+    (``discovery_interval_s``, if longer, still applies): what raises no event here is seen
+    within this (writes and new files on NFS or from other hosts, a file written after its
+    deletion). Each look reads every open file of every pipeline, and a glob costs a system
+    call per file: at 1 s, looking at and globbing 100 pipelines of 10 files cost 2.6 % of a
+    core doing nothing. Filebeat's scanner looks every 10 s
+    (``prospector.scanner.check_interval``)."""
     file_events_coalesce_ms: Annotated[int, Field(ge=0)] = 50
     """With ``inotify``: once an event woke the collector, later events are gathered for this
     long before they wake it again. A line written to a quiet file is read at once; a busy
@@ -277,6 +283,20 @@ class CollectorConfig(_Strict):
     more than half a core at 1,000 writes a second; 20 ms 7 % at 10 MB/s, 50 ms 4.4 %, with
     a line's write -> its sinks p99 still far under 100 ms). Process-wide: the first
     pipeline's value."""
+    max_open_files: Annotated[int, Field(ge=1)] = 512
+    """Most descriptors the pipeline holds on its files. Beyond it the files read to their
+    end and idle longest are closed first, and files found with unread bytes wait for a
+    descriptor; a closed file is opened again by identity (device, inode, first bytes) and
+    read on from its offset (docs/architecture.md, "Idle files"). Files rotated away and
+    copytruncate copies are never closed, so may exceed it. Filebeat (``harvester_limit:
+    0``) and Vector have no bound, Logstash's file input 4095; 512 is half the soft
+    ``RLIMIT_NOFILE`` that systemd gives a service by default (1024), leaving room for the
+    collector's other descriptors."""
+    close_idle_after_s: Annotated[float, Field(gt=0)] = 300.0
+    """A file neither written nor read for this long has its descriptor closed (it is opened
+    again when it is written, grows or moves, and read on from its offset). Filebeat's
+    ``close_inactive`` (5 minutes); Logstash's ``close_older`` is an hour, Vector keeps every
+    file open."""
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0
     rotated_grace_s: Annotated[float, Field(ge=0)] = 5.0
     """While tailing, how long a file renamed away or deleted is still watched for appends

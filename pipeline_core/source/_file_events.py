@@ -52,6 +52,9 @@ class FileChanges:
     change: FileChange
     written: frozenset[str]
     """Paths (``os.path.normpath`` of folder and name) of the files written."""
+    folders: frozenset[str] | None = frozenset()
+    """With SCAN: the folders (``os.path.normpath``) whose entries changed, or that appeared
+    or went; None when it is not known which (events were lost): every folder may have."""
 
 
 class FileEvents(ABC):
@@ -74,6 +77,11 @@ class FileEvents(ABC):
         events cover ``key``: False when a folder could not be watched for another reason
         (limits reached) or events are not available at all; the owner must then poll.
         """
+
+    def missing(self, key: str) -> int:
+        """How many folders of ``key``'s last :meth:`watch` were not there to watch (or not
+        readable): what appears in them raises no event, only a glob finds it."""
+        return 0
 
     @abstractmethod
     def unwatch(self, key: str) -> None:

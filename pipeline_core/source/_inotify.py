@@ -41,6 +41,8 @@ _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES})
 class _Pending:
     change: FileChange = FileChange.NONE
     written: set[str] = field(default_factory=set)
+    folders: set[str] | None = field(default_factory=set)
+    """Folders whose entries changed (None: not known which)."""
 
 
 @dataclass
@@ -98,6 +100,7 @@ class InotifyFileEvents(FileEvents):
         self._keys: dict[str, dict[str, tuple[int, WatchTarget]]] = {}  # key -> folder -> wd
         self._failed = False  # the thread ended on an error: every key is polled
         self._pending: dict[str, _Pending] = {}
+        self._missing: dict[str, int] = {}  # key -> folders not there at its last watch
         self._notified = False  # on_changes was called and nothing was taken since
         self._warned = False
         self._thread = threading.Thread(target=self._run, name="sluice-file-events", daemon=True)
@@ -114,6 +117,7 @@ class InotifyFileEvents(FileEvents):
             for folder in [f for f in watched if f not in wanted]:
                 self._release(key, folder)
             covered = True
+            missing = 0
             for folder, target in wanted.items():
                 known = watched.get(folder)
                 if known is not None and known[0] in self._watches:
@@ -125,13 +129,20 @@ class InotifyFileEvents(FileEvents):
                     wd = self._inotify.add_watch(folder, WATCH_MASK)
                 except OSError as exc:
                     watched.pop(folder, None)
-                    if exc.errno not in _MISSING:
+                    if exc.errno in _MISSING:
+                        missing += 1
+                    else:
                         covered = False
                         self._warn_once(folder, exc)
                     continue
                 self._watches.setdefault(wd, _Watch(wd)).targets[(key, folder)] = target
                 watched[folder] = (wd, target)
+            self._missing[key] = missing
             return covered
+
+    def missing(self, key: str) -> int:
+        with self._lock:
+            return self._missing.get(key, 0)
 
     def unwatch(self, key: str) -> None:
         with self._lock:
@@ -139,13 +150,19 @@ class InotifyFileEvents(FileEvents):
                 self._release(key, folder)
             self._keys.pop(key, None)
             self._pending.pop(key, None)
+            self._missing.pop(key, None)
 
     def take(self) -> dict[str, FileChanges]:
         with self._lock:
             pending, self._pending = self._pending, {}
             self._notified = False
         return {
-            key: FileChanges(item.change, frozenset(item.written)) for key, item in pending.items()
+            key: FileChanges(
+                item.change,
+                frozenset(item.written),
+                None if item.folders is None else frozenset(item.folders),
+            )
+            for key, item in pending.items()
         }
 
     def close(self) -> None:
@@ -181,16 +198,38 @@ class InotifyFileEvents(FileEvents):
             return
         self._warned = True
         limit = exc.errno in (errno.ENOSPC, errno.ENOMEM)
-        hint = " (raise fs.inotify.max_user_watches)" if limit else ""
-        log.warning("cannot watch %s for file events: %s%s; polling its files", folder, exc, hint)
+        hint = " (the inotify watch limit: raise fs.inotify.max_user_watches)" if limit else ""
+        log.warning(
+            "cannot watch %s for file events: %s%s; the folders not watched are polled: "
+            "their pipelines' files are read every 0.2 s and globbed every "
+            "discovery_interval_s, while the folders watched still wake reading at once "
+            "(said once)",
+            folder,
+            exc,
+            hint,
+        )
 
-    def _record(self, key: str, change: FileChange, path: str | None = None) -> None:
+    def _record(
+        self,
+        key: str,
+        change: FileChange,
+        path: str | None = None,
+        *,
+        folder: str | None = None,
+    ) -> None:
+        """Record ``change`` for ``key``: ``path`` written; with SCAN, the entries of
+        ``folder`` changed (None: of any folder)."""
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[key] = _Pending()
         pending.change |= change
         if path is not None:
             pending.written.add(path)
+        if change & FileChange.SCAN and pending.folders is not None:
+            if folder is None:
+                pending.folders = None
+            else:
+                pending.folders.add(os.path.normpath(folder))
 
     def _dispatch(self, wd: int, mask: int, name: str) -> None:
         if mask & inotify_flags.Q_OVERFLOW:
@@ -202,7 +241,7 @@ class InotifyFileEvents(FileEvents):
             return  # a watch released meanwhile
         if mask & _FOLDER_GONE:
             for key, folder in list(watch.targets):
-                self._record(key, FileChange.READ | FileChange.SCAN)
+                self._record(key, FileChange.READ | FileChange.SCAN, folder=folder)
                 self._keys[key].pop(folder, None)
             del self._watches[wd]
             if not mask & inotify_flags.IGNORED:
@@ -212,10 +251,11 @@ class InotifyFileEvents(FileEvents):
         for (key, folder), target in watch.targets.items():
             if mask & inotify_flags.ISDIR:
                 if target.subfolders and mask & _SCAN_EVENTS:
-                    self._record(key, FileChange.READ | FileChange.SCAN)
+                    below = os.path.join(folder, name)  # the folder that came, moved or went
+                    self._record(key, FileChange.READ | FileChange.SCAN, folder=below)
             elif target.concerns(name):
                 if mask & _SCAN_EVENTS:
-                    self._record(key, FileChange.READ | FileChange.SCAN)
+                    self._record(key, FileChange.READ | FileChange.SCAN, folder=folder)
                 if mask & _READ_EVENTS:
                     self._record(key, FileChange.READ, os.path.normpath(os.path.join(folder, name)))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import itertools
 import logging
 import os
 import stat
@@ -41,7 +42,17 @@ _NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EMFILE, 
 says so), or no descriptor free for now."""
 
 HEAD_BYTES = 64
-"""How many first bytes a released file keeps (see :attr:`TrackedFile.head`)."""
+"""How many first bytes a tracked file keeps (see :attr:`TrackedFile.head`)."""
+_CLOSES = itertools.count(1)
+_last_close = 0
+
+
+def last_close() -> int:
+    """A number that changes whenever a tracked file's descriptor is closed (in any thread):
+    what was open before may not be any more."""
+    return _last_close
+
+
 _LINE_LOOK_BYTES = 64 * 1024
 """How far past its read offset a file being released is looked at for a line's end (more
 unread bytes than this are taken to hold one: see :attr:`TrackedFile.waiting`)."""
@@ -135,12 +146,16 @@ class TrackedFile:
     read since, has nothing to look at again."""
     checked_offset: int = -1
     """``read_offset`` at that moment."""
+    checked_at: float | None = None
+    """That moment (the watcher's clock)."""
     active_at: float | None = None
     """When (the watcher's clock) it was last seen to grow or be read (None: not looked at
     yet): the file idle longest is the first released."""
     head: bytes = field(default=b"", repr=False)
-    """Its first bytes (at most :data:`HEAD_BYTES`) while it is released: a copy being made of
-    it (copytruncate) is recognised without opening it."""
+    """Its first bytes (at most :data:`HEAD_BYTES`; empty until the watcher looked): a new file
+    is compared with them before it is compared with the file itself, so ten thousand files
+    are not read for each new one, and a copy being made of a released file is recognised
+    without opening it."""
     waiting: bool = False
     """Released with whole lines left to read (the pipeline was at its bound, or could not
     read on): it waits for a descriptor. A file released with nothing after its read offset
@@ -271,7 +286,6 @@ class TrackedFile:
         self.fd = fd
         self.path = path
         self.released = self.waiting = False
-        self.head = b""
         return True
 
     def mark_rotated(self) -> None:
@@ -279,11 +293,13 @@ class TrackedFile:
         self.rotated_at = None
 
     def close(self) -> None:
+        global _last_close
         if self.fd is not None:
             try:
                 os.close(self.fd)
             finally:
                 self.fd = None
+                _last_close = next(_CLOSES)
 
     def release(self, size: int) -> None:
         """Close the descriptor of a LIVE file that the pipeline does not read now (idle, or
@@ -294,12 +310,12 @@ class TrackedFile:
             return
         unread = size - self.read_offset
         try:
-            self.head = os.pread(self.fd, min(HEAD_BYTES, self.signature.size), 0)
+            if len(self.head) < min(HEAD_BYTES, self.signature.size):
+                self.head = os.pread(self.fd, min(HEAD_BYTES, self.signature.size), 0)
             self.waiting = unread > 0 and (
                 unread > _LINE_LOOK_BYTES or b"\n" in os.pread(self.fd, unread, self.read_offset)
             )
         except OSError:
-            self.head = b""
             self.waiting = unread > 0
         self.checked_size = size
         self.checked_offset = self.read_offset
@@ -327,7 +343,6 @@ class TrackedFile:
         self.fd = fd
         self.path = where
         self.released = self.waiting = False
-        self.head = b""
         return True
 
     def still_same_file(self, signature_bytes: int) -> bool:
