@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from pipeline_core.collector._file_event_router import FileEventRouter
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
+from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._registry import PipelineRegistry
 from pipeline_core.mailbox import MailboxProcessor, RejectedExecutionError
 
@@ -19,9 +20,12 @@ class Feedback:
     ========================  ==================  ==========================================
     news                      told by             its mail (on the mailbox thread)
     ========================  ==================  ==========================================
-    a process queue drained   process stage       resume reading
-    a chunk anchored          send stage          XOR into its acker tree; resume reading if
-                                                  the pipeline can read now
+    a process queue drained   process stage       resume reading if the pipeline was held
+                                                  back
+    a chunk anchored          send stage          XOR into its acker tree (a mail that wakes
+                                                  the thread only if the pipeline was held
+                                                  back); resume reading if it was and can
+                                                  read now
     chunks delivered          a sink group        the same
     timeout sweep             control loop        sweep every acker (failed trees become
                                                   replays); resume if a pipeline can read
@@ -31,6 +35,12 @@ class Feedback:
 
     ``file_events`` (continuous mode only) routes the file events; the reader asks it when to
     scan and how long to wait.
+
+    A pipeline that caught up with its files waits for their next change: acks and drained
+    queues resume reading only for a pipeline held back by them (or with replays to queue).
+    Were every ack to resume it, a tailed file would be read again at every delivery of its
+    previous chunk, a few hundred times a second at 1 MB/s, whatever the file events'
+    coalescing.
 
     Threading model: :meth:`queue_writable`, :meth:`anchored`, :meth:`delivered`,
     :meth:`sweep` and ``_file_events_arrived`` run on the threads above and only put a mail
@@ -59,11 +69,21 @@ class Feedback:
 
     def anchored(self, name: str, tree: int, ack_value: int) -> None:
         """The send stage anchored a chunk's edges, one per sink group."""
-        self._send(functools.partial(self._on_acks, name, [(tree, ack_value)]), "chunk anchored")
+        self._post_acks(name, [(tree, ack_value)])
 
     def delivered(self, name: str, acks: list[tuple[int, int]]) -> None:
         """A sink group delivered chunks (its thread)."""
-        self._send(functools.partial(self._on_acks, name, acks), "chunks delivered")
+        self._post_acks(name, acks)
+
+    def _post_acks(self, name: str, acks: list[tuple[int, int]]) -> None:
+        """Mail the acks without waking the mailbox thread (they are taken in before its next
+        turn), and wake it if the pipeline's acker held its reading back. The mailbox thread
+        marks a pipeline held back before it last looks at its mailbox, so the mark is seen
+        here if that look missed this mail."""
+        self._send(functools.partial(self._on_acks, name, acks), "acks of %s", name, wake=False)
+        runtime = self._registry.get(name)
+        if runtime is not None and runtime.is_blocked:
+            self._mail.wake()
 
     def sweep(self) -> None:
         """Time for the acker's timeout sweep (control thread)."""
@@ -87,7 +107,9 @@ class Feedback:
 
     def _on_queue_writable(self, key: str) -> None:
         self._processor.check_mailbox_thread("Feedback._on_queue_writable()")
-        self._processor.resume_default_action()
+        runtime = self._registry.get(key)
+        if runtime is None or self._held_back(runtime):
+            self._processor.resume_default_action()
 
     def _on_acks(self, name: str, acks: list[tuple[int, int]]) -> None:
         self._processor.check_mailbox_thread("Feedback._on_acks()")
@@ -96,7 +118,11 @@ class Feedback:
             return
         runtime.tracking.acker.ack_all(acks)
         # Only this pipeline's admission can have changed: no scan of every pipeline per ack.
-        if self._reading_suspended() and runtime.tracking.can_proceed():
+        if (
+            self._reading_suspended()
+            and self._held_back(runtime)
+            and runtime.tracking.can_proceed()
+        ):
             self._processor.resume_default_action()
 
     def _on_sweep(self) -> None:
@@ -105,7 +131,9 @@ class Feedback:
         runtimes = self._registry.runtimes()
         for runtime in runtimes:
             runtime.tracking.acker.sweep()
-        if self._reading_suspended() and any(r.tracking.can_proceed() for r in runtimes):
+        if self._reading_suspended() and any(
+            self._held_back(r) and r.tracking.can_proceed() for r in runtimes
+        ):
             self._processor.resume_default_action()
 
     def _on_file_events(self) -> None:
@@ -126,9 +154,18 @@ class Feedback:
 
     # -- internals -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _held_back(runtime: PipelineRuntime) -> bool:
+        """Whether news of its queue or acker may let the pipeline read: it was held back at
+        its last turn, or has ranges to deliver again (a caught-up pipeline waits for its
+        files to change instead)."""
+        return runtime.is_blocked or bool(runtime.tracking.replays)
+
     def _reading_suspended(self) -> bool:
         return not self._processor.is_default_action_available()
 
-    def _send(self, command: Callable[[], None], description: str, *args: object) -> None:
+    def _send(
+        self, command: Callable[[], None], description: str, *args: object, wake: bool = True
+    ) -> None:
         with contextlib.suppress(RejectedExecutionError):  # the loop has ended
-            self._mail.execute(command, description, *args)
+            self._mail.execute(command, description, *args, wake=wake)

@@ -257,6 +257,11 @@ class PipelineRuntime:
         self.blocked.mark(blocked)
 
     @property
+    def is_blocked(self) -> bool:
+        """Whether its reading was held back at its last turn (queue, acker, spool)."""
+        return self.blocked.value.blocked
+
+    @property
     def blocked_seconds(self) -> float:
         """Seconds reading was held back, the current block included (any thread)."""
         return self.blocked.seconds()

@@ -124,7 +124,9 @@ class ReadScheduler(MailboxDefaultAction):
                 due = runtime.reader.flush_due()
                 if due is not None:
                     wait = min(wait, max(due - now, 0.001))
-            controller.suspend_default_action(resume_after=wait)  # or until file events
+            suspension = controller.suspend_default_action(resume_after=wait)  # or file events
+            if any(self._servable(self._registry.runtime(name)) for name in blocked):
+                suspension.resume()  # acks came before the mark that has them mailed
 
     def _read_rounds(
         self, reading: list[PipelineRuntime], now: float

@@ -25,7 +25,8 @@ class MailboxExecutor:
     ``get_main_mailbox_executor()``; executors are cheap and stateless beyond their priority.
 
     Threading model:
-        :meth:`execute` and :meth:`submit` may be called from any thread. :meth:`yield_`,
+        :meth:`execute`, :meth:`submit` and :meth:`wake` may be called from any
+        thread. :meth:`yield_`,
         :meth:`try_yield`, :meth:`should_interrupt` and :meth:`is_idle` are for code already
         running on the mailbox thread (inside a mail or the default action) and raise
         :class:`IllegalThreadError` elsewhere.
@@ -59,7 +60,11 @@ class MailboxExecutor:
         return self._priority
 
     def execute(
-        self, command: Callable[[], object], description: str, *description_args: object
+        self,
+        command: Callable[[], object],
+        description: str,
+        *description_args: object,
+        wake: bool = True,
     ) -> None:
         """Run ``command`` later on the mailbox thread; its exceptions propagate from the loop.
 
@@ -67,11 +72,17 @@ class MailboxExecutor:
             command: called with no arguments.
             description: ``%``-style format naming the command (for logs and errors).
             *description_args: arguments of ``description``, rendered only when needed.
+            wake: False to leave a waiting mailbox thread asleep (see ``TaskMailbox.put``);
+                :meth:`wake` wakes it later.
 
         Raises:
             RejectedExecutionError: the mailbox is not open.
         """
-        self._put(Mail(command, self._priority, description, *description_args))
+        self._put(Mail(command, self._priority, description, *description_args), wake=wake)
+
+    def wake(self) -> None:
+        """Wake the mailbox thread if it waits with mail put without waking it (any thread)."""
+        self._mailbox.wake()
 
     def submit(
         self, task: Callable[[], _T], description: str, *description_args: object
@@ -140,9 +151,9 @@ class MailboxExecutor:
             and self._mailbox.state.is_accepting_mails()
         )
 
-    def _put(self, mail: Mail) -> None:
+    def _put(self, mail: Mail, *, wake: bool = True) -> None:
         try:
-            self._mailbox.put(mail)
+            self._mailbox.put(mail, wake=wake)
         except MailboxClosedException as exc:
             raise RejectedExecutionError(f"mailbox rejected {mail}: {exc}") from exc
 

@@ -47,12 +47,12 @@ class TaskMailbox:
         constructing thread. These methods check the caller and raise
         :class:`IllegalThreadError` from any other thread: :meth:`take`, :meth:`try_take`,
         :meth:`create_batch`, :meth:`try_take_from_batch`, :meth:`has_mail`, :meth:`drain` and
-        :meth:`quiesce`. These may be called from any thread: :meth:`put`, :meth:`put_first`
-        (which behaves differently on the owner thread, see there), :meth:`run_exclusively`,
-        :meth:`size`, :attr:`state`, :attr:`has_new_mail`, :meth:`is_mailbox_thread`,
-        :meth:`check_mailbox_thread` and :meth:`close`. ``close`` is allowed
-        off the owner thread because Python cannot interrupt a blocked thread: closing is how
-        another thread wakes a mailbox thread blocked in :meth:`take`.
+        :meth:`quiesce`. These may be called from any thread: :meth:`put`, :meth:`wake`,
+        :meth:`put_first` (which behaves differently on the owner thread, see there),
+        :meth:`run_exclusively`, :meth:`size`, :attr:`state`, :attr:`has_new_mail`,
+        :meth:`is_mailbox_thread`, :meth:`check_mailbox_thread` and :meth:`close`. ``close``
+        is allowed off the owner thread because Python cannot interrupt a blocked thread:
+        closing is how another thread wakes a mailbox thread blocked in :meth:`take`.
 
         Guarded by the (re-entrant) lock: the queue, the state, the waiting-taker count.
         Owner-thread only: the batch (``close`` and ``put_first`` also touch it, but only under
@@ -104,8 +104,14 @@ class TaskMailbox:
         """
         _require_thread(self._owner_thread, what)
 
-    def put(self, mail: Mail) -> None:
+    def put(self, mail: Mail, *, wake: bool = True) -> None:
         """Append ``mail`` to the queue and wake the mailbox thread if it waits.
+
+        With ``wake=False`` a waiting mailbox thread is left asleep: the mail runs, in its
+        order, when the thread next looks at its mailbox (woken by another mail or
+        :meth:`wake`, at the end of a timed wait, or between two turns of its default action).
+        News that only needs to be taken in before the next decision (acks) is put so: a mail
+        that woke the thread for each would cost more than the work it brings.
 
         Raises:
             MailboxClosedException: the mailbox is ``QUIESCED`` or ``CLOSED``.
@@ -115,7 +121,13 @@ class TaskMailbox:
             self._check_put_allowed()
             self._queue.append(mail)
             self._has_new_mail = True
-            if self._takers_waiting:
+            if wake and self._takers_waiting:
+                self._not_empty.notify()
+
+    def wake(self) -> None:
+        """Wake the mailbox thread if it waits (for mail put without waking it)."""
+        with self._lock:
+            if self._takers_waiting and self._queue:
                 self._not_empty.notify()
 
     def put_first(self, mail: Mail) -> None:

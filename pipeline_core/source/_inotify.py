@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import select
 import threading
@@ -266,6 +267,11 @@ class InotifyFileEvents(FileEvents):
         poller.register(self._inotify.fileno(), select.POLLIN)
         poller.register(self._stop_read, select.POLLIN)
         timeout_ms = int(self._wait_timeout * 1000)
+        # The settling wait watches the stop pipe alone: one system call, where an Event's
+        # timed wait takes several and a lock made for it.
+        settling = select.poll()
+        settling.register(self._stop_read, select.POLLIN)
+        settle_ms = math.ceil(self._settle * 1000)
         try:
             while not self._stopped.is_set():
                 if not poller.poll(timeout_ms) or self._stopped.is_set():
@@ -283,8 +289,8 @@ class InotifyFileEvents(FileEvents):
                         self._notified = True
                 if notify:
                     self._notify()
-                if self._settle > 0:
-                    self._stopped.wait(self._settle)
+                if settle_ms > 0:
+                    settling.poll(settle_ms)
         except Exception:
             log.exception("file events stopped; every pipeline is polled from now on")
             with self._lock:

@@ -103,6 +103,42 @@ def test_should_send_few_mails_for_many_writes(
 
 
 @pytest.mark.timeout(60)
+def test_should_read_a_busy_file_once_per_coalescing_window(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    """A line written every millisecond: the file is read when file events say it changed,
+    once per coalescing window (50 ms), not again at every delivery of what was read (each
+    delivery's acks used to resume reading: hundreds of reads a second)."""
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    seconds = 2.0
+    try:
+        delivered_within(sink, [b"first"])
+        time.sleep(0.3)
+        before = sum(len(batch.chunks) for batch in list(sink.delivered))
+        written = lines("busy", int(seconds * 1000))
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        try:
+            started = time.monotonic()
+            for index, line in enumerate(written):
+                os.write(fd, line + b"\n")
+                time.sleep(max(0.0, started + index / 1000 - time.monotonic()))
+            elapsed = time.monotonic() - started
+        finally:
+            os.close(fd)
+        delivered_within(sink, written)
+        chunks = sum(len(batch.chunks) for batch in list(sink.delivered)) - before
+    finally:
+        tailing.stop()
+
+    windows = elapsed / (config.collector.file_events_coalesce_ms / 1000)
+    assert chunks <= windows + 10, f"{chunks} reads in {elapsed:.1f} s"
+
+
+@pytest.mark.timeout(60)
 def test_should_notice_a_new_file_without_waiting_for_discovery(
     tmp_path: Path, metastore_url: str, metastore: Metastore
 ) -> None:

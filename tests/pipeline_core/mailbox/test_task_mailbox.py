@@ -24,6 +24,7 @@ from tests.pipeline_core.mailbox.support import (
     logging_mail,
     mail,
     run_on_other_thread,
+    wait_until,
 )
 
 State = MailboxState
@@ -112,6 +113,37 @@ def test_put_first_from_another_thread_stays_behind_the_batch_already_taken(
     run_on_other_thread(lambda: mailbox.put_first(logging_mail(log, "first")))
     run_all(mailbox)
     assert log == ["batched", "first", "queued"]
+
+
+@pytest.mark.timeout(30)
+def test_a_mail_put_without_waking_leaves_a_waiting_taker_asleep_until_woken() -> None:
+    log: list[object] = []
+    owner: list[TaskMailbox] = []
+    taker = Worker(lambda: owner[0].poll(MIN_PRIORITY, 10.0), name="taker")
+    box = TaskMailbox(owner_thread=taker.thread)
+    owner.append(box)
+    taker.start()
+    wait_until(lambda: box._takers_waiting == 1)
+    run_on_other_thread(lambda: box.put(logging_mail(log, "quiet"), wake=False))
+    time.sleep(0.2)
+    assert taker.thread.is_alive()  # still asleep: nothing woke it
+    started = time.monotonic()
+    run_on_other_thread(box.wake)
+    taken = taker.join()
+    assert time.monotonic() - started < 5.0
+    assert taken is not None
+    taken.run()
+    assert log == ["quiet"]
+
+
+def test_a_mail_put_without_waking_is_taken_in_order_at_the_next_look(
+    mailbox: TaskMailbox,
+) -> None:
+    log: list[object] = []
+    run_on_other_thread(lambda: mailbox.put(logging_mail(log, "quiet"), wake=False))
+    run_on_other_thread(lambda: mailbox.put(logging_mail(log, "loud")))
+    run_all(mailbox)
+    assert log == ["quiet", "loud"]
 
 
 def test_put_stamps_the_put_time(mailbox: TaskMailbox) -> None:
