@@ -8,7 +8,8 @@ batch arrived (arrival at a sink is an upper bound of the read latency: the line
 through both stage queues and the ring). The writer (this process) appends lines that carry
 their write time (``time.monotonic_ns()``, one clock for every process of the machine):
 
-* ``1 MB/s``: what is due every millisecond (a burst of about eight 125-byte lines);
+* ``10 MB/s`` and ``1 MB/s``: what is due every millisecond (a burst of about eighty, or
+  eight, 125-byte lines);
 * ``10 lines/s``: one line every 100 ms (a quiet log: every line finds the collector idle).
 
 Each line's latency is its arrival minus its write time; the figures are the p50, p99 and
@@ -55,6 +56,7 @@ class Load:
 
 
 LOADS = (
+    Load("10 MB/s", 10_000_000, 0.001, 20.0, 5.0),
     Load("1 MB/s", 1_000_000, 0.001, 20.0, 5.0),
     Load("10 lines/s", 10 * LINE_BYTES, 0.1, 30.0, 10.0),
 )

@@ -125,6 +125,8 @@ class FileEventRouter:
             self._partly.add(name)
         else:
             self._partly.discard(name)
+        # Events name every written file: the reader need not look at the others.
+        runtime.reader.event_driven = name in self._covered and name not in self._partly
 
     def forget(self, name: str) -> None:
         """The pipeline is no longer served."""
@@ -147,6 +149,13 @@ class FileEventRouter:
             runtime = pipeline_of(name)
             if runtime is None:
                 continue
+            files = self._files.get(name, {})
+            for path in changes.written:
+                tracked = files.get(path)
+                if tracked is not None:
+                    runtime.reader.look_at(tracked)
+            if changes.change & FileChange.SCAN and changes.folders is None:
+                runtime.reader.look_at(None)  # events were lost: any file may have changed
             written = self._needs_scan(runtime, changes.written)
             folders: set[str] | None = written
             if changes.change & FileChange.SCAN:

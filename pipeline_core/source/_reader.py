@@ -69,6 +69,17 @@ class TimeSlicedReader:
         self._cursor = 0
         self._idle_turns = 0
         self._scans_seen = 0
+        self.event_driven = False
+        """Whether file events name every file of the watcher that is written (set by the
+        collector's file event router while they cover the pipeline). A LIVE file found with
+        nothing whole to read is then quiet (``TrackedFile.quiet``): left out of the next
+        rounds until an event names it (:meth:`look_at`) or a scan looks at the files again.
+        Otherwise every file is looked at in every round: with 500 files open, a busy one's
+        every wake-up read all 500."""
+        self._round: list[TrackedFile] | None = None
+        """The files of the current round (event-driven: those not quiet)."""
+        self._round_of: list[TrackedFile] | None = None
+        """The watcher's readable list it was taken from."""
         self._framings = {
             source.name: framing
             for source in watcher.sources
@@ -127,25 +138,53 @@ class TimeSlicedReader:
         """Read at most one chunk from the next file in turn (the unit a collector serving
         many pipelines interleaves, so each pipeline gets one chunk per round); ``flush`` as
         for :meth:`read_slice`."""
-        files = self._watcher.readable()
+        files = self._files_in_round()
         if not files:
             return TurnResult(None, blocked=False, caught_up=True)
-        if self._watcher.scans != self._scans_seen:  # the files may have changed: a new round
-            self._scans_seen = self._watcher.scans
-            self._idle_turns = 0
         self._cursor %= len(files)
         tracked = files[self._cursor]
         chunk = self._read(tracked, rotated_grace, flush)
         if chunk is None:
             self._idle_turns += 1
             self._cursor += 1
-            return TurnResult(None, blocked=False, caught_up=self._idle_turns >= len(files))
+            if self.event_driven and _may_rest(tracked):
+                tracked.quiet = True
+            caught_up = self._idle_turns >= len(files)
+            if caught_up:
+                self._round = None  # the next round leaves out the files found quiet
+            return TurnResult(None, blocked=False, caught_up=caught_up)
         if not publish(chunk):
             tracked.unread(chunk)
             return TurnResult(None, blocked=True, caught_up=False)
         self._idle_turns = 0
         self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)
+
+    def look_at(self, tracked: TrackedFile | None = None) -> None:
+        """A file event named ``tracked`` (None: an event that named no file): it is in the
+        next round again."""
+        if tracked is None:
+            for each in self._watcher.files:
+                each.quiet = False
+        else:
+            tracked.quiet = False
+        self._round = None
+
+    def _files_in_round(self) -> list[TrackedFile]:
+        readable = self._watcher.readable()
+        if self._watcher.scans != self._scans_seen:  # the files may have changed: a new round
+            self._scans_seen = self._watcher.scans
+            self._idle_turns = 0
+            self._round = None
+            for tracked in readable:
+                tracked.quiet = False
+        if not self.event_driven:
+            return readable
+        if self._round is None or self._round_of is not readable:
+            self._round = [tracked for tracked in readable if not tracked.quiet]
+            self._round_of = readable
+            self._idle_turns = 0
+        return self._round
 
     def _read(self, tracked: TrackedFile, rotated_grace: float, flush: bool) -> Chunk | None:
         settled = tracked.state is FileState.COPIED  # a copy is never written again
@@ -165,3 +204,14 @@ class TimeSlicedReader:
             else:  # a COPIED file stays claimed at its path, and open: its inode stays its own
                 tracked.finished = True
         return chunk
+
+
+def _may_rest(tracked: TrackedFile) -> bool:
+    """Whether a file that had nothing whole to read may wait for an event to be read again:
+    a LIVE file holding no event back (a held event is handed on by time, not by a write)."""
+    return (
+        tracked.state is FileState.LIVE
+        and tracked.fd is not None
+        and tracked.held_since is None
+        and tracked.flush_at is None
+    )

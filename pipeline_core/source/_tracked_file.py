@@ -160,6 +160,10 @@ class TrackedFile:
     """Released with whole lines left to read (the pipeline was at its bound, or could not
     read on): it waits for a descriptor. A file released with nothing after its read offset
     but the start of a line waits for that line's end, that is, to grow."""
+    quiet: bool = False
+    """Read to its end while file events name every file that changes: the reader leaves it
+    out of its rounds until an event names it or a scan looks at the files again (see
+    :attr:`TimeSlicedReader.event_driven`)."""
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)

@@ -286,3 +286,55 @@ def test_should_read_a_deleted_file_to_its_end(logs: Path, watcher: FileWatcher)
     expected = lines("a", 2) + lines("late", 3) + [b"after the unlink"]
     assert data == b"".join(line + b"\n" for line in expected)
     assert watcher.files[0].state is FileState.DONE
+
+
+def read_turns(reader: TimeSlicedReader, downstream: Downstream) -> None:
+    """Turns until a whole round found nothing (bounded)."""
+    for _ in range(1000):
+        if reader.read_turn(downstream).caught_up:
+            return
+    raise AssertionError("never caught up")
+
+
+def test_should_read_only_the_files_events_named_once_caught_up(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    for index in range(20):
+        append(logs / f"{index:02d}.log", *lines(f"f{index:02d}", 1))
+    watcher.scan()
+    downstream = Downstream()
+    tailing = reader(watcher)
+    tailing.event_driven = True
+    read_turns(tailing, downstream)
+    assert len(downstream.chunks) == 20
+    for index in range(20):
+        append(logs / f"{index:02d}.log", *lines(f"g{index:02d}", 1))
+    named = next(f for f in watcher.files if f.path.endswith("07.log"))
+
+    tailing.look_at(named)
+    read_turns(tailing, downstream)
+    names = fingerprints(watcher)
+    assert [names[c.fingerprint] for c in downstream.chunks[20:]] == ["07.log"]
+
+    watcher.scan()  # a scan looks at every file again: what no event named is read then
+    read_turns(tailing, downstream)
+    assert sorted(c.data for c in downstream.chunks[21:]) == sorted(
+        line + b"\n" for index in range(20) if index != 7 for line in lines(f"g{index:02d}", 1)
+    )
+
+
+def test_should_look_at_every_file_when_events_do_not_name_them(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    for index in range(5):
+        append(logs / f"{index}.log", *lines(f"f{index}", 1))
+    watcher.scan()
+    downstream = Downstream()
+    tailing = reader(watcher)  # not event-driven: polled
+    read_turns(tailing, downstream)
+    for index in range(5):
+        append(logs / f"{index}.log", *lines(f"g{index}", 1))
+
+    read_turns(tailing, downstream)
+
+    assert len(downstream.chunks) == 10
