@@ -290,17 +290,28 @@ class ControlLoop:
             return
         self._waiting_since = time.monotonic()  # a query that hangs shows
         self._publish()
+        asking: dict[int, list[WatchedPipeline]] = {}
         for pipeline in watched:
             try:
                 if polling:
                     self._renew_lease(pipeline)
-                if polling or id(pipeline.metastore) in probed:
-                    self._forward_requests(pipeline)
             except Exception as exc:  # the metastore may be briefly unreachable
-                log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
-                self._note(pipeline, functools.partial(LeaseStatus.failed, error=exc))
+                self._failed(pipeline, exc)
+                continue
+            if polling or id(pipeline.metastore) in probed:
+                asking.setdefault(id(pipeline.metastore), []).append(pipeline)
+        for pipelines in asking.values():
+            try:
+                self._forward_requests(pipelines)
+            except Exception as exc:
+                for pipeline in pipelines:
+                    self._failed(pipeline, exc)
         self._waiting_since = None
         self._publish()
+
+    def _failed(self, pipeline: WatchedPipeline, exc: Exception) -> None:
+        log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
+        self._note(pipeline, functools.partial(LeaseStatus.failed, error=exc))
 
     def _note(
         self, pipeline: WatchedPipeline, change: Callable[[LeaseStatus], LeaseStatus]
@@ -333,11 +344,16 @@ class ControlLoop:
             self._note(pipeline, lambda status: status.renewed(now, pipeline.lease_seconds))
             self._renewals[pipeline.name] = time.monotonic() + renew_every
 
-    def _forward_requests(self, pipeline: WatchedPipeline) -> None:
+    def _forward_requests(self, pipelines: list[WatchedPipeline]) -> None:
+        """Forward the requests waiting for the pipelines (of one metastore: one query)."""
         if self._mode is not CollectorMode.CONTINUOUS:
             return
         asked = time.monotonic()
-        waiting = pipeline.metastore.unsealed_for_host(pipeline.name, pipeline.host)
+        waiting = pipelines[0].metastore.unsealed_for_hosts((p.name, p.host) for p in pipelines)
+        for pipeline in pipelines:
+            self._forward(pipeline, waiting[(pipeline.name, pipeline.host)], asked)
+
+    def _forward(self, pipeline: WatchedPipeline, waiting: list[int], asked: float) -> None:
         self._note(pipeline, lambda status: status.reached(asked))
         now = time.monotonic()
         for checkpoint_id in waiting:

@@ -81,7 +81,10 @@ class MetricsExporter:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sluice-metrics", daemon=True)
-        self.registry = metrics_registry(snapshot, file_labels=file_labels)
+        self._writing: list[PipelineMetrics] | None = None
+        """The snapshot being written (the text file's families are made from it, not from
+        a second snapshot of every pipeline)."""
+        self.registry = metrics_registry(self._pipelines_now, file_labels=file_labels)
         self._server = OpsServer(address, self.registry, probes) if address is not None else None
 
     @property
@@ -101,12 +104,23 @@ class MetricsExporter:
             self._server.stop()
         self.write()
 
+    def _pipelines_now(self) -> list[PipelineMetrics]:
+        writing = self._writing
+        return writing if writing is not None else self._snapshot()
+
     def write(self) -> None:
         try:
             metrics = self._snapshot()
         except Exception as exc:  # a pipeline added or removed meanwhile: next time
             log.debug("metrics snapshot failed: %s", exc)
             return
+        self._writing = metrics
+        try:
+            self._write(metrics)
+        finally:
+            self._writing = None
+
+    def _write(self, metrics: list[PipelineMetrics]) -> None:
         folders: dict[Path, set[str]] = {}
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER

@@ -76,21 +76,37 @@ class CheckpointRepository:
     def unsealed_for_host(self, pipeline: str, host: str) -> list[int]:
         """Ids of REQUESTED checkpoints ``host`` should seal a batch for, oldest first: those
         waiting for this host, and those waiting for no host in particular."""
+        return self.unsealed_for_hosts([(pipeline, host)])[(pipeline, host)]
+
+    def unsealed_for_hosts(
+        self, pipelines: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[int]]:
+        """:meth:`unsealed_for_host` of every ``(pipeline, host)``, in one query per host (a
+        collector serving a hundred pipelines asks every second)."""
+        by_host: dict[str, list[str]] = {}
+        for pipeline, host in pipelines:
+            by_host.setdefault(host, []).append(pipeline)
+        found: dict[tuple[str, str], list[int]] = {
+            (pipeline, host): [] for host, names in by_host.items() for pipeline in names
+        }
         c, hosts = t.checkpoints.c, t.checkpoint_hosts.c
-        sealed_here = sa.select(t.batches.c.checkpoint_id).where(t.batches.c.host == host)
-        expects_someone = sa.select(hosts.checkpoint_id)
-        expects_this_host = sa.select(hosts.checkpoint_id).where(hosts.host == host)
-        query = (
-            sa.select(c.id)
-            .where(
-                c.pipeline == pipeline,
-                c.state == CheckpointState.REQUESTED.value,
-                c.id.not_in(sealed_here),
-                sa.or_(c.id.not_in(expects_someone), c.id.in_(expects_this_host)),
+        for host, names in by_host.items():
+            sealed_here = sa.select(t.batches.c.checkpoint_id).where(t.batches.c.host == host)
+            expects_someone = sa.select(hosts.checkpoint_id)
+            expects_this_host = sa.select(hosts.checkpoint_id).where(hosts.host == host)
+            query = (
+                sa.select(c.pipeline, c.id)
+                .where(
+                    c.pipeline.in_(names),
+                    c.state == CheckpointState.REQUESTED.value,
+                    c.id.not_in(sealed_here),
+                    sa.or_(c.id.not_in(expects_someone), c.id.in_(expects_this_host)),
+                )
+                .order_by(c.id)
             )
-            .order_by(c.id)
-        )
-        return [int(row[0]) for row in self._connection.execute(query)]
+            for pipeline, checkpoint_id in self._connection.execute(query):
+                found[(pipeline, host)].append(int(checkpoint_id))
+        return found
 
     def state(self, checkpoint_id: int, *, lock: bool = False) -> CheckpointState | None:
         """The checkpoint's state; None when there is no such checkpoint.

@@ -224,6 +224,13 @@ class Metastore:
         with self._repositories() as r:
             return r.checkpoints.unsealed_for_host(pipeline, host)
 
+    def unsealed_for_hosts(
+        self, pipelines: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[int]]:
+        """:meth:`unsealed_for_host` of every ``(pipeline, host)``, in one transaction."""
+        with self._repositories() as r:
+            return r.checkpoints.unsealed_for_hosts(pipelines)
+
     def batches(self, checkpoint_id: int) -> list[BatchRecord]:
         with self._repositories() as r:
             return r.batches.of_checkpoints([checkpoint_id])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import cast
 
@@ -45,11 +46,13 @@ class FlakyMetastore:
             raise MetastoreError("the metastore is unreachable")
         return self.lease_free
 
-    def unsealed_for_host(self, name: str, host: str) -> list[int]:
+    def unsealed_for_hosts(
+        self, pipelines: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[int]]:
         self.queries += 1
         if self.queries <= self.outages:
             raise MetastoreError("the metastore is unreachable")
-        return [7]
+        return {pipeline: [7] for pipeline in pipelines}
 
     def request_probe(self) -> RequestProbe:
         return AlwaysChanged()
@@ -119,6 +122,30 @@ def test_should_forward_a_request_again_while_it_still_waits_for_this_host(
         loop.join(timeout=5)
 
     assert set(outbox.requests) == {("web", 7)}
+
+
+@pytest.mark.timeout(20)
+def test_should_ask_a_metastore_once_a_turn_for_all_its_pipelines() -> None:
+    """A hundred pipelines in one metastore: one query a turn, not one per pipeline (the
+    control thread of an idle collector spent 6 % of a core asking each in turn)."""
+    outbox = Outbox()
+    metastore = FlakyMetastore(outages=0)
+    names = [f"web-{index:03d}" for index in range(100)]
+    watched = tuple(
+        WatchedPipeline(name, "test-host", "me", cast(Metastore, metastore), 60.0) for name in names
+    )
+    loop = outbox.loop()
+    loop.watch(WatchList(watched, 10.0))
+    loop.start()
+    try:
+        wait_until(lambda: len(outbox.requests) >= len(names))
+        queries = metastore.queries
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    assert sorted(outbox.requests) == [(name, 7) for name in names]
+    assert queries <= 2  # the turn that forwarded them all, and perhaps a probe's
 
 
 @pytest.mark.timeout(20)

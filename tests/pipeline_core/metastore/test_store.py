@@ -257,6 +257,26 @@ def test_should_list_requested_checkpoints_the_host_has_not_sealed(metastore: Me
     assert metastore.unsealed_for_host("absent", HOST) == []
 
 
+def test_should_list_what_many_pipelines_and_hosts_wait_for_in_one_call(
+    metastore: Metastore,
+) -> None:
+    first = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
+    second = metastore.request_checkpoint(PIPELINE, "run-2").checkpoint_id
+    other = metastore.request_checkpoint("other", "run-1").checkpoint_id
+    metastore.seal(PIPELINE, batch_record(second), [], HOST)
+    pairs = [(PIPELINE, HOST), ("other", HOST), (PIPELINE, "host-b"), ("absent", HOST)]
+
+    waiting = metastore.unsealed_for_hosts(pairs)
+
+    assert waiting == {
+        (PIPELINE, HOST): [first],
+        ("other", HOST): [other],
+        (PIPELINE, "host-b"): [first],  # the second is sealed: no host was expected
+        ("absent", HOST): [],
+    }
+    assert waiting == {pair: metastore.unsealed_for_host(*pair) for pair in pairs}
+
+
 # -- sealing -----------------------------------------------------------------------------------
 
 
