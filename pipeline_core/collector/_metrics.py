@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline_core._file_names import shown_path
@@ -106,10 +106,17 @@ class PipelineMetrics:
         return sum(f.unread_bytes for f in self.files)
 
     def to_dict(self) -> dict[str, Any]:
-        document = asdict(self)
+        """The JSON document of the metrics file: ``dataclasses.asdict`` of it, made field by
+        field (``asdict`` deep-copies every value: a collector writing a hundred pipelines'
+        files every 5 s spent a third of its metrics thread in it), with ``unread_bytes``."""
+        document = dict(vars(self))
+        document["queues"] = {name: dict(vars(queue)) for name, queue in self.queues.items()}
+        document["sink_groups"] = tuple(dict(vars(group)) for group in self.sink_groups)
+        document["files"] = tuple(
+            {**vars(file), "unread_bytes": file.unread_bytes} for file in self.files
+        )
+        document["uploads"] = None if self.uploads is None else dict(vars(self.uploads))
         document["unread_bytes"] = self.unread_bytes
-        for file, data in zip(self.files, document["files"], strict=True):
-            data["unread_bytes"] = file.unread_bytes
         return document
 
 

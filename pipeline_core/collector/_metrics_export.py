@@ -124,7 +124,11 @@ class MetricsExporter:
         folders: dict[Path, set[str]] = {}
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
-            folders.setdefault(folder, set()).add(item.pipeline)
+            pipelines = folders.get(folder)
+            if pipelines is None:
+                pipelines = folders[folder] = set()
+                _make_folder(folder)
+            pipelines.add(item.pipeline)
             _write_atomically(folder / f"{item.pipeline}.json", json.dumps(item.to_dict()))
         for folder, pipelines in folders.items():
             try:
@@ -174,9 +178,15 @@ def read_metrics(data_dir: Path, pipeline: str, max_age: float = 60.0) -> dict[s
         return None
 
 
+def _make_folder(folder: Path) -> None:
+    try:
+        make_private_dirs(folder)
+    except OSError as exc:  # each file says so
+        log.debug("cannot make %s: %s", folder, exc)
+
+
 def _write_atomically(path: Path, text: str) -> None:
     try:
-        make_private_dirs(path.parent)
         temporary = path.with_suffix(path.suffix + ".tmp")
         write_private_file(temporary, text.encode())
         os.replace(temporary, path)

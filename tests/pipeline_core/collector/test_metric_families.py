@@ -17,6 +17,7 @@ from pipeline_core.collector import (
     PipelineMetrics,
     QueueMetrics,
     SinkGroupMetrics,
+    UploadMetrics,
     metrics_registry,
     prometheus_text,
 )
@@ -213,3 +214,14 @@ def test_should_count_events_and_files_holding_an_unfinished_event() -> None:
     assert parsed["sluice_read_events_total"][1][0][1] == 400_000
     assert parsed["sluice_held_event_files"][1][0][1] == 1
     assert parsed["sluice_held_event_seconds"][1][0][1] == 2.5
+
+
+def test_should_write_the_metrics_file_as_the_dataclasses_fields_and_the_unread_bytes() -> None:
+    uploads = UploadMetrics(1, 2, False, 0, 1, 3, 4, 0, None, 0.5)
+    for item in (metrics(), dataclasses.replace(metrics("up"), uploads=uploads)):
+        expected = dataclasses.asdict(item)
+        expected["unread_bytes"] = 600 + 30  # the two files' size - read offset
+        for file, data in zip(item.files, expected["files"], strict=True):
+            data["unread_bytes"] = file.unread_bytes
+
+        assert item.to_dict() == expected
