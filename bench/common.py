@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -478,6 +479,26 @@ def start_collector(config_path: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+
+def stop_collector(
+    collector: subprocess.Popen[bytes], *helpers: subprocess.Popen[Any] | None
+) -> bytes:
+    """Kill the helper processes still running (writers, ``tail -F``), stop ``collector`` as
+    a service manager does (SIGTERM) and return its standard error."""
+    for process in helpers:
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+    collector.send_signal(signal.SIGTERM)
+    return collector.communicate(timeout=120)[1]
+
+
+def check_collector(collector: subprocess.Popen[bytes], errors: bytes) -> None:
+    """Raise if the stopped collector failed, with the end of what it said."""
+    if collector.returncode != 0:
+        text = errors.decode(errors="replace")
+        raise RuntimeError(f"sluice collect exited {collector.returncode}: {text[-2000:]}")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -14,7 +14,6 @@ is idle (the same requests after the backlog is read). Target: p99 at most 250 m
 
 from __future__ import annotations
 
-import signal
 import statistics
 import subprocess
 import time
@@ -122,11 +121,9 @@ def measure(
                 late += 1
         idle = [latency_ms(metastore, checkpoint_id) for checkpoint_id in idle_ids]
     finally:
-        collector.send_signal(signal.SIGTERM)
-        _, errors = collector.communicate(timeout=120)
+        errors = common.stop_collector(collector)
         metastore.close()
-    if collector.returncode != 0:
-        raise RuntimeError(f"sluice collect exited {collector.returncode}: {errors[-2000:]!r}")
+    common.check_collector(collector, errors)
     return loaded, idle, late
 
 

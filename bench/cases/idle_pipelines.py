@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -145,13 +144,8 @@ def idle_once(work: Path, pipelines: int, files: int, seconds: float) -> dict[st
         descriptors = log_descriptors(collector.pid, work / "logs")
         watches = inotify_watches(collector.pid)
     finally:
-        if tail is not None and tail.poll() is None:
-            tail.kill()
-            tail.wait()
-        collector.send_signal(signal.SIGTERM)
-        _, errors = collector.communicate(timeout=120)
-    if collector.returncode != 0:
-        raise RuntimeError(f"sluice collect exited {collector.returncode}: {errors[-2000:]!r}")
+        errors = common.stop_collector(collector, tail)
+    common.check_collector(collector, errors)
     threads: Counter[str] = Counter()
     for tid, ticks in by_thread.items():
         threads[re.sub(r"p\d{3}", "pNNN", names.get(tid, "other"))] += ticks

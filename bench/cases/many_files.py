@@ -40,7 +40,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import time
@@ -301,15 +300,9 @@ def measure(work: Path, window: float) -> dict[str, Any]:
         lines = _lines_sealed(metastore, range(first, last + 1))
         tracked = _files_tracked(metastore)
     finally:
-        for process in (tail, writer):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait()
-        collector.send_signal(signal.SIGTERM)
-        _, errors = collector.communicate(timeout=120)
+        errors = common.stop_collector(collector, tail, writer)
         metastore.close()
-    if collector.returncode != 0:
-        raise RuntimeError(f"sluice collect exited {collector.returncode}: {errors[-2000:]!r}")
+    common.check_collector(collector, errors)
     latencies = [latency for _, latency, _ in sealed]
     rows = [count for _, _, count in sealed]
     return {
@@ -392,15 +385,10 @@ def measure_at_limit(work: Path) -> dict[str, Any]:
         last = _checkpoint(metastore, collector)
         lines = _lines_sealed(metastore, range(first, last + 1))
     finally:
-        if writer is not None and writer.poll() is None:
-            writer.kill()
-            writer.wait()
-        collector.send_signal(signal.SIGTERM)
-        _, errors = collector.communicate(timeout=120)
+        errors = common.stop_collector(collector, writer)
         metastore.close()
+    common.check_collector(collector, errors)
     text = errors.decode(errors="replace")
-    if collector.returncode != 0:
-        raise RuntimeError(f"sluice collect exited {collector.returncode}: {text[-2000:]}")
     return {
         "lines_written": written,
         "lines_sealed": lines,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -108,14 +107,8 @@ def tail_once(work: Path, rate: int, seconds: float) -> dict[str, Any]:
         lag = json.loads(metrics.read_text())["unread_bytes"]  # written in the last 5 s
         written: dict[str, Any] = json.loads(writer.communicate(timeout=60)[0] or b"{}")
     finally:
-        for process in (tail, writer):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait()
-        collector.send_signal(signal.SIGTERM)
-        _, errors = collector.communicate(timeout=120)
-    if collector.returncode != 0:
-        raise RuntimeError(f"sluice collect exited {collector.returncode}: {errors[-2000:]!r}")
+        errors = common.stop_collector(collector, tail, writer)
+    common.check_collector(collector, errors)
     return {
         "collector_percent": 100 * used / wall,
         "tail_percent": 100 * tail_used / wall,

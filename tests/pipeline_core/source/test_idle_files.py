@@ -128,6 +128,20 @@ class Tail:
         raise AssertionError(f"still reading after {scans} scans")
 
 
+def closed_after_reading(
+    tmp_path: Path, made: list[FileWatcher], clock: Clock, pattern: str
+) -> tuple[Path, Tail]:
+    """``access.log`` with 10 lines, tailed through ``pattern`` (``close_idle_after`` 60 s),
+    read to its end, then idle for 61 s and scanned: its descriptor is closed."""
+    log = tmp_path / "access.log"
+    append(log, lines("a", 0, 10))
+    tail = Tail(watcher_of(made, tmp_path, pattern, clock, close_idle_after=60), tmp_path, clock)
+    tail.everything()
+    clock.now += 61
+    tail.scan()
+    return log, tail
+
+
 def assert_each_once(received: Received, expected: bytes) -> None:
     read = received.lines()
     assert len(read) == len(set(read)), "a line was read twice"
@@ -235,14 +249,7 @@ def test_should_wake_a_closed_file_by_its_identity_and_not_a_file_put_in_its_pla
 def test_should_read_a_closed_file_renamed_off_the_paths_to_its_end(
     tmp_path: Path, made: list[FileWatcher], clock: Clock
 ) -> None:
-    log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
-    tail = Tail(
-        watcher_of(made, tmp_path, "access.log", clock, close_idle_after=60), tmp_path, clock
-    )
-    tail.everything()
-    clock.now += 61
-    tail.scan()
+    log, tail = closed_after_reading(tmp_path, made, clock, "access.log")
     (tracked,) = tail.watcher.files
     assert tracked.released
 
@@ -260,14 +267,7 @@ def test_should_read_a_closed_file_renamed_off_the_paths_to_its_end(
 def test_should_follow_a_closed_file_renamed_within_the_paths(
     tmp_path: Path, made: list[FileWatcher], clock: Clock
 ) -> None:
-    log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
-    tail = Tail(
-        watcher_of(made, tmp_path, "access.log*", clock, close_idle_after=60), tmp_path, clock
-    )
-    tail.everything()
-    clock.now += 61
-    tail.scan()
+    log, tail = closed_after_reading(tmp_path, made, clock, "access.log*")
     (tracked,) = tail.watcher.files
 
     append(log, lines("a", 10, 5))
@@ -288,12 +288,7 @@ def test_should_adopt_the_copy_of_a_file_copytruncated_while_closed(
     """The lines written after it was closed and before the copy are read once, from the copy
     (at the source's paths, or off them beside it); what is written after the truncation is
     a new file."""
-    log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
-    tail = Tail(watcher_of(made, tmp_path, pattern, clock, close_idle_after=60), tmp_path, clock)
-    tail.everything()
-    clock.now += 61
-    tail.scan()
+    log, tail = closed_after_reading(tmp_path, made, clock, pattern)
     (tracked,) = tail.watcher.files
     assert tracked.released
 
@@ -315,14 +310,7 @@ def test_should_adopt_the_copy_of_a_closed_file_written_again_to_the_same_size(
     """Truncated and written again to exactly its old size, a closed file looks unchanged to
     a scan; the copy that turns up with its first bytes has it looked at all the same, so the
     copy is adopted, not read again as a new file."""
-    log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
-    tail = Tail(
-        watcher_of(made, tmp_path, "access.log*", clock, close_idle_after=60), tmp_path, clock
-    )
-    tail.everything()
-    clock.now += 61
-    tail.scan()
+    log, tail = closed_after_reading(tmp_path, made, clock, "access.log*")
 
     shutil.copyfile(log, tmp_path / "access.log.1")
     os.truncate(log, 0)
@@ -387,14 +375,7 @@ def test_should_read_a_lookalike_of_a_closed_file_as_a_file_of_its_own(
 def test_should_say_a_closed_file_read_to_its_end_and_deleted_is_done_without_a_warning(
     tmp_path: Path, made: list[FileWatcher], clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
-    tail = Tail(
-        watcher_of(made, tmp_path, "access.log", clock, close_idle_after=60), tmp_path, clock
-    )
-    tail.everything()
-    clock.now += 61
-    tail.scan()
+    log, tail = closed_after_reading(tmp_path, made, clock, "access.log")
     (tracked,) = tail.watcher.files
 
     os.unlink(log)
