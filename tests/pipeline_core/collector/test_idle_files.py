@@ -6,7 +6,6 @@ Real files, real inotify; descriptors are counted in ``/proc/self/fd``."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterable
@@ -25,23 +24,11 @@ from tests.pipeline_core.collector.support import (
     wait_until,
     with_stub_group,
 )
+from tests.support.descriptors import open_under
 from tests.support.pipelines import append
 
 PROMPT = 1.0
 """What "promptly" means here (a line's write -> its sink; the periodic looks are 30 s)."""
-
-
-def open_under(folder: Path) -> int:
-    """Descriptors this process holds on files under ``folder``."""
-    prefix = str(folder.resolve()) + os.sep
-    count = 0
-    for entry in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{entry}").startswith(prefix):
-                count += 1
-        except OSError:
-            continue
-    return count
 
 
 class MostOpen:

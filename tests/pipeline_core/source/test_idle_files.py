@@ -20,6 +20,7 @@ import pytest
 from pipeline_core.config import MultilineConfig, MultilinePreset
 from pipeline_core.source import FileState, FileWatcher, TimeSlicedReader
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
+from tests.support.descriptors import open_under
 from tests.support.python_logs import ServiceLog
 from tests.support.reading import Received, reader_of, source_of
 
@@ -59,19 +60,6 @@ def append(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as handle:
         handle.write(data)
-
-
-def open_under(folder: Path) -> int:
-    """Descriptors this process holds on files under ``folder``."""
-    prefix = str(folder.resolve()) + os.sep
-    count = 0
-    for entry in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{entry}").startswith(prefix):
-                count += 1
-        except OSError:
-            continue
-    return count
 
 
 def watcher_of(
