@@ -351,7 +351,10 @@ class ControlLoop:
         asked = time.monotonic()
         waiting = pipelines[0].metastore.unsealed_for_hosts((p.name, p.host) for p in pipelines)
         for pipeline in pipelines:
-            self._forward(pipeline, waiting[(pipeline.name, pipeline.host)], asked)
+            try:
+                self._forward(pipeline, waiting[(pipeline.name, pipeline.host)], asked)
+            except Exception as exc:  # this pipeline's only
+                self._failed(pipeline, exc)
 
     def _forward(self, pipeline: WatchedPipeline, waiting: list[int], asked: float) -> None:
         self._note(pipeline, lambda status: status.reached(asked))

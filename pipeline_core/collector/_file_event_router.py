@@ -127,6 +127,7 @@ class FileEventRouter:
             self._partly.discard(name)
         # Events name every written file: the reader need not look at the others.
         runtime.reader.event_driven = name in self._covered and name not in self._partly
+        runtime.reader.full_look_every = runtime.config.collector.file_events_fallback_s
 
     def forget(self, name: str) -> None:
         """The pipeline is no longer served."""

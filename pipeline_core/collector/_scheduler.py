@@ -124,9 +124,13 @@ class ReadScheduler(MailboxDefaultAction):
                 due = runtime.reader.flush_due()
                 if due is not None:
                     wait = min(wait, max(due - now, 0.001))
+            for runtime in reading:  # trees in flight are saved every acker_snapshot_s
+                if runtime.tracking.acker.pending:
+                    due = runtime.last_snapshot + runtime.config.collector.acker_snapshot_s
+                    wait = min(wait, max(due - now, 0.001))
             suspension = controller.suspend_default_action(resume_after=wait)  # or file events
             if any(self._servable(self._registry.runtime(name)) for name in blocked):
-                suspension.resume()  # acks came before the mark that has them mailed
+                suspension.resume()  # its queue drained or its spool freed since its turn
 
     def _read_rounds(
         self, reading: list[PipelineRuntime], now: float

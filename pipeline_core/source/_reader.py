@@ -76,6 +76,11 @@ class TimeSlicedReader:
         rounds until an event names it (:meth:`look_at`) or a scan looks at the files again.
         Otherwise every file is looked at in every round: with 500 files open, a busy one's
         every wake-up read all 500."""
+        self.full_look_every: float | None = None
+        """Event-driven: every this many seconds a round looks at every file again, quiet or
+        not (``file_events_fallback_s``: what raises no event, a write over NFS, is read
+        within it)."""
+        self._full_look_at = clock()
         self._round: list[TrackedFile] | None = None
         """The files of the current round (event-driven: those not quiet)."""
         self._round_of: list[TrackedFile] | None = None
@@ -140,6 +145,7 @@ class TimeSlicedReader:
         for :meth:`read_slice`."""
         files = self._files_in_round()
         if not files:
+            self._round = None  # the next call looks again (an event, a full look due)
             return TurnResult(None, blocked=False, caught_up=True)
         self._cursor %= len(files)
         tracked = files[self._cursor]
@@ -176,11 +182,17 @@ class TimeSlicedReader:
             self._scans_seen = self._watcher.scans
             self._idle_turns = 0
             self._round = None
+            self._full_look_at = self._clock()
             for tracked in readable:
                 tracked.quiet = False
         if not self.event_driven:
             return readable
         if self._round is None or self._round_of is not readable:
+            every = self.full_look_every
+            if every is not None and self._clock() - self._full_look_at >= every:
+                self._full_look_at = self._clock()
+                for tracked in readable:
+                    tracked.quiet = False
             self._round = [tracked for tracked in readable if not tracked.quiet]
             self._round_of = readable
             self._idle_turns = 0

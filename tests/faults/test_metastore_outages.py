@@ -42,11 +42,17 @@ def sealed(metastore: Metastore, checkpoint_id: int) -> bool:
 def request_behind_a_write_lock(
     metastore: Metastore, url: str, pipeline: str
 ) -> tuple[int, contextlib.ExitStack]:
-    """Request a checkpoint, then take the metastore's write lock before its seal is written.
+    """Request a checkpoint whose seal finds the metastore's write lock taken. Returns the
+    checkpoint and the held lock (release it by closing the stack).
 
-    On a loaded machine the collector can seal a checkpoint in the moment between its request
-    and the lock: that checkpoint is left sealed and another is requested. Returns the
-    checkpoint and the held lock (release it by closing the stack)."""
+    PostgreSQL: the batch table is locked first (the request writes none, the seal does).
+    SQLite locks the whole database, the request too: the lock is taken after the request,
+    and as the collector can seal a checkpoint in the moment between them (it hears of a
+    request at once), that checkpoint is left sealed and another is requested."""
+    if sa.make_url(url).get_backend_name() != "sqlite":
+        stack = contextlib.ExitStack()
+        stack.enter_context(metastore_write_lock(url, tables=("sluice_batches",)))
+        return metastore.request_checkpoint(pipeline, "locked-run").checkpoint_id, stack
     for attempt in range(5):
         checkpoint_id = metastore.request_checkpoint(
             pipeline, f"locked-run-{attempt}"

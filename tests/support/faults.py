@@ -362,11 +362,13 @@ class RunningCollector:
 
 
 @contextmanager
-def metastore_write_lock(url: str) -> Iterator[None]:
+def metastore_write_lock(
+    url: str, *, tables: tuple[str, ...] = ("sluice_checkpoints", "sluice_batches")
+) -> Iterator[None]:
     """Hold the metastore's write lock until the block ends, as a long migration or a stuck
     admin session would: SQLite ``BEGIN EXCLUSIVE`` on the database file (readers go on in WAL
-    mode), PostgreSQL ``LOCK TABLE ... IN EXCLUSIVE MODE`` on the checkpoint and batch tables
-    (reads go on, writes wait)."""
+    mode), PostgreSQL ``LOCK TABLE ... IN EXCLUSIVE MODE`` on ``tables`` (the checkpoint and
+    batch tables: reads go on, writes wait)."""
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         assert parsed.database, url
@@ -381,9 +383,7 @@ def metastore_write_lock(url: str) -> Iterator[None]:
     engine = sa.create_engine(url)
     try:
         with engine.begin() as connection:
-            connection.execute(
-                sa.text("LOCK TABLE sluice_checkpoints, sluice_batches IN EXCLUSIVE MODE")
-            )
+            connection.execute(sa.text(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE"))
             yield
     finally:
         engine.dispose()

@@ -338,3 +338,27 @@ def test_should_look_at_every_file_when_events_do_not_name_them(
     read_turns(tailing, downstream)
 
     assert len(downstream.chunks) == 10
+
+
+def test_should_look_at_quiet_files_again_every_full_look_interval(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    """What raises no event (a write over NFS) is read at the next full look."""
+    for index in range(3):
+        append(logs / f"{index}.log", *lines(f"f{index}", 1))
+    watcher.scan()
+    downstream = Downstream()
+    clock = SteppingClock()
+    tailing = reader(watcher, clock)
+    tailing.event_driven = True
+    tailing.full_look_every = 10.0
+    read_turns(tailing, downstream)
+    for index in range(3):
+        append(logs / f"{index}.log", *lines(f"g{index}", 1))
+
+    read_turns(tailing, downstream)  # no event named them, no full look due: nothing read
+    assert len(downstream.chunks) == 3
+    clock.now += 10.0
+    read_turns(tailing, downstream)
+
+    assert len(downstream.chunks) == 6
