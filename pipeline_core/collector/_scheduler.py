@@ -105,10 +105,7 @@ class ReadScheduler(MailboxDefaultAction):
         if self._mode is CollectorMode.ONCE and self._confirm_idle(reading, caught_up):
             return
         if blocked and len(blocked) + len(caught_up) >= len(reading) and not caught_up:
-            # Woken by feedback or acks.
-            suspension = controller.suspend_default_action(resume_after=IDLE_POLL_SECONDS)
-            if any(self._servable(self._registry.runtime(name)) for name in blocked):
-                suspension.resume()  # the feedback came before the suspension: no waiting
+            self._suspend(controller, IDLE_POLL_SECONDS, blocked)  # woken by feedback or acks
             return
         if self._registry.any_reading():
             events = self._file_events
@@ -128,9 +125,16 @@ class ReadScheduler(MailboxDefaultAction):
                 if runtime.tracking.acker.pending:
                     due = runtime.last_snapshot + runtime.config.collector.acker_snapshot_s
                     wait = min(wait, max(due - now, 0.001))
-            suspension = controller.suspend_default_action(resume_after=wait)  # or file events
-            if any(self._servable(self._registry.runtime(name)) for name in blocked):
-                suspension.resume()  # its queue drained or its spool freed since its turn
+            self._suspend(controller, wait, blocked)  # or file events
+
+    def _suspend(
+        self, controller: MailboxDefaultAction.Controller, wait: float, blocked: set[str]
+    ) -> None:
+        """Suspend reading for ``wait`` seconds at most; not at all if a pipeline held back
+        can read already (its queue drained or its spool freed since its turn)."""
+        suspension = controller.suspend_default_action(resume_after=wait)
+        if any(self._servable(self._registry.runtime(name)) for name in blocked):
+            suspension.resume()
 
     def _read_rounds(
         self, reading: list[PipelineRuntime], now: float

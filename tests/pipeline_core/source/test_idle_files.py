@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,14 +42,6 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def made() -> Iterator[list[FileWatcher]]:
-    watchers: list[FileWatcher] = []
-    yield watchers
-    for watcher in watchers:
-        watcher.close()
-
-
 def lines(prefix: str, first: int, count: int, width: int = 40) -> bytes:
     return b"".join(
         b"%s %06d %s\n" % (prefix.encode(), n, b"x" * width) for n in range(first, first + count)
@@ -63,7 +55,7 @@ def append(path: Path, data: bytes) -> None:
 
 
 def watcher_of(
-    made: list[FileWatcher],
+    watchers: list[FileWatcher],
     folder: Path,
     pattern: str,
     clock: Callable[[], float],
@@ -80,7 +72,7 @@ def watcher_of(
         max_open_files=max_open_files,
         close_idle_after=close_idle_after,
     )
-    made.append(watcher)
+    watchers.append(watcher)
     return watcher
 
 
@@ -117,13 +109,15 @@ class Tail:
 
 
 def closed_after_reading(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock, pattern: str
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock, pattern: str
 ) -> tuple[Path, Tail]:
     """``access.log`` with 10 lines, tailed through ``pattern`` (``close_idle_after`` 60 s),
     read to its end, then idle for 61 s and scanned: its descriptor is closed."""
     log = tmp_path / "access.log"
     append(log, lines("a", 0, 10))
-    tail = Tail(watcher_of(made, tmp_path, pattern, clock, close_idle_after=60), tmp_path, clock)
+    tail = Tail(
+        watcher_of(watchers, tmp_path, pattern, clock, close_idle_after=60), tmp_path, clock
+    )
     tail.everything()
     clock.now += 61
     tail.scan()
@@ -141,7 +135,7 @@ def assert_each_once(received: Received, expected: bytes) -> None:
 
 @pytest.mark.timeout(60)
 def test_should_hold_no_more_descriptors_than_the_bound_and_read_every_line_once(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     """30 files, 8 descriptors: files beyond the bound wait, released, for the descriptor of a
     file read to its end; written again, each is read on from where it was."""
@@ -150,7 +144,7 @@ def test_should_hold_no_more_descriptors_than_the_bound_and_read_every_line_once
         data = lines(f"f{index:02d}", 0, 50)
         append(tmp_path / f"f{index:02d}.log", data)
         written += data
-    tail = Tail(watcher_of(made, tmp_path, "*.log", clock, max_open_files=8), tmp_path, clock)
+    tail = Tail(watcher_of(watchers, tmp_path, "*.log", clock, max_open_files=8), tmp_path, clock)
 
     while True:  # the clock moves: files read at one scan are idle at the next
         clock.now += 1
@@ -177,11 +171,13 @@ def test_should_hold_no_more_descriptors_than_the_bound_and_read_every_line_once
 
 @pytest.mark.timeout(60)
 def test_should_close_an_idle_file_and_read_on_from_its_offset_when_it_grows(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     log = tmp_path / "app.log"
     append(log, lines("a", 0, 10))
-    tail = Tail(watcher_of(made, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock)
+    tail = Tail(
+        watcher_of(watchers, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock
+    )
     tail.everything()
     (tracked,) = tail.watcher.files
     read_to = tracked.read_offset
@@ -205,11 +201,13 @@ def test_should_close_an_idle_file_and_read_on_from_its_offset_when_it_grows(
 
 @pytest.mark.timeout(60)
 def test_should_wake_a_closed_file_by_its_identity_and_not_a_file_put_in_its_place(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     log = tmp_path / "app.log"
     append(log, lines("a", 0, 10))
-    tail = Tail(watcher_of(made, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock)
+    tail = Tail(
+        watcher_of(watchers, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock
+    )
     tail.everything()
     (tracked,) = tail.watcher.files
     clock.now += 61
@@ -235,9 +233,9 @@ def test_should_wake_a_closed_file_by_its_identity_and_not_a_file_put_in_its_pla
 
 @pytest.mark.timeout(60)
 def test_should_read_a_closed_file_renamed_off_the_paths_to_its_end(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
-    log, tail = closed_after_reading(tmp_path, made, clock, "access.log")
+    log, tail = closed_after_reading(tmp_path, watchers, clock, "access.log")
     (tracked,) = tail.watcher.files
     assert tracked.released
 
@@ -253,9 +251,9 @@ def test_should_read_a_closed_file_renamed_off_the_paths_to_its_end(
 
 @pytest.mark.timeout(60)
 def test_should_follow_a_closed_file_renamed_within_the_paths(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
-    log, tail = closed_after_reading(tmp_path, made, clock, "access.log*")
+    log, tail = closed_after_reading(tmp_path, watchers, clock, "access.log*")
     (tracked,) = tail.watcher.files
 
     append(log, lines("a", 10, 5))
@@ -271,12 +269,12 @@ def test_should_follow_a_closed_file_renamed_within_the_paths(
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("pattern", ["access.log", "access.log*"], ids=["off-paths", "at-paths"])
 def test_should_adopt_the_copy_of_a_file_copytruncated_while_closed(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock, pattern: str
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock, pattern: str
 ) -> None:
     """The lines written after it was closed and before the copy are read once, from the copy
     (at the source's paths, or off them beside it); what is written after the truncation is
     a new file."""
-    log, tail = closed_after_reading(tmp_path, made, clock, pattern)
+    log, tail = closed_after_reading(tmp_path, watchers, clock, pattern)
     (tracked,) = tail.watcher.files
     assert tracked.released
 
@@ -293,12 +291,12 @@ def test_should_adopt_the_copy_of_a_file_copytruncated_while_closed(
 
 @pytest.mark.timeout(60)
 def test_should_adopt_the_copy_of_a_closed_file_written_again_to_the_same_size(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     """Truncated and written again to exactly its old size, a closed file looks unchanged to
     a scan; the copy that turns up with its first bytes has it looked at all the same, so the
     copy is adopted, not read again as a new file."""
-    log, tail = closed_after_reading(tmp_path, made, clock, "access.log*")
+    log, tail = closed_after_reading(tmp_path, watchers, clock, "access.log*")
 
     shutil.copyfile(log, tmp_path / "access.log.1")
     os.truncate(log, 0)
@@ -311,14 +309,14 @@ def test_should_adopt_the_copy_of_a_closed_file_written_again_to_the_same_size(
 
 @pytest.mark.timeout(60)
 def test_should_hold_back_a_copy_being_made_of_a_closed_file(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     """A new file holding just the first bytes of a closed file, shorter than its signature,
     is its copy caught in the making: it is not read as a new file."""
     log = tmp_path / "access.log"
     append(log, b"line a\nline b\nline c\n")
     tail = Tail(
-        watcher_of(made, tmp_path, "access.log*", clock, close_idle_after=60), tmp_path, clock
+        watcher_of(watchers, tmp_path, "access.log*", clock, close_idle_after=60), tmp_path, clock
     )
     tail.everything()
     clock.now += 61
@@ -339,14 +337,16 @@ def test_should_hold_back_a_copy_being_made_of_a_closed_file(
 
 @pytest.mark.timeout(60)
 def test_should_read_a_lookalike_of_a_closed_file_as_a_file_of_its_own(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     """Another log starting with the same 2 KiB as a closed file, and ending otherwise, is not
     its copy: the closed file is opened to compare their ends, and the new one is read."""
     header = lines("header", 0, 40)
     log = tmp_path / "access.log"
     append(log, header + lines("a", 0, 10))
-    tail = Tail(watcher_of(made, tmp_path, "*.log", clock, close_idle_after=60), tmp_path, clock)
+    tail = Tail(
+        watcher_of(watchers, tmp_path, "*.log", clock, close_idle_after=60), tmp_path, clock
+    )
     tail.everything()
     clock.now += 61
     tail.scan()
@@ -361,9 +361,9 @@ def test_should_read_a_lookalike_of_a_closed_file_as_a_file_of_its_own(
 
 @pytest.mark.timeout(60)
 def test_should_say_a_closed_file_read_to_its_end_and_deleted_is_done_without_a_warning(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log, tail = closed_after_reading(tmp_path, made, clock, "access.log")
+    log, tail = closed_after_reading(tmp_path, watchers, clock, "access.log")
     (tracked,) = tail.watcher.files
 
     os.unlink(log)
@@ -381,7 +381,7 @@ def test_should_say_a_closed_file_read_to_its_end_and_deleted_is_done_without_a_
 
 @pytest.mark.timeout(60)
 def test_should_not_close_a_file_holding_a_multiline_event_back(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     """The traceback at the end of an idle file stays held, its file open, and is handed on
     once the file is quiet for ``flush_after_s``."""
@@ -391,7 +391,7 @@ def test_should_not_close_a_file_holding_a_multiline_event_back(
         service.failure("connecting")
         multiline = MultilineConfig(preset=MultilinePreset.PYTHON, flush_after_s=5)
         watcher = watcher_of(
-            made, tmp_path, "app.log*", clock, close_idle_after=60, multiline=multiline
+            watchers, tmp_path, "app.log*", clock, close_idle_after=60, multiline=multiline
         )
         tail = Tail(watcher, tmp_path, clock)
         tail.everything()
@@ -415,14 +415,14 @@ def test_should_not_close_a_file_holding_a_multiline_event_back(
 
 @pytest.mark.timeout(60)
 def test_should_read_on_after_a_restart_with_more_files_than_the_bound(
-    tmp_path: Path, made: list[FileWatcher], clock: Clock
+    tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     written = b""
     for index in range(12):
         data = lines(f"f{index:02d}", 0, 10)
         append(tmp_path / f"f{index:02d}.log", data)
         written += data
-    first = Tail(watcher_of(made, tmp_path, "*.log", clock), tmp_path, clock)
+    first = Tail(watcher_of(watchers, tmp_path, "*.log", clock), tmp_path, clock)
     first.everything()
     records = [f.record(f.read_offset) for f in first.watcher.files]
     first.watcher.close()
@@ -434,7 +434,7 @@ def test_should_read_on_after_a_restart_with_more_files_than_the_bound(
     again = FileWatcher(
         [source_of(tmp_path, "*.log")], HOST, 1024, records, clock=clock, max_open_files=4
     )
-    made.append(again)
+    watchers.append(again)
     tail = Tail(again, tmp_path, clock)
     for _ in range(20):
         clock.now += 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,18 +24,10 @@ def logs(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-@pytest.fixture
-def made() -> Iterator[list[FileWatcher]]:
-    watchers: list[FileWatcher] = []
-    yield watchers
-    for watcher in watchers:
-        watcher.close()
-
-
-def watch(made: list[FileWatcher], pattern: str) -> FileWatcher:
+def watch(watchers: list[FileWatcher], pattern: str) -> FileWatcher:
     config = SourceConfig(name="app", paths=[pattern], format=SourceFormat.RAW)
     watcher = FileWatcher([config], "test-host", 1024)
-    made.append(watcher)
+    watchers.append(watcher)
     watcher.scan()
     return watcher
 
@@ -50,9 +41,9 @@ def by_folder(watcher: FileWatcher) -> dict[str, TrackedFile]:
 
 
 def test_should_find_a_new_file_in_a_folder_named_and_leave_the_others_alone(
-    logs: Path, made: list[FileWatcher]
+    logs: Path, watchers: list[FileWatcher]
 ) -> None:
-    watcher = watch(made, str(logs / "*" / "*.log"))
+    watcher = watch(watchers, str(logs / "*" / "*.log"))
     checked = by_folder(watcher)["b"].checked_size
     append(logs / "b" / "app.log", b"grown")  # looked at by a whole scan only
     append(logs / "d" / "app.log", b"d first")  # a container comes
@@ -67,9 +58,9 @@ def test_should_find_a_new_file_in_a_folder_named_and_leave_the_others_alone(
 
 
 def test_should_tell_a_file_gone_from_a_folder_named_as_a_whole_scan_would(
-    logs: Path, made: list[FileWatcher]
+    logs: Path, watchers: list[FileWatcher]
 ) -> None:
-    watcher = watch(made, str(logs / "*" / "*.log"))
+    watcher = watch(watchers, str(logs / "*" / "*.log"))
     gone = by_folder(watcher)["c"]
     shutil.rmtree(logs / "c")  # a container goes
 
@@ -80,9 +71,9 @@ def test_should_tell_a_file_gone_from_a_folder_named_as_a_whole_scan_would(
 
 
 def test_should_claim_a_file_moved_in_from_a_folder_not_named_not_read_it_again(
-    logs: Path, made: list[FileWatcher]
+    logs: Path, watchers: list[FileWatcher]
 ) -> None:
-    watcher = watch(made, str(logs / "*" / "*.log"))
+    watcher = watch(watchers, str(logs / "*" / "*.log"))
     moved = by_folder(watcher)["a"]
     (logs / "e").mkdir()
     os.rename(logs / "a" / "app.log", logs / "e" / "app.log")
@@ -100,9 +91,9 @@ def test_should_claim_a_file_moved_in_from_a_folder_not_named_not_read_it_again(
     ids=["double-star", "pattern-in-two-folders"],
 )
 def test_should_scan_whole_where_a_glob_is_not_one_folder_deep(
-    logs: Path, made: list[FileWatcher], pattern: str
+    logs: Path, watchers: list[FileWatcher], pattern: str
 ) -> None:
-    watcher = watch(made, str(logs / pattern))
+    watcher = watch(watchers, str(logs / pattern))
     append(logs / "d" / "app.log", b"d first")
 
     watcher.scan(within=[str(logs / "a")])  # another folder
@@ -111,9 +102,9 @@ def test_should_scan_whole_where_a_glob_is_not_one_folder_deep(
 
 
 def test_should_scan_whole_when_a_folder_named_is_a_symlink(
-    logs: Path, made: list[FileWatcher], tmp_path: Path
+    logs: Path, watchers: list[FileWatcher], tmp_path: Path
 ) -> None:
-    watcher = watch(made, str(logs / "*" / "*.log"))
+    watcher = watch(watchers, str(logs / "*" / "*.log"))
     append(tmp_path / "elsewhere" / "app.log", b"linked")
     (logs / "link").symlink_to(tmp_path / "elsewhere")
     append(logs / "d" / "app.log", b"d first")

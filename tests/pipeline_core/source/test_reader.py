@@ -296,19 +296,33 @@ def read_turns(reader: TimeSlicedReader, downstream: Downstream) -> None:
     raise AssertionError("never caught up")
 
 
-def test_should_read_only_the_files_events_named_once_caught_up(
-    logs: Path, watcher: FileWatcher
-) -> None:
-    for index in range(20):
+def caught_up_then_written(
+    logs: Path,
+    watcher: FileWatcher,
+    count: int,
+    *,
+    event_driven: bool,
+    clock: SteppingClock | None = None,
+) -> tuple[TimeSlicedReader, Downstream]:
+    """``count`` files of a line each (``f<NN>``), read to their end; then a line more in each
+    (``g<NN>``) that no event names."""
+    for index in range(count):
         append(logs / f"{index:02d}.log", *lines(f"f{index:02d}", 1))
     watcher.scan()
     downstream = Downstream()
-    tailing = reader(watcher)
-    tailing.event_driven = True
+    tailing = reader(watcher, clock)
+    tailing.event_driven = event_driven
     read_turns(tailing, downstream)
-    assert len(downstream.chunks) == 20
-    for index in range(20):
+    assert len(downstream.chunks) == count
+    for index in range(count):
         append(logs / f"{index:02d}.log", *lines(f"g{index:02d}", 1))
+    return tailing, downstream
+
+
+def test_should_read_only_the_files_events_named_once_caught_up(
+    logs: Path, watcher: FileWatcher
+) -> None:
+    tailing, downstream = caught_up_then_written(logs, watcher, 20, event_driven=True)
     named = next(f for f in watcher.files if f.path.endswith("07.log"))
 
     tailing.look_at(named)
@@ -326,14 +340,7 @@ def test_should_read_only_the_files_events_named_once_caught_up(
 def test_should_look_at_every_file_when_events_do_not_name_them(
     logs: Path, watcher: FileWatcher
 ) -> None:
-    for index in range(5):
-        append(logs / f"{index}.log", *lines(f"f{index}", 1))
-    watcher.scan()
-    downstream = Downstream()
-    tailing = reader(watcher)  # not event-driven: polled
-    read_turns(tailing, downstream)
-    for index in range(5):
-        append(logs / f"{index}.log", *lines(f"g{index}", 1))
+    tailing, downstream = caught_up_then_written(logs, watcher, 5, event_driven=False)
 
     read_turns(tailing, downstream)
 
@@ -344,17 +351,9 @@ def test_should_look_at_quiet_files_again_every_full_look_interval(
     logs: Path, watcher: FileWatcher
 ) -> None:
     """What raises no event (a write over NFS) is read at the next full look."""
-    for index in range(3):
-        append(logs / f"{index}.log", *lines(f"f{index}", 1))
-    watcher.scan()
-    downstream = Downstream()
     clock = SteppingClock()
-    tailing = reader(watcher, clock)
-    tailing.event_driven = True
+    tailing, downstream = caught_up_then_written(logs, watcher, 3, event_driven=True, clock=clock)
     tailing.full_look_every = 10.0
-    read_turns(tailing, downstream)
-    for index in range(3):
-        append(logs / f"{index}.log", *lines(f"g{index}", 1))
 
     read_turns(tailing, downstream)  # no event named them, no full look due: nothing read
     assert len(downstream.chunks) == 3
