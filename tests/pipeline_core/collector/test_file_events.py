@@ -134,8 +134,10 @@ def test_should_read_a_busy_file_once_per_coalescing_window(
     finally:
         tailing.stop()
 
+    # One read per window, give or take the scheduling of a loaded machine (a late window
+    # splits in two); reading at every delivery was hundreds of reads a second.
     windows = elapsed / (config.collector.file_events_coalesce_ms / 1000)
-    assert chunks <= windows + 10, f"{chunks} reads in {elapsed:.1f} s"
+    assert chunks <= 2 * windows, f"{chunks} reads in {elapsed:.1f} s"
 
 
 @pytest.mark.timeout(60)
