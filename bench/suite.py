@@ -23,6 +23,7 @@ Cases (``--only`` takes the numbers or the names):
  14   multiline    collector with the python multiline preset vs line by line
  15   idle         CPU and RSS of a collector serving 100 pipelines x 10 files, nothing written
  16   manyfiles    10,000 files in 1,000 folders, 1 % written, containers coming and going
+ 17   metadata     a table's metadata over 2,000 landings' commits with maintenance
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -50,6 +51,7 @@ from bench.cases import (
     freshness,
     idle_pipelines,
     lake,
+    lake_metadata,
     lake_tables,
     landing_store,
     many_files,
@@ -81,6 +83,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "14": ("multiline", multiline.run),
     "15": ("idle", idle_pipelines.run),
     "16": ("manyfiles", many_files.run),
+    "17": ("metadata", lake_metadata.run),
 }
 
 

@@ -449,7 +449,29 @@ class PipelineOperations:
 
         report = maintain_lake(self.config, day)
         self.remove_committed_staging()
+        report.forgotten_checkpoints = len(self.forget_old_checkpoints())
         return report
+
+    def forget_old_checkpoints(self, now: datetime | None = None) -> list[int]:
+        """Delete the metastore rows of checkpoints committed more than
+        ``metastore.retain_days`` ago whose staging is removed (``handoff.retain_hours``):
+        the checkpoints, their host rows, batches and byte ranges. Returns their ids."""
+        kept = max(
+            timedelta(days=self.config.metastore.retain_days),
+            timedelta(hours=self.config.handoff.retain_hours),
+        )
+        before = (now or datetime.now(timezone.utc)) - kept
+        with self._metastore() as metastore:
+            forgotten = metastore.forget_checkpoints(self.config.name, before)
+        if forgotten:
+            log.info(
+                "Forgot %d checkpoints committed before %s (%d..%d)",
+                len(forgotten),
+                before.isoformat(timespec="seconds"),
+                forgotten[0],
+                forgotten[-1],
+            )
+        return forgotten
 
     # -- status ------------------------------------------------------------------------------
 

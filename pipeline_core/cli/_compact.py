@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
                 f"({compaction.files_before} files)"
             )
     print(
-        f"expired {report.expired_snapshots} snapshots, removed {report.orphan_files} orphan files"
+        f"expired {report.expired_snapshots} snapshots, removed {report.orphan_files} orphan "
+        f"files, forgot {report.forgotten_checkpoints} checkpoints"
     )
     return ExitCode.OK
 

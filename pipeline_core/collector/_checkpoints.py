@@ -42,6 +42,9 @@ class SealedCheckpoint:
 class _PendingSeal:
     barrier: Barrier
     files: tuple[FileRecord, ...]
+    forgotten: tuple[str, ...]
+    """Fingerprints of the files the watcher forgot at the barrier: their rows go with the
+    seal."""
     groups_passed: set[str] = field(default_factory=set)
     sealed: SealedBatch | None = None
     uploading: bool = False
@@ -111,7 +114,7 @@ class CheckpointCoordinator:
         # a checkpoint writes the rows of the few being written, not ten thousand.
         moved = (t.record_if_moved(t.barrier_offset) for t in watcher.files)
         files = tuple(record for record in moved if record is not None)
-        self._pending[checkpoint_id] = _PendingSeal(barrier, files)
+        self._pending[checkpoint_id] = _PendingSeal(barrier, files, tuple(watcher.forget_done()))
         self._injected.add(checkpoint_id)
         return barrier
 
@@ -185,7 +188,7 @@ class CheckpointCoordinator:
         )
         batch_id = _retrying_outages(
             lambda: self._metastore.seal(
-                self._pipeline, batch, pending.files, self._host, acker_trees
+                self._pipeline, batch, pending.files, self._host, acker_trees, pending.forgotten
             )
         )
         offsets = {f.fingerprint: f.sealed_offset for f in pending.files}

@@ -97,6 +97,7 @@ class PipelineRuntime:
             metastore.files(config.name, self.host),
             max_open_files=tuning.max_open_files,
             close_idle_after=tuning.close_idle_after_s,
+            forget_done_after=tuning.forget_done_files_after_h * 3600,
         )
         self.reader = TimeSlicedReader(
             self.watcher,

@@ -51,7 +51,8 @@ class SpooledBatch:
             "version": SEAL_RECORD_VERSION,
             "checkpoint_id": self.checkpoint_id,
             "files": [
-                {**asdict(record), "path": stored_path(record.path)} for record in self.files
+                {**asdict(record), "path": stored_path(record.path), "updated_at": None}
+                for record in self.files
             ],
         }
         temporary = self.folder / f"{SEAL_RECORD_NAME}.tmp"

@@ -219,6 +219,12 @@ class MetastoreConfig(_Strict):
     url: str | None = None
     """SQLAlchemy URL. Default: SQLite file ``<data_dir>/sluice.db``. The environment variable
     ``SLUICE_METASTORE_URL`` overrides it."""
+    retain_days: Annotated[float, Field(gt=0)] = 30
+    """Maintenance forgets a committed checkpoint this many days after its commit (and never
+    before its staging is removed, ``handoff.retain_hours``): its rows, its batches' and their
+    byte ranges are deleted. Its lake rows stay; it can no longer be reprocessed (its staging
+    is gone already), and a DAG run of its interval cleared after that lands a new
+    checkpoint."""
 
 
 class CollectorConfig(_Strict):
@@ -297,6 +303,12 @@ class CollectorConfig(_Strict):
     again when it is written, grows or moves, and read on from its offset). Filebeat's
     ``close_inactive`` (5 minutes); Logstash's ``close_older`` is an hour, Vector keeps every
     file open."""
+    forget_done_files_after_h: Annotated[float, Field(gt=0)] = 24.0
+    """A file rotated away or deleted, read to its end and sealed, is forgotten this long
+    after: no longer tracked, its row deleted from ``sluice_files`` at the next seal. Without
+    it a host whose logs rotate to new names (``dateext``) keeps a row for every file it ever
+    read. Only within this time is a file that turns up again on the same inode with the same
+    first bytes taken for the one read before."""
     lease_seconds: Annotated[float, Field(gt=0)] = 60.0
     rotated_grace_s: Annotated[float, Field(ge=0)] = 5.0
     """While tailing, how long a file renamed away or deleted is still watched for appends

@@ -59,6 +59,9 @@ from pipeline_core.lake._reading import (
 )
 from pipeline_core.lake._schemas import (
     CHECKPOINT_COLUMN,
+    MANAGED_PROPERTIES,
+    MANIFESTS_BEFORE_MERGE,
+    METADATA_VERSIONS_KEPT,
     REJECTS_SCHEMA,
     REJECTS_TABLE,
     TARGET_FILE_BYTES,
@@ -76,6 +79,9 @@ __all__ = [
     "CHECKPOINT_COLUMN",
     "CHECKPOINT_IDS_PROPERTY",
     "LANDING_ID_PROPERTY",
+    "MANAGED_PROPERTIES",
+    "MANIFESTS_BEFORE_MERGE",
+    "METADATA_VERSIONS_KEPT",
     "REJECTS_SCHEMA",
     "REJECTS_TABLE",
     "TARGET_FILE_BYTES",

@@ -33,7 +33,7 @@ from pyiceberg.table.name_mapping import NameMapping
 
 from pipeline_core.errors import LakeError
 from pipeline_core.lake._schemas import (
-    COMMIT_RETRY_PROPERTIES,
+    MANAGED_PROPERTIES,
     REJECTS_SCHEMA,
     REJECTS_TABLE,
     partition_spec,
@@ -154,7 +154,7 @@ class LakeCatalog:
             partition_spec=partition_spec(schema),
             properties=properties,
         )
-        stale = {k: v for k, v in COMMIT_RETRY_PROPERTIES.items() if table.properties.get(k) != v}
+        stale = {k: v for k, v in MANAGED_PROPERTIES.items() if table.properties.get(k) != v}
         if stale:
             with table.transaction() as transaction:
                 transaction.set_properties(stale)

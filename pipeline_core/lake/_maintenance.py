@@ -6,11 +6,15 @@
   query result changes; a concurrent reader sees the old files or the new ones. A commit that
   another writer beat is abandoned (its new files deleted) and the day planned again, so a
   landing or reprocess committed meanwhile is never undone.
-* :func:`expire_snapshots` drops snapshots older than a retention (the current one is always
-  kept); their files stay until :func:`remove_orphan_files`.
-* :func:`remove_orphan_files` deletes files under a table's ``data/`` folder that no snapshot
-  references and that are older than a grace period: files of landings that crashed before
-  their commit, of checkpoints a retried landing found committed already, of expired snapshots.
+* :func:`expire_snapshots` drops snapshots older than a retention, or beyond a number kept (the
+  current one is always kept); their files stay until :func:`remove_orphan_files`.
+* :func:`remove_orphan_files` deletes the files of a table that nothing references and that
+  are older than a grace period: under ``data/``, files of landings that crashed before their
+  commit, of checkpoints a retried landing found committed already, of expired snapshots; under
+  ``metadata/``, the manifest lists and manifests of expired snapshots and merged manifests
+  (old ``metadata.json`` files are deleted at each commit: ``MANAGED_PROPERTIES`` in
+  ``pipeline_core.lake._schemas``). With these, a table's metadata stays bounded however many
+  landings it has had: what grows is its data.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from urllib.parse import urlparse
@@ -40,6 +44,11 @@ COMPACT_ATTEMPTS = 5
 ORPHAN_GRACE = timedelta(hours=1)
 """A file younger than this may belong to a landing still under way: never an orphan."""
 SNAPSHOT_RETENTION = timedelta(days=7)
+SNAPSHOTS_KEPT_MAX = 500
+"""Snapshots kept whatever their age: every commit rewrites a ``metadata.json`` listing every
+snapshot kept (about 600 bytes each), so a week of one-minute landings (10,080 snapshots) would
+make each commit write and read some 6 MB. Time travel reaches back ``SNAPSHOT_RETENTION`` or
+this many commits, whichever is shorter (at a one-minute schedule, about eight hours)."""
 EPOCH = date(1970, 1, 1)
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,8 @@ class MaintenanceReport:
     compactions: list[Compaction] = field(default_factory=list)
     expired_snapshots: int = 0
     orphan_files: int = 0
+    forgotten_checkpoints: int = 0
+    """Checkpoints whose metastore rows were deleted (``metastore.retain_days``)."""
 
 
 def day_of(task: FileScanTask) -> date | None:
@@ -158,14 +169,18 @@ def _write_rolling(
         yield f"{scheme}://{path}"
 
 
-def expire_snapshots(table: Table, retention: timedelta = SNAPSHOT_RETENTION) -> int:
-    """Expire the snapshots older than ``retention`` but the current one; returns how many."""
+def expire_snapshots(
+    table: Table, retention: timedelta = SNAPSHOT_RETENTION, keep_at_most: int = SNAPSHOTS_KEPT_MAX
+) -> int:
+    """Expire the snapshots older than ``retention``, and all but the newest ``keep_at_most``;
+    the current one is always kept. Returns how many were expired."""
     cutoff = datetime.now(timezone.utc) - retention
     current = table.current_snapshot()
+    newest_first = sorted(table.snapshots(), key=lambda s: s.timestamp_ms, reverse=True)
     old = [
         s.snapshot_id
-        for s in table.snapshots()
-        if s.timestamp_ms < cutoff.timestamp() * 1000
+        for rank, s in enumerate(newest_first)
+        if (s.timestamp_ms < cutoff.timestamp() * 1000 or rank >= keep_at_most)
         and (current is None or s.snapshot_id != current.snapshot_id)
     ]
     if old:
@@ -174,18 +189,49 @@ def expire_snapshots(table: Table, retention: timedelta = SNAPSHOT_RETENTION) ->
 
 
 def remove_orphan_files(table: Table, grace: timedelta = ORPHAN_GRACE) -> int:
-    """Delete the files under the table's ``data/`` that no snapshot references and that are
-    older than ``grace``; returns how many."""
+    """Delete the files of the table that nothing references and that are older than
+    ``grace``; returns how many.
+
+    Under ``data/``: any file no snapshot lists. Under ``metadata/``: the ``metadata.json``
+    files that are neither the current one nor in its log, and the manifest lists and manifests
+    (``.avro``) no snapshot reaches: those of expired snapshots, of commits that lost a race,
+    and the manifests a commit merged. Other files there are left alone."""
     table.refresh()
-    folder = f"{table.location().rstrip('/')}/data"
-    filesystem, root = location_filesystem(folder)
-    referenced = {_path_of(p) for p in table.inspect.all_files().column("file_path").to_pylist()}
+    location = table.location().rstrip("/")
     cutoff = datetime.now(timezone.utc) - grace
+    data = {_path_of(p) for p in table.inspect.all_files().column("file_path").to_pylist()}
+    removed = _remove_unreferenced(f"{location}/data", data, cutoff, lambda name: True)
+    metadata = {_path_of(uri) for uri in _metadata_in_use(table)}
+    removed += _remove_unreferenced(f"{location}/metadata", metadata, cutoff, _is_table_metadata)
+    return removed
+
+
+def _metadata_in_use(table: Table) -> Iterator[str]:
+    """The metadata files of ``table`` that a reader of it, or of a snapshot it keeps, opens."""
+    yield table.metadata_location
+    for entry in table.metadata.metadata_log:
+        yield entry.metadata_file
+    for snapshot in table.snapshots():
+        yield snapshot.manifest_list
+    if table.snapshots():
+        yield from table.inspect.all_manifests().column("path").to_pylist()
+
+
+def _is_table_metadata(name: str) -> bool:
+    return name.endswith(".metadata.json") or name.endswith(".avro")
+
+
+def _remove_unreferenced(
+    folder: str, referenced: set[str], cutoff: datetime, removable: Callable[[str], bool]
+) -> int:
+    filesystem, root = location_filesystem(folder)
     removed = 0
     for info in filesystem.get_file_info(
         pafs.FileSelector(root, allow_not_found=True, recursive=True)
     ):
         if info.type != pafs.FileType.File or info.path in referenced:
+            continue
+        if not removable(info.base_name):
             continue
         if info.mtime is not None and info.mtime.replace(tzinfo=timezone.utc) > cutoff:
             continue

@@ -133,16 +133,39 @@ def time_column(schema: Schema) -> str:
     return "event_time" if "event_time" in names else "sealed_at"
 
 
-COMMIT_RETRY_PROPERTIES = {"commit.retry.num-retries": "0"}
-"""pyiceberg re-applies a transaction that lost a race on the refreshed table by itself; a
-landing must instead decide again what to commit (``pipeline_core.lake.commit_files``), and a
-compaction plan its day again, so the tables leave retrying to them."""
+METADATA_VERSIONS_KEPT = 20
+"""Previous ``metadata.json`` files a table keeps (Iceberg's default is 100); older ones are
+deleted at each commit. A landing every minute rewrites the table's metadata 1,440 times a
+day: without this every version stays forever."""
+MANIFESTS_BEFORE_MERGE = 16
+"""A landing's commit merges the table's data manifests into one once there are this many
+(Iceberg's ``commit.manifest.min-count-to-merge``; its default is 100)."""
+MANAGED_PROPERTIES = {
+    "commit.retry.num-retries": "0",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": str(METADATA_VERSIONS_KEPT),
+    "commit.manifest-merge.enabled": "true",
+    "commit.manifest.min-count-to-merge": str(MANIFESTS_BEFORE_MERGE),
+}
+"""Properties every lake table has, set again on a table created before they were (so an
+upgrade applies them to the tables it finds).
+
+* ``commit.retry.num-retries`` 0: pyiceberg re-applies a transaction that lost a race on the
+  refreshed table by itself; a landing must instead decide again what to commit
+  (``pipeline_core.lake.commit_files``), and a compaction plan its day again, so the tables
+  leave retrying to them.
+* Old ``metadata.json`` files deleted after each commit, :data:`METADATA_VERSIONS_KEPT` kept.
+* Manifests merged at commit, as Iceberg's Java appends do by default (pyiceberg's do not):
+  each landing adds a manifest, so without merging a table planned after a month of
+  one-minute landings reads tens of thousands of manifests. The manifests that expired
+  snapshots leave behind are removed with the orphans (``pipeline_core.lake._maintenance``).
+"""
 
 
 def table_properties(fmt: str) -> dict[str, str]:
     """Properties a lake table is created with (``fmt``: its source format, or ``_rejects``)."""
     return {
-        **COMMIT_RETRY_PROPERTIES,
+        **MANAGED_PROPERTIES,
         "format-version": "2",
         "write.target-file-size-bytes": str(TARGET_FILE_BYTES),
         "write.parquet.compression-codec": "zstd",

@@ -17,7 +17,7 @@ from pipeline_core.metastore._values import record_of_row, row_of_record
 class BatchRepository:
     """The rows of ``sluice_batches`` and ``sluice_batch_ranges`` on one connection (the
     caller's transaction). A batch is written once, in the seal transaction, and never
-    changed."""
+    changed; it is deleted with its checkpoint (``Metastore.forget_checkpoints``)."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
@@ -84,3 +84,15 @@ class BatchRepository:
                 ],
             )
         return batch_id
+
+    def delete_of_checkpoints(self, checkpoint_ids: Sequence[int]) -> None:
+        """Delete the batches of the checkpoints and their byte ranges."""
+        of_checkpoints = sa.select(t.batches.c.id).where(
+            t.batches.c.checkpoint_id.in_(checkpoint_ids)
+        )
+        self._connection.execute(
+            t.batch_ranges.delete().where(t.batch_ranges.c.batch_id.in_(of_checkpoints))
+        )
+        self._connection.execute(
+            t.batches.delete().where(t.batches.c.checkpoint_id.in_(checkpoint_ids))
+        )

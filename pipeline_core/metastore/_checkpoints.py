@@ -210,6 +210,34 @@ class CheckpointRepository:
             )
         )
 
+    # -- retention -----------------------------------------------------------------------------
+
+    def committed_before(self, pipeline: str, before: datetime, limit: int) -> list[int]:
+        """Ids of up to ``limit`` of ``pipeline``'s checkpoints committed before ``before``,
+        oldest first."""
+        c = t.checkpoints.c
+        query = (
+            sa.select(c.id)
+            .where(
+                c.pipeline == pipeline,
+                c.state == CheckpointState.COMMITTED.value,
+                c.committed_at < before,
+            )
+            .order_by(c.id)
+            .limit(limit)
+        )
+        return [int(row.id) for row in self._connection.execute(query)]
+
+    def delete(self, checkpoint_ids: Sequence[int]) -> None:
+        """Delete the checkpoints and their host rows (their batches first: BatchRepository)."""
+        hosts = t.checkpoint_hosts.c
+        self._connection.execute(
+            t.checkpoint_hosts.delete().where(hosts.checkpoint_id.in_(checkpoint_ids))
+        )
+        self._connection.execute(
+            t.checkpoints.delete().where(t.checkpoints.c.id.in_(checkpoint_ids))
+        )
+
     def _first(self, query: sa.Select[Any]) -> CheckpointRecord | None:
         row = self._connection.execute(query).first()
         return None if row is None else _record(row)

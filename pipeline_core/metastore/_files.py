@@ -6,7 +6,7 @@ name that is not UTF-8 in an escaped form) and read back as ``restored_path`` gi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from pipeline_core._file_names import restored_path, stored_path
 from pipeline_core.metastore import _schema as t
-from pipeline_core.metastore._values import record_of_row, row_of_record
+from pipeline_core.metastore._values import as_utc, record_of_row, row_of_record
 from pipeline_core.source import FileRecord, FileState
 
 
@@ -40,7 +40,11 @@ class FileRepository:
         for row in self._connection.execute(query.order_by(c.host, c.id)):
             found.setdefault(row.host, []).append(
                 record_of_row(
-                    FileRecord, row, path=restored_path(row.path), state=FileState(row.state)
+                    FileRecord,
+                    row,
+                    path=restored_path(row.path),
+                    state=FileState(row.state),
+                    updated_at=as_utc(row.updated_at),
                 )
             )
         return found
@@ -75,3 +79,15 @@ class FileRepository:
             self._connection.execute(
                 t.files.update().where(c.id == sa.bindparam("row_id")), updates
             )
+
+    def forget(self, pipeline: str, host: str, fingerprints: Collection[str]) -> None:
+        """Delete the rows of files ``host`` no longer tracks (gone from its disk, every byte
+        sealed: ``FileWatcher.forget_gone``)."""
+        if not fingerprints:
+            return
+        c = t.files.c
+        self._connection.execute(
+            t.files.delete().where(
+                c.pipeline == pipeline, c.host == host, c.fingerprint.in_(list(fingerprints))
+            )
+        )

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +34,8 @@ from pipeline_core.metastore._values import redacted_url, utcnow
 from pipeline_core.source import FileRecord
 
 _migrate_lock = threading.Lock()
+FORGET_CHUNK = 500
+"""Checkpoints forgotten per transaction (:meth:`Metastore.forget_checkpoints`)."""
 
 
 class Metastore:
@@ -242,10 +244,12 @@ class Metastore:
         files: Iterable[FileRecord],
         host: str,
         acker_trees: Iterable[AckerTreeRecord] | None = None,
+        forgotten: Collection[str] = (),
     ) -> int:
         """Record a sealed batch in ONE transaction: the batch and its byte ranges, the files'
-        offsets at the barrier, the acker's in-flight trees (when given) and, once every host
-        the checkpoint waits for has sealed its batch, the checkpoint's move to SEALED.
+        offsets at the barrier, the rows of the files the host forgot (``forgotten``:
+        fingerprints), the acker's in-flight trees (when given) and, once every host the
+        checkpoint waits for has sealed its batch, the checkpoint's move to SEALED.
         Returns the batch id.
 
         Raises:
@@ -266,6 +270,7 @@ class Metastore:
             state.check_transition(checkpoint_id, CheckpointState.SEALED)
             batch_id = r.batches.insert(pipeline, host, batch, now)
             r.files.save(pipeline, host, files, now)
+            r.files.forget(pipeline, host, forgotten)
             if acker_trees is not None:
                 r.acker_trees.replace(pipeline, host, acker_trees, now)
             r.checkpoints.host_sealed(checkpoint_id, host)
@@ -317,6 +322,21 @@ class Metastore:
         with self._repositories() as r:
             r.checkpoints.move(checkpoint_id, CheckpointState.FAILED, error=error)
         return self.checkpoint(checkpoint_id)
+
+    def forget_checkpoints(self, pipeline: str, before: datetime) -> list[int]:
+        """Delete ``pipeline``'s checkpoints committed before ``before``, with their batches,
+        byte ranges and host rows; returns their ids. For what maintenance keeps and why,
+        see ``PipelineOperations.forget_old_checkpoints``."""
+        forgotten: list[int] = []
+        while True:
+            with self._repositories() as r:
+                ids = r.checkpoints.committed_before(pipeline, before, FORGET_CHUNK)
+                if ids:
+                    r.batches.delete_of_checkpoints(ids)
+                    r.checkpoints.delete(ids)
+            forgotten += ids
+            if len(ids) < FORGET_CHUNK:
+                return forgotten
 
     # -- files, sink states, acker trees, read progress --------------------------------------
 

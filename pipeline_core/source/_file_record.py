@@ -6,7 +6,8 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from pipeline_core._compat import StrEnum
 
@@ -44,3 +45,6 @@ class FileRecord:
     tail_digest: str | None = None
     """The last lines before ``sealed_offset`` as CRC-32s (``source.LineDigest``, encoded):
     lets a restarted collector find where a file cut below its offset stops holding them."""
+    updated_at: datetime | None = field(default=None, compare=False)
+    """When the metastore last saved the record (None: not saved yet). A file DONE at that
+    time has been DONE at least since (``FileWatcher.forget_done``)."""

@@ -113,6 +113,9 @@ class TrackedFile:
     """When the reader first found the file ROTATED (by the reader's clock)."""
     detached_at: float | None = None
     """When the watcher found the file DETACHED (monotonic clock)."""
+    done_at: float | None = None
+    """When the watcher first found the file DONE with every byte read sealed (its clock):
+    it is forgotten ``forget_done_after`` later (:meth:`FileWatcher.forget_done`)."""
     seen_size: int = 0
     finished: bool = False
     """A COPIED file read to its end: kept open (so its inode is not handed to another file

@@ -102,9 +102,11 @@ class FileWatcher:
         *,
         max_open_files: int | None = None,
         close_idle_after: float | None = None,
+        forget_done_after: float | None = None,
     ) -> None:
         self._max_open = max_open_files
         self._idle_after = close_idle_after
+        self._forget_after = forget_done_after
         self._opened = 0
         """While a scan runs: the descriptors open, as far as the bound is concerned."""
         self._heads: dict[bytes | None, list[TrackedFile]] | None = None
@@ -123,7 +125,12 @@ class FileWatcher:
         self._host = host
         self._signature_bytes = signature_bytes
         self._clock = clock
+        records = list(records)
         self._files: list[TrackedFile] = [TrackedFile.from_record(r) for r in records]
+        now, wall = clock(), time.time()
+        for record, tracked in zip(records, self._files, strict=True):
+            if record.state is FileState.DONE and record.updated_at is not None:
+                tracked.done_at = now - max(0.0, wall - record.updated_at.timestamp())
         following = {source.name for source in self._sources if source.follow_symlinks}
         for tracked in self._files:
             tracked.follow_symlinks = tracked.source in following
@@ -195,6 +202,41 @@ class FileWatcher:
         for tracked in self._files:
             tracked.close()
         self._readable = None
+
+    def forget_done(self) -> list[str]:
+        """Stop tracking the files DONE (rotated away or deleted, read to their end) whose
+        every byte read has been sealed for ``forget_done_after``; returns their fingerprints,
+        whose rows the next seal deletes. Without this a host whose logs rotate to new names
+        (``dateext``) keeps a row, and a tracked file in memory, for every file it ever read.
+
+        A file is DONE only once it is off the source's paths, so no scan looks at it again;
+        the one thing its record still did is make a file that turns up again with the same
+        first bytes on the same inode, within that time, be taken for it."""
+        if self._forget_after is None:
+            return []
+        now = self._clock()
+        forgotten: list[TrackedFile] = []
+        for tracked in self._files:
+            if tracked.state is not FileState.DONE or tracked.sealed_offset < tracked.read_offset:
+                tracked.done_at = None
+            elif tracked.done_at is None:
+                tracked.done_at = now
+            elif now - tracked.done_at >= self._forget_after and tracked.fd is None:
+                forgotten.append(tracked)
+        if not forgotten:
+            return []
+        gone = {id(tracked) for tracked in forgotten}
+        self._files = [f for f in self._files if id(f) not in gone]
+        self._readable = None
+        self._heads = None
+        for tracked in forgotten:
+            log.info(
+                "forgetting %s (%s): rotated away and sealed to its end, offset %d",
+                tracked.fingerprint,
+                shown_path(tracked.path),
+                tracked.sealed_offset,
+            )
+        return [tracked.fingerprint for tracked in forgotten]
 
     def wake(self, tracked: TrackedFile) -> bool:
         """``tracked``, released, was written: open it again by identity now, so it is read

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from pipeline_core.config import METASTORE_URL_ENV
@@ -536,6 +537,36 @@ def test_should_submit_nothing_when_nothing_is_left_to_land(
 
 
 # -- staging retention ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("retain_days", "retain_hours", "kept"),
+    [(30, 24, timedelta(days=30)), (0.5, 36, timedelta(hours=36))],
+    ids=["days", "never-before-the-staging"],
+)
+def test_should_forget_committed_checkpoints_past_the_metastores_retention(
+    tmp_path: Path,
+    metastore_url: str,
+    log: Path,
+    retain_days: float,
+    retain_hours: float,
+    kept: timedelta,
+) -> None:
+    config = write_config(tmp_path, metastore_url, handoff={"retain_hours": retain_hours})
+    document = yaml.safe_load(config.read_text())
+    document["metastore"]["retain_days"] = retain_days
+    config.write_text(yaml.safe_dump(document))
+    operations = PipelineOperations(config)
+    old = commit_landed(operations, sealed_checkpoint(operations, log, 2))
+    sealed = sealed_checkpoint(operations, log, 3)
+    committed_at = old.committed_at
+    assert committed_at is not None
+
+    assert operations.forget_old_checkpoints(now=committed_at + kept - timedelta(minutes=1)) == []
+    forgotten = operations.forget_old_checkpoints(now=committed_at + kept + timedelta(minutes=1))
+
+    assert forgotten == [old.checkpoint_id]
+    assert [c.checkpoint_id for c in operations.status().checkpoints] == [sealed.checkpoint_id]
 
 
 def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention(

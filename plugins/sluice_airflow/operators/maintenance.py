@@ -53,13 +53,16 @@ class LakeMaintenanceOperator(BaseOperator):
             if c.committed
         ]
         self.log.info(
-            "Compacted %d day partitions; expired %d snapshots; removed %d orphan files",
+            "Compacted %d day partitions; expired %d snapshots; removed %d orphan files; "
+            "forgot %d checkpoints",
             len(compacted),
             report.expired_snapshots,
             report.orphan_files,
+            report.forgotten_checkpoints,
         )
         return {
             "compacted": compacted,
             "expired_snapshots": report.expired_snapshots,
             "orphan_files": report.orphan_files,
+            "forgotten_checkpoints": report.forgotten_checkpoints,
         }

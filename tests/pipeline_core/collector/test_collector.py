@@ -20,6 +20,7 @@ from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.metastore._schema import files, leases
 from pipeline_core.sinks import Barrier, HandoffWriter
+from pipeline_core.source import FileState
 from pipeline_core.testing import staged_lines, staged_payloads
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, load
@@ -364,3 +365,30 @@ def test_should_record_only_the_files_that_moved_at_a_checkpoint(
     assert sorted(first) == ["access.log", "access.log.1", "access.log.2"]
     changed = sorted(name for name in first if second[name] != first[name])
     assert changed == ["access.log"]
+
+
+@pytest.mark.timeout(60)
+def test_should_forget_a_file_gone_and_sealed_to_its_end_after_a_while(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, logs: Path
+) -> None:
+    """Rotation to dated names makes a new file every day: each kept a row and a tracked file
+    for ever. One gone from the disk, read and sealed to its end, is forgotten after
+    ``forget_done_files_after_h``, by a one-shot run as by a tailing one."""
+    config = load(tmp_path, metastore_url, collector={"forget_done_files_after_h": 0.5 / 3600})
+    host = config.collector.host
+    append(logs / "access.log-20261127", *lines("a", 10))
+    append(logs / "access.log", *lines("b", 10))
+    collect_once(config, metastore)
+    os.unlink(logs / "access.log-20261127")  # logrotate's maxage
+    append(logs / "access.log", *lines("c", 5))
+
+    collect_once(config, metastore)
+    states = {os.path.basename(r.path): r.state for r in metastore.files(config.name, host)}
+    assert states == {"access.log-20261127": FileState.DONE, "access.log": FileState.LIVE}
+    time.sleep(0.6)
+    append(logs / "access.log", *lines("d", 5))
+    collect_once(config, metastore)
+
+    assert [r.path for r in metastore.files(config.name, host)] == [str(logs / "access.log")]
+    expected = lines("a", 10) + lines("b", 10) + lines("c", 5) + lines("d", 5)
+    assert sorted(staged_payloads(config)) == sorted(expected)

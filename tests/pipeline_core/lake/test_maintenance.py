@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -14,6 +15,9 @@ import pytest
 from pyiceberg.table import Table
 
 from pipeline_core.lake import (
+    MANAGED_PROPERTIES,
+    MANIFESTS_BEFORE_MERGE,
+    METADATA_VERSIONS_KEPT,
     LakeCatalog,
     LakeLocation,
     LandingMode,
@@ -175,6 +179,21 @@ def test_expiry_keeps_the_current_snapshot_and_its_rows(table: Table) -> None:
     assert [day_of(t) for t in table.scan().plan_files()] == [DAY.date()] * 3
 
 
+def test_expiry_keeps_at_most_a_number_of_snapshots_however_young(table: Table) -> None:
+    """A week of one-minute landings is 10,080 snapshots, every one listed in the
+    ``metadata.json`` each commit rewrites."""
+    for checkpoint_id in range(1, 8):
+        land(table, checkpoint_id, 10)
+    newest = [s.snapshot_id for s in table.snapshots()][-3:]
+
+    expired = expire_snapshots(table, keep_at_most=3)
+
+    table.refresh()
+    assert expired == 4
+    assert [s.snapshot_id for s in table.snapshots()] == newest
+    assert everything(table).num_rows == 70
+
+
 def test_compaction_finds_nothing_in_an_empty_table(lake: LakeLocation) -> None:
     with open_lake(lake) as catalog:
         catalog.catalog.create_namespace_if_not_exists(lake.namespace)
@@ -199,3 +218,77 @@ def test_a_checkpoint_is_replaced_inside_a_compacted_file(table: Table) -> None:
     assert after.filter(pa.compute.not_equal(pa.compute.field("checkpoint_id"), 2)).equals(others)
     replaced = after.filter(pa.compute.equal(pa.compute.field("checkpoint_id"), 2))
     assert sorted(replaced.column("byte_offset").to_pylist()) == list(range(500, 505))
+
+
+def metadata_folder(table: Table) -> list[Path]:
+    return sorted(Path(table.location().removeprefix("file://"), "metadata").iterdir())
+
+
+def test_a_table_keeps_a_bounded_number_of_metadata_versions(table: Table) -> None:
+    """Every commit writes a ``metadata.json``; a landing every minute would keep 1,440 a day."""
+    commits = METADATA_VERSIONS_KEPT + 15
+    for checkpoint_id in range(1, commits + 1):
+        land(table, checkpoint_id, 3)
+
+    table.refresh()
+    versions = [p for p in metadata_folder(table) if p.name.endswith(".metadata.json")]
+    assert len(versions) == METADATA_VERSIONS_KEPT + 1
+    assert len(table.metadata.metadata_log) == METADATA_VERSIONS_KEPT
+    assert everything(table).num_rows == 3 * commits
+
+
+def test_a_landings_commit_merges_the_tables_manifests(table: Table) -> None:
+    for checkpoint_id in range(1, 2 * MANIFESTS_BEFORE_MERGE + 1):
+        land(table, checkpoint_id, 3)
+
+    table.refresh()
+    manifests = table.current_snapshot().manifests(table.io)  # type: ignore[union-attr]
+    assert len(manifests) < MANIFESTS_BEFORE_MERGE
+    assert everything(table).num_rows == 3 * 2 * MANIFESTS_BEFORE_MERGE
+
+
+def test_maintenance_leaves_the_metadata_of_the_current_snapshot_only(table: Table) -> None:
+    """Expired snapshots' manifest lists and the manifests merged away are orphans too: after
+    expiry and orphan removal, the metadata folder is what the table still reads."""
+    for checkpoint_id in range(1, 41):
+        land(table, checkpoint_id, 3)
+    before = everything(table)
+
+    expire_snapshots(table, retention=timedelta(0))
+    removed = remove_orphan_files(table, grace=timedelta(0))
+
+    table.refresh()
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    avro = {p.name for p in metadata_folder(table) if p.suffix == ".avro"}
+    wanted = {Path(snapshot.manifest_list).name} | {
+        Path(m.manifest_path).name for m in snapshot.manifests(table.io)
+    }
+    assert avro == wanted
+    assert removed > 40
+    assert everything(table).equals(before)
+    land(table, 41, 3)  # the table still takes commits
+    assert everything(table).num_rows == before.num_rows + 3
+
+
+def test_orphan_removal_keeps_young_metadata_a_commit_under_way_may_need(table: Table) -> None:
+    for checkpoint_id in range(1, 6):
+        land(table, checkpoint_id, 3)
+    expire_snapshots(table, retention=timedelta(0))
+    files = metadata_folder(table)
+
+    assert remove_orphan_files(table, grace=timedelta(hours=1)) == 0
+    assert metadata_folder(table) == files
+
+
+def test_a_table_made_before_gets_the_metadata_properties(lake: LakeLocation) -> None:
+    with open_lake(lake) as catalog:
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        old = catalog.catalog.create_table(
+            lake.identifier("older"), schema=source_schema("raw"), properties={}
+        )
+        assert "write.metadata.delete-after-commit.enabled" not in old.properties
+
+        table = catalog.ensure_table("older", source_schema("raw"), "raw")
+
+    assert {k: table.properties.get(k) for k in MANAGED_PROPERTIES} == MANAGED_PROPERTIES

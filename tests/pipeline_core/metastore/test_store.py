@@ -38,6 +38,7 @@ from pipeline_core.metastore import (
 )
 from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._migrations import head_revision
+from pipeline_core.metastore._values import utcnow
 from pipeline_core.source import FileRecord, FileState
 from tests.support.lease_holders import HolderProcess
 
@@ -457,6 +458,54 @@ def test_should_commit_a_sealed_checkpoint_with_its_landing_counts(metastore: Me
     assert committed.committed_at is not None
     assert committed.landing == landing
     assert metastore.checkpoint(checkpoint_id) == committed
+
+
+def test_should_forget_the_checkpoints_committed_before_a_time_and_everything_of_theirs(
+    metastore: Metastore,
+) -> None:
+    """A month of one-minute DAG runs is 43,200 checkpoints, each with a batch, byte ranges and
+    host rows per host: maintenance forgets the old committed ones."""
+    metastore.acquire_lease(PIPELINE, HOST, "collector-1", 60)
+    ids = []
+    for number in range(4):
+        ids.append(metastore.request_checkpoint(PIPELINE, f"run-{number}").checkpoint_id)
+        metastore.seal(
+            PIPELINE,
+            batch_record(ids[-1], ByteRange(f"{number:016x}", 0, 10, 1)),
+            [file_record(sealed_offset=10 * (number + 1))],
+            HOST,
+        )
+    for checkpoint_id in ids[:2]:
+        metastore.commit_checkpoint(checkpoint_id, {})
+    cutoff = utcnow()
+    time.sleep(0.01)
+    metastore.commit_checkpoint(ids[2], {})
+    later = metastore.request_checkpoint(PIPELINE, "run-later").checkpoint_id
+    assert len(rows(metastore, schema.checkpoint_hosts)) == 5
+
+    forgotten = metastore.forget_checkpoints(PIPELINE, cutoff)
+
+    assert forgotten == ids[:2]
+    remaining = {c.checkpoint_id for c in metastore.checkpoints(PIPELINE)}
+    assert remaining == {ids[2], ids[3], later}
+    assert {b["checkpoint_id"] for b in rows(metastore, schema.batches)} == {ids[2], ids[3]}
+    assert len(rows(metastore, schema.batch_ranges)) == 2
+    assert {h["checkpoint_id"] for h in rows(metastore, schema.checkpoint_hosts)} == remaining
+    assert metastore.files(PIPELINE, HOST) == [file_record(sealed_offset=40)]  # files stay
+    assert metastore.forget_checkpoints(PIPELINE, cutoff) == []
+
+
+def test_should_delete_the_rows_of_the_files_a_seal_names_forgotten(metastore: Metastore) -> None:
+    first, other, second = (metastore.request_checkpoint(PIPELINE).checkpoint_id for _ in "abc")
+    old = file_record("00000000000000aa", 500, FileState.DONE, "/var/log/app.log-20261101")
+    live = file_record("00000000000000bb", 100)
+    metastore.seal(PIPELINE, batch_record(first), [old, live], HOST)
+    metastore.seal(PIPELINE, batch_record(other), [old], "web-2")
+
+    metastore.seal(PIPELINE, batch_record(second), [], HOST, forgotten=[old.fingerprint])
+
+    assert metastore.files(PIPELINE, HOST) == [live]
+    assert metastore.files(PIPELINE, "web-2") == [old]  # another host's file of that name
 
 
 def test_should_commit_again_without_error(metastore: Metastore) -> None:
