@@ -75,6 +75,11 @@ class LakeError(SluiceError):
     unreachable, a commit kept conflicting, a table is not what Sluice declared)."""
 
 
+class SchemaEvolutionError(LakeError):
+    """A source's declared columns would change a lake table's column in a way Iceberg
+    cannot (a type narrowed, or made another type): refused before anything is written."""
+
+
 class EventDeliveryException(SluiceError):
     """A sink, or every sink of a sink group, failed to deliver a batch (Flume's name).
 

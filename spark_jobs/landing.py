@@ -68,6 +68,7 @@ from spark_jobs.checkpoint import Checkpoint, FileKey, PartFile, read_checkpoint
 from spark_jobs.formats import (
     STAGING_COLUMNS,
     NginxScanner,
+    ParseResult,
     RejectReason,
     nginx_scanner,
     parse,
@@ -134,21 +135,18 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     reader = segment_reader(spark, (part.path for part in parts))
     scanner = nginx_scanner(spark)
     with open_lake(landing.lake) as lake:
-        tables = lake.ensure_tables({name: spec.format for name, spec in sources.items()})
+        tables = lake.ensure_tables(
+            {name: spec.format for name, spec in sources.items()},
+            {name: spec.declared_columns() for name, spec in sources.items()},
+        )
         written: dict[str, dict[int, list[str]]] = {}
         landed: Counter[LandedKey] = Counter()
         rejected: set[FileKey] = set()
         checksums: list[int | None] = []
         for source, spec in sources.items():
             observation = Observation()
-            rows = parse(
-                read_source(spark, parts, source, reader=reader),
-                spec.format,
-                time_field=spec.time_field,
-                log_format=spec.log_format,
-                timezone=spec.timezone,
-                rejected=observation,
-                scanner=scanner,
+            rows = _parse_source(
+                read_source(spark, parts, source, reader=reader), spec, scanner, observation
             )[0]
             out = write_files(
                 rows,
@@ -308,16 +306,30 @@ def rejects_of(
         files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
         if files:
             rows = read_source(spark, parts, source, files, reader)
-            parsed = parse(
-                rows,
-                spec.format,
-                time_field=spec.time_field,
-                log_format=spec.log_format,
-                timezone=spec.timezone,
-                scanner=scanner,
-            )
-            frames.append(parsed[1])
+            frames.append(_parse_source(rows, spec, scanner)[1])
     return frames
+
+
+def _parse_source(
+    rows: DataFrame,
+    spec: SourceSpec,
+    scanner: NginxScanner,
+    rejected: Observation | None = None,
+) -> ParseResult:
+    """:func:`parse` of one source's staging rows, as its manifest entry says."""
+    return parse(
+        rows,
+        spec.format,
+        time_field=spec.time_field,
+        log_format=spec.log_format,
+        timezone=spec.timezone,
+        pattern=spec.pattern,
+        columns=spec.columns,
+        time_column=spec.time_column,
+        time_layout=spec.time_layout,
+        rejected=rejected,
+        scanner=scanner,
+    )
 
 
 def check_files(

@@ -28,7 +28,14 @@ from pipeline_core.config._sinks import (
     StdoutSinkConfig,
 )
 from pipeline_core.config._worker import WorkerConfig
-from pipeline_core.formats import LogFormatError, SourceFormat, python_log_layout
+from pipeline_core.formats import (
+    ColumnType,
+    LogFormatError,
+    SourceFormat,
+    UserPatternError,
+    python_log_layout,
+    user_pattern,
+)
 from pipeline_core.storage import StorageLocation
 
 SinkConfig = Annotated[
@@ -52,7 +59,7 @@ class StartPosition(StrEnum):
     END = "end"
 
 
-_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J)
+_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J, SourceFormat.REGEX)
 """The formats whose lines state a local time without an offset (``timezone`` says whose)."""
 
 
@@ -95,14 +102,46 @@ class SourceConfig(_Strict):
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
     ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
     timezone: str | None = None
-    """For ``python_logging`` and ``spark_log4j``: the IANA time zone (``Europe/Zurich``) of
-    the time their lines state, which ``logging`` and log4j write in the process's local time
-    without an offset. Default ``UTC``."""
+    """For ``python_logging``, ``spark_log4j`` and ``regex``: the IANA time zone
+    (``Europe/Zurich``) of the time their lines state without an offset (``logging`` and log4j
+    write the process's local time so). Default ``UTC``."""
+    pattern: str | None = None
+    """For ``regex`` (required): a regular expression in Python's syntax whose named groups
+    ``(?P<column>...)`` are the table's columns, matched from the event's start
+    (docs/formats.md)."""
+    columns: dict[str, ColumnType] = {}
+    """For ``regex``: the type of a group's column (``string``, ``int``, ``long``, ``double``,
+    ``boolean``, ``timestamp``); a group not named here is a string. A column added later is
+    added to the table (older rows read null); a type may change only as Iceberg promotes
+    (``int`` to ``long``)."""
+    time_column: str | None = None
+    """For ``regex``: the ``timestamp`` column that gives ``event_time`` (default: none, the
+    seal time)."""
+    time_layout: str | None = None
+    """For ``regex``: how ``timestamp`` columns are written, a Spark datetime pattern
+    (``yyyy-MM-dd HH:mm:ss,SSS``); default ISO 8601."""
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
         if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
             raise ValueError("log_format belongs to format python_logging only")
+        regex_keys = {
+            "pattern": self.pattern,
+            "columns": self.columns or None,
+            "time_column": self.time_column,
+            "time_layout": self.time_layout,
+        }
+        if self.format is SourceFormat.REGEX:
+            if self.pattern is None:
+                raise ValueError("format regex needs a pattern")
+            try:
+                user_pattern(self.pattern, self.columns, self.time_column)
+            except UserPatternError as exc:
+                raise ValueError(f"pattern {self.pattern!r}: {exc}") from exc
+        else:
+            given = [key for key, value in regex_keys.items() if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} belong to format regex only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
             named = " and ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")

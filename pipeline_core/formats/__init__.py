@@ -18,11 +18,18 @@ from pipeline_core.formats._registry import (
     SourceFormat,
     format_spec,
 )
+from pipeline_core.formats._user_pattern import (
+    RESERVED_COLUMNS,
+    UserPattern,
+    UserPatternError,
+    user_pattern,
+)
 
 __all__ = [
     "ASCTIME_LAYOUT",
     "DEFAULT_PYTHON_LOG_FORMAT",
     "FORMATS",
+    "RESERVED_COLUMNS",
     "TRACEBACK_PATTERN",
     "ColumnType",
     "FormatColumn",
@@ -31,7 +38,10 @@ __all__ = [
     "PythonLogLayout",
     "RejectReason",
     "SourceFormat",
+    "UserPattern",
+    "UserPatternError",
     "format_spec",
     "formats_markdown",
     "python_log_layout",
+    "user_pattern",
 ]

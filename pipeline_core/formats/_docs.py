@@ -43,6 +43,7 @@ def formats_markdown() -> str:
                 f"| `{column.name}` | {column.type.value} | {_md(column.doc)} |"
                 for column in spec.columns
             ),
+            *([f"| declared by the source | | {_md(spec.declared)} |"] if spec.declared else []),
             "",
             f"**Event time:** {_md(spec.event_time)}",
             "",

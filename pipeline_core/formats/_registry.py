@@ -33,6 +33,9 @@ class SourceFormat(StrEnum):
     PYTHON_LOGGING = "python_logging"
     """What Python's ``logging`` writes with the source's ``log_format`` (its ``Formatter``
     format string): level, logger, message and traceback apart."""
+    REGEX = "regex"
+    """The source's own ``pattern``: a column per named group, typed as the source's
+    ``columns`` declare (``pipeline_core.formats.user_pattern``)."""
 
 
 DEFAULT_PYTHON_LOG_FORMAT = "%(levelname)s:%(name)s:%(message)s"
@@ -83,6 +86,9 @@ class FormatSpec:
     """Where a row's ``event_time`` comes from, and in which time zone."""
     rejects: tuple[RejectReason, ...]
     """Every reason it rejects an event for (``line_too_long`` in every format)."""
+    declared: str = ""
+    """The columns each source declares after :attr:`columns` (empty: none), as the docs
+    say it."""
 
     def column_types(self) -> dict[str, ColumnType]:
         return {column.name: column.type for column in self.columns}
@@ -270,6 +276,28 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                 RejectReason.BAD_TIMESTAMP,
                 RejectReason.LINE_TOO_LONG,
             ),
+        ),
+        FormatSpec(
+            SourceFormat.REGEX,
+            "The source's own ``pattern``, a regular expression of named groups (Python's "
+            "syntax, matched from the event's start; ``(?s)`` lets ``.`` cross a multiline "
+            "event's lines).",
+            (),
+            "The source's ``time_column`` (a group declared ``timestamp``), read with its "
+            "``time_layout`` (a Spark datetime pattern; default ISO 8601) in its ``timezone`` "
+            "(default UTC) unless the text states an offset; the seal time without a "
+            "``time_column``.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+            declared="A column per named group, in the pattern's order, of the type the "
+            "source's ``columns`` give it (``string``, ``int``, ``long``, ``double``, "
+            "``boolean``, ``timestamp``; default ``string``). An empty group is null, and so "
+            "is a value that is not of its column's type (``abc`` for an ``int``); a "
+            "``time_column`` that is not a time rejects the event (``bad_timestamp``).",
         ),
     )
 }

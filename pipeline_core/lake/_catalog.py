@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +30,10 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import NameMapping
+from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType
 
-from pipeline_core.errors import LakeError
+from pipeline_core.errors import LakeError, SchemaEvolutionError
+from pipeline_core.formats import ColumnType
 from pipeline_core.lake._schemas import (
     MANAGED_PROPERTIES,
     REJECTS_SCHEMA,
@@ -132,20 +134,42 @@ class LakeCatalog:
         except NoSuchTableError:
             return None
 
-    def ensure_tables(self, formats: Mapping[str, str]) -> dict[str, Table]:
-        """Every source table of ``formats`` (``{table: format}``) and the rejects table,
-        created when missing and evolved to their declared schemas (new columns only)."""
+    def ensure_tables(
+        self,
+        formats: Mapping[str, str],
+        declared: Mapping[str, Sequence[tuple[str, ColumnType]]] | None = None,
+    ) -> dict[str, Table]:
+        """Every source table of ``formats`` (``{table: format}``, with the columns each
+        source declares: ``declared``) and the rejects table, created when missing and evolved
+        to their declared schemas (:meth:`ensure_table`).
+
+        Raises:
+            SchemaEvolutionError: a table cannot take its declared schema; no table was
+                changed.
+        """
         self.catalog.create_namespace_if_not_exists(self.location.namespace)
+        schemas = {
+            name: source_schema(fmt, (declared or {}).get(name, ()))
+            for name, fmt in formats.items()
+        }
+        for name, schema in schemas.items():
+            existing = self.load(name)
+            if existing is not None:
+                check_evolution(name, existing.schema(), schema)
         tables = {
-            name: self.ensure_table(name, source_schema(fmt), fmt) for name, fmt in formats.items()
+            name: self.ensure_table(name, schemas[name], fmt) for name, fmt in formats.items()
         }
         tables[REJECTS_TABLE] = self.ensure_table(REJECTS_TABLE, REJECTS_SCHEMA, REJECTS_TABLE)
         return tables
 
     def ensure_table(self, name: str, schema: Schema, fmt: str) -> Table:
         """Table ``name``: created with ``schema`` when missing; otherwise the columns of
-        ``schema`` it lacks are added (an Iceberg schema update: old files read them as null,
-        nothing is rewritten)."""
+        ``schema`` it lacks are added and those whose type ``schema`` widens are promoted (an
+        Iceberg schema update: old files read an added column as null, nothing is rewritten).
+
+        Raises:
+            SchemaEvolutionError: a column's type changes in a way Iceberg cannot make.
+        """
         identifier = self.location.identifier(name)
         properties = {**table_properties(fmt), NAME_MAPPING_PROPERTY: _name_mapping(schema)}
         table = self.catalog.create_table_if_not_exists(
@@ -158,10 +182,15 @@ class LakeCatalog:
         if stale:
             with table.transaction() as transaction:
                 transaction.set_properties(stale)
-        present = {field.name for field in table.schema().fields}
-        missing = [field.name for field in schema.fields if field.name not in present]
+        check_evolution(name, table.schema(), schema)
+        present = {field.name: field.field_type for field in table.schema().fields}
+        missing = [
+            field.name
+            for field in schema.fields
+            if field.name not in present or present[field.name] != field.field_type
+        ]
         if missing:
-            log.info("Adding columns %s to lake table %s", missing, identifier)
+            log.info("Adding or widening columns %s of lake table %s", missing, identifier)
             with table.transaction() as transaction:
                 with transaction.update_schema() as update:
                     update.union_by_name(schema)
@@ -169,6 +198,33 @@ class LakeCatalog:
                 transaction.set_properties({NAME_MAPPING_PROPERTY: _name_mapping(evolved)})
             table = self.catalog.load_table(identifier)
         return table
+
+
+_PROMOTIONS = {(IntegerType(), LongType()), (FloatType(), DoubleType())}
+"""The type changes Iceberg makes to a column in place (old files read as the new type)."""
+
+
+def check_evolution(table: str, current: Schema, declared: Schema) -> None:
+    """Whether table ``table`` of schema ``current`` can take ``declared``: columns may be
+    added, and widened as Iceberg promotes (int to long, float to double); a column left out
+    of ``declared`` stays (older rows keep it).
+
+    Raises:
+        SchemaEvolutionError: a column's type would change otherwise (narrowed, or another
+            type), naming the table, the column and both types.
+    """
+    present = {field.name: field.field_type for field in current.fields}
+    for field in declared.fields:
+        before = present.get(field.name)
+        if before is None or before == field.field_type:
+            continue
+        if (before, field.field_type) not in _PROMOTIONS:
+            raise SchemaEvolutionError(
+                f"lake table {table}: column {field.name} is {before} and its source now "
+                f"declares {field.field_type}; Iceberg changes a column's type only from int "
+                "to long and float to double. Declare it as before, or land the source into "
+                "a new table (another source name)"
+            )
 
 
 def _name_mapping(schema: Schema) -> str:

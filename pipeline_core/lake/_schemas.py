@@ -18,7 +18,7 @@ cut it; ``pipeline_core.staging_contract.EventCut``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 from pyiceberg.expressions import BooleanExpression, In
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -107,8 +107,9 @@ def formats() -> tuple[str, ...]:
     return tuple(_FORMAT_COLUMNS)
 
 
-def source_schema(fmt: str) -> Schema:
-    """The schema of a source table of format ``fmt``.
+def source_schema(fmt: str, declared: Sequence[tuple[str, ColumnType]] = ()) -> Schema:
+    """The schema of a source table of format ``fmt``, with the columns the source declares
+    (``regex``: its pattern's groups) after the format's own.
 
     :raises ValueError: ``fmt`` is not a known format.
     """
@@ -116,7 +117,8 @@ def source_schema(fmt: str) -> Schema:
         columns = _FORMAT_COLUMNS[fmt]
     except KeyError:
         raise ValueError(f"no table schema for format {fmt!r}") from None
-    return _schema((*_COMMON[:5], *columns, _COMMON[5]))
+    own = tuple((name, _ICEBERG_TYPES[kind]) for name, kind in declared)
+    return _schema((*_COMMON[:5], *columns, *own, _COMMON[5]))
 
 
 REJECTS_SCHEMA = _schema(_REJECT_COLUMNS)

@@ -283,7 +283,16 @@ class HandoffWriter:
             host=self._host,
             sealed_at=barrier.sealed_at,
             sources={
-                name: SourceSpec(s.format.value, s.time_field, s.log_format, s.timezone)
+                name: SourceSpec(
+                    s.format.value,
+                    s.time_field,
+                    s.log_format,
+                    s.timezone,
+                    s.pattern,
+                    {column: kind.value for column, kind in s.columns.items()} or None,
+                    s.time_column,
+                    s.time_layout,
+                )
                 for name, s in self._sources.items()
             },
             parts=parts,

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Any
 
+from pipeline_core.formats import ColumnType, user_pattern
 from pipeline_core.staging_contract._fields import (
     ManifestError,
     read_count,
@@ -154,7 +155,25 @@ class SourceSpec:
     log_format: str | None = None
     """``python_logging``: the format string its records were written with."""
     timezone: str | None = None
-    """``python_logging``: the time zone of their ``%(asctime)s``."""
+    """``python_logging``, ``spark_log4j``, ``regex``: the time zone of the time lines state."""
+    pattern: str | None = None
+    """``regex``: the source's pattern."""
+    columns: Mapping[str, str] | None = None
+    """``regex``: its columns' declared types (``ColumnType`` values)."""
+    time_column: str | None = None
+    time_layout: str | None = None
+
+    def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
+        """The columns the source declares (``regex``: its pattern's groups, typed), after its
+        format's own.
+
+        Raises:
+            UserPatternError: the pattern or its columns cannot be used.
+        """
+        if self.pattern is None:
+            return ()
+        types = {name: ColumnType(kind) for name, kind in (self.columns or {}).items()}
+        return user_pattern(self.pattern, types, self.time_column).columns
 
     def to_json(self) -> dict[str, Any]:
         """``format`` and ``time_field``, and the other keys only when they are set."""
@@ -172,12 +191,25 @@ class SourceSpec:
         """
         fields = read_object(entry, where)
         optional: dict[str, str | None] = {}
-        for key in ("time_field", "log_format", "timezone"):
+        for key in (
+            "time_field",
+            "log_format",
+            "timezone",
+            "pattern",
+            "time_column",
+            "time_layout",
+        ):
             value = fields.get(key)
             if value is not None and not isinstance(value, str):
                 raise ManifestError(f"{where}: {key} {value!r} is not a string")
             optional[key] = value
-        return cls(read_text(fields, "format", where), **optional)
+        columns = fields.get("columns")
+        if columns is not None and not (
+            isinstance(columns, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in columns.items())
+        ):
+            raise ManifestError(f"{where}: columns {columns!r} is not an object of type names")
+        return cls(read_text(fields, "format", where), columns=columns, **optional)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ The parsers use Spark SQL expressions (and the landing's Java function for nginx
 Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
-``docker_json``, ``python_logging``, ``spark_log4j``) parses its events;
+``docker_json``, ``python_logging``, ``spark_log4j``, ``regex``) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -42,7 +42,7 @@ not declare.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
@@ -61,7 +61,9 @@ from pipeline_core.formats import (
     ColumnType,
     RejectReason,
     SourceFormat,
+    UserPattern,
     format_spec,
+    user_pattern,
 )
 from spark_jobs.formats._common import (
     REJECT_COLUMNS,
@@ -83,6 +85,7 @@ from spark_jobs.formats.nginx import (
 )
 from spark_jobs.formats.python_logging import parse_python_logging
 from spark_jobs.formats.raw import parse_raw
+from spark_jobs.formats.regex import parse_regex
 from spark_jobs.formats.spark_log4j import parse_spark_log4j
 
 __all__ = [
@@ -125,6 +128,10 @@ def parse(
     time_field: str | None = None,
     log_format: str | None = None,
     timezone: str | None = None,
+    pattern: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    time_column: str | None = None,
+    time_layout: str | None = None,
     rejected: Observation | None = None,
     scanner: NginxScanner = NginxScanner.REGEX,
 ) -> ParseResult:
@@ -136,8 +143,12 @@ def parse(
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
         log_format: ``python_logging`` only; the ``logging`` format string (None: the
             default, ``logging.BASIC_FORMAT``).
-        timezone: ``python_logging`` and ``spark_log4j``; the time zone of the time their
-            lines state (None: UTC).
+        timezone: ``python_logging``, ``spark_log4j`` and ``regex``; the time zone of the
+            time their lines state without an offset (None: UTC).
+        pattern, columns, time_column, time_layout: ``regex`` only; the source's pattern,
+            its columns' declared types (``ColumnType`` values; a group not named: string),
+            the column of its event time (None: the seal time) and that column's layout
+            (None: ISO 8601).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
@@ -149,9 +160,17 @@ def parse(
         ``checkpoint_id``.
 
     Raises:
-        ValueError: ``fmt`` is not a known format.
+        ValueError: ``fmt`` is not a known format, or ``regex`` without a usable pattern.
     """
     spec = format_spec(fmt)
+    declared: tuple[tuple[str, ColumnType], ...] = ()
+    user: UserPattern | None = None
+    if spec.name is SourceFormat.REGEX:
+        if pattern is None:
+            raise ValueError("format regex needs the source's pattern")
+        types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
+        user = user_pattern(pattern, types, time_column)
+        declared = user.columns
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
@@ -165,9 +184,14 @@ def parse(
             r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o
         ),
     }
-    parsed, rejects = parsers[spec.name](rows, rejected)
-    declared = [
-        F.col(column.name).cast(_SPARK_TYPES[column.type]).alias(column.name)
-        for column in spec.columns
+    if user is not None:
+        parsed, rejects = parse_regex(
+            rows, user, time_column, time_layout, timezone or "UTC", rejected
+        )
+    else:
+        parsed, rejects = parsers[spec.name](rows, rejected)
+    projected = [
+        F.col(name).cast(_SPARK_TYPES[kind]).alias(name)
+        for name, kind in (*((c.name, c.type) for c in spec.columns), *declared)
     ]
-    return parsed.select(*_LEADING, *declared, *_TRAILING), rejects
+    return parsed.select(*_LEADING, *projected, *_TRAILING), rejects
