@@ -49,6 +49,8 @@ class ColumnType(StrEnum):
     BOOLEAN = "boolean"
     TIMESTAMP = "timestamp"
     """With a time zone (Iceberg ``timestamptz``): an instant, stored in UTC."""
+    MAP = "map<string,string>"
+    """Keys and values as strings (Iceberg ``map<string, string>``; a null key never)."""
 
 
 class RejectReason(StrEnum):

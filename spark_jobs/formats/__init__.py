@@ -52,6 +52,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     TimestampType,
 )
@@ -111,6 +112,7 @@ _SPARK_TYPES: dict[ColumnType, DataType] = {
     ColumnType.DOUBLE: DoubleType(),
     ColumnType.BOOLEAN: BooleanType(),
     ColumnType.TIMESTAMP: TimestampType(),
+    ColumnType.MAP: MapType(StringType(), StringType()),
 }
 _LEADING = ("event_id", "file_fingerprint", "byte_offset", "host", "event_time")
 _TRAILING = ("event_date", "checkpoint_id")

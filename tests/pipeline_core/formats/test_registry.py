@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyiceberg.types import IntegerType, LongType, StringType, TimestamptzType
 
 from pipeline_core.cli import main
 from pipeline_core.config import SourceConfig
@@ -22,10 +21,11 @@ from pipeline_core.lake import source_schema
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "formats.md"
 ICEBERG = {
-    ColumnType.STRING: StringType(),
-    ColumnType.INT: IntegerType(),
-    ColumnType.LONG: LongType(),
-    ColumnType.TIMESTAMP: TimestamptzType(),
+    ColumnType.STRING: "string",
+    ColumnType.INT: "int",
+    ColumnType.LONG: "long",
+    ColumnType.TIMESTAMP: "timestamptz",
+    ColumnType.MAP: "map<string, string>",
 }
 
 
@@ -43,11 +43,11 @@ def test_a_formats_table_has_the_common_columns_then_its_own_then_the_checkpoint
 ) -> None:
     schema = source_schema(fmt.value)
 
-    columns = [(field.name, field.field_type) for field in schema.fields]
+    columns = [(field.name, str(field.field_type)) for field in schema.fields]
     common = ["event_id", "file_fingerprint", "byte_offset", "host", "event_time"]
     assert [name for name, _ in columns[:5]] == common
     assert columns[5:-1] == [(c.name, ICEBERG[c.type]) for c in FORMATS[fmt].columns]
-    assert columns[-1] == ("checkpoint_id", LongType())
+    assert columns[-1] == ("checkpoint_id", "long")
 
 
 def test_an_unknown_format_is_refused_naming_the_known_ones() -> None:
