@@ -52,7 +52,11 @@ class StartPosition(StrEnum):
     END = "end"
 
 
-_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J)
+_LOCAL_TIME_FORMATS = (
+    SourceFormat.PYTHON_LOGGING,
+    SourceFormat.SPARK_LOG4J,
+    SourceFormat.SYSLOG_RFC3164,
+)
 """The formats whose lines state a local time without an offset (``timezone`` says whose)."""
 
 
@@ -95,16 +99,16 @@ class SourceConfig(_Strict):
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
     ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
     timezone: str | None = None
-    """For ``python_logging`` and ``spark_log4j``: the IANA time zone (``Europe/Zurich``) of
-    the time their lines state, which ``logging`` and log4j write in the process's local time
-    without an offset. Default ``UTC``."""
+    """For ``python_logging``, ``spark_log4j`` and ``syslog_rfc3164``: the IANA time zone
+    (``Europe/Zurich``) of the time their lines state, which ``logging``, log4j and BSD syslog
+    write in the local time of the process without an offset. Default ``UTC``."""
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
         if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
             raise ValueError("log_format belongs to format python_logging only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
-            named = " and ".join(f.value for f in _LOCAL_TIME_FORMATS)
+            named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")
         if self.log_format is not None:
             try:

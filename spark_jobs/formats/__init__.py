@@ -33,7 +33,8 @@ The parsers use Spark SQL expressions (and the landing's Java function for nginx
 Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
-``docker_json``, ``python_logging``, ``spark_log4j``) parses its events;
+``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``)
+parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -85,6 +86,8 @@ from spark_jobs.formats.nginx import (
 from spark_jobs.formats.python_logging import parse_python_logging
 from spark_jobs.formats.raw import parse_raw
 from spark_jobs.formats.spark_log4j import parse_spark_log4j
+from spark_jobs.formats.syslog_rfc3164 import parse_syslog_rfc3164
+from spark_jobs.formats.syslog_rfc5424 import parse_syslog_rfc5424
 
 __all__ = [
     "CRI_PATTERN",
@@ -138,8 +141,8 @@ def parse(
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
         log_format: ``python_logging`` only; the ``logging`` format string (None: the
             default, ``logging.BASIC_FORMAT``).
-        timezone: ``python_logging`` and ``spark_log4j``; the time zone of the time their
-            lines state (None: UTC).
+        timezone: ``python_logging``, ``spark_log4j`` and ``syslog_rfc3164``; the time zone of
+            the time their lines state without an offset (None: UTC).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
@@ -166,6 +169,8 @@ def parse(
         SourceFormat.PYTHON_LOGGING: lambda r, o: parse_python_logging(
             r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o
         ),
+        SourceFormat.SYSLOG_RFC5424: parse_syslog_rfc5424,
+        SourceFormat.SYSLOG_RFC3164: lambda r, o: parse_syslog_rfc3164(r, timezone or "UTC", o),
     }
     parsed, rejects = parsers[spec.name](rows, rejected)
     declared = [
