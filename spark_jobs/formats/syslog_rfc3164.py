@@ -44,7 +44,7 @@ from spark_jobs.formats._syslog import (
 SYSLOG_RFC3164_PATTERN = (
     r"(?s)^(?:<(\d{1,3})>)?"
     r"(?:([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)|(\d{4}-\d\d-\d\dT[!-~]+))"
-    r" ([!-~]+) ([^\s\[:]+)(?:\[([^\]\s]*)\])?:?(?: (.*))?$"
+    r" ([!-~]+) ([^\s\[:]+)(?:\[([^\]\s]*)\])?:?(?: (.*))?\z"
 )
 """A line: its PRI; the BSD time's month, day and time, or the RFC 3339 time; HOSTNAME; the
 tag's name and PID; MSG."""

@@ -51,7 +51,7 @@ SD_ELEMENT = rf'\[({SD_NAME})(?: {SD_NAME}="{_SD_VALUE}")*+\]'
 _SD_ELEMENTS = rf'(?:\[{SD_NAME}(?: {SD_NAME}="{_SD_VALUE}")*+\])++'
 SYSLOG_RFC5424_PATTERN = (
     r"(?s)^<(\d{1,3})>([1-9]\d{0,2}) ([!-~]+) ([!-~]{1,255}) ([!-~]{1,48}) ([!-~]{1,128}) "
-    rf"([!-~]{{1,32}}) (-|{_SD_ELEMENTS})( .*)?$"
+    rf"([!-~]{{1,32}}) (-|{_SD_ELEMENTS})( .*)?\z"
 )
 """A message: its PRI, VERSION, TIMESTAMP, HOSTNAME, APP-NAME, PROCID, MSGID,
 STRUCTURED-DATA, and `` MSG`` (empty when there is none). The TIMESTAMP is any printable

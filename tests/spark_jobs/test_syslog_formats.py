@@ -212,6 +212,7 @@ def test_should_land_bsd_lines_with_the_fields_logger_sent(
         (b'<34>1 2026-11-28T10:00:00Z host app - - [a@1 k="v] open quote', RejectReason.NO_MATCH),
         (b"<34>1 2026-11-28T10:00:00Z host app - - [a@1 k=v] unquoted", RejectReason.NO_MATCH),
         (b"<34>1 2026-11-28T10:00:00Z host app - - - ", None),
+        (b"<34>1 2026-11-28T10:00:00Z host app - - -\xc2\x85", RejectReason.NO_MATCH),  # NEL
         (b"<34>1 2026-11-28T10:00:00Z host app - -  no structured data", RejectReason.NO_MATCH),
         (b"<34>1 2026-13-28T10:00:00Z host app - - - a 13th month", RejectReason.BAD_TIMESTAMP),
         (b"<34>1 2026-11-28T10:00:00 host app - - - no offset", RejectReason.BAD_TIMESTAMP),
