@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.formats import RejectReason, parse
+from spark_jobs.formats import RejectReason
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
-from tests.spark_jobs.support import StagingRows
+from tests.spark_jobs.support import StagingRows, landed
 from tests.support.staging import DEFAULT_SEALED_AT
 from tests.support.syslog_programs import sd_escaped
 
@@ -30,7 +30,7 @@ PRINTABLE = "".join(chr(c) for c in range(33, 127))
 SD_NAME_CHARS = PRINTABLE.translate({ord(c): None for c in '="]'})
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
 """What a line can hold (the line ends are the staging's)."""
-SPARK = settings(
+SPARK_EXAMPLES = settings(
     max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -142,22 +142,6 @@ messages = st.builds(
 )
 
 
-def landed(staging_rows: StagingRows, lines: list[bytes]) -> list[dict[str, Any] | str]:
-    """Each line's columns (a row) or reason (a reject), in order: exactly one for each."""
-    parsed, rejects = parse(staging_rows(lines, source="syslog"), "syslog_rfc5424")
-    found: dict[int, dict[str, Any] | str] = {}
-    for row in parsed.collect():
-        found[row["byte_offset"]] = row.asDict()
-    for reject in rejects.collect():
-        assert reject["byte_offset"] not in found, reject
-        found[reject["byte_offset"]] = reject["reason"]
-    offsets = [0]
-    for line in lines[:-1]:
-        offsets.append(offsets[-1] + len(line) + 1)
-    assert sorted(found) == offsets
-    return [found[offset] for offset in offsets]
-
-
 def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
     """A row's format columns and UTC time (a reason as it is)."""
     if isinstance(row, str):
@@ -167,12 +151,12 @@ def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
     return picked
 
 
-@SPARK
+@SPARK_EXAMPLES
 @given(generated=st.lists(messages, min_size=1, max_size=40))
 def test_a_message_made_of_fields_lands_as_those_fields(
     staging_rows: StagingRows, generated: list[Message]
 ) -> None:
-    rows = landed(staging_rows, [message.line() for message in generated])
+    rows = landed(staging_rows, [message.line() for message in generated], "syslog_rfc5424")
 
     assert [columns(row) for row in rows] == [message.expected() for message in generated]
 
@@ -359,11 +343,11 @@ def damaged(draw: st.DrawFn) -> bytes:
     return text.encode()
 
 
-@SPARK
+@SPARK_EXAMPLES
 @given(lines=st.lists(damaged(), min_size=1, max_size=40))
 def test_any_line_is_a_row_or_a_reject_with_its_reason_as_rfc5424_reads_it(
     staging_rows: StagingRows, lines: list[bytes]
 ) -> None:
-    rows = landed(staging_rows, lines)
+    rows = landed(staging_rows, lines, "syslog_rfc5424")
 
     assert [columns(row) for row in rows] == [reference(line) for line in lines]
