@@ -27,7 +27,6 @@ from spark_jobs.formats._common import (
     FIELDS,
     REASON,
     TEXT,
-    TIME,
     VALID,
     ParseResult,
     split_classified,
@@ -69,23 +68,19 @@ def parse_syslog_rfc3164(
     classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, fields))
     field = F.col(FIELDS).getField
     priority = field("priority")
-    classified = (
-        classified.withColumn(
-            TIME,
-            F.when(field("rfc3339") != "", rfc3339_time(field("rfc3339"))).otherwise(
-                bsd_time(field("month"), field("day"), field("clock"), timezone)
-            ),
+    classified = classified.withColumn(
+        "event_time",
+        F.when(field("rfc3339") != "", rfc3339_time(field("rfc3339"))).otherwise(
+            bsd_time(field("month"), field("day"), field("clock"), timezone)
+        ),
+    ).withColumn(
+        REASON,
+        F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
+        .when(
+            F.col(FIELDS).isNull() | ((priority != "") & ~valid_priority(priority)),
+            F.lit(RejectReason.NO_MATCH.value),
         )
-        .withColumn("event_time", F.col(TIME))
-        .withColumn(
-            REASON,
-            F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-            .when(
-                F.col(FIELDS).isNull() | ((priority != "") & ~valid_priority(priority)),
-                F.lit(RejectReason.NO_MATCH.value),
-            )
-            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
-        )
+        .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
     )
     return split_classified(
         classified,

@@ -46,9 +46,10 @@ _SD_VALUE = r'(?:[^"\\]|\\.)*+'
 should be, but is taken as it is either way)."""
 SD_PARAM = rf' ({SD_NAME})="({_SD_VALUE})"'
 """One parameter: its name and its value, escaped, the groups."""
-SD_ELEMENT = rf'\[({SD_NAME})(?: {SD_NAME}="{_SD_VALUE}")*+\]'
+_SD_PARAMS = rf'(?: {SD_NAME}="{_SD_VALUE}")*+'
+SD_ELEMENT = rf"\[({SD_NAME}){_SD_PARAMS}\]"
 """One element, its SD-ID the group."""
-_SD_ELEMENTS = rf'(?:\[{SD_NAME}(?: {SD_NAME}="{_SD_VALUE}")*+\])++'
+_SD_ELEMENTS = rf"(?:\[{SD_NAME}{_SD_PARAMS}\])++"
 SYSLOG_RFC5424_PATTERN = (
     r"(?s)^<(\d{1,3})>([1-9]\d{0,2}) ([!-~]+) ([!-~]{1,255}) ([!-~]{1,48}) ([!-~]{1,128}) "
     rf"([!-~]{{1,32}}) (-|{_SD_ELEMENTS})( .*)?\z"
