@@ -1,7 +1,8 @@
 """The ``syslog_rfc5424`` and ``syslog_rfc3164`` formats: messages ``logger`` sent over UDP and
 TCP to a real rsyslogd, which wrote each into its files (RFC 5424, the traditional and the
-high-precision file formats, and the messages as they came over the wire), parsed by Spark
-and checked against what ``logger`` was told to send."""
+high-precision file formats, and the messages as they came over the wire), landed into the
+lake and read back, checked against what ``logger`` was told to send; lines that are no such
+message rejected with their reason."""
 
 from __future__ import annotations
 
@@ -110,18 +111,30 @@ def by_token(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def parsed_rows(
-    staging_rows: StagingRows, syslog: Syslog, written: Written, fmt: str
+def landed_rows(
+    spark: SparkSession,
+    lake: LakeLocation,
+    staging: Path,
+    syslog: Syslog,
+    written: Written,
+    fmt: str,
 ) -> dict[str, dict[str, Any]]:
-    """Every line of ``written`` parsed as ``fmt`` (sealed now, in UTC), by token; none
-    rejected."""
-    parsed, rejects = parse(
-        staging_rows(syslog.lines(written), source="syslog", sealed_at=syslog.written_at),
-        fmt,
-        timezone=None if fmt == "syslog_rfc5424" else "UTC",
-    )
-    assert [(r["reason"], r["raw_line"]) for r in rejects.collect()] == []
-    return by_token([row.asDict() for row in parsed.collect()])
+    """Every line of ``written`` landed as a source of ``fmt`` (sealed now; a BSD time read in
+    UTC) and read back from its table, by token; none rejected."""
+    lines = syslog.lines(written)
+    write_batch(
+        staging, PIPELINE, 1, "web-1", "syslog", fmt, lines, "00000000000005a1",
+        sealed_at=syslog.written_at,
+    )  # fmt: skip
+    summary = land(spark, landing(lake, checkpoint_dir(staging, PIPELINE, 1)))
+    assert summary["checkpoints"][0]["rows"] == {"syslog": len(lines)}, table_rows(
+        lake, "_rejects"
+    ).to_pylist()
+    rows = table_rows(lake, "syslog").to_pylist()
+    for row in rows:
+        if fmt == "syslog_rfc5424":
+            row["structured_data"] = dict(row["structured_data"])
+    return by_token(rows)
 
 
 def assert_sent_time(syslog: Syslog, stamp: datetime, whole_seconds: bool) -> None:
@@ -135,12 +148,14 @@ def assert_sent_time(syslog: Syslog, stamp: datetime, whole_seconds: bool) -> No
         assert stamp.microsecond == 0
 
 
+@pytest.mark.metastore
+@pytest.mark.sqlite_pass
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("written", [Written.RFC5424, Written.WIRE_RFC5424], ids=str)
 def test_should_land_rfc5424_messages_with_the_fields_logger_sent(
-    staging_rows: StagingRows, syslog: Syslog, written: Written
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path, syslog: Syslog, written: Written
 ) -> None:
-    rows = parsed_rows(staging_rows, syslog, written, "syslog_rfc5424")
+    rows = landed_rows(spark, lake, tmp_path / "staging", syslog, written, "syslog_rfc5424")
 
     wire = written is Written.WIRE_RFC5424
     expected = [m for m in MESSAGES if m.rfc5424 or not wire]
@@ -174,14 +189,16 @@ def test_should_land_rfc5424_messages_with_the_fields_logger_sent(
             assert_sent_time(syslog, row["event_time"], whole_seconds=not message.rfc5424)
 
 
+@pytest.mark.metastore
+@pytest.mark.sqlite_pass
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     "written", [Written.TRADITIONAL, Written.FILE_FORMAT, Written.WIRE_RFC3164], ids=str
 )
 def test_should_land_bsd_lines_with_the_fields_logger_sent(
-    staging_rows: StagingRows, syslog: Syslog, written: Written
+    spark: SparkSession, lake: LakeLocation, tmp_path: Path, syslog: Syslog, written: Written
 ) -> None:
-    rows = parsed_rows(staging_rows, syslog, written, "syslog_rfc3164")
+    rows = landed_rows(spark, lake, tmp_path / "staging", syslog, written, "syslog_rfc3164")
 
     wire = written is Written.WIRE_RFC3164
     expected = [m for m in MESSAGES if not (wire and m.rfc5424)]
