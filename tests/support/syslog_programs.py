@@ -245,7 +245,8 @@ def running_rsyslog(tools: SyslogTools, folder: Path) -> Iterator[Rsyslog]:
 
 
 def _wait_listening(rsyslog: Rsyslog) -> None:
-    """Until rsyslogd accepts a TCP connection (its UDP input starts before)."""
+    """Until rsyslogd accepts TCP connections and has bound its UDP port (a datagram sent
+    before would be lost)."""
     deadline = time.monotonic() + START_SECONDS
     while True:
         if rsyslog.process.poll() is not None:
@@ -255,7 +256,9 @@ def _wait_listening(rsyslog: Rsyslog) -> None:
             )
         try:
             socket.create_connection(("127.0.0.1", rsyslog.tcp_port), timeout=1).close()
-            return
+            if _udp_bound(rsyslog.udp_port):
+                return
+            raise OSError("the UDP port is not bound yet")
         except OSError:
             if time.monotonic() > deadline:
                 raise AssertionError(
@@ -263,6 +266,16 @@ def _wait_listening(rsyslog: Rsyslog) -> None:
                     f"{_tail(rsyslog.folder / 'rsyslogd.out')}"
                 ) from None
             time.sleep(0.05)
+
+
+def _udp_bound(port: int) -> bool:
+    """Whether something has bound UDP ``port`` on 127.0.0.1 (binding it fails)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def _lines(path: Path) -> int:
