@@ -26,10 +26,11 @@ ruff check .
 ruff format --check .
 echo "== mypy"
 mypy
-echo "== browser, PostgreSQL and the rotation tools for the system tests"
+echo "== browser, PostgreSQL, the rotation tools and rsyslog for the system tests"
 bash scripts/browser.sh install
 bash scripts/postgres.sh install
 bash scripts/rotation-tools.sh install
+bash scripts/syslog-tools.sh install
 
 TEMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
 

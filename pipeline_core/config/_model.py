@@ -59,7 +59,12 @@ class StartPosition(StrEnum):
     END = "end"
 
 
-_LOCAL_TIME_FORMATS = (SourceFormat.PYTHON_LOGGING, SourceFormat.SPARK_LOG4J, SourceFormat.REGEX)
+_LOCAL_TIME_FORMATS = (
+    SourceFormat.PYTHON_LOGGING,
+    SourceFormat.SPARK_LOG4J,
+    SourceFormat.SYSLOG_RFC3164,
+    SourceFormat.REGEX,
+)
 """The formats whose lines state a local time without an offset (``timezone`` says whose)."""
 
 
@@ -102,9 +107,9 @@ class SourceConfig(_Strict):
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
     ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
     timezone: str | None = None
-    """For ``python_logging``, ``spark_log4j`` and ``regex``: the IANA time zone
-    (``Europe/Zurich``) of the time their lines state without an offset (``logging`` and log4j
-    write the process's local time so). Default ``UTC``."""
+    """For ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``: the IANA time
+    zone (``Europe/Zurich``) of the time their lines state without an offset (``logging``,
+    log4j and BSD syslog write the process's local time so). Default ``UTC``."""
     pattern: str | None = None
     """For ``regex`` (required): a regular expression in Python's syntax whose named groups
     ``(?P<column>...)`` are the table's columns, matched from the event's start
@@ -143,7 +148,7 @@ class SourceConfig(_Strict):
             if given:
                 raise ValueError(f"{', '.join(given)} belong to format regex only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
-            named = " and ".join(f.value for f in _LOCAL_TIME_FORMATS)
+            named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")
         if self.log_format is not None:
             try:

@@ -40,7 +40,7 @@ def formats_markdown() -> str:
             "| column | type | |",
             "|---|---|---|",
             *(
-                f"| `{column.name}` | {column.type.value} | {_md(column.doc)} |"
+                f"| `{column.name}` | {_md_type(column.type.value)} | {_md(column.doc)} |"
                 for column in spec.columns
             ),
             *([f"| declared by the source | | {_md(spec.declared)} |"] if spec.declared else []),
@@ -51,6 +51,11 @@ def formats_markdown() -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _md_type(kind: str) -> str:
+    """A type as Markdown text (``map<string,string>`` is no HTML tag)."""
+    return kind.replace("<", "\\<")
 
 
 def _md(text: str) -> str:

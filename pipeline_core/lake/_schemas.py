@@ -30,6 +30,7 @@ from pyiceberg.types import (
     IcebergType,
     IntegerType,
     LongType,
+    MapType,
     NestedField,
     StringType,
     TimestamptzType,
@@ -61,6 +62,8 @@ _ICEBERG_TYPES: Mapping[ColumnType, IcebergType] = {
     ColumnType.DOUBLE: DoubleType(),
     ColumnType.BOOLEAN: BooleanType(),
     ColumnType.TIMESTAMP: TimestamptzType(),
+    # Its key and value get their ids in _schema.
+    ColumnType.MAP: MapType(0, StringType(), 0, StringType(), value_required=False),
 }
 _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
     name.value: tuple((column.name, _ICEBERG_TYPES[column.type]) for column in spec.columns)
@@ -81,13 +84,19 @@ _REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
 
 
 def _schema(columns: tuple[tuple[str, IcebergType], ...]) -> Schema:
+    """The columns numbered 1 to N in order, then the keys and values of their maps from N + 1
+    (the ids Iceberg itself gives a new table's schema, so the name mapping matches them)."""
     # Every column is optional: Spark writes every Parquet column as optional.
-    return Schema(
-        *(
-            NestedField(field_id, name, kind, required=False)
-            for field_id, (name, kind) in enumerate(columns, start=1)
-        )
-    )
+    fields = []
+    nested_id = len(columns) + 1
+    for field_id, (name, kind) in enumerate(columns, start=1):
+        if isinstance(kind, MapType):
+            kind = MapType(
+                nested_id, kind.key_type, nested_id + 1, kind.value_type, value_required=False
+            )
+            nested_id += 2
+        fields.append(NestedField(field_id, name, kind, required=False))
+    return Schema(*fields)
 
 
 def _day_partition(schema: Schema, column: str) -> PartitionSpec:

@@ -33,7 +33,8 @@ The parsers use Spark SQL expressions (and the landing's Java function for nginx
 Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
-``docker_json``, ``python_logging``, ``spark_log4j``, ``regex``) parses its events;
+``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
+``regex``) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -52,6 +53,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     TimestampType,
 )
@@ -87,6 +89,8 @@ from spark_jobs.formats.python_logging import parse_python_logging
 from spark_jobs.formats.raw import parse_raw
 from spark_jobs.formats.regex import parse_regex
 from spark_jobs.formats.spark_log4j import parse_spark_log4j
+from spark_jobs.formats.syslog_rfc3164 import parse_syslog_rfc3164
+from spark_jobs.formats.syslog_rfc5424 import parse_syslog_rfc5424
 
 __all__ = [
     "CRI_PATTERN",
@@ -114,6 +118,7 @@ _SPARK_TYPES: dict[ColumnType, DataType] = {
     ColumnType.DOUBLE: DoubleType(),
     ColumnType.BOOLEAN: BooleanType(),
     ColumnType.TIMESTAMP: TimestampType(),
+    ColumnType.MAP: MapType(StringType(), StringType()),
 }
 _LEADING = ("event_id", "file_fingerprint", "byte_offset", "host", "event_time")
 _TRAILING = ("event_date", "checkpoint_id")
@@ -143,8 +148,8 @@ def parse(
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
         log_format: ``python_logging`` only; the ``logging`` format string (None: the
             default, ``logging.BASIC_FORMAT``).
-        timezone: ``python_logging``, ``spark_log4j`` and ``regex``; the time zone of the
-            time their lines state without an offset (None: UTC).
+        timezone: ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``; the
+            time zone of the time their lines state without an offset (None: UTC).
         pattern, columns, time_column, time_layout: ``regex`` only; the source's pattern,
             its columns' declared types (``ColumnType`` values; a group not named: string),
             the column of its event time (None: the seal time) and that column's layout
@@ -183,6 +188,8 @@ def parse(
         SourceFormat.PYTHON_LOGGING: lambda r, o: parse_python_logging(
             r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o
         ),
+        SourceFormat.SYSLOG_RFC5424: parse_syslog_rfc5424,
+        SourceFormat.SYSLOG_RFC3164: lambda r, o: parse_syslog_rfc3164(r, timezone or "UTC", o),
     }
     if user is not None:
         parsed, rejects = parse_regex(

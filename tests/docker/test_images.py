@@ -27,6 +27,7 @@ SHELL_SCRIPTS = (
             "postgres.sh",
             "browser.sh",
             "rotation-tools.sh",
+            "syslog-tools.sh",
         )
     ),
 )

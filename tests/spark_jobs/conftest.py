@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,18 @@ from tests.support.staging import DEFAULT_SEALED_AT, Line, line_offsets, write_p
 
 @pytest.fixture
 def staging_rows(spark: SparkSession, tmp_path: Path) -> StagingRows:
-    """Build staging rows (as the landing job reads them) from raw lines and events."""
+    """Build staging rows (as the landing job reads them) from raw lines and events, sealed
+    at ``sealed_at``."""
 
-    def build(lines: list[Line], source: str = "access") -> DataFrame:
+    def build(
+        lines: list[Line], source: str = "access", sealed_at: datetime = DEFAULT_SEALED_AT
+    ) -> DataFrame:
         path = tmp_path / f"part-{source}-{uuid.uuid4().hex}.lines"
         segments = write_part(path, FINGERPRINT, line_offsets(lines, 0), lines)
         size = path.stat().st_size
         rows = sum(segment.lines for segment in segments)
         entry = ManifestPart(path.name, source, rows, size, "00000000", segments)
-        part = PartFile(str(path), CHECKPOINT_ID, HOST, DEFAULT_SEALED_AT, entry)  # no crc32 check
+        part = PartFile(str(path), CHECKPOINT_ID, HOST, sealed_at, entry)  # no crc32 check
         return read_source(spark, [part], source)
 
     return build

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from spark_jobs.formats import parse
 from spark_jobs.landing import CheckpointInput, Landing
 from tests.support.reading import Received
 from tests.support.staging import Event, Line, line_offsets, write_batch
@@ -124,3 +125,20 @@ def staged_items(received: Received) -> list[Line]:
             items.append(Event(tuple(lines[number : number + span.lines]), span.cut))
             number += span.lines
     return items
+
+
+def landed(
+    staging_rows: StagingRows, lines: list[bytes], fmt: str, **options: Any
+) -> list[dict[str, Any] | str]:
+    """Each line parsed as ``fmt`` (with ``parse``'s ``options``), in order: its row, or its
+    reject's reason; exactly one for each line."""
+    parsed, rejects = parse(staging_rows(lines, source="syslog"), fmt, **options)
+    found: dict[int, dict[str, Any] | str] = {}
+    for row in parsed.collect():
+        found[row["byte_offset"]] = row.asDict()
+    for reject in rejects.collect():
+        assert reject["byte_offset"] not in found, reject
+        found[reject["byte_offset"]] = reject["reason"]
+    offsets = line_offsets(lines, 0)
+    assert sorted(found) == offsets
+    return [found[offset] for offset in offsets]

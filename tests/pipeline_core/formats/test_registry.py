@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyiceberg.types import IntegerType, LongType, StringType, TimestamptzType
+from pyiceberg.schema import assign_fresh_schema_ids
+from pyiceberg.types import MapType
 
 from pipeline_core.cli import main
 from pipeline_core.config import SourceConfig
@@ -22,10 +23,11 @@ from pipeline_core.lake import source_schema
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "formats.md"
 ICEBERG = {
-    ColumnType.STRING: StringType(),
-    ColumnType.INT: IntegerType(),
-    ColumnType.LONG: LongType(),
-    ColumnType.TIMESTAMP: TimestamptzType(),
+    ColumnType.STRING: "string",
+    ColumnType.INT: "int",
+    ColumnType.LONG: "long",
+    ColumnType.TIMESTAMP: "timestamptz",
+    ColumnType.MAP: "map<string, string>",
 }
 
 
@@ -43,17 +45,17 @@ def test_a_formats_table_has_the_common_columns_then_its_own_then_the_checkpoint
 ) -> None:
     schema = source_schema(fmt.value)
 
-    columns = [(field.name, field.field_type) for field in schema.fields]
+    columns = [(field.name, str(field.field_type)) for field in schema.fields]
     common = ["event_id", "file_fingerprint", "byte_offset", "host", "event_time"]
     assert [name for name, _ in columns[:5]] == common
     assert columns[5:-1] == [(c.name, ICEBERG[c.type]) for c in FORMATS[fmt].columns]
-    assert columns[-1] == ("checkpoint_id", LongType())
+    assert columns[-1] == ("checkpoint_id", "long")
 
 
 def test_an_unknown_format_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"no source format 'syslog' \(formats: nginx_combined, "):
         format_spec("syslog")
-    with pytest.raises(ValueError, match="cri"):
+    with pytest.raises(ValueError, match="syslog_rfc5424"):
         SourceConfig(paths=["/var/log/x.log"], format="syslog")  # type: ignore[arg-type]
 
 
@@ -67,3 +69,22 @@ def test_the_docs_table_is_the_registrys(capsys: pytest.CaptureFixture[str]) -> 
     listed = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in listed] == [fmt.value for fmt in FORMATS]
     assert "stream (string)" in listed[[fmt for fmt in FORMATS].index(SourceFormat.CRI)]
+
+
+def test_a_map_columns_key_and_value_have_the_ids_a_new_table_gives_them() -> None:
+    schema = source_schema(SourceFormat.SYSLOG_RFC5424.value)
+
+    kind = schema.find_field("structured_data").field_type
+    assert isinstance(kind, MapType)
+    assert (kind.key_id, kind.value_id) == (len(schema.fields) + 1, len(schema.fields) + 2)
+    assert assign_fresh_schema_ids(schema) == schema  # what the catalog does on create
+
+
+def test_a_bsd_syslog_source_takes_a_timezone() -> None:
+    source = SourceConfig(
+        paths=["/var/log/syslog"],
+        format=SourceFormat.SYSLOG_RFC3164,
+        timezone="Europe/Zurich",
+    )
+
+    assert source.timezone == "Europe/Zurich"
