@@ -39,6 +39,12 @@ class SourceFormat(StrEnum):
     SYSLOG_RFC3164 = "syslog_rfc3164"
     """BSD syslog lines as rsyslog writes its files (``RSYSLOG_TraditionalFileFormat``, and
     ``RSYSLOG_FileFormat``'s RFC 3339 time), with or without a ``<PRI>``."""
+    AIRFLOW_TASK = "airflow_task"
+    """Airflow 3's task logs: JSON lines written by structlog (``timestamp``, ``level``,
+    ``event``, ``logger``, a failure's ``error_detail``)."""
+    SPARK_JSON = "spark_json"
+    """Spark's structured JSON logging (``spark.log.structuredLogging.enabled``: log4j2's
+    ``JsonTemplateLayout`` with Spark's ``SparkLayout.json``)."""
     REGEX = "regex"
     """The source's own ``pattern``: a column per named group, typed as the source's
     ``columns`` declare (``pipeline_core.formats.user_pattern``)."""
@@ -363,6 +369,88 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "time's; an RFC 3339 time (``RSYSLOG_FileFormat``) with its own offset, to the "
             "microsecond.",
             _SYSLOG_REJECTS,
+        ),
+        FormatSpec(
+            SourceFormat.AIRFLOW_TASK,
+            "Airflow 3's task logs (``<base_log_folder>/dag_id=.../run_id=.../task_id=.../"
+            "attempt=N.log``): one JSON object a line, as the task supervisor's structlog "
+            "writes it.",
+            (
+                FormatColumn(
+                    "level", ColumnType.STRING, "``level``: ``debug``, ``info``, ``warning``, ..."
+                ),
+                FormatColumn(
+                    "logger",
+                    ColumnType.STRING,
+                    "``logger``: the Python logger's name (``task``, ``task.stdout``, the "
+                    "task's own).",
+                ),
+                FormatColumn("message", ColumnType.STRING, "``event``: the message."),
+                FormatColumn(
+                    "error",
+                    ColumnType.STRING,
+                    "``error_detail`` as JSON text (a failure's exceptions, each with its "
+                    "``exc_type``, ``exc_value`` and ``frames``); null when there is none.",
+                ),
+                FormatColumn(
+                    "extra",
+                    ColumnType.MAP,
+                    "Every other top-level key (``dag_id``, ``task_id``, ``run_id``, "
+                    "``try_number``, ``filename``, ``lineno``, ...): a string as it is, any "
+                    "other value as its JSON text, ``null`` as null.",
+                ),
+            ),
+            "``timestamp`` (ISO 8601, its own offset: structlog writes UTC with ``Z``; "
+            "without an offset, UTC), to the microsecond.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.INVALID_JSON,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+        ),
+        FormatSpec(
+            SourceFormat.SPARK_JSON,
+            "Spark's structured JSON logging (``spark.log.structuredLogging.enabled=true``, "
+            "log4j2's ``JsonTemplateLayout`` with Spark's ``SparkLayout.json``): one JSON "
+            "object a line, ``ts``, ``level``, ``msg``, ``context``, ``exception``, "
+            "``logger``.",
+            (
+                FormatColumn("level", ColumnType.STRING, "``level``: ``INFO``, ``WARN``, ..."),
+                FormatColumn(
+                    "logger", ColumnType.STRING, "``logger``: the logger's last name part."
+                ),
+                FormatColumn("message", ColumnType.STRING, "``msg``."),
+                FormatColumn(
+                    "context",
+                    ColumnType.MAP,
+                    "``context``: the record's MDC (``executor_id``, ``task_name``, ...); "
+                    "empty when it has none.",
+                ),
+                FormatColumn(
+                    "exception_class",
+                    ColumnType.STRING,
+                    "``exception.class``; null when there is no exception.",
+                ),
+                FormatColumn("exception_message", ColumnType.STRING, "``exception.msg``."),
+                FormatColumn(
+                    "stack_trace",
+                    ColumnType.STRING,
+                    "``exception.stacktrace``, a frame a line as Java prints it without "
+                    "``at``: ``class.method(file:line)`` (``Unknown Source`` without a "
+                    "file, ``Native Method`` for one).",
+                ),
+            ),
+            "``ts`` (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``, UTC; any ISO 8601 time with an "
+            "offset, or without one in UTC), to the microsecond.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.INVALID_JSON,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
         ),
         FormatSpec(
             SourceFormat.REGEX,

@@ -34,7 +34,7 @@ Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
 ``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
-``regex``) parses its events;
+``airflow_task``, ``spark_json``, ``regex``) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -75,6 +75,7 @@ from spark_jobs.formats._common import (
     rejected_files,
     utc_date,
 )
+from spark_jobs.formats.airflow_task import parse_airflow_task
 from spark_jobs.formats.container import CRI_PATTERN, parse_container
 from spark_jobs.formats.json_lines import DEFAULT_TIME_FIELD, parse_json_lines
 from spark_jobs.formats.nginx import (
@@ -88,6 +89,7 @@ from spark_jobs.formats.nginx import (
 from spark_jobs.formats.python_logging import parse_python_logging
 from spark_jobs.formats.raw import parse_raw
 from spark_jobs.formats.regex import parse_regex
+from spark_jobs.formats.spark_json import parse_spark_json
 from spark_jobs.formats.spark_log4j import parse_spark_log4j
 from spark_jobs.formats.syslog_rfc3164 import parse_syslog_rfc3164
 from spark_jobs.formats.syslog_rfc5424 import parse_syslog_rfc5424
@@ -190,6 +192,8 @@ def parse(
         ),
         SourceFormat.SYSLOG_RFC5424: parse_syslog_rfc5424,
         SourceFormat.SYSLOG_RFC3164: lambda r, o: parse_syslog_rfc3164(r, timezone or "UTC", o),
+        SourceFormat.AIRFLOW_TASK: parse_airflow_task,
+        SourceFormat.SPARK_JSON: parse_spark_json,
     }
     if user is not None:
         parsed, rejects = parse_regex(

@@ -1,0 +1,59 @@
+"""``spark_json``: Spark's structured JSON logging, one JSON object a line
+(``spark.log.structuredLogging.enabled=true``: log4j2's ``JsonTemplateLayout`` with Spark's
+``org/apache/spark/SparkLayout.json``).
+
+``{"ts": "...Z", "level": "INFO", "msg": "...", "context": {...}, "exception": {"class": ...,
+"msg": ..., "stacktrace": [{"class", "method", "file", "line"}, ...]}, "logger": "..."}``:
+``context`` (the record's MDC) lands as a map, the exception as its class, message and frames
+(a frame a line, as Java prints a ``StackTraceElement``). ``event_time`` is ``ts``. Rejects:
+``invalid_utf8``, ``invalid_json``, ``no_match`` (JSON that is not an object),
+``bad_timestamp`` (no ``ts``, or one that is not an ISO-8601 time), see
+``spark_jobs.formats._json_log``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+from spark_jobs.formats._common import FIELDS, ParseResult, split_classified
+from spark_jobs.formats._json_log import classify_json_log, variant_map, variant_string
+
+TIME_KEY = "ts"
+_FRAMES = "array<struct<class:string,method:string,file:string,line:int>>"
+_NATIVE_METHOD_LINE = -2
+"""The line number of a native method's frame (``StackTraceElement.isNativeMethod``)."""
+
+
+def parse_spark_json(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
+    """Parse Spark's structured JSON log lines (see the module doc)."""
+    fields = F.col(FIELDS)
+    frames = F.try_variant_get(fields, "$.exception.stacktrace", _FRAMES)
+    return split_classified(
+        classify_json_log(rows, TIME_KEY),
+        [
+            variant_string(fields, "level").alias("level"),
+            variant_string(fields, "logger").alias("logger"),
+            variant_string(fields, "msg").alias("message"),
+            F.coalesce(variant_map(fields, "$.context"), F.create_map()).alias("context"),
+            F.try_variant_get(fields, "$.exception.class", "string").alias("exception_class"),
+            F.try_variant_get(fields, "$.exception.msg", "string").alias("exception_message"),
+            F.array_join(F.transform(frames, _frame), "\n").alias("stack_trace"),
+        ],
+        rejected,
+    )
+
+
+def _frame(frame: Column) -> Column:
+    """A stack frame as ``StackTraceElement.toString`` writes it (without a class loader or
+    module): ``class.method(file:line)``."""
+    file, line = frame.getField("file"), frame.getField("line")
+    where = (
+        F.when(line == _NATIVE_METHOD_LINE, F.lit("Native Method"))
+        .when(file.isNull(), F.lit("Unknown Source"))
+        .when(line >= 0, F.concat(file, F.lit(":"), line.cast("string")))
+        .otherwise(file)
+    )
+    return F.concat(
+        frame.getField("class"), F.lit("."), frame.getField("method"), F.lit("("), where, F.lit(")")
+    )
