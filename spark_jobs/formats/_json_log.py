@@ -22,11 +22,11 @@ def classify_json_log(rows: DataFrame, time_key: str) -> DataFrame:
     JSON object), its time (``_time``, ``event_time``) and its reject reason (``_reason``)."""
     text = F.col(TEXT)
     value = F.try_parse_json(text)
-    # A variant takes the first value of a line and ignores what follows it; an object's
-    # line ends with its closing brace.
+    # A variant takes the first value of a line and ignores what follows it: an object's
+    # line must end with its closing brace (JSON that is not an object is no_match anyway).
     whole = F.rtrim(text, F.lit(_TRAILING_WHITESPACE)).endswith("}")
-    is_object = whole & F.try_variant_get(value, "$", "map<string,string>").isNotNull()
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & is_object, value))
+    is_object = F.try_variant_get(value, "$", "map<string,string>").isNotNull()
+    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & is_object & whole, value))
     written = variant_string(F.col(FIELDS), time_key)
     return (
         classified.withColumn(TIME, F.try_to_timestamp(written))
@@ -34,7 +34,7 @@ def classify_json_log(rows: DataFrame, time_key: str) -> DataFrame:
             REASON,
             F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
             .when(
-                F.col(FIELDS).isNull() & (value.isNull() | ~whole),
+                F.col(FIELDS).isNull() & (value.isNull() | is_object),
                 F.lit(RejectReason.INVALID_JSON.value),
             )
             .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
