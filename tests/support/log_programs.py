@@ -11,7 +11,8 @@ included), in order.
   it wrote so far.
 * :func:`run_failing_spark_job`: a real PySpark job (:mod:`tests.support.spark_log_job`, local
   mode, by ``spark-submit``) whose Python UDF raises on the executors: Spark's log4j2 log, in
-  Spark's default pattern, and the driver's Python log.
+  Spark's default pattern (or, ``structured``, Spark's structured JSON logging), and the
+  driver's Python log.
 
 The ground truth comes from the program itself: every record also goes to a second handler (a
 second appender) that writes it as the log's formatter (layout) formats it, one JSON object or
@@ -277,6 +278,63 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
     )
 
 
+SPARK_JSON_TEMPLATE = "classpath:org/apache/spark/SparkLayout.json"
+"""Spark's structured logging's ``JsonTemplateLayout`` template (in ``spark-common-utils``)."""
+
+
+def structured_log4j2_properties(log: Path, truth: Path) -> str:
+    """A log4j2 configuration that logs at INFO to ``log`` as Spark's structured logging does
+    (``JsonTemplateLayout`` with :data:`SPARK_JSON_TEMPLATE`, one JSON object a line), and each
+    record to ``truth`` by a template of its own, one JSON object a line: its ``level``,
+    ``logger`` (the whole name), ``message``, ``mdc``, ``exception_class`` and
+    ``exception_message`` (absent without an exception), ``stack_trace`` (Java's printing of
+    it) and ``millis`` (its epoch milliseconds)."""
+    template = json.dumps(
+        {
+            "level": {"$resolver": "level", "field": "name"},
+            "logger": {"$resolver": "logger", "field": "name"},
+            "message": {"$resolver": "message", "stringified": True},
+            "mdc": {"$resolver": "mdc"},
+            "exception_class": {"$resolver": "exception", "field": "className"},
+            "exception_message": {"$resolver": "exception", "field": "message"},
+            "stack_trace": {
+                "$resolver": "exception",
+                "field": "stackTrace",
+                "stackTrace": {"stringified": True},
+            },
+            "millis": {"$resolver": "timestamp", "epoch": {"unit": "millis", "rounded": True}},
+        }
+    )
+    return "\n".join(
+        [
+            "status = warn",
+            "rootLogger.level = info",
+            "rootLogger.appenderRef.log.ref = log",
+            "rootLogger.appenderRef.truth.ref = truth",
+            "appender.log.type = File",
+            "appender.log.name = log",
+            f"appender.log.fileName = {log}",
+            "appender.log.layout.type = JsonTemplateLayout",
+            f"appender.log.layout.eventTemplateUri = {SPARK_JSON_TEMPLATE}",
+            "appender.truth.type = File",
+            "appender.truth.name = truth",
+            f"appender.truth.fileName = {truth}",
+            "appender.truth.layout.type = JsonTemplateLayout",
+            f"appender.truth.layout.eventTemplate = {template}",
+            "logger.jetty.name = org.sparkproject.jetty",
+            "logger.jetty.level = warn",
+            "",
+        ]
+    )
+
+
+@pytest.fixture(scope="session")
+def spark_json_job(tmp_path_factory: pytest.TempPathFactory) -> SparkJobLogs:
+    """The logs of one run of the failing PySpark job with Spark's structured logging
+    (:func:`run_failing_spark_job`, ``structured``), shared by the session's tests."""
+    return run_failing_spark_job(tmp_path_factory.mktemp("spark-json-job"), structured=True)
+
+
 @pytest.fixture(scope="session")
 def spark_job(tmp_path_factory: pytest.TempPathFactory) -> SparkJobLogs:
     """The logs of one run of the failing PySpark job (:func:`run_failing_spark_job`, about
@@ -284,10 +342,18 @@ def spark_job(tmp_path_factory: pytest.TempPathFactory) -> SparkJobLogs:
     return run_failing_spark_job(tmp_path_factory.mktemp("spark-job"))
 
 
-def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
+def run_failing_spark_job(
+    folder: Path, timeout: float = 600.0, *, structured: bool = False
+) -> SparkJobLogs:
     """Run :mod:`tests.support.spark_log_job` with ``spark-submit`` (``local[1]``) in
     ``folder``: its log4j2 log is ``folder/spark.log``, its driver's Python log
     ``folder/driver.log`` (about 20 s; it starts a JVM and Python workers).
+
+    With ``structured``, Spark's structured logging is on
+    (``spark.log.structuredLogging.enabled``: Spark puts its context in the MDC) and the log
+    is written as it writes it (:func:`structured_log4j2_properties`); the log's events are
+    then its lines, and its truth (``folder/spark.truth.jsonl``) is read with
+    :func:`read_truth_fields`.
 
     Raises:
         subprocess.CalledProcessError: the job failed (its output is in
@@ -301,7 +367,10 @@ def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
     for stale in (log, log_truth, driver, driver_truth):
         stale.unlink(missing_ok=True)
     configuration = folder / "log4j2.properties"
-    configuration.write_text(log4j2_properties(log, log_truth))
+    if structured:
+        configuration.write_text(structured_log4j2_properties(log, log_truth))
+    else:
+        configuration.write_text(log4j2_properties(log, log_truth))
     spark_home = Path(pyspark.__file__).parent
     conf = {
         "spark.master": "local[1]",
@@ -314,6 +383,7 @@ def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
         "spark.local.dir": str(folder / "local"),
         "spark.sql.warehouse.dir": str(folder / "warehouse"),
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{configuration}",
+        "spark.log.structuredLogging.enabled": str(structured).lower(),
     }
     command = [str(spark_home / "bin" / "spark-submit")]
     for key, value in conf.items():
@@ -332,6 +402,5 @@ def run_failing_spark_job(folder: Path, timeout: float = 600.0) -> SparkJobLogs:
             command, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             cwd=folder, timeout=timeout, check=True,
         )  # fmt: skip
-    return SparkJobLogs(
-        WrittenLog(log, read_truth(log_truth)), WrittenLog(driver, read_truth(driver_truth))
-    )
+    events = log.read_bytes().splitlines(keepends=True) if structured else read_truth(log_truth)
+    return SparkJobLogs(WrittenLog(log, events), WrittenLog(driver, read_truth(driver_truth)))

@@ -1,0 +1,123 @@
+"""The ``spark_json`` format: the log a real PySpark job wrote with Spark's structured logging
+(``spark.log.structuredLogging.enabled``, Spark's ``SparkLayout.json``), staged and parsed by
+Spark; checked against what log4j2 itself recorded of each record (its level, logger, message,
+MDC, exception and time, by a template of its own beside the log)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from spark_jobs.formats import RejectReason, parse
+from tests.spark_jobs.support import StagingRows
+from tests.support.log_programs import SparkJobLogs, read_truth_fields
+
+pytestmark = [pytest.mark.spark]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def top_frames(printed: str, header: str) -> list[str]:
+    """The frames of the exception Java printed (``printStackTrace``), without its causes' and
+    suppressed exceptions': the ``\\tat`` lines after its header."""
+    assert printed.startswith(header + "\n"), printed[:300]
+    frames: list[str] = []
+    for line in printed[len(header) + 1 :].split("\n"):
+        if not line.startswith("\tat "):
+            break
+        frames.append(line.removeprefix("\tat "))
+    return frames
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_should_parse_each_record_of_a_spark_jobs_json_log_as_log4j_recorded_it(
+    staging_rows: StagingRows, spark_json_job: SparkJobLogs
+) -> None:
+    log = spark_json_job.log4j.path
+    lines = [event.rstrip(b"\n") for event in spark_json_job.log4j.events]
+
+    parsed, rejects = parse(staging_rows(lines, source="spark"), "spark_json")
+    rows = [row.asDict() for row in parsed.orderBy("byte_offset").collect()]
+    records = read_truth_fields(log.with_name("spark.truth.jsonl"))
+    assert rejects.count() == 0
+    assert len(rows) == len(records) == len(lines)
+    for row, record in zip(rows, records, strict=True):
+        assert row["level"] == record["level"]
+        assert row["logger"] == str(record["logger"]).rsplit(".", 1)[-1]
+        assert row["message"] == record["message"], record
+        assert row["context"] == record.get("mdc", {}), record
+        written = EPOCH + timedelta(milliseconds=int(str(record["millis"])))
+        assert row["event_time"].astimezone(timezone.utc) == written, record
+        assert row["exception_class"] == record.get("exception_class")
+        assert row["exception_message"] == record.get("exception_message")
+        if "exception_class" not in record:
+            assert row["stack_trace"] is None, record
+            continue
+        message = record.get("exception_message")
+        header = f"{record['exception_class']}: {message}" if message else ""
+        java = top_frames(str(record["stack_trace"]), header or str(record["exception_class"]))
+        ours = str(row["stack_trace"]).split("\n")
+        assert len(ours) == len(java), record
+        for frame, printed in zip(ours, java, strict=True):
+            # Java puts a frame's class loader and module first (java.base/...).
+            assert printed == frame or printed.endswith("/" + frame), (frame, printed)
+    assert sum(row["exception_class"] is not None for row in rows) >= 4
+    assert any(row["context"] for row in rows)
+    assert any("(Unknown Source)" in (row["stack_trace"] or "") for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"ts":"2026-11-28T20:24:53.504Z","level":"INFO","msg":"x","logger":"Utils"}', None),
+        (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"x"', RejectReason.INVALID_JSON),
+        (b"26/11/28 20:24:53 INFO Utils: the pattern layout", RejectReason.INVALID_JSON),
+        (b'["2026-11-28T20:24:53.504Z"]', RejectReason.NO_MATCH),
+        (b'{"level":"INFO","msg":"no time"}', RejectReason.BAD_TIMESTAMP),
+        (b'{"ts":"2026-13-28T20:24:53.504Z","msg":"13th month"}', RejectReason.BAD_TIMESTAMP),
+        (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"caf\xff"}', RejectReason.INVALID_UTF8),
+    ],
+)
+def test_should_reject_what_spark_did_not_write_with_its_reason(
+    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
+) -> None:
+    parsed, rejects = parse(staging_rows([line], source="spark"), "spark_json")
+
+    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
+    assert parsed.count() == (0 if reason else 1)
+
+
+def test_should_read_a_record_into_its_columns(staging_rows: StagingRows) -> None:
+    line = (
+        b'{"ts":"2026-11-28T20:24:53.504Z","level":"ERROR","msg":"Task failed\\nbadly",'
+        b'"context":{"task_name":"task 0.0","executor_id":"driver"},'
+        b'"exception":{"class":"java.io.IOException","msg":"disk",'
+        b'"stacktrace":[{"class":"a.B","method":"run","file":"B.java","line":12},'
+        b'{"class":"a.C$$Lambda/0x1","method":"apply","file":null,"line":-1},'
+        b'{"class":"sun.nio.ch.Net","method":"poll","file":"Net.java","line":-2},'
+        b'{"class":"a.D","method":"go","file":"D.scala","line":-1}]},"logger":"Executor"}\r'
+    )
+    parsed, rejects = parse(staging_rows([line], source="spark"), "spark_json")
+
+    assert rejects.count() == 0
+    (row,) = parsed.collect()
+    assert row["event_time"].astimezone(timezone.utc) == datetime(
+        2026, 11, 28, 20, 24, 53, 504000, tzinfo=timezone.utc
+    )
+    assert (row["level"], row["logger"]) == ("ERROR", "Executor")
+    assert row["message"] == "Task failed\nbadly"
+    assert row["context"] == {"task_name": "task 0.0", "executor_id": "driver"}
+    assert (row["exception_class"], row["exception_message"]) == ("java.io.IOException", "disk")
+    assert row["stack_trace"].split("\n") == [
+        "a.B.run(B.java:12)",
+        "a.C$$Lambda/0x1.apply(Unknown Source)",
+        "sun.nio.ch.Net.poll(Native Method)",
+        "a.D.go(D.scala)",
+    ]
+    (plain,) = parse(
+        staging_rows([b'{"ts":"2026-11-28T20:24:53Z","level":"INFO","msg":"m","logger":"L"}']),
+        "spark_json",
+    )[0].collect()
+    assert (plain["context"], plain["exception_class"], plain["stack_trace"]) == ({}, None, None)
