@@ -397,7 +397,8 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                     ColumnType.MAP,
                     "Every other top-level key (``dag_id``, ``task_id``, ``run_id``, "
                     "``try_number``, ``filename``, ``lineno``, ...): a string as it is, any "
-                    "other value as its JSON text, ``null`` as null.",
+                    "other value as its JSON text (a number as Spark prints it), ``null`` "
+                    "as null.",
                 ),
             ),
             "``timestamp`` (ISO 8601, its own offset: structlog writes UTC with ``Z``; "

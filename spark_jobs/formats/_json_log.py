@@ -1,9 +1,11 @@
 """What the formats of JSON log lines share (``airflow_task``, ``spark_json``): a line is one
 JSON object, parsed once into a variant; its event time is one top-level key's ISO-8601 text.
 
-A line that is no JSON (or an object with a key twice, which a variant cannot hold) is
-``invalid_json``; JSON that is not an object (an array, a string, ``null``) is ``no_match``;
-an object whose time key is missing, not a string or not a time is ``bad_timestamp``.
+A line that is no JSON, an object followed by more than whitespace, or an object with a key
+twice (which a variant cannot hold) is ``invalid_json``; JSON that is not an object (an array,
+a string, ``null``) is ``no_match``; an object whose time key is missing, not a string or not
+a time is ``bad_timestamp``. A value read as a string that is not one is its JSON text as Spark
+writes it (a number as Spark prints it: ``1.50`` as ``1.5``).
 """
 
 from __future__ import annotations
