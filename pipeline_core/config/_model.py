@@ -126,6 +126,13 @@ class SourceConfig(_Strict):
     """For ``regex``: how ``timestamp`` columns are written, a Spark datetime pattern
     (``yyyy-MM-dd HH:mm:ss,SSS``); default ISO 8601."""
 
+    def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
+        """The columns the source declares after its format's own (``regex``: its pattern's
+        groups, typed), as its lake table has them."""
+        if self.pattern is None:
+            return ()
+        return user_pattern(self.pattern, self.columns, self.time_column).columns
+
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
         if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
