@@ -30,9 +30,12 @@ from pipeline_core.config._sinks import (
 from pipeline_core.config._worker import WorkerConfig
 from pipeline_core.formats import (
     ColumnType,
+    JsonColumnsError,
     LogFormatError,
     SourceFormat,
     UserPatternError,
+    declared_columns,
+    json_columns,
     python_log_layout,
     user_pattern,
 )
@@ -116,9 +119,11 @@ class SourceConfig(_Strict):
     (docs/formats.md)."""
     columns: dict[str, ColumnType] = {}
     """For ``regex``: the type of a group's column (``string``, ``int``, ``long``, ``double``,
-    ``boolean``, ``timestamp``); a group not named here is a string. A column added later is
-    added to the table (older rows read null); a type may change only as Iceberg promotes
-    (``int`` to ``long``)."""
+    ``boolean``, ``timestamp``); a group not named here is a string. For ``json_lines``: the
+    keys landed as typed columns (a dotted path reaches into nested objects: ``http.status``
+    lands in ``http_status``), beside ``payload`` and a ``rescued`` map of the values that
+    were not of their type. A column added later is added to the table (older rows read
+    null); a type may change only as Iceberg promotes (``int`` to ``long``)."""
     time_column: str | None = None
     """For ``regex``: the ``timestamp`` column that gives ``event_time`` (default: none, the
     seal time)."""
@@ -129,9 +134,7 @@ class SourceConfig(_Strict):
     def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
         """The columns the source declares after its format's own (``regex``: its pattern's
         groups, typed), as its lake table has them."""
-        if self.pattern is None:
-            return ()
-        return user_pattern(self.pattern, self.columns, self.time_column).columns
+        return declared_columns(self.format.value, self.columns, self.pattern, self.time_column)
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
@@ -139,7 +142,6 @@ class SourceConfig(_Strict):
             raise ValueError("log_format belongs to format python_logging only")
         regex_keys = {
             "pattern": self.pattern,
-            "columns": self.columns or None,
             "time_column": self.time_column,
             "time_layout": self.time_layout,
         }
@@ -154,6 +156,13 @@ class SourceConfig(_Strict):
             given = [key for key, value in regex_keys.items() if value is not None]
             if given:
                 raise ValueError(f"{', '.join(given)} belong to format regex only")
+        if self.format is SourceFormat.JSON_LINES:
+            try:
+                json_columns(self.columns)
+            except JsonColumnsError as exc:
+                raise ValueError(f"columns: {exc}") from exc
+        elif self.columns and self.format is not SourceFormat.REGEX:
+            raise ValueError("columns belong to formats regex and json_lines only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
             named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")

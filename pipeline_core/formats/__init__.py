@@ -1,6 +1,13 @@
 """The source formats (:data:`FORMATS`): what each lands, defined once."""
 
+from pipeline_core.formats._declared import declared_columns
 from pipeline_core.formats._docs import formats_markdown
+from pipeline_core.formats._json_columns import (
+    RESCUED_COLUMN,
+    JsonColumn,
+    JsonColumnsError,
+    json_columns,
+)
 from pipeline_core.formats._python_logging import (
     ASCTIME_LAYOUT,
     TRACEBACK_PATTERN,
@@ -29,19 +36,24 @@ __all__ = [
     "ASCTIME_LAYOUT",
     "DEFAULT_PYTHON_LOG_FORMAT",
     "FORMATS",
+    "RESCUED_COLUMN",
     "RESERVED_COLUMNS",
     "TRACEBACK_PATTERN",
     "ColumnType",
     "FormatColumn",
     "FormatSpec",
+    "JsonColumn",
+    "JsonColumnsError",
     "LogFormatError",
     "PythonLogLayout",
     "RejectReason",
     "SourceFormat",
     "UserPattern",
     "UserPatternError",
+    "declared_columns",
     "format_spec",
     "formats_markdown",
+    "json_columns",
     "python_log_layout",
     "user_pattern",
 ]

@@ -193,6 +193,11 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                 RejectReason.BAD_TIMESTAMP,
                 RejectReason.LINE_TOO_LONG,
             ),
+            declared="With the source's ``columns``, a column per declared key (``status: int``; "
+            "a dotted path reaches into nested objects: ``http.status`` lands in "
+            "``http_status``), null when the key is missing, JSON null or of another type; then "
+            "``rescued`` (map): each declared key whose value was not of its column's type, with "
+            "the value as text (null when every value fit).",
         ),
         FormatSpec(
             SourceFormat.RAW,

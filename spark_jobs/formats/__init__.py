@@ -63,8 +63,9 @@ from pipeline_core.formats import (
     ColumnType,
     RejectReason,
     SourceFormat,
-    UserPattern,
+    declared_columns,
     format_spec,
+    json_columns,
     user_pattern,
 )
 from spark_jobs.formats._common import (
@@ -150,10 +151,11 @@ def parse(
             default, ``logging.BASIC_FORMAT``).
         timezone: ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``; the
             time zone of the time their lines state without an offset (None: UTC).
-        pattern, columns, time_column, time_layout: ``regex`` only; the source's pattern,
-            its columns' declared types (``ColumnType`` values; a group not named: string),
-            the column of its event time (None: the seal time) and that column's layout
-            (None: ISO 8601).
+        columns: ``regex`` and ``json_lines``; the declared columns' types (``ColumnType``
+            values): ``regex``, its groups' (a group not named: string); ``json_lines``, the
+            keys landed as columns.
+        pattern, time_column, time_layout: ``regex`` only; the source's pattern, the column of
+            its event time (None: the seal time) and that column's layout (None: ISO 8601).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
@@ -168,18 +170,17 @@ def parse(
         ValueError: ``fmt`` is not a known format, or ``regex`` without a usable pattern.
     """
     spec = format_spec(fmt)
-    declared: tuple[tuple[str, ColumnType], ...] = ()
-    user: UserPattern | None = None
-    if spec.name is SourceFormat.REGEX:
-        if pattern is None:
-            raise ValueError("format regex needs the source's pattern")
-        types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
-        user = user_pattern(pattern, types, time_column)
-        declared = user.columns
+    types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
+    declared = declared_columns(fmt, types, pattern, time_column)
+    user = (
+        user_pattern(pattern, types, time_column)
+        if spec.name is SourceFormat.REGEX and pattern is not None
+        else None
+    )
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
-            r, time_field or DEFAULT_TIME_FIELD, o
+            r, time_field or DEFAULT_TIME_FIELD, o, json_columns(types)
         ),
         SourceFormat.RAW: parse_raw,
         SourceFormat.CRI: lambda r, o: parse_container(r, SourceFormat.CRI, o),

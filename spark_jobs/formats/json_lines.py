@@ -10,15 +10,24 @@ A missing time (no such key, or JSON ``null``) falls back to ``sealed_at``; it i
 reject. A time that is there but is neither (``"not a date"``, ``""``, ``true``, an object,
 epoch seconds past year 9999) is. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON
 object), ``bad_timestamp`` (an unreadable time).
+
+The keys a source declares (``pipeline_core.formats.json_columns``) land in typed columns
+after ``payload``: a JSON string or number read as the column's type (an ``int`` column takes
+``42`` and ``"42"``, not ``4.2`` nor a number past its range; a ``boolean`` JSON's ``true``
+and ``false``; a ``timestamp`` what ``event_time`` takes), null when the key is missing or
+JSON ``null``. A value of another type never drops the row: its column is null and
+``rescued`` maps the key to the value as text (a string unquoted, JSON text otherwise).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from pipeline_core.formats import RejectReason
+from pipeline_core.formats import RESCUED_COLUMN, ColumnType, JsonColumn, RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
@@ -38,12 +47,17 @@ _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
 _JSON_TRAILING_WHITESPACE = " \t\r"
 """What JSON allows after a value on an event's last line (which holds no ``\\n``)."""
 _CORRUPT_COLUMN = "__sluice_corrupt_record__"
+_CASTS = {ColumnType.INT: "int", ColumnType.LONG: "long", ColumnType.DOUBLE: "double"}
 
 
 def parse_json_lines(
-    rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD, rejected: Observation | None = None
+    rows: DataFrame,
+    time_field: str = DEFAULT_TIME_FIELD,
+    rejected: Observation | None = None,
+    declared: Sequence[JsonColumn] = (),
 ) -> ParseResult:
-    """Parse one JSON object per line; ``event_time`` from ``time_field`` (see the module doc)."""
+    """Parse one JSON object per line; ``event_time`` from ``time_field``, the ``declared``
+    keys into their columns and ``rescued`` (see the module doc)."""
     text = F.col(TEXT)
     schema = StructType(
         [StructField(time_field, StringType()), StructField(_CORRUPT_COLUMN, StringType())]
@@ -71,7 +85,43 @@ def parse_json_lines(
         )
         .withColumn("event_time", F.coalesce(F.col(TIME), F.col("sealed_at")))
     )
-    return split_classified(classified, [without_crlf(text).alias("payload")], rejected)
+    return split_classified(
+        classified,
+        [without_crlf(text).alias("payload"), *_declared_columns(text, declared)],
+        rejected,
+    )
+
+
+def _declared_columns(text: Column, declared: Sequence[JsonColumn]) -> list[Column]:
+    """A column per declared key, its value cast to the key's type (null when missing, JSON
+    null, or of another type), and ``rescued``: the keys whose value was not of its type, with
+    the value's JSON text (null when there are none)."""
+    if not declared:
+        return []
+    columns, misfits = [], []
+    for column in declared:
+        written = F.get_json_object(text, column.json_path)
+        typed = _typed(written, column.type)
+        columns.append(typed.alias(column.name))
+        misfits.append(
+            F.when(written.isNotNull() & typed.isNull(), F.struct(F.lit(column.key), written))
+        )
+    entries = F.filter(F.array(*misfits), lambda entry: entry.isNotNull())
+    rescued = F.when(F.size(entries) > 0, F.map_from_entries(entries))
+    return [*columns, rescued.alias(RESCUED_COLUMN)]
+
+
+def _typed(written: Column, kind: ColumnType) -> Column:
+    if kind is ColumnType.STRING:
+        return written
+    if kind is ColumnType.TIMESTAMP:
+        return _json_time(written)
+    if kind is ColumnType.BOOLEAN:  # JSON's own true and false only
+        return F.when(written == "true", True).when(written == "false", False)
+    integral = kind in (ColumnType.INT, ColumnType.LONG)
+    number = written.try_cast("decimal(38,10)")
+    fits = number.isNotNull() & (~F.lit(integral) | (number == F.floor(number)))
+    return F.when(fits, number.try_cast(_CASTS[kind]))
 
 
 def _json_time(value: Column) -> Column:

@@ -1,0 +1,32 @@
+"""The columns a source declares beyond its format's own: one rule for the config, the
+manifest and the lake table alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pipeline_core.formats._json_columns import json_declared_columns
+from pipeline_core.formats._registry import ColumnType, SourceFormat
+from pipeline_core.formats._user_pattern import user_pattern
+
+
+def declared_columns(
+    fmt: str,
+    columns: Mapping[str, ColumnType],
+    pattern: str | None = None,
+    time_column: str | None = None,
+) -> tuple[tuple[str, ColumnType], ...]:
+    """The columns a source of format ``fmt`` adds to its table: ``regex``, its pattern's
+    groups typed by ``columns``; ``json_lines``, a column per declared key and ``rescued``;
+    other formats, none.
+
+    Raises:
+        UserPatternError, JsonColumnsError: the declaration cannot be landed.
+    """
+    if fmt == SourceFormat.REGEX.value:
+        if pattern is None:
+            raise ValueError("format regex needs a pattern")
+        return user_pattern(pattern, columns, time_column).columns
+    if fmt == SourceFormat.JSON_LINES.value:
+        return json_declared_columns(columns)
+    return ()
