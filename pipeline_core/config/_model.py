@@ -32,6 +32,7 @@ from pipeline_core.formats import (
     ColumnType,
     JsonColumnsError,
     LogFormatError,
+    NginxFormatError,
     SourceFormat,
     UserPatternError,
     declared_columns,
@@ -108,7 +109,9 @@ class SourceConfig(_Strict):
     Default: every line is an event."""
     log_format: str | None = None
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
-    ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
+    ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``). For
+    ``nginx`` (required): the ``log_format`` directive as it is in nginx.conf, or its format
+    string."""
     timezone: str | None = None
     """For ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``: the IANA time
     zone (``Europe/Zurich``) of the time their lines state without an offset (``logging``,
@@ -134,12 +137,21 @@ class SourceConfig(_Strict):
     def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
         """The columns the source declares after its format's own (``regex``: its pattern's
         groups, typed), as its lake table has them."""
-        return declared_columns(self.format.value, self.columns, self.pattern, self.time_column)
+        return declared_columns(
+            self.format.value, self.columns, self.pattern, self.time_column, self.log_format
+        )
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
-        if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
-            raise ValueError("log_format belongs to format python_logging only")
+        if self.format is SourceFormat.NGINX:
+            if self.log_format is None:
+                raise ValueError("format nginx needs a log_format (the directive in nginx.conf)")
+            try:
+                declared_columns(self.format.value, {}, log_format=self.log_format)
+            except (NginxFormatError, UserPatternError) as exc:
+                raise ValueError(f"log_format {self.log_format!r}: {exc}") from exc
+        elif self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
+            raise ValueError("log_format belongs to formats python_logging and nginx only")
         regex_keys = {
             "pattern": self.pattern,
             "time_column": self.time_column,
@@ -166,7 +178,7 @@ class SourceConfig(_Strict):
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
             named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")
-        if self.log_format is not None:
+        if self.log_format is not None and self.format is SourceFormat.PYTHON_LOGGING:
             try:
                 python_log_layout(self.log_format)
             except LogFormatError as exc:

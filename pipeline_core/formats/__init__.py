@@ -8,6 +8,12 @@ from pipeline_core.formats._json_columns import (
     JsonColumnsError,
     json_columns,
 )
+from pipeline_core.formats._nginx_format import (
+    TIME_LOCAL_LAYOUT,
+    NginxFormatError,
+    NginxLayout,
+    nginx_log_format,
+)
 from pipeline_core.formats._python_logging import (
     ASCTIME_LAYOUT,
     TRACEBACK_PATTERN,
@@ -38,6 +44,7 @@ __all__ = [
     "FORMATS",
     "RESCUED_COLUMN",
     "RESERVED_COLUMNS",
+    "TIME_LOCAL_LAYOUT",
     "TRACEBACK_PATTERN",
     "ColumnType",
     "FormatColumn",
@@ -45,6 +52,8 @@ __all__ = [
     "JsonColumn",
     "JsonColumnsError",
     "LogFormatError",
+    "NginxFormatError",
+    "NginxLayout",
     "PythonLogLayout",
     "RejectReason",
     "SourceFormat",
@@ -54,6 +63,7 @@ __all__ = [
     "format_spec",
     "formats_markdown",
     "json_columns",
+    "nginx_log_format",
     "python_log_layout",
     "user_pattern",
 ]

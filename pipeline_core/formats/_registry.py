@@ -39,6 +39,9 @@ class SourceFormat(StrEnum):
     SYSLOG_RFC3164 = "syslog_rfc3164"
     """BSD syslog lines as rsyslog writes its files (``RSYSLOG_TraditionalFileFormat``, and
     ``RSYSLOG_FileFormat``'s RFC 3339 time), with or without a ``<PRI>``."""
+    NGINX = "nginx"
+    """nginx's access log in the source's own ``log_format`` (the directive as written in
+    nginx.conf): a column per variable (``pipeline_core.formats.nginx_log_format``)."""
     REGEX = "regex"
     """The source's own ``pattern``: a column per named group, typed as the source's
     ``columns`` declare (``pipeline_core.formats.user_pattern``)."""
@@ -368,6 +371,29 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "time's; an RFC 3339 time (``RSYSLOG_FileFormat``) with its own offset, to the "
             "microsecond.",
             _SYSLOG_REJECTS,
+        ),
+        FormatSpec(
+            SourceFormat.NGINX,
+            "nginx's access log written with the source's ``log_format``: the ``log_format`` "
+            "directive as it is in nginx.conf (``log_format main '$remote_addr ...' '...';``), "
+            "or its format string.",
+            (),
+            "``$time_local`` (``dd/MMM/yyyy:HH:mm:ss Z``, its own offset) or "
+            "``$time_iso8601``, whichever the format names first; the seal time when it "
+            "names neither.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+            declared="A column per ``$variable``, in the format's order, named like it (``$host`` "
+            "and other names of the common columns with ``nginx_`` before them): ``status``, "
+            "``server_port``, ``remote_port``, ``connection_requests`` int; "
+            "``body_bytes_sent``, ``bytes_sent``, ``request_length``, ``connection``, "
+            "``content_length`` long; ``request_time``, ``msec`` double; ``time_local``, "
+            "``time_iso8601`` timestamp; every other variable a string, as nginx wrote it "
+            "(escaped). A value that is not of its column's type (``-``) is null.",
         ),
         FormatSpec(
             SourceFormat.REGEX,

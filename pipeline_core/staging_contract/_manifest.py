@@ -153,7 +153,8 @@ class SourceSpec:
     format: str
     time_field: str | None = None
     log_format: str | None = None
-    """``python_logging``: the format string its records were written with."""
+    """``python_logging``: the format string its records were written with; ``nginx``: the
+    ``log_format`` its lines were written with."""
     timezone: str | None = None
     """``python_logging``, ``spark_log4j``, ``regex``: the time zone of the time lines state."""
     pattern: str | None = None
@@ -171,7 +172,7 @@ class SourceSpec:
             ValueError: the declaration cannot be landed.
         """
         types = {name: ColumnType(kind) for name, kind in (self.columns or {}).items()}
-        return declared_columns(self.format, types, self.pattern, self.time_column)
+        return declared_columns(self.format, types, self.pattern, self.time_column, self.log_format)
 
     def to_json(self) -> dict[str, Any]:
         """``format`` and ``time_field``, and the other keys only when they are set."""

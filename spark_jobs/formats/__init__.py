@@ -34,7 +34,7 @@ Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
 ``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
-``regex``) parses its events;
+``regex`` and ``nginx``, which is read as the pattern its ``log_format`` makes) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -66,6 +66,7 @@ from pipeline_core.formats import (
     declared_columns,
     format_spec,
     json_columns,
+    nginx_log_format,
     user_pattern,
 )
 from spark_jobs.formats._common import (
@@ -147,8 +148,8 @@ def parse(
         rows: staging rows with ``STAGING_COLUMNS``.
         fmt: a ``SourceFormat`` value.
         time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
-        log_format: ``python_logging`` only; the ``logging`` format string (None: the
-            default, ``logging.BASIC_FORMAT``).
+        log_format: ``python_logging``, the ``logging`` format string (None: the default,
+            ``logging.BASIC_FORMAT``); ``nginx``, the ``log_format`` directive.
         timezone: ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``; the
             time zone of the time their lines state without an offset (None: UTC).
         columns: ``regex`` and ``json_lines``; the declared columns' types (``ColumnType``
@@ -171,12 +172,14 @@ def parse(
     """
     spec = format_spec(fmt)
     types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
-    declared = declared_columns(fmt, types, pattern, time_column)
-    user = (
-        user_pattern(pattern, types, time_column)
-        if spec.name is SourceFormat.REGEX and pattern is not None
-        else None
-    )
+    declared = declared_columns(fmt, types, pattern, time_column, log_format)
+    user = None
+    if spec.name is SourceFormat.NGINX and log_format is not None:
+        layout = nginx_log_format(log_format)
+        user = user_pattern(layout.pattern, layout.columns, layout.time_column)
+        time_column, time_layout = layout.time_column, layout.time_layout
+    elif spec.name is SourceFormat.REGEX and pattern is not None:
+        user = user_pattern(pattern, types, time_column)
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
