@@ -84,8 +84,9 @@ class SourceConfig(_Strict):
     matches the whole path, a relative one resolving against the config's folder."""
     format: SourceFormat
     time_field: str | None = None
-    """For ``json_lines``: the field holding the event time (default ``time``). A line without it
-    takes its batch's seal time; one whose value is not a time is a ``bad_timestamp`` reject."""
+    """For ``json_lines`` and ``logfmt``: the key holding the event time (default ``time``;
+    ``logfmt`` also ``ts``, then ``timestamp``). A line without it takes its batch's seal time;
+    one whose value is not a time is a ``bad_timestamp`` reject."""
     start_at: StartPosition = StartPosition.BEGINNING
     optional: bool = False
     """Whether ``paths`` may match no file (logs that appear later): ``sluice validate``
@@ -122,11 +123,11 @@ class SourceConfig(_Strict):
     (docs/formats.md)."""
     columns: dict[str, ColumnType] = {}
     """For ``regex``: the type of a group's column (``string``, ``int``, ``long``, ``double``,
-    ``boolean``, ``timestamp``); a group not named here is a string. For ``json_lines``: the
-    keys landed as typed columns (a dotted path reaches into nested objects: ``http.status``
-    lands in ``http_status``), beside ``payload`` and a ``rescued`` map of the values that
-    were not of their type. A column added later is added to the table (older rows read
-    null); a type may change only as Iceberg promotes (``int`` to ``long``)."""
+    ``boolean``, ``timestamp``); a group not named here is a string. For ``json_lines`` and
+    ``logfmt``: the keys landed as typed columns (in ``json_lines`` a dotted path reaches into
+    nested objects: ``http.status`` lands in ``http_status``), with a ``rescued`` map of the
+    values that were not of their type. A column added later is added to the table (older
+    rows read null); a type may change only as Iceberg promotes (``int`` to ``long``)."""
     time_column: str | None = None
     """For ``regex``: the ``timestamp`` column that gives ``event_time`` (default: none, the
     seal time)."""
@@ -168,13 +169,13 @@ class SourceConfig(_Strict):
             given = [key for key, value in regex_keys.items() if value is not None]
             if given:
                 raise ValueError(f"{', '.join(given)} belong to format regex only")
-        if self.format is SourceFormat.JSON_LINES:
+        if self.format in (SourceFormat.JSON_LINES, SourceFormat.LOGFMT):
             try:
                 json_columns(self.columns)
             except JsonColumnsError as exc:
                 raise ValueError(f"columns: {exc}") from exc
         elif self.columns and self.format is not SourceFormat.REGEX:
-            raise ValueError("columns belong to formats regex and json_lines only")
+            raise ValueError("columns belong to formats regex, json_lines and logfmt only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
             named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")

@@ -20,7 +20,7 @@ def declared_columns(
 ) -> tuple[tuple[str, ColumnType], ...]:
     """The columns a source of format ``fmt`` adds to its table: ``regex``, its pattern's
     groups typed by ``columns``; ``nginx``, a column per variable of its ``log_format``;
-    ``json_lines``, a column per declared key and ``rescued``; other formats, none.
+    ``json_lines`` and ``logfmt``, a column per declared key and ``rescued``; other formats, none.
 
     Raises:
         UserPatternError, NginxFormatError, JsonColumnsError: the declaration cannot be
@@ -35,6 +35,6 @@ def declared_columns(
         if pattern is None:
             raise ValueError("format regex needs a pattern")
         return user_pattern(pattern, columns, time_column).columns
-    if fmt == SourceFormat.JSON_LINES.value:
+    if fmt in (SourceFormat.JSON_LINES.value, SourceFormat.LOGFMT.value):
         return json_declared_columns(columns)
     return ()

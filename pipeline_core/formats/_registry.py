@@ -39,6 +39,9 @@ class SourceFormat(StrEnum):
     SYSLOG_RFC3164 = "syslog_rfc3164"
     """BSD syslog lines as rsyslog writes its files (``RSYSLOG_TraditionalFileFormat``, and
     ``RSYSLOG_FileFormat``'s RFC 3339 time), with or without a ``<PRI>``."""
+    LOGFMT = "logfmt"
+    """``key=value`` pairs, one record a line: every pair in a map, declared keys as typed
+    columns."""
     NGINX = "nginx"
     """nginx's access log in the source's own ``log_format`` (the directive as written in
     nginx.conf): a column per variable (``pipeline_core.formats.nginx_log_format``)."""
@@ -371,6 +374,36 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "time's; an RFC 3339 time (``RSYSLOG_FileFormat``) with its own offset, to the "
             "microsecond.",
             _SYSLOG_REJECTS,
+        ),
+        FormatSpec(
+            SourceFormat.LOGFMT,
+            "logfmt: ``key=value`` pairs separated by spaces, one record a line (a value with "
+            "a space double-quoted, a backslash escaping a quote, a backslash, a newline, a "
+            "return or a tab in it; a key without ``=`` a flag).",
+            (
+                FormatColumn("level", ColumnType.STRING, "``level`` (or ``lvl``)."),
+                FormatColumn(
+                    "message", ColumnType.STRING, "``msg`` (or ``message``, or ``event``)."
+                ),
+                FormatColumn(
+                    "fields",
+                    ColumnType.MAP,
+                    "Every key and its value, unquoted and unescaped (a flag's empty; a "
+                    "repeated key's first).",
+                ),
+            ),
+            "The key ``time_field`` (default ``time``, else ``ts``, else ``timestamp``): epoch "
+            "seconds or ISO 8601 (without an offset: UTC); the seal time when there is none.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+            declared="With the source's ``columns``, a column per declared key "
+            "(``status: int``), null when it is missing or of another type; then ``rescued`` "
+            "(map): each declared key whose value was not of its column's type, with the value "
+            "(null when every value fit).",
         ),
         FormatSpec(
             SourceFormat.NGINX,

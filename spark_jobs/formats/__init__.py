@@ -34,7 +34,8 @@ Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
 ``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
-``regex`` and ``nginx``, which is read as the pattern its ``log_format`` makes) parses its events;
+``logfmt``, ``regex`` and ``nginx``, which is read as the pattern its ``log_format`` makes)
+parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -79,6 +80,7 @@ from spark_jobs.formats._common import (
 )
 from spark_jobs.formats.container import CRI_PATTERN, parse_container
 from spark_jobs.formats.json_lines import DEFAULT_TIME_FIELD, parse_json_lines
+from spark_jobs.formats.logfmt import parse_logfmt
 from spark_jobs.formats.nginx import (
     NGINX_FIELDS,
     NGINX_PATTERN,
@@ -147,14 +149,15 @@ def parse(
     Args:
         rows: staging rows with ``STAGING_COLUMNS``.
         fmt: a ``SourceFormat`` value.
-        time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
+        time_field: ``json_lines`` and ``logfmt``; the key holding the event time (None:
+            ``time``; ``logfmt`` also ``ts``, then ``timestamp``).
         log_format: ``python_logging``, the ``logging`` format string (None: the default,
             ``logging.BASIC_FORMAT``); ``nginx``, the ``log_format`` directive.
         timezone: ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``; the
             time zone of the time their lines state without an offset (None: UTC).
-        columns: ``regex`` and ``json_lines``; the declared columns' types (``ColumnType``
-            values): ``regex``, its groups' (a group not named: string); ``json_lines``, the
-            keys landed as columns.
+        columns: ``regex``, ``json_lines`` and ``logfmt``; the declared columns' types
+            (``ColumnType`` values): ``regex``, its groups' (a group not named: string); the
+            others, the keys landed as columns.
         pattern, time_column, time_layout: ``regex`` only; the source's pattern, the column of
             its event time (None: the seal time) and that column's layout (None: ISO 8601).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
@@ -185,6 +188,7 @@ def parse(
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
             r, time_field or DEFAULT_TIME_FIELD, o, json_columns(types)
         ),
+        SourceFormat.LOGFMT: lambda r, o: parse_logfmt(r, time_field, o, json_columns(types)),
         SourceFormat.RAW: parse_raw,
         SourceFormat.CRI: lambda r, o: parse_container(r, SourceFormat.CRI, o),
         SourceFormat.DOCKER_JSON: lambda r, o: parse_container(r, SourceFormat.DOCKER_JSON, o),

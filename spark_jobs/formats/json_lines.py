@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from pipeline_core.formats import RESCUED_COLUMN, ColumnType, JsonColumn, RejectReason
+from pipeline_core.formats import RESCUED_COLUMN, JsonColumn, RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
@@ -35,6 +35,8 @@ from spark_jobs.formats._common import (
     TIME,
     VALID,
     ParseResult,
+    declared_values,
+    json_time,
     split_classified,
     with_text,
     without_crlf,
@@ -42,12 +44,9 @@ from spark_jobs.formats._common import (
 
 DEFAULT_TIME_FIELD = "time"
 
-_MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
-_EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
 _JSON_TRAILING_WHITESPACE = " \t\r"
 """What JSON allows after a value on an event's last line (which holds no ``\\n``)."""
 _CORRUPT_COLUMN = "__sluice_corrupt_record__"
-_CASTS = {ColumnType.INT: "int", ColumnType.LONG: "long", ColumnType.DOUBLE: "double"}
 
 
 def parse_json_lines(
@@ -73,7 +72,7 @@ def parse_json_lines(
     )
     written_time = F.col(FIELDS).getField(time_field)  # null: missing, or JSON null
     classified = (
-        classified.withColumn(TIME, _json_time(written_time))
+        classified.withColumn(TIME, json_time(written_time))
         .withColumn(
             REASON,
             F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
@@ -87,47 +86,11 @@ def parse_json_lines(
     )
     return split_classified(
         classified,
-        [without_crlf(text).alias("payload"), *_declared_columns(text, declared)],
+        [
+            without_crlf(text).alias("payload"),
+            *declared_values(
+                [(c, F.get_json_object(text, c.json_path)) for c in declared], RESCUED_COLUMN
+            ),
+        ],
         rejected,
     )
-
-
-def _declared_columns(text: Column, declared: Sequence[JsonColumn]) -> list[Column]:
-    """A column per declared key, its value cast to the key's type (null when missing, JSON
-    null, or of another type), and ``rescued``: the keys whose value was not of its type, with
-    the value's JSON text (null when there are none)."""
-    if not declared:
-        return []
-    columns, misfits = [], []
-    for column in declared:
-        written = F.get_json_object(text, column.json_path)
-        typed = _typed(written, column.type)
-        columns.append(typed.alias(column.name))
-        misfits.append(
-            F.when(written.isNotNull() & typed.isNull(), F.struct(F.lit(column.key), written))
-        )
-    entries = F.filter(F.array(*misfits), lambda entry: entry.isNotNull())
-    rescued = F.when(F.size(entries) > 0, F.map_from_entries(entries))
-    return [*columns, rescued.alias(RESCUED_COLUMN)]
-
-
-def _typed(written: Column, kind: ColumnType) -> Column:
-    if kind is ColumnType.STRING:
-        return written
-    if kind is ColumnType.TIMESTAMP:
-        return _json_time(written)
-    if kind is ColumnType.BOOLEAN:  # JSON's own true and false only
-        return F.when(written == "true", True).when(written == "false", False)
-    integral = kind in (ColumnType.INT, ColumnType.LONG)
-    number = written.try_cast("decimal(38,10)")
-    fits = number.isNotNull() & (~F.lit(integral) | (number == F.floor(number)))
-    return F.when(fits, number.try_cast(_CASTS[kind]))
-
-
-def _json_time(value: Column) -> Column:
-    """Epoch seconds or ISO-8601 text to a timestamp; null when it is neither."""
-    seconds = value.try_cast("decimal(38,6)")
-    in_range = F.abs(seconds) <= F.lit(_MAX_EPOCH_SECONDS)
-    return F.when(
-        value.rlike(_EPOCH_PATTERN), F.when(in_range, F.timestamp_seconds(seconds))
-    ).otherwise(F.try_to_timestamp(value))
