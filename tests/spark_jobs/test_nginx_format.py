@@ -7,8 +7,11 @@ from __future__ import annotations
 import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows
@@ -77,3 +80,62 @@ def test_should_land_a_real_nginx_log_in_the_columns_of_its_log_format(
         assert isinstance(row["request_time"], float) and row["connection_requests"] == 1
         assert before <= row["event_time"].astimezone(timezone.utc) <= after
         assert row["time_local"] == row["event_time"]
+
+
+FIELDS = st.fixed_dictionaries(
+    {
+        "remote_addr": st.ip_addresses().map(str),
+        "remote_user": st.sampled_from(["-", "bob", "ann-1"]),
+        "time": st.datetimes(
+            min_value=datetime(2000, 1, 1),
+            max_value=datetime(2099, 12, 31),
+            timezones=st.just(timezone.utc),
+        ),
+        "request": st.text(max_size=40),
+        "status": st.integers(100, 599),
+        "body_bytes_sent": st.integers(0, 2**40),
+        "http_referer": st.text(max_size=20),
+        "http_user_agent": st.text(max_size=40),
+        "request_time": st.floats(0, 1000, allow_nan=False).map(lambda f: round(f, 3)),
+        "host": st.from_regex(r"[a-z0-9.-]{1,20}", fullmatch=True),
+        "connection_requests": st.integers(1, 10_000),
+    }
+)
+
+
+def nginx_line(fields: dict[str, Any]) -> bytes:
+    """The line nginx writes for ``fields`` with :data:`DIRECTIVE` (``escape=default``)."""
+    text = {k: nginx_escaped(str(v).encode()) for k, v in fields.items() if k != "time"}
+    stamp = fields["time"].strftime("%d/%b/%Y:%H:%M:%S +0000")
+    return (
+        f'{text["remote_addr"]} - {text["remote_user"]} [{stamp}] "{text["request"]}" '
+        f'{text["status"]} {text["body_bytes_sent"]} "{text["http_referer"]}" '
+        f'"{text["http_user_agent"]}" rt={fields["request_time"]:.3f} host={text["host"]} '
+        f"n={text['connection_requests']}"
+    ).encode()
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(FIELDS, min_size=1, max_size=40))
+def test_generated_lines_parse_back_to_the_values_they_were_written_from(
+    staging_rows: StagingRows, records: list[dict[str, Any]]
+) -> None:
+    parsed, rejects = parse(
+        staging_rows([nginx_line(r) for r in records], source="web"), "nginx", log_format=DIRECTIVE
+    )
+
+    assert rejects.count() == 0
+    rows = parsed.orderBy("byte_offset").collect()
+    for row, record in zip(rows, records, strict=True):
+        assert row["event_time"].astimezone(timezone.utc) == record["time"].replace(microsecond=0)
+        for column in ("request", "http_referer", "http_user_agent"):  # empty: null
+            assert row[column] == (nginx_escaped(record[column].encode()) or None), column
+        assert (row["status"], row["body_bytes_sent"]) == (
+            record["status"],
+            record["body_bytes_sent"],
+        )
+        assert (row["remote_addr"], row["nginx_host"]) == (record["remote_addr"], record["host"])
+        assert row["request_time"] == pytest.approx(record["request_time"])
+        assert row["connection_requests"] == record["connection_requests"]
