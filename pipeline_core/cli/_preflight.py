@@ -28,6 +28,13 @@ CONNECT_TIMEOUT_S = 5
 UNAVAILABLE_STATUSES = (502, 503, 504)
 LISTED_FILES = 10
 """Files listed per source; the rest are counted."""
+SAMPLED_FILES = 3
+SAMPLED_BYTES = 64 * 1024
+SAMPLED_LINES = 200
+SHOWN_MATCHES = 2
+"""A ``regex`` source: its pattern is tried on the first ``SAMPLED_LINES`` lines (within
+``SAMPLED_BYTES``) of its first ``SAMPLED_FILES`` files, and the first ``SHOWN_MATCHES``
+matches of each are shown with their columns."""
 PASS_THROUGH_SCHEDULES = ("@once", "@continuous")
 CRON_PRESETS = {
     "@hourly": "0 * * * *",
@@ -139,8 +146,41 @@ def check_source(source: SourceConfig) -> Check:
     details = [f"{shown_path(path)}  {size} bytes" for path, size in files[:LISTED_FILES]]
     if len(files) > LISTED_FILES:
         details.append(f"... and {len(files) - LISTED_FILES} more")
+    if source.pattern is not None:
+        details += pattern_samples(source.pattern, [path for path, _ in files[:SAMPLED_FILES]])
     count = f"{len(files)} files match" if len(files) > 1 else "1 file matches"
     return Check(name, CheckStatus.OK, f"{count} {patterns}", (*details, *not_read))
+
+
+def pattern_samples(pattern: str, paths: list[str]) -> list[str]:
+    """What a ``regex`` source's pattern reads in the first lines of each of ``paths``: how
+    many match, and the columns of the first ones that do."""
+    import re
+
+    compiled = re.compile(pattern)
+    out = []
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                head = file.read(SAMPLED_BYTES)
+        except OSError as exc:
+            out.append(f"{shown_path(path)}: not read ({exc.strerror})")
+            continue
+        lines = head.split(b"\n")[:-1][:SAMPLED_LINES]
+        texts = [line.decode("utf-8", "replace").removesuffix("\r") for line in lines]
+        matches = [(n, m) for n, text in enumerate(texts, 1) if (m := compiled.match(text))]
+        out.append(
+            f"{shown_path(path)}: the pattern matches {len(matches)} of its first {len(texts)} "
+            "lines (the others are a multiline event's later lines, or no_match rejects)"
+        )
+        for number, match in matches[:SHOWN_MATCHES]:
+            fields = ", ".join(f"{k}={_clipped(v)!r}" for k, v in match.groupdict().items())
+            out.append(f"  line {number}: {fields}")
+    return out
+
+
+def _clipped(value: str | None, most: int = 60) -> str | None:
+    return value if value is None or len(value) <= most else value[:most] + "..."
 
 
 def check_staging(config: PipelineConfig) -> list[Check]:
@@ -291,7 +331,32 @@ def check_catalog(config: PipelineConfig) -> Check:
         held = f"namespace {namespace} not created yet (the first landing creates it)"
     else:
         held = f"namespace {namespace}: {', '.join(sorted(tables)) or 'no tables yet'}"
+        refused = _schema_changes_refused(config, set(tables))
+        if refused:
+            return Check("lake catalog", CheckStatus.INVALID, refused[0], tuple(refused[1:]))
     return Check("lake catalog", CheckStatus.OK, f"reachable; {held}")
+
+
+def _schema_changes_refused(config: PipelineConfig, tables: set[str]) -> list[str]:
+    """Why the sources' tables that exist cannot take the columns the sources declare now
+    (a type Iceberg cannot change), one line a table; what the landing would refuse."""
+    from pipeline_core.errors import SchemaEvolutionError
+    from pipeline_core.lake import check_evolution, lake_location, open_lake, source_schema
+
+    refused = []
+    with open_lake(lake_location(config)) as lake:
+        for source in config.sources:
+            if source.name not in tables:
+                continue
+            table = lake.load(source.name)
+            if table is None:
+                continue
+            declared = source_schema(source.format.value, source.declared_columns())
+            try:
+                check_evolution(source.name, table.schema(), declared)
+            except SchemaEvolutionError as exc:
+                refused.append(str(exc))
+    return refused
 
 
 def _with_connect_timeout(url: str) -> str:

@@ -30,9 +30,13 @@ from pipeline_core.config._sinks import (
 from pipeline_core.config._worker import WorkerConfig
 from pipeline_core.formats import (
     ColumnType,
+    JsonColumnsError,
     LogFormatError,
+    NginxFormatError,
     SourceFormat,
     UserPatternError,
+    declared_columns,
+    json_columns,
     python_log_layout,
     user_pattern,
 )
@@ -80,8 +84,9 @@ class SourceConfig(_Strict):
     matches the whole path, a relative one resolving against the config's folder."""
     format: SourceFormat
     time_field: str | None = None
-    """For ``json_lines``: the field holding the event time (default ``time``). A line without it
-    takes its batch's seal time; one whose value is not a time is a ``bad_timestamp`` reject."""
+    """For ``json_lines`` and ``logfmt``: the key holding the event time (default ``time``;
+    ``logfmt`` also ``ts``, then ``timestamp``). A line without it takes its batch's seal time;
+    one whose value is not a time is a ``bad_timestamp`` reject."""
     start_at: StartPosition = StartPosition.BEGINNING
     optional: bool = False
     """Whether ``paths`` may match no file (logs that appear later): ``sluice validate``
@@ -105,7 +110,9 @@ class SourceConfig(_Strict):
     Default: every line is an event."""
     log_format: str | None = None
     """For ``python_logging``: the ``logging.Formatter`` format string the program logs with,
-    ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``)."""
+    ending with ``%(message)s`` (default ``%(levelname)s:%(name)s:%(message)s``). For
+    ``nginx`` (required): the ``log_format`` directive as it is in nginx.conf, or its format
+    string."""
     timezone: str | None = None
     """For ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``: the IANA time
     zone (``Europe/Zurich``) of the time their lines state without an offset (``logging``,
@@ -116,9 +123,11 @@ class SourceConfig(_Strict):
     (docs/formats.md)."""
     columns: dict[str, ColumnType] = {}
     """For ``regex``: the type of a group's column (``string``, ``int``, ``long``, ``double``,
-    ``boolean``, ``timestamp``); a group not named here is a string. A column added later is
-    added to the table (older rows read null); a type may change only as Iceberg promotes
-    (``int`` to ``long``)."""
+    ``boolean``, ``timestamp``); a group not named here is a string. For ``json_lines`` and
+    ``logfmt``: the keys landed as typed columns (in ``json_lines`` a dotted path reaches into
+    nested objects: ``http.status`` lands in ``http_status``), with a ``rescued`` map of the
+    values that were not of their type. A column added later is added to the table (older
+    rows read null); a type may change only as Iceberg promotes (``int`` to ``long``)."""
     time_column: str | None = None
     """For ``regex``: the ``timestamp`` column that gives ``event_time`` (default: none, the
     seal time)."""
@@ -126,13 +135,26 @@ class SourceConfig(_Strict):
     """For ``regex``: how ``timestamp`` columns are written, a Spark datetime pattern
     (``yyyy-MM-dd HH:mm:ss,SSS``); default ISO 8601."""
 
+    def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
+        """The columns the source declares after its format's own (``regex``: its pattern's
+        groups, typed), as its lake table has them."""
+        return declared_columns(
+            self.format.value, self.columns, self.pattern, self.time_column, self.log_format
+        )
+
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:
-        if self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
-            raise ValueError("log_format belongs to format python_logging only")
+        if self.format is SourceFormat.NGINX:
+            if self.log_format is None:
+                raise ValueError("format nginx needs a log_format (the directive in nginx.conf)")
+            try:
+                declared_columns(self.format.value, {}, log_format=self.log_format)
+            except (NginxFormatError, UserPatternError) as exc:
+                raise ValueError(f"log_format {self.log_format!r}: {exc}") from exc
+        elif self.log_format is not None and self.format is not SourceFormat.PYTHON_LOGGING:
+            raise ValueError("log_format belongs to formats python_logging and nginx only")
         regex_keys = {
             "pattern": self.pattern,
-            "columns": self.columns or None,
             "time_column": self.time_column,
             "time_layout": self.time_layout,
         }
@@ -147,10 +169,17 @@ class SourceConfig(_Strict):
             given = [key for key, value in regex_keys.items() if value is not None]
             if given:
                 raise ValueError(f"{', '.join(given)} belong to format regex only")
+        if self.format in (SourceFormat.JSON_LINES, SourceFormat.LOGFMT):
+            try:
+                json_columns(self.columns)
+            except JsonColumnsError as exc:
+                raise ValueError(f"columns: {exc}") from exc
+        elif self.columns and self.format is not SourceFormat.REGEX:
+            raise ValueError("columns belong to formats regex, json_lines and logfmt only")
         if self.timezone is not None and self.format not in _LOCAL_TIME_FORMATS:
             named = ", ".join(f.value for f in _LOCAL_TIME_FORMATS)
             raise ValueError(f"timezone belongs to formats {named} only")
-        if self.log_format is not None:
+        if self.log_format is not None and self.format is SourceFormat.PYTHON_LOGGING:
             try:
                 python_log_layout(self.log_format)
             except LogFormatError as exc:

@@ -1,6 +1,19 @@
 """The source formats (:data:`FORMATS`): what each lands, defined once."""
 
+from pipeline_core.formats._declared import declared_columns
 from pipeline_core.formats._docs import formats_markdown
+from pipeline_core.formats._json_columns import (
+    RESCUED_COLUMN,
+    JsonColumn,
+    JsonColumnsError,
+    json_columns,
+)
+from pipeline_core.formats._nginx_format import (
+    TIME_LOCAL_LAYOUT,
+    NginxFormatError,
+    NginxLayout,
+    nginx_log_format,
+)
 from pipeline_core.formats._python_logging import (
     ASCTIME_LAYOUT,
     TRACEBACK_PATTERN,
@@ -29,19 +42,28 @@ __all__ = [
     "ASCTIME_LAYOUT",
     "DEFAULT_PYTHON_LOG_FORMAT",
     "FORMATS",
+    "RESCUED_COLUMN",
     "RESERVED_COLUMNS",
+    "TIME_LOCAL_LAYOUT",
     "TRACEBACK_PATTERN",
     "ColumnType",
     "FormatColumn",
     "FormatSpec",
+    "JsonColumn",
+    "JsonColumnsError",
     "LogFormatError",
+    "NginxFormatError",
+    "NginxLayout",
     "PythonLogLayout",
     "RejectReason",
     "SourceFormat",
     "UserPattern",
     "UserPatternError",
+    "declared_columns",
     "format_spec",
     "formats_markdown",
+    "json_columns",
+    "nginx_log_format",
     "python_log_layout",
     "user_pattern",
 ]

@@ -39,6 +39,12 @@ class SourceFormat(StrEnum):
     SYSLOG_RFC3164 = "syslog_rfc3164"
     """BSD syslog lines as rsyslog writes its files (``RSYSLOG_TraditionalFileFormat``, and
     ``RSYSLOG_FileFormat``'s RFC 3339 time), with or without a ``<PRI>``."""
+    LOGFMT = "logfmt"
+    """``key=value`` pairs, one record a line: every pair in a map, declared keys as typed
+    columns."""
+    NGINX = "nginx"
+    """nginx's access log in the source's own ``log_format`` (the directive as written in
+    nginx.conf): a column per variable (``pipeline_core.formats.nginx_log_format``)."""
     AIRFLOW_TASK = "airflow_task"
     """Airflow 3's task logs: JSON lines written by structlog (``timestamp``, ``level``,
     ``event``, ``logger``, a failure's ``error_detail``)."""
@@ -199,6 +205,11 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                 RejectReason.BAD_TIMESTAMP,
                 RejectReason.LINE_TOO_LONG,
             ),
+            declared="With the source's ``columns``, a column per declared key (``status: int``; "
+            "a dotted path reaches into nested objects: ``http.status`` lands in "
+            "``http_status``), null when the key is missing, JSON null or of another type; then "
+            "``rescued`` (map): each declared key whose value was not of its column's type, with "
+            "the value as text (null when every value fit).",
         ),
         FormatSpec(
             SourceFormat.RAW,
@@ -369,6 +380,59 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "time's; an RFC 3339 time (``RSYSLOG_FileFormat``) with its own offset, to the "
             "microsecond.",
             _SYSLOG_REJECTS,
+        ),
+        FormatSpec(
+            SourceFormat.LOGFMT,
+            "logfmt: ``key=value`` pairs separated by spaces, one record a line (a value with "
+            "a space double-quoted, a backslash escaping a quote, a backslash, a newline, a "
+            "return or a tab in it; a key without ``=`` a flag).",
+            (
+                FormatColumn("level", ColumnType.STRING, "``level`` (or ``lvl``)."),
+                FormatColumn(
+                    "message", ColumnType.STRING, "``msg`` (or ``message``, or ``event``)."
+                ),
+                FormatColumn(
+                    "fields",
+                    ColumnType.MAP,
+                    "Every key and its value, unquoted and unescaped (a flag's empty; a "
+                    "repeated key's first).",
+                ),
+            ),
+            "The key ``time_field`` (default ``time``, else ``ts``, else ``timestamp``): epoch "
+            "seconds or ISO 8601 (without an offset: UTC); the seal time when there is none.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+            declared="With the source's ``columns``, a column per declared key "
+            "(``status: int``), null when it is missing or of another type; then ``rescued`` "
+            "(map): each declared key whose value was not of its column's type, with the value "
+            "(null when every value fit).",
+        ),
+        FormatSpec(
+            SourceFormat.NGINX,
+            "nginx's access log written with the source's ``log_format``: the ``log_format`` "
+            "directive as it is in nginx.conf (``log_format main '$remote_addr ...' '...';``), "
+            "or its format string.",
+            (),
+            "``$time_local`` (``dd/MMM/yyyy:HH:mm:ss Z``, its own offset) or "
+            "``$time_iso8601``, whichever the format names first; the seal time when it "
+            "names neither.",
+            (
+                RejectReason.INVALID_UTF8,
+                RejectReason.NO_MATCH,
+                RejectReason.BAD_TIMESTAMP,
+                RejectReason.LINE_TOO_LONG,
+            ),
+            declared="A column per ``$variable``, in the format's order, named like it (``$host`` "
+            "and other names of the common columns with ``nginx_`` before them): ``status``, "
+            "``server_port``, ``remote_port``, ``connection_requests`` int; "
+            "``body_bytes_sent``, ``bytes_sent``, ``request_length``, ``connection``, "
+            "``content_length`` long; ``request_time``, ``msec`` double; ``time_local``, "
+            "``time_iso8601`` timestamp; every other variable a string, as nginx wrote it "
+            "(escaped). A value that is not of its column's type (``-``) is null.",
         ),
         FormatSpec(
             SourceFormat.AIRFLOW_TASK,

@@ -86,6 +86,9 @@ def user_pattern(
             )
         if name in RESERVED_COLUMNS:
             raise UserPatternError(f"group {name!r} is a column every source table has")
+    maps = sorted(name for name, kind in columns.items() if kind is ColumnType.MAP)
+    if maps:
+        raise UserPatternError(f"columns {maps}: a group's column is a scalar, not a map")
     undeclared = sorted(set(columns) - set(names))
     if undeclared:
         raise UserPatternError(f"columns {undeclared} are no group of the pattern")

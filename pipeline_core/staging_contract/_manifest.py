@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Any
 
-from pipeline_core.formats import ColumnType, user_pattern
+from pipeline_core.formats import ColumnType, declared_columns
 from pipeline_core.staging_contract._fields import (
     ManifestError,
     read_count,
@@ -153,7 +153,8 @@ class SourceSpec:
     format: str
     time_field: str | None = None
     log_format: str | None = None
-    """``python_logging``: the format string its records were written with."""
+    """``python_logging``: the format string its records were written with; ``nginx``: the
+    ``log_format`` its lines were written with."""
     timezone: str | None = None
     """``python_logging``, ``spark_log4j``, ``regex``: the time zone of the time lines state."""
     pattern: str | None = None
@@ -164,16 +165,14 @@ class SourceSpec:
     time_layout: str | None = None
 
     def declared_columns(self) -> tuple[tuple[str, ColumnType], ...]:
-        """The columns the source declares (``regex``: its pattern's groups, typed), after its
-        format's own.
+        """The columns the source declares after its format's own
+        (``pipeline_core.formats.declared_columns``).
 
         Raises:
-            UserPatternError: the pattern or its columns cannot be used.
+            ValueError: the declaration cannot be landed.
         """
-        if self.pattern is None:
-            return ()
         types = {name: ColumnType(kind) for name, kind in (self.columns or {}).items()}
-        return user_pattern(self.pattern, types, self.time_column).columns
+        return declared_columns(self.format, types, self.pattern, self.time_column, self.log_format)
 
     def to_json(self) -> dict[str, Any]:
         """``format`` and ``time_field``, and the other keys only when they are set."""

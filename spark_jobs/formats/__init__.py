@@ -34,7 +34,8 @@ Python UDFs: they run in the JVM and need no Python on the executors.
 
 One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
 ``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
-``airflow_task``, ``spark_json``, ``regex``) parses its events;
+``logfmt``, ``airflow_task``, ``spark_json``, ``regex`` and ``nginx``, which is read as the
+pattern its ``log_format`` makes) parses its events;
 what each lands (columns and types, event time, reject reasons) is defined once, in
 ``pipeline_core.formats``, and :func:`parse` projects every parser's rows onto that definition
 (its columns in order, cast to their types), so a parser cannot land a column its table does
@@ -63,8 +64,10 @@ from pipeline_core.formats import (
     ColumnType,
     RejectReason,
     SourceFormat,
-    UserPattern,
+    declared_columns,
     format_spec,
+    json_columns,
+    nginx_log_format,
     user_pattern,
 )
 from spark_jobs.formats._common import (
@@ -78,6 +81,7 @@ from spark_jobs.formats._common import (
 from spark_jobs.formats.airflow_task import parse_airflow_task
 from spark_jobs.formats.container import CRI_PATTERN, parse_container
 from spark_jobs.formats.json_lines import DEFAULT_TIME_FIELD, parse_json_lines
+from spark_jobs.formats.logfmt import parse_logfmt
 from spark_jobs.formats.nginx import (
     NGINX_FIELDS,
     NGINX_PATTERN,
@@ -147,15 +151,17 @@ def parse(
     Args:
         rows: staging rows with ``STAGING_COLUMNS``.
         fmt: a ``SourceFormat`` value.
-        time_field: ``json_lines`` only; the key holding the event time (``"time"`` if None).
-        log_format: ``python_logging`` only; the ``logging`` format string (None: the
-            default, ``logging.BASIC_FORMAT``).
+        time_field: ``json_lines`` and ``logfmt``; the key holding the event time (None:
+            ``time``; ``logfmt`` also ``ts``, then ``timestamp``).
+        log_format: ``python_logging``, the ``logging`` format string (None: the default,
+            ``logging.BASIC_FORMAT``); ``nginx``, the ``log_format`` directive.
         timezone: ``python_logging``, ``spark_log4j``, ``syslog_rfc3164`` and ``regex``; the
             time zone of the time their lines state without an offset (None: UTC).
-        pattern, columns, time_column, time_layout: ``regex`` only; the source's pattern,
-            its columns' declared types (``ColumnType`` values; a group not named: string),
-            the column of its event time (None: the seal time) and that column's layout
-            (None: ISO 8601).
+        columns: ``regex``, ``json_lines`` and ``logfmt``; the declared columns' types
+            (``ColumnType`` values): ``regex``, its groups' (a group not named: string); the
+            others, the keys landed as columns.
+        pattern, time_column, time_layout: ``regex`` only; the source's pattern, the column of
+            its event time (None: the seal time) and that column's layout (None: ISO 8601).
         rejected: observes the source files with rejects (:func:`rejected_files`) in the first
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
@@ -170,19 +176,21 @@ def parse(
         ValueError: ``fmt`` is not a known format, or ``regex`` without a usable pattern.
     """
     spec = format_spec(fmt)
-    declared: tuple[tuple[str, ColumnType], ...] = ()
-    user: UserPattern | None = None
-    if spec.name is SourceFormat.REGEX:
-        if pattern is None:
-            raise ValueError("format regex needs the source's pattern")
-        types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
+    types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
+    declared = declared_columns(fmt, types, pattern, time_column, log_format)
+    user = None
+    if spec.name is SourceFormat.NGINX and log_format is not None:
+        layout = nginx_log_format(log_format)
+        user = user_pattern(layout.pattern, layout.columns, layout.time_column)
+        time_column, time_layout = layout.time_column, layout.time_layout
+    elif spec.name is SourceFormat.REGEX and pattern is not None:
         user = user_pattern(pattern, types, time_column)
-        declared = user.columns
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
-            r, time_field or DEFAULT_TIME_FIELD, o
+            r, time_field or DEFAULT_TIME_FIELD, o, json_columns(types)
         ),
+        SourceFormat.LOGFMT: lambda r, o: parse_logfmt(r, time_field, o, json_columns(types)),
         SourceFormat.RAW: parse_raw,
         SourceFormat.CRI: lambda r, o: parse_container(r, SourceFormat.CRI, o),
         SourceFormat.DOCKER_JSON: lambda r, o: parse_container(r, SourceFormat.DOCKER_JSON, o),

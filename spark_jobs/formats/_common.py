@@ -10,7 +10,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from pipeline_core.formats import RejectReason
+from pipeline_core.formats import ColumnType, JsonColumn, RejectReason
 
 ParseResult = tuple[DataFrame, DataFrame]
 """``(parsed, rejects)``."""
@@ -43,6 +43,9 @@ REJECT_COLUMNS = (
 _CRLF_ENDS = r"\r(?=\n)|\r\z"
 """The ``\\r`` of an event's CRLF line ends: before each ``\\n``, and at its very end."""
 _MICROS_PER_DAY = 86_400_000_000
+_MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
+_EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
+_CASTS = {ColumnType.INT: "int", ColumnType.LONG: "long", ColumnType.DOUBLE: "double"}
 
 # Private columns of the classification step; never written.
 TEXT = "_text"
@@ -155,3 +158,46 @@ def split_classified(
         "checkpoint_id",
     )
     return parsed, rejects
+
+
+def declared_values(
+    written: Sequence[tuple[JsonColumn, Column]], rescued_name: str
+) -> list[Column]:
+    """A column per declared key from its ``written`` text, cast to the key's type (null when
+    missing, null, or of another type), and ``rescued_name``: the keys whose value was not of
+    its type, with the value as text (null when there are none)."""
+    if not written:
+        return []
+    columns, misfits = [], []
+    for column, text in written:
+        typed = typed_value(text, column.type)
+        columns.append(typed.alias(column.name))
+        misfits.append(F.when(text.isNotNull() & typed.isNull(), F.struct(F.lit(column.key), text)))
+    entries = F.filter(F.array(*misfits), lambda entry: entry.isNotNull())
+    rescued = F.when(F.size(entries) > 0, F.map_from_entries(entries))
+    return [*columns, rescued.alias(rescued_name)]
+
+
+def typed_value(written: Column, kind: ColumnType) -> Column:
+    """``written`` (text) as ``kind``: a number, ``true``/``false``, a time (:func:`json_time`);
+    null when it is not one (an ``int`` takes ``42``, not ``4.2`` nor a number past its range)."""
+    if kind is ColumnType.STRING:
+        return written
+    if kind is ColumnType.TIMESTAMP:
+        return json_time(written)
+    if kind is ColumnType.BOOLEAN:
+        return F.when(written == "true", True).when(written == "false", False)
+    integral = kind in (ColumnType.INT, ColumnType.LONG)
+    number = written.try_cast("decimal(38,10)")
+    fits = number.isNotNull() & (~F.lit(integral) | (number == F.floor(number)))
+    return F.when(fits, number.try_cast(_CASTS[kind]))
+
+
+def json_time(value: Column) -> Column:
+    """Epoch seconds (a number, or its text; fractions to the microsecond) or ISO-8601 text
+    to a timestamp; null when it is neither."""
+    seconds = value.try_cast("decimal(38,6)")
+    in_range = F.abs(seconds) <= F.lit(_MAX_EPOCH_SECONDS)
+    return F.when(
+        value.rlike(_EPOCH_PATTERN), F.when(in_range, F.timestamp_seconds(seconds))
+    ).otherwise(F.try_to_timestamp(value))

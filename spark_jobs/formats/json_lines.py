@@ -10,15 +10,24 @@ A missing time (no such key, or JSON ``null``) falls back to ``sealed_at``; it i
 reject. A time that is there but is neither (``"not a date"``, ``""``, ``true``, an object,
 epoch seconds past year 9999) is. Rejects: ``invalid_utf8``, ``invalid_json`` (not a JSON
 object), ``bad_timestamp`` (an unreadable time).
+
+The keys a source declares (``pipeline_core.formats.json_columns``) land in typed columns
+after ``payload``: a JSON string or number read as the column's type (an ``int`` column takes
+``42`` and ``"42"``, not ``4.2`` nor a number past its range; a ``boolean`` JSON's ``true``
+and ``false``; a ``timestamp`` what ``event_time`` takes), null when the key is missing or
+JSON ``null``. A value of another type never drops the row: its column is null and
+``rescued`` maps the key to the value as text (a string unquoted, JSON text otherwise).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Observation
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from pipeline_core.formats import RejectReason
+from pipeline_core.formats import RESCUED_COLUMN, JsonColumn, RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
@@ -26,6 +35,8 @@ from spark_jobs.formats._common import (
     TIME,
     VALID,
     ParseResult,
+    declared_values,
+    json_time,
     split_classified,
     with_text,
     without_crlf,
@@ -33,17 +44,19 @@ from spark_jobs.formats._common import (
 
 DEFAULT_TIME_FIELD = "time"
 
-_MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
-_EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
 _JSON_TRAILING_WHITESPACE = " \t\r"
 """What JSON allows after a value on an event's last line (which holds no ``\\n``)."""
 _CORRUPT_COLUMN = "__sluice_corrupt_record__"
 
 
 def parse_json_lines(
-    rows: DataFrame, time_field: str = DEFAULT_TIME_FIELD, rejected: Observation | None = None
+    rows: DataFrame,
+    time_field: str = DEFAULT_TIME_FIELD,
+    rejected: Observation | None = None,
+    declared: Sequence[JsonColumn] = (),
 ) -> ParseResult:
-    """Parse one JSON object per line; ``event_time`` from ``time_field`` (see the module doc)."""
+    """Parse one JSON object per line; ``event_time`` from ``time_field``, the ``declared``
+    keys into their columns and ``rescued`` (see the module doc)."""
     text = F.col(TEXT)
     schema = StructType(
         [StructField(time_field, StringType()), StructField(_CORRUPT_COLUMN, StringType())]
@@ -59,7 +72,7 @@ def parse_json_lines(
     )
     written_time = F.col(FIELDS).getField(time_field)  # null: missing, or JSON null
     classified = (
-        classified.withColumn(TIME, _json_time(written_time))
+        classified.withColumn(TIME, json_time(written_time))
         .withColumn(
             REASON,
             F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
@@ -71,13 +84,13 @@ def parse_json_lines(
         )
         .withColumn("event_time", F.coalesce(F.col(TIME), F.col("sealed_at")))
     )
-    return split_classified(classified, [without_crlf(text).alias("payload")], rejected)
-
-
-def _json_time(value: Column) -> Column:
-    """Epoch seconds or ISO-8601 text to a timestamp; null when it is neither."""
-    seconds = value.try_cast("decimal(38,6)")
-    in_range = F.abs(seconds) <= F.lit(_MAX_EPOCH_SECONDS)
-    return F.when(
-        value.rlike(_EPOCH_PATTERN), F.when(in_range, F.timestamp_seconds(seconds))
-    ).otherwise(F.try_to_timestamp(value))
+    return split_classified(
+        classified,
+        [
+            without_crlf(text).alias("payload"),
+            *declared_values(
+                [(c, F.get_json_object(text, c.json_path)) for c in declared], RESCUED_COLUMN
+            ),
+        ],
+        rejected,
+    )

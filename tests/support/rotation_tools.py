@@ -193,9 +193,17 @@ class Nginx:
             raise AssertionError(f"nginx exited with {returncode}:\n{_tail(self.error_log)}")
 
 
-def nginx_conf(folder: Path, access_log: Path, all_log: Path, port: int, binary: str) -> str:
-    """A configuration with every path in ``folder`` but the two logs: one master, one
-    worker, loopback only. As root, the worker runs as root too (it writes the logs)."""
+def nginx_conf(
+    folder: Path,
+    access_log: Path,
+    all_log: Path,
+    port: int,
+    binary: str,
+    log_format: str = f"log_format sluice escape=json '{LOG_FORMAT}';",
+) -> str:
+    """A configuration with every path in ``folder`` but the two logs (written with the
+    ``log_format`` directive named ``sluice``): one master, one worker, loopback only, every
+    path answered ``ok``. As root, the worker runs as root too (it writes the logs)."""
     missing = set(re.findall(r"--without-(http_\w+)_module", _version(binary)))
     temp_paths = "".join(
         f"    {directive} {folder / 'temp' / module};\n"
@@ -213,7 +221,7 @@ def nginx_conf(folder: Path, access_log: Path, all_log: Path, port: int, binary:
         "events { worker_connections 1024; }\n"
         "http {\n"
         f"{temp_paths}"
-        f"    log_format sluice escape=json '{LOG_FORMAT}';\n"
+        f"    {log_format}\n"
         f"    access_log {access_log} sluice;\n"
         f"    access_log {all_log} sluice;\n"
         "    keepalive_requests 100000000;\n"
@@ -232,14 +240,17 @@ def _version(binary: str) -> str:
 
 
 @contextmanager
-def running_nginx(binary: str, folder: Path, access_log: Path, all_log: Path) -> Iterator[Nginx]:
-    """nginx in the foreground (``daemon off``), configured by :func:`nginx_conf`, until the
-    block ends."""
+def running_nginx(
+    binary: str, folder: Path, access_log: Path, all_log: Path, log_format: str | None = None
+) -> Iterator[Nginx]:
+    """nginx in the foreground (``daemon off``), configured by :func:`nginx_conf` (with the
+    ``log_format`` directive, named ``sluice``, when given), until the block ends."""
     for needed in (folder / "temp", access_log.parent, all_log.parent):
         needed.mkdir(parents=True, exist_ok=True)
     port = free_port()
     conf = folder / "nginx.conf"
-    conf.write_text(nginx_conf(folder, access_log, all_log, port, binary))
+    extra = {} if log_format is None else {"log_format": log_format}
+    conf.write_text(nginx_conf(folder, access_log, all_log, port, binary, **extra))
     error_log = folder / "error.log"
     command = [binary, "-p", str(folder), "-c", str(conf), "-e", str(error_log)]
     with open(folder / "nginx.stderr", "wb") as stderr:

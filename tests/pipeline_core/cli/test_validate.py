@@ -13,6 +13,7 @@ import yaml
 from pipeline_core.cli import ExitCode, main
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
 from tests.support.http_server import RecordingHttpServer
+from tests.support.log_programs import write_python_log
 from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
@@ -300,3 +301,57 @@ def test_should_exit_2_naming_a_credential_written_into_the_lake_url(tmp_path: P
     assert result.returncode == ExitCode.INVALID
     assert "lake.warehouse" in result.stdout and "secret_key" in result.stdout
     assert "wJalrXUtnFEMI" not in result.stdout + result.stderr
+
+
+REGEX_SOURCE = {
+    "pattern": r"(?P<time>\S+ \S+) (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<text>.*)",
+    "columns": {"time": "timestamp"},
+    "time_column": "time",
+    "time_layout": "yyyy-MM-dd HH:mm:ss,SSS",
+}
+
+
+def test_should_show_what_a_regex_sources_pattern_reads_in_its_files(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "logs" / "app.log"
+    log.parent.mkdir()
+    written = write_python_log(log, events=20, tracebacks=0.3, seed=2)
+    path = upgraded(
+        write_config(
+            tmp_path, metastore_url, pattern="logs/app.log", fmt="regex", source=REGEX_SOURCE
+        )
+    )
+    capsys.readouterr()
+
+    assert main(["validate", str(path)]) == ExitCode.OK
+
+    out = capsys.readouterr().out
+    lines = sum(event.count(b"\n") for event in written)
+    assert f"the pattern matches 20 of its first {lines} lines" in out
+    first = written[0].decode().split(" ", 3)
+    assert f"line 1: time='{first[0]} {first[1]}', level='{first[2]}'" in out
+
+
+def test_should_refuse_a_declared_type_the_existing_table_cannot_take(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline_core.config import load_pipeline_config
+    from pipeline_core.lake import lake_location, open_lake
+
+    append(tmp_path / "logs" / "app.log", b"2026-11-28 10:00:00,000 INFO app: up")
+    first = {**REGEX_SOURCE, "columns": {"time": "timestamp", "level": "string"}}
+    path = upgraded(
+        write_config(tmp_path, metastore_url, pattern="logs/app.log", fmt="regex", source=first)
+    )
+    config = load_pipeline_config(path)
+    with open_lake(lake_location(config)) as lake:
+        lake.ensure_tables({"access": "regex"}, {"access": config.sources[0].declared_columns()})
+    changed = {**REGEX_SOURCE, "columns": {"time": "timestamp", "level": "int"}}
+    write_config(tmp_path, metastore_url, pattern="logs/app.log", fmt="regex", source=changed)
+    capsys.readouterr()
+
+    assert main(["validate", str(path)]) == ExitCode.INVALID
+
+    out = capsys.readouterr().out
+    assert "lake table access: column level is string and its source now declares int" in out

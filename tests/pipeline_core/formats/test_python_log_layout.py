@@ -97,7 +97,7 @@ def test_should_take_a_sources_log_format_and_timezone(tmp_path: Path) -> None:
     [
         ({"log_format": "%(levelname)s"}, "names no %(message)s"),
         ({"timezone": "Mars/Olympus"}, "timezone 'Mars/Olympus' is not an IANA time zone"),
-        ({"format": "raw", "log_format": "%(message)s"}, "log_format belongs to format python_lo"),
+        ({"format": "raw", "log_format": "%(message)s"}, "log_format belongs to formats python_lo"),
         (
             {"format": "syslog_rfc5424", "timezone": "UTC"},
             "timezone belongs to formats python_logging, spark_log4j, syslog_rfc3164, regex only",

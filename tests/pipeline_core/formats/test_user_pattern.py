@@ -81,6 +81,7 @@ def test_should_take_a_regex_source_from_a_config_file(tmp_path: Path) -> None:
         ({"pattern": r"(?P<a>\w+)", "columns": {"b": "int"}}, "columns ['b'] are no group"),
         ({"pattern": r"(?P<a>\w+)", "columns": {"a": "integer"}}, "columns.a"),
         ({"pattern": r"(?P<a>\w+)", "time_column": "a"}, "not a column declared as a timestamp"),
+        ({"pattern": r"(?P<a>\w+)", "columns": {"a": "map<string,string>"}}, "not a map"),
         ({"format": "raw", "pattern": r"(?P<a>\w+)"}, "pattern belong to format regex only"),
         ({"format": "raw", "time_layout": "yyyy"}, "time_layout belong to format regex only"),
     ],
