@@ -82,3 +82,59 @@ apt_install() {
         "${SUDO[@]}" apt-get "${APT_OPTS[@]}" install --no-install-recommends "$@" >&2
     fi
 }
+
+# -- a set of tools from Debian's packages (scripts/rotation-tools.sh, scripts/syslog-tools.sh) --
+# The sourcing script sets TOOLS (the binaries) and defines package_of TOOL (the package that
+# brings it), then runs: tools_main "$1" "PACKAGES TO NAME" "what the tools' services would do".
+
+# tool_path TOOL: print TOOL's binary (PATH, then /usr/sbin and /usr/bin, which a non-root
+# PATH may lack), or fail.
+tool_path() {
+    local candidate
+    for candidate in "$(command -v "$1" 2>/dev/null || true)" "/usr/sbin/$1" "/usr/bin/$1"; do
+        if [[ -n "$candidate" && -x "$candidate" ]]; then
+            printf '%s\n' "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# tools_install PACKAGES: install the packages of the TOOLS whose binary is missing (services
+# not started), and check each binary is there then.
+tools_install() {
+    local tool missing=() packages=()
+    for tool in "${TOOLS[@]}"; do
+        tool_path "$tool" >/dev/null || missing+=("$tool")
+    done
+    ((${#missing[@]} > 0)) || return 0
+    need_apt "${missing[*]}" "$1"
+    block_service_starts
+    for tool in "${missing[@]}"; do
+        packages+=("$(package_of "$tool")")
+    done
+    apt_install "${packages[@]}"
+    for tool in "${missing[@]}"; do
+        tool_path "$tool" >/dev/null || die "$(package_of "$tool") installed but no $tool binary found"
+    done
+}
+
+# tools_paths: print each tool's binary, one a line (fails when one is missing).
+tools_paths() {
+    local tool status=0
+    for tool in "${TOOLS[@]}"; do
+        tool_path "$tool" || {
+            log "$tool not found; run: scripts/$(basename "${BASH_SOURCE[-1]}") install"
+            status=1
+        }
+    done
+    return "$status"
+}
+
+# tools_status: exit 0 when every tool is there, 3 when one is not.
+tools_status() {
+    local tool
+    for tool in "${TOOLS[@]}"; do
+        tool_path "$tool" >/dev/null || exit 3
+    done
+}

@@ -22,19 +22,6 @@ TOOLS=(nginx logrotate wrk)
 . "$REPO_ROOT/scripts/lib.sh"
 
 
-# tool_path TOOL: print TOOL's binary (PATH, then /usr/sbin and /usr/bin, which a non-root
-# PATH may lack), or fail.
-tool_path() {
-    local candidate
-    for candidate in "$(command -v "$1" 2>/dev/null || true)" "/usr/sbin/$1" "/usr/bin/$1"; do
-        if [[ -n "$candidate" && -x "$candidate" ]]; then
-            printf '%s\n' "$candidate"
-            return 0
-        fi
-    done
-    return 1
-}
-
 # package_of TOOL: the Debian package that brings TOOL.
 package_of() {
     if [[ "$1" == nginx ]]; then
@@ -45,45 +32,16 @@ package_of() {
     fi
 }
 
+# cmd_install: the packages with their services kept from starting (the package would start
+# the service: nginx on port 80, the system's syslog daemon).
 cmd_install() {
-    local tool missing=() packages=()
-    for tool in "${TOOLS[@]}"; do
-        tool_path "$tool" >/dev/null || missing+=("$tool")
-    done
-    ((${#missing[@]} > 0)) || return 0
-    need_apt "${missing[*]}" "nginx-light logrotate wrk"
-    block_service_starts # nginx's package would start nginx on port 80
-    for tool in "${missing[@]}"; do
-        packages+=("$(package_of "$tool")")
-    done
-    apt_install "${packages[@]}"
-    for tool in "${missing[@]}"; do
-        tool_path "$tool" >/dev/null || die "$(package_of "$tool") installed but no $tool binary found"
-    done
+    tools_install "nginx-light logrotate wrk" || return
     log "ready: $("$(tool_path nginx)" -v 2>&1), $("$(tool_path logrotate)" --version | head -n 1)"
-}
-
-cmd_paths() {
-    local tool status=0
-    for tool in "${TOOLS[@]}"; do
-        tool_path "$tool" || {
-            log "$tool not found; run: scripts/rotation-tools.sh install"
-            status=1
-        }
-    done
-    return "$status"
-}
-
-cmd_status() {
-    local tool
-    for tool in "${TOOLS[@]}"; do
-        tool_path "$tool" >/dev/null || exit 3
-    done
 }
 
 case "${1:-}" in
 install) cmd_install ;;
-paths) cmd_paths ;;
-status) cmd_status ;;
+paths) tools_paths ;;
+status) tools_status ;;
 *) usage ;;
 esac

@@ -114,6 +114,13 @@ class FormatSpec:
         return {column.name: column.type for column in self.columns}
 
 
+_PATTERN_REJECTS = (
+    RejectReason.INVALID_UTF8,
+    RejectReason.NO_MATCH,
+    RejectReason.BAD_TIMESTAMP,
+    RejectReason.LINE_TOO_LONG,
+)
+"""The rejects of a format that matches a line's text and reads a time from it."""
 _MESSAGE = FormatColumn(
     "message",
     ColumnType.STRING,
@@ -150,12 +157,6 @@ _SYSLOG_PRIORITY = (
         "``crit``, ``err``, ``warning``, ``notice``, ``info``, ``debug``.",
     ),
 )
-_SYSLOG_REJECTS = (
-    RejectReason.INVALID_UTF8,
-    RejectReason.NO_MATCH,
-    RejectReason.BAD_TIMESTAMP,
-    RejectReason.LINE_TOO_LONG,
-)
 
 FORMATS: dict[SourceFormat, FormatSpec] = {
     spec.name: spec
@@ -180,12 +181,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                 FormatColumn("http_user_agent", ColumnType.STRING, "``$http_user_agent``."),
             ),
             "``$time_local`` (``dd/MMM/yyyy:HH:mm:ss Z``, its own offset).",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.JSON_LINES,
@@ -223,12 +219,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "A container's log as containerd and CRI-O write it (``/var/log/pods``).",
             _CONTAINER_COLUMNS,
             _CONTAINER_TIME,
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.DOCKER_JSON,
@@ -268,12 +259,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             ),
             "``%d{yy/MM/dd HH:mm:ss}`` (to the second) in the source's ``timezone`` (default "
             "UTC: log4j writes the JVM's local time, with no offset).",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.PYTHON_LOGGING,
@@ -311,12 +297,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "the source's ``timezone`` (default UTC: ``logging`` writes the local time of the "
             "process, with no offset), or ``%(created)f``; the seal time when the format names "
             "neither. A column the format does not name is null.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.SYSLOG_RFC5424,
@@ -347,7 +328,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             ),
             "``TIMESTAMP`` (RFC 3339: ``2026-11-28T13:00:00.123456+01:00``, its own offset, "
             "fractions to the microsecond); the seal time for a ``-`` timestamp.",
-            _SYSLOG_REJECTS,
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.SYSLOG_RFC3164,
@@ -379,7 +360,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "the seal time in that zone, or the year before when its month is after the seal "
             "time's; an RFC 3339 time (``RSYSLOG_FileFormat``) with its own offset, to the "
             "microsecond.",
-            _SYSLOG_REJECTS,
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.LOGFMT,
@@ -400,12 +381,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             ),
             "The key ``time_field`` (default ``time``, else ``ts``, else ``timestamp``): epoch "
             "seconds or ISO 8601 (without an offset: UTC); the seal time when there is none.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
             declared="With the source's ``columns``, a column per declared key "
             "(``status: int``), null when it is missing or of another type; then ``rescued`` "
             "(map): each declared key whose value was not of its column's type, with the value "
@@ -420,12 +396,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "``$time_local`` (``dd/MMM/yyyy:HH:mm:ss Z``, its own offset) or "
             "``$time_iso8601``, whichever the format names first; the seal time when it "
             "names neither.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
             declared="A column per ``$variable``, in the format's order, named like it (``$host`` "
             "and other names of the common columns with ``nginx_`` before them): ``status``, "
             "``server_port``, ``remote_port``, ``connection_requests`` int; "
@@ -527,12 +498,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "``time_layout`` (a Spark datetime pattern; default ISO 8601) in its ``timezone`` "
             "(default UTC) unless the text states an offset; the seal time without a "
             "``time_column``.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _PATTERN_REJECTS,
             declared="A column per named group, in the pattern's order, of the type the "
             "source's ``columns`` give it (``string``, ``int``, ``long``, ``double``, "
             "``boolean``, ``timestamp``; default ``string``). An empty group is null, and so "

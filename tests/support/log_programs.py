@@ -255,27 +255,11 @@ def log4j2_properties(log: Path, truth: Path, pattern: str = SPARK_PATTERN) -> s
             "millis": {"$resolver": "timestamp", "epoch": {"unit": "millis", "rounded": True}},
         }
     )
-    return "\n".join(
-        [
-            "status = warn",
-            "rootLogger.level = info",
-            "rootLogger.appenderRef.log.ref = log",
-            "rootLogger.appenderRef.truth.ref = truth",
-            "appender.log.type = File",
-            "appender.log.name = log",
-            f"appender.log.fileName = {log}",
-            "appender.log.layout.type = PatternLayout",
-            f"appender.log.layout.pattern = {pattern}",
-            "appender.truth.type = File",
-            "appender.truth.name = truth",
-            f"appender.truth.fileName = {truth}",
-            "appender.truth.layout.type = JsonTemplateLayout",
-            f"appender.truth.layout.eventTemplate = {template}",
-            "logger.jetty.name = org.sparkproject.jetty",
-            "logger.jetty.level = warn",
-            "",
-        ]
-    )
+    layout = [
+        "appender.log.layout.type = PatternLayout",
+        f"appender.log.layout.pattern = {pattern}",
+    ]
+    return _log_and_truth(log, layout, truth, template)
 
 
 SPARK_JSON_TEMPLATE = "classpath:org/apache/spark/SparkLayout.json"
@@ -305,6 +289,16 @@ def structured_log4j2_properties(log: Path, truth: Path) -> str:
             "millis": {"$resolver": "timestamp", "epoch": {"unit": "millis", "rounded": True}},
         }
     )
+    layout = [
+        "appender.log.layout.type = JsonTemplateLayout",
+        f"appender.log.layout.eventTemplateUri = {SPARK_JSON_TEMPLATE}",
+    ]
+    return _log_and_truth(log, layout, truth, template)
+
+
+def _log_and_truth(log: Path, layout: list[str], truth: Path, template: str) -> str:
+    """log4j2 properties logging at INFO to ``log`` with ``layout`` (its ``appender.log.layout``
+    lines) and to ``truth`` with the ``JsonTemplateLayout`` event ``template``."""
     return "\n".join(
         [
             "status = warn",
@@ -314,8 +308,7 @@ def structured_log4j2_properties(log: Path, truth: Path) -> str:
             "appender.log.type = File",
             "appender.log.name = log",
             f"appender.log.fileName = {log}",
-            "appender.log.layout.type = JsonTemplateLayout",
-            f"appender.log.layout.eventTemplateUri = {SPARK_JSON_TEMPLATE}",
+            *layout,
             "appender.truth.type = File",
             "appender.truth.name = truth",
             f"appender.truth.fileName = {truth}",
