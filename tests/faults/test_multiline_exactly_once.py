@@ -11,7 +11,9 @@ the program wrote (its ground truth: each record as its formatter made it):
 * ``copytruncate`` may destroy events written between logrotate's copy and its truncation (in
   no file on disk: no collector can have them), and may split the event being written across
   the copy and the truncated file: its head is the copy's last row, marked ``cut: truncated``,
-  and its tail the truncated file's first, marked ``cut: headless``; never silently.
+  and its tail the truncated file's first, marked ``cut: headless``. A known gap, counted
+  apart: a head the copy received before the collector looked at the event lands unmarked
+  (its tail, when it is on disk, is marked), at most one a rotation.
 
 The program writes a share of its multiline records in two halves a moment apart (as a
 buffered appender writes a record larger than its buffer), so kills, checkpoints and rotations
@@ -176,6 +178,18 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
         if head + "\n" + tail in known
     }
     not_events = [message for message in not_events if message not in unmarked_heads]
+    # The same gap when the rest of the event was written between logrotate's copy and its
+    # truncation: in no file on disk, so no tail marks the head either. Counted apart; a head
+    # whose rest is on disk but did not land is no such case and still fails the test.
+    orphan_heads = [
+        message
+        for message in not_events
+        if any(
+            event.startswith(message + "\n") and event[len(message) + 1 :].encode() not in on_disk
+            for event in known
+        )
+    ]
+    not_events = [message for message in not_events if message not in orphan_heads]
     missing_on_disk = [
         event
         for event in events
@@ -189,6 +203,7 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
         f"{sum(e.count(chr(10)) + 1 for e in events)} lines), {len(rows)} rows landed, "
         f"{len(landed)} events whole, {len(doubled)} doubled, {len(split)} split by "
         f"copytruncate ({len(unmarked_heads)} of them with an unmarked head), "
+        f"{len(orphan_heads)} unmarked heads of events whose rest is in no file, "
         f"{len(missing_on_disk)} on disk and missing, "
         f"{len(events) - len(landed) - len(split)} destroyed by copytruncate, {len(cut_rows)} "
         f"rows cut {dict(Counter(cut for _, cut in cut_rows))}; {kills} kills, {rotations} "
@@ -209,4 +224,5 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
     else:
         # What copytruncate split is marked: its head truncated, its tail headless.
         assert {cut for _, cut in cut_rows} <= {"truncated", "headless"}, cut_rows[:3]
-        assert len(heads) + len(unmarked_heads) <= rotations and len(tails) <= rotations
+        unmarked = len(unmarked_heads) + len(orphan_heads)
+        assert len(heads) + unmarked <= rotations and len(tails) <= rotations

@@ -19,7 +19,7 @@ from tests.spark_jobs.support import StagingRows, landed
 pytestmark = pytest.mark.spark
 
 SPARK_EXAMPLES = settings(
-    max_examples=10,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -28,7 +28,7 @@ ZONES = ("UTC", "Asia/Tokyo", "Asia/Kolkata")
 hour a clock change repeats is ambiguous)."""
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
 SPARK_EXAMPLES = settings(
-    max_examples=15,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -31,7 +31,7 @@ SD_NAME_CHARS = PRINTABLE.translate({ord(c): None for c in '="]'})
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
 """What a line can hold (the line ends are the staging's)."""
 SPARK_EXAMPLES = settings(
-    max_examples=15,
+    max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
