@@ -121,6 +121,14 @@ _PATTERN_REJECTS = (
     RejectReason.LINE_TOO_LONG,
 )
 """The rejects of a format that matches a line's text and reads a time from it."""
+_JSON_LOG_REJECTS = (
+    RejectReason.INVALID_UTF8,
+    RejectReason.INVALID_JSON,
+    RejectReason.NO_MATCH,
+    RejectReason.BAD_TIMESTAMP,
+    RejectReason.LINE_TOO_LONG,
+)
+"""The rejects of a log written as one JSON object a line, with its time in a key."""
 _MESSAGE = FormatColumn(
     "message",
     ColumnType.STRING,
@@ -438,13 +446,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             ),
             "``timestamp`` (ISO 8601, its own offset: structlog writes UTC with ``Z``; "
             "without an offset, UTC), to the microsecond.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.INVALID_JSON,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _JSON_LOG_REJECTS,
         ),
         FormatSpec(
             SourceFormat.SPARK_JSON,
@@ -480,13 +482,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             ),
             "``ts`` (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``, UTC; any ISO 8601 time with an "
             "offset, or without one in UTC), to the microsecond.",
-            (
-                RejectReason.INVALID_UTF8,
-                RejectReason.INVALID_JSON,
-                RejectReason.NO_MATCH,
-                RejectReason.BAD_TIMESTAMP,
-                RejectReason.LINE_TOO_LONG,
-            ),
+            _JSON_LOG_REJECTS,
         ),
         FormatSpec(
             SourceFormat.REGEX,

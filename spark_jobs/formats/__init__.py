@@ -177,7 +177,6 @@ def parse(
     """
     spec = format_spec(fmt)
     types = {name: ColumnType(kind) for name, kind in (columns or {}).items()}
-    declared = declared_columns(fmt, types, pattern, time_column, log_format)
     user = None
     if spec.name is SourceFormat.NGINX and log_format is not None:
         layout = nginx_log_format(log_format)
@@ -185,6 +184,8 @@ def parse(
         time_column, time_layout = layout.time_column, layout.time_layout
     elif spec.name is SourceFormat.REGEX and pattern is not None:
         user = user_pattern(pattern, types, time_column)
+    # The pattern's columns as checked above; otherwise the declaration's (or an error).
+    declared = user.columns if user is not None else declared_columns(fmt, types, pattern)
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
