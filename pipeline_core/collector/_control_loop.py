@@ -132,6 +132,10 @@ class ControlLoop:
         """Written when the inbox gets a message: the thread waits on it with the probes'."""
         for end in (self._wake_read, self._wake_write):
             os.set_blocking(end, False)
+        self._pipe_lock = threading.Lock()
+        self._pipe_closed = False
+        """Set, under the lock, when the thread closed its pipe: a wake after that writes
+        nothing (the pipe's numbers may already name another descriptor: a socket, a file)."""
         self._thread = threading.Thread(target=self._run, name="sluice-control", daemon=True)
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
@@ -168,8 +172,9 @@ class ControlLoop:
         self._wake()
 
     def _wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake is pending anyway
-            os.write(self._wake_write, b"x")
+        with self._pipe_lock, contextlib.suppress(BlockingIOError, OSError):
+            if not self._pipe_closed:  # full: a wake is pending anyway
+                os.write(self._wake_write, b"x")
 
     def join(self, timeout: float) -> None:
         if self._thread.is_alive():
@@ -201,8 +206,10 @@ class ControlLoop:
         finally:
             for probe in self._probes.values():
                 probe.close()
-            for end in (self._wake_read, self._wake_write):
-                os.close(end)
+            with self._pipe_lock:
+                self._pipe_closed = True
+                for end in (self._wake_read, self._wake_write):
+                    os.close(end)
 
     def _wait(self, deadline: float) -> bool:
         """Wait until ``deadline`` (``time.monotonic()``), a message in the inbox, or a probe

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterable
@@ -273,3 +274,27 @@ def test_should_forward_a_request_as_it_is_made_without_looking_every_so_often(
         tailing.stop()
 
     assert elapsed < 5.0
+
+
+@pytest.mark.timeout(20)
+def test_should_write_nothing_into_a_reused_descriptor_when_told_again_after_it_ended() -> None:
+    """A stop or watch after the loop ended (a lost lease ends it, then the collector stops it)
+    must not write its wake byte into the descriptor number its closed pipe left: the next
+    socket or file opened gets that number (an ops-server reply once began with that byte)."""
+    outbox = Outbox()
+    loop = outbox.loop()
+    loop.start()
+    loop.stop()
+    loop.join(timeout=5)
+    assert not loop.alive
+    read_end, write_end = os.pipe()  # the lowest free numbers: those the loop's pipe had
+    os.set_blocking(read_end, False)
+    try:
+        loop.stop()
+        loop.watch(watching(FlakyMetastore()))
+
+        with pytest.raises(BlockingIOError):
+            os.read(read_end, 16)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
