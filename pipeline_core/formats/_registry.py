@@ -42,6 +42,11 @@ class SourceFormat(StrEnum):
     LOGFMT = "logfmt"
     """``key=value`` pairs, one record a line: every pair in a map, declared keys as typed
     columns."""
+    APACHE_COMMON = "apache_common"
+    """Apache httpd's (and NCSA's) Common Log Format, ``%h %l %u %t "%r" %>s %b``."""
+    APACHE_COMBINED = "apache_combined"
+    """Apache httpd's ``combined``: the common format, then ``"%{Referer}i"
+    "%{User-agent}i"``."""
     NGINX = "nginx"
     """nginx's access log in the source's own ``log_format`` (the directive as written in
     nginx.conf): a column per variable (``pipeline_core.formats.nginx_log_format``)."""
@@ -165,6 +170,25 @@ _SYSLOG_PRIORITY = (
         "``crit``, ``err``, ``warning``, ``notice``, ``info``, ``debug``.",
     ),
 )
+
+_APACHE_COMMON_COLUMNS = (
+    FormatColumn("remote_host", ColumnType.STRING, "``%h``: the client's address (or name)."),
+    FormatColumn("ident", ColumnType.STRING, "``%l``: identd's answer; null for -."),
+    FormatColumn("remote_user", ColumnType.STRING, "``%u``: the authenticated user; null for -."),
+    FormatColumn(
+        "request", ColumnType.STRING, "``%r``: the request line as written (Apache's escapes)."
+    ),
+    FormatColumn("method", ColumnType.STRING, "The request's method, if it is three words."),
+    FormatColumn("path", ColumnType.STRING, "Its path, likewise."),
+    FormatColumn("protocol", ColumnType.STRING, "Its protocol, likewise."),
+    FormatColumn("status", ColumnType.INT, "``%>s``: the final status."),
+    FormatColumn(
+        "response_bytes",
+        ColumnType.LONG,
+        "``%b``: the body's bytes, headers excluded; 0 for - (no body).",
+    ),
+)
+_APACHE_TIME = "``%t`` (``[dd/MMM/yyyy:HH:mm:ss Z]``, its own offset)."
 
 FORMATS: dict[SourceFormat, FormatSpec] = {
     spec.name: spec
@@ -394,6 +418,32 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
             "(``status: int``), null when it is missing or of another type; then ``rescued`` "
             "(map): each declared key whose value was not of its column's type, with the value "
             "(null when every value fit).",
+        ),
+        FormatSpec(
+            SourceFormat.APACHE_COMMON,
+            "Apache httpd's (and NCSA's) Common Log Format, ``LogFormat \"%h %l %u %t "
+            "\\\"%r\\\" %>s %b\" common``.",
+            _APACHE_COMMON_COLUMNS,
+            _APACHE_TIME,
+            _PATTERN_REJECTS,
+        ),
+        FormatSpec(
+            SourceFormat.APACHE_COMBINED,
+            "Apache httpd's ``combined``: the common format, then the ``Referer`` and "
+            "``User-Agent`` headers, quoted.",
+            (
+                *_APACHE_COMMON_COLUMNS,
+                FormatColumn(
+                    "referer", ColumnType.STRING, "``%{Referer}i`` as written; null for -."
+                ),
+                FormatColumn(
+                    "user_agent",
+                    ColumnType.STRING,
+                    "``%{User-agent}i`` as written; null for -.",
+                ),
+            ),
+            _APACHE_TIME,
+            _PATTERN_REJECTS,
         ),
         FormatSpec(
             SourceFormat.NGINX,

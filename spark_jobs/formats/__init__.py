@@ -32,7 +32,8 @@ its ``\\n``.
 The parsers use Spark SQL expressions (and the landing's Java function for nginx lines), no
 Python UDFs: they run in the JVM and need no Python on the executors.
 
-One module per format (``nginx``, ``json_lines``, ``raw``, ``container`` for ``cri`` and
+One module per format (``nginx``, ``apache`` for ``apache_common`` and ``apache_combined``,
+``json_lines``, ``raw``, ``container`` for ``cri`` and
 ``docker_json``, ``python_logging``, ``spark_log4j``, ``syslog_rfc5424``, ``syslog_rfc3164``,
 ``logfmt``, ``airflow_task``, ``spark_json``, ``regex`` and ``nginx``, which is read as the
 pattern its ``log_format`` makes) parses its events;
@@ -79,6 +80,7 @@ from spark_jobs.formats._common import (
     utc_date,
 )
 from spark_jobs.formats.airflow_task import parse_airflow_task
+from spark_jobs.formats.apache import parse_apache
 from spark_jobs.formats.container import CRI_PATTERN, parse_container
 from spark_jobs.formats.json_lines import DEFAULT_TIME_FIELD, parse_json_lines
 from spark_jobs.formats.logfmt import parse_logfmt
@@ -188,6 +190,8 @@ def parse(
     declared = user.columns if user is not None else declared_columns(fmt, types, pattern)
     parsers: dict[SourceFormat, Parser] = {
         SourceFormat.NGINX_COMBINED: lambda r, o: parse_nginx_combined(r, o, scanner),
+        SourceFormat.APACHE_COMMON: lambda r, o: parse_apache(r, False, o),
+        SourceFormat.APACHE_COMBINED: lambda r, o: parse_apache(r, True, o),
         SourceFormat.JSON_LINES: lambda r, o: parse_json_lines(
             r, time_field or DEFAULT_TIME_FIELD, o, json_columns(types)
         ),

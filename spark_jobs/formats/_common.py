@@ -42,6 +42,8 @@ REJECT_COLUMNS = (
 
 _CRLF_ENDS = r"\r(?=\n)|\r\z"
 """The ``\\r`` of an event's CRLF line ends: before each ``\\n``, and at its very end."""
+MIN_MICROS = -62_135_596_800_000_000
+"""0001-01-01T00:00:00Z: Spark reads a year of 0000, or -2026, as ``yyyy``; no log writes it."""
 _MICROS_PER_DAY = 86_400_000_000
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
@@ -54,6 +56,8 @@ FIELDS = "_fields"
 TIME = "_time"
 REASON = "_reason"
 _FENCE = "_fence"
+_REWRITTEN = "_rewritten"
+_SEPARATOR = "\x01"
 _REJECTED_FILES = "rejected_files"
 """The observed metric: the distinct ``(checkpoint_id, host, file_fingerprint)`` of rejects."""
 
@@ -78,6 +82,41 @@ def with_text(rows: DataFrame) -> DataFrame:
     return rows.withColumn(TEXT, text).withColumn(
         VALID, F.coalesce(F.is_valid_utf8(F.col(TEXT)), F.lit(False))
     )
+
+
+def with_pattern_fields(rows: DataFrame, pattern: str, groups: int) -> DataFrame:
+    """Add ``FIELDS``: for a valid UTF-8 line (``with_text``'s) that ``pattern`` matches, the
+    text of its ``groups`` groups in order (an unmatched one empty); null for other lines.
+
+    One regular expression pass: the line is rewritten into its groups joined by ``\\x01``,
+    then split. ``pattern`` must match the whole line, must keep ``\\x01`` out of its groups
+    (a control character in a field makes the line not match) and must drop at least one
+    character of every line it matches: a rewrite that leaves the line unchanged is how a
+    line that did not match is told apart.
+    """
+    text = F.col(TEXT)
+    replacement = _SEPARATOR.join(f"${group}" for group in range(1, groups + 1))
+    rewritten = F.when(F.col(VALID), F.regexp_replace(text, pattern, replacement))
+    return rows.withColumn(_REWRITTEN, rewritten).withColumn(
+        FIELDS,
+        F.when(F.col(_REWRITTEN) != text, F.split(F.col(_REWRITTEN), _SEPARATOR, -1)),
+    )
+
+
+def pattern_reason() -> Column:
+    """The reject reason of a format that matches a line's text into ``FIELDS`` and reads
+    ``event_time`` from it: ``invalid_utf8``, ``no_match`` (no fields), ``bad_timestamp`` (no
+    time), in that order; null for a line that parsed."""
+    return (
+        F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
+        .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
+        .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value))
+    )
+
+
+def unless_equal(value: Column, placeholder: str) -> Column:
+    """``value``, or null where it equals ``placeholder`` (a log's ``-`` for none)."""
+    return F.when(value != placeholder, value)
 
 
 def without_cr(text: Column) -> Column:

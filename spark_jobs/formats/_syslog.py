@@ -6,6 +6,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from spark_jobs.formats._common import MIN_MICROS
+
 MAX_PRIORITY = 191
 """``<191>``: facility 23 (``local7``), severity 7 (``debug``)."""
 SEVERITY_KEYWORDS = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
@@ -17,7 +19,6 @@ six digits."""
 RFC3339_LAYOUT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
 """Reads :data:`RFC3339_PATTERN`'s times (one to six digits of fraction, ``Z`` or an offset)."""
 NIL = "-"
-_MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 
 
 def priority_columns(priority: Column) -> list[Column]:
@@ -43,7 +44,7 @@ def rfc3339_time(text: Column) -> Column:
     date that does not exist (a 31st of November) or a year 0."""
     stamp = F.try_to_timestamp(text, F.lit(RFC3339_LAYOUT))
     return F.when(
-        text.rlike(RFC3339_PATTERN) & (F.unix_micros(stamp) >= _MIN_MICROS),
+        text.rlike(RFC3339_PATTERN) & (F.unix_micros(stamp) >= MIN_MICROS),
         stamp,
     )
 

@@ -23,15 +23,17 @@ from enum import Enum
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline_core.formats import RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
+    MIN_MICROS,
     REASON,
-    TEXT,
     TIME,
     VALID,
     ParseResult,
+    pattern_reason,
     split_classified,
+    unless_equal,
+    with_pattern_fields,
     with_text,
 )
 from spark_jobs.jvm_functions import NGINX_FIELDS as NGINX_FIELDS_FUNCTION
@@ -72,10 +74,6 @@ NGINX_FIELDS = (
     "http_referer",
     "http_user_agent",
 )
-_NGINX_SEPARATOR = "\x01"
-_NGINX_REPLACEMENT = _NGINX_SEPARATOR.join(f"${group}" for group in range(1, len(NGINX_FIELDS) + 1))
-_REWRITTEN = "_rewritten"
-_MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 
 
 def nginx_scanner(spark: SparkSession) -> NginxScanner:
@@ -93,13 +91,10 @@ def parse_nginx_combined(
     classified = (
         _with_nginx_fields(with_text(rows), scanner)
         .withColumn(TIME, F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)))
-        # Spark reads a year of 0000, or -2026, as ``yyyy``: not a time nginx writes.
-        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= _MIN_MICROS, F.col(TIME)))
+        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= MIN_MICROS, F.col(TIME)))
         .withColumn(
             REASON,
-            F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-            .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
-            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+            pattern_reason(),
         )
     )
     body_bytes = field("body_bytes_sent")
@@ -107,13 +102,13 @@ def parse_nginx_combined(
         classified,
         [
             field("remote_addr").alias("remote_addr"),
-            _unless_equal(field("remote_user"), "-").alias("remote_user"),
+            unless_equal(field("remote_user"), "-").alias("remote_user"),
             field("request").alias("request"),
-            _unless_equal(field("method"), "").alias("method"),
-            _unless_equal(field("path"), "").alias("path"),
-            _unless_equal(field("protocol"), "").alias("protocol"),
+            unless_equal(field("method"), "").alias("method"),
+            unless_equal(field("path"), "").alias("path"),
+            unless_equal(field("protocol"), "").alias("protocol"),
             field("status").cast("int").alias("status"),
-            _unless_equal(body_bytes, "-").try_cast("long").alias("body_bytes_sent"),
+            unless_equal(body_bytes, "-").try_cast("long").alias("body_bytes_sent"),
             field("http_referer").alias("http_referer"),
             field("http_user_agent").alias("http_user_agent"),
         ],
@@ -129,25 +124,11 @@ def _with_nginx_fields(rows: DataFrame, scanner: NginxScanner) -> DataFrame:
         # Bytes in, bytes out: valid UTF-8 scans as its characters would.
         fields = NGINX_FIELDS_FUNCTION(F.col("line"))
         return rows.withColumn(FIELDS, F.when(F.col(VALID), fields))
-    text = F.col(TEXT)
-    rewritten = F.col(_REWRITTEN)
-    return (
-        # Only valid UTF-8 survives the regex's round trip through a Java string unchanged.
-        rows.withColumn(
-            _REWRITTEN,
-            F.when(F.col(VALID), F.regexp_replace(text, NGINX_PATTERN, _NGINX_REPLACEMENT)),
-        )
-        # A rewritten line is always shorter (its brackets and quotes are gone): unchanged
-        # means the line did not match.
-        .withColumn(FIELDS, F.when(rewritten != text, F.split(rewritten, _NGINX_SEPARATOR, -1)))
-    )
+    # Only valid UTF-8 survives the regex's round trip through a Java string unchanged. A
+    # matched line loses its brackets and quotes.
+    return with_pattern_fields(rows, NGINX_PATTERN, len(NGINX_FIELDS))
 
 
 def _nginx_field(name: str) -> Column:
     """One field of a matched line as a string (null for a line that did not match)."""
     return F.get(F.col(FIELDS), NGINX_FIELDS.index(name)).cast("string")
-
-
-def _unless_equal(value: Column, placeholder: str) -> Column:
-    """``value``, or null where it equals ``placeholder``."""
-    return F.when(value != placeholder, value)

@@ -19,7 +19,6 @@ from pyspark.sql import functions as F
 from pipeline_core.formats import (
     ASCTIME_LAYOUT,
     TRACEBACK_PATTERN,
-    RejectReason,
     python_log_layout,
 )
 from spark_jobs.formats._common import (
@@ -29,6 +28,7 @@ from spark_jobs.formats._common import (
     TIME,
     VALID,
     ParseResult,
+    pattern_reason,
     split_classified,
     with_text,
     without_crlf,
@@ -82,9 +82,7 @@ def parse_python_logging(
         .withColumn("event_time", F.col(TIME) if dated else F.col("sealed_at"))
         .withColumn(
             REASON,
-            F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-            .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
-            .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+            pattern_reason(),
         )
     )
     # The body cut once, at the newline before what ``logging`` appended (a split counts in

@@ -18,13 +18,14 @@ import re
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from pipeline_core.formats import ColumnType, RejectReason, UserPattern
+from pipeline_core.formats import ColumnType, UserPattern
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
     TEXT,
     VALID,
     ParseResult,
+    pattern_reason,
     split_classified,
     with_text,
 )
@@ -66,9 +67,7 @@ def parse_regex(
     event_time = values[time_column] if time_column is not None else F.col("sealed_at")
     classified = classified.withColumn("event_time", event_time).withColumn(
         REASON,
-        F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-        .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
-        .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+        pattern_reason(),
     )
     return split_classified(
         classified,

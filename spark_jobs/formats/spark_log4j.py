@@ -15,13 +15,13 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from pipeline_core.formats import RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
     TEXT,
     VALID,
     ParseResult,
+    pattern_reason,
     split_classified,
     with_text,
     without_crlf,
@@ -59,9 +59,7 @@ def parse_spark_log4j(
         "event_time", F.to_utc_timestamp(local, timezone)
     ).withColumn(
         REASON,
-        F.when(~F.col(VALID), F.lit(RejectReason.INVALID_UTF8.value))
-        .when(F.col(FIELDS).isNull(), F.lit(RejectReason.NO_MATCH.value))
-        .when(F.col("event_time").isNull(), F.lit(RejectReason.BAD_TIMESTAMP.value)),
+        pattern_reason(),
     )
     # The body cut once, at the newline before the exception's first line.
     pieces = F.split(field("body"), EXCEPTION_START, 2)

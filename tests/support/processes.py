@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
+
+import pytest
 
 
 def free_port() -> int:
@@ -64,3 +68,15 @@ def stop_groups(
             os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=30)
+
+
+def find_programs(names: Sequence[str], install_hint: str) -> dict[str, str]:
+    """Each program's binary, on PATH or in /usr/sbin and /usr/bin (which a non-root PATH may
+    lack); fails the test naming those missing, with ``install_hint``."""
+    found = {
+        name: shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin") for name in names
+    }
+    missing = sorted(name for name, path in found.items() if path is None)
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found; {install_hint}", pytrace=False)
+    return {name: str(path) for name, path in found.items()}

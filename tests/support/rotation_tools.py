@@ -20,7 +20,6 @@ import gzip
 import os
 import pwd
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,10 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from pipeline_core._compat import StrEnum
-from tests.support.processes import free_port, stop_group
+from tests.support.processes import find_programs, free_port, stop_group
 
 INSTALL_HINT = "install them with: bash scripts/rotation-tools.sh install"
 LOG_FORMAT = (
@@ -67,16 +64,7 @@ class RotationTools:
 
     @classmethod
     def find(cls) -> RotationTools:
-        found = {name: _which(name) for name in ("nginx", "logrotate", "wrk")}
-        missing = sorted(name for name, path in found.items() if path is None)
-        if missing:
-            pytest.fail(f"{', '.join(missing)} not found; {INSTALL_HINT}", pytrace=False)
-        return cls(**{name: str(path) for name, path in found.items()})
-
-
-def _which(name: str) -> str | None:
-    """``name`` on PATH, or in /usr/sbin and /usr/bin (which a non-root PATH may lack)."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+        return cls(**find_programs(("nginx", "logrotate", "wrk"), INSTALL_HINT))
 
 
 # -- logrotate -------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ when its ``with`` block ends, whatever happened.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,11 +25,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
-
 from pipeline_core._compat import StrEnum
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
-from tests.support.processes import free_port, stop_group
+from tests.support.processes import find_programs, free_port, stop_group
 
 INSTALL_HINT = "install them with: bash scripts/syslog-tools.sh install"
 START_SECONDS = 15.0
@@ -70,16 +67,7 @@ class SyslogTools:
 
     @classmethod
     def find(cls) -> SyslogTools:
-        found = {name: _which(name) for name in ("rsyslogd", "logger")}
-        missing = sorted(name for name, path in found.items() if path is None)
-        if missing:
-            pytest.fail(f"{', '.join(missing)} not found; {INSTALL_HINT}", pytrace=False)
-        return cls(**{name: str(path) for name, path in found.items()})
-
-
-def _which(name: str) -> str | None:
-    """``name`` on PATH, or in /usr/sbin and /usr/bin (which a non-root PATH may lack)."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+        return cls(**find_programs(("rsyslogd", "logger"), INSTALL_HINT))
 
 
 @dataclass(frozen=True)
