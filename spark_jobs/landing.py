@@ -51,10 +51,11 @@ from datetime import datetime, timezone
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.errors import LandingError
+from pipeline_core.formats import RESCUED_COLUMN
 from pipeline_core.lake import (
     REJECTS_TABLE,
     LakeLocation,
@@ -115,10 +116,11 @@ class Landing:
 def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
     ``{"landing_id", "mode", "segment_reader", "nginx_scanner", "checkpoints":
-    [{"checkpoint_id", "rows", "rejects", "input_lines", "input_events", "batches"}], "tables":
-    {table: {"snapshot_id", "committed", "already_committed"}}, "landed_at"}`` (a checkpoint's
-    ``input_lines`` are the lines it staged, its ``input_events`` the events they hold, which
-    its rows + rejects are). ``LAKE_SQL_CONF`` is set on ``spark``.
+    [{"checkpoint_id", "rows", "rejects", "rescued", "input_lines", "input_events", "batches"}],
+    "tables": {table: {"snapshot_id", "committed", "already_committed"}}, "landed_at"}`` (a
+    checkpoint's ``input_lines`` are the lines it staged, its ``input_events`` the events they
+    hold, which its rows + rejects are; its ``rescued``, per source with declared columns, the
+    values kept in the ``rescued`` column). ``LAKE_SQL_CONF`` is set on ``spark``.
 
     Raises:
         ManifestError: a batch is unsealed or its manifest is inconsistent, or a source is
@@ -143,11 +145,15 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         landed: Counter[LandedKey] = Counter()
         rejected: set[FileKey] = set()
         checksums: list[int | None] = []
+        rescues: dict[str, Observation] = {}
         for source, spec in sources.items():
             observation = Observation()
             rows = _parse_source(
                 read_source(spark, parts, source, reader=reader), spec, scanner, observation
             )[0]
+            if RESCUED_COLUMN in rows.columns:
+                rescues[source] = Observation()
+                rows = rows.observe(rescues[source], *rescued_values(ids))
             out = write_files(
                 rows,
                 landing_folder(tables[source].location()),
@@ -179,8 +185,18 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             checksums.append(out.file_checksum)
             for (checkpoint_id, reason), count in out.rows.items():
                 reasons.setdefault(int(checkpoint_id or 0), Counter())[str(reason)] += count
+        rescued = {source: observed.get for source, observed in rescues.items()}
         summaries = [
-            summarize(c, landed, reasons.get(c.checkpoint_id, Counter())) for c in checkpoints
+            summarize(
+                c,
+                landed,
+                reasons.get(c.checkpoint_id, Counter()),
+                {
+                    source: int(counts[str(c.checkpoint_id)] or 0)
+                    for source, counts in rescued.items()
+                },
+            )
+            for c in checkpoints
         ]
         check_files(spark, staged, checksums)
         committed = {}
@@ -354,11 +370,26 @@ def check_files(
         )
 
 
+def rescued_values(checkpoint_ids: Sequence[int]) -> list[Column]:
+    """Per checkpoint (named by its id), the values its parsed rows keep in ``rescued`` (a
+    declared key's value not of its column's type): aggregates for ``DataFrame.observe``."""
+    entries = F.col(RESCUED_COLUMN)
+    counted = F.when(entries.isNotNull(), F.size(entries)).otherwise(F.lit(0))
+    return [
+        F.sum(F.when(F.col("checkpoint_id") == checkpoint_id, counted)).alias(str(checkpoint_id))
+        for checkpoint_id in checkpoint_ids
+    ]
+
+
 def summarize(
-    checkpoint: Checkpoint, landed: Counter[LandedKey], rejects: Mapping[str, int]
+    checkpoint: Checkpoint,
+    landed: Counter[LandedKey],
+    rejects: Mapping[str, int],
+    rescued: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """One checkpoint's part of the landing summary; its rows + rejects must add up to its
     input events (its input lines, but for the lines that continue a multiline event).
+    ``rescued``: per source with declared columns, the values its rows keep in ``rescued``.
 
     Raises:
         LandingCountError: they do not.
@@ -378,6 +409,7 @@ def summarize(
         "checkpoint_id": checkpoint.checkpoint_id,
         "rows": rows,
         "rejects": dict(sorted(rejects.items())),
+        "rescued": dict(sorted((rescued or {}).items())),
         "input_lines": checkpoint.input_lines,
         "input_events": checkpoint.input_events,
         "batches": checkpoint.batches,

@@ -14,10 +14,11 @@ def commit_summary(committed: Sequence[CheckpointInfo], *, single: bool) -> dict
     """The summary of committed checkpoints, as a run's commit step returns it.
 
     With ``single`` (the run landed one checkpoint, named by itself), the one checkpoint's
-    ``{"checkpoint_id", "checkpoint_ids", "lines", "bytes", "rows", "rejects", "landing"}``:
-    lines and bytes sealed into it, the totals of parsed rows and rejected lines its landing
-    job reported (``None`` when it did not report them) and the job's summary itself (rows
-    per source table, rejects per reason) and ``snapshots``, each lake table's snapshot as
+    ``{"checkpoint_id", "checkpoint_ids", "lines", "bytes", "rows", "rejects", "rescued",
+    "landing"}``: lines and bytes sealed into it, the totals of parsed rows and rejected lines
+    its landing job reported (``None`` when it did not report them), the values its rows keep
+    in a ``rescued`` column, and the job's summary itself (rows per source table, rejects per
+    reason, rescued values per source) and ``snapshots``, each lake table's snapshot as
     the commit read it. Otherwise (a list of checkpoints, maybe empty)
     ``checkpoint_id`` is ``None``, the counts are totals over the list (zeros for none, ``None``
     when one checkpoint's count is unknown), ``snapshots`` are the last one's and
@@ -64,9 +65,11 @@ def run_note(summary: Mapping[str, Any]) -> str:
     which = f"checkpoint {ids[0]}" if len(ids) == 1 else f"checkpoints {', '.join(map(str, ids))}"
     rows = summary.get("rows")
     rejects = summary.get("rejects")
+    rescued = summary.get("rescued")
     return (
         f"{which}: {summary.get('lines')} lines ({summary.get('bytes')} bytes) -> "
         f"{'?' if rows is None else rows} rows, {'?' if rejects is None else rejects} rejects"
+        + (f" ({rescued} values rescued)" if rescued else "")
     )
 
 
@@ -78,6 +81,7 @@ def _landed(info: CheckpointInfo) -> dict[str, Any]:
         "bytes": info.byte_count,
         "rows": info.landed.rows,
         "rejects": info.landed.rejects,
+        "rescued": sum((info.landing.get("rescued") or {}).values()),
         "landing": dict(info.landing),
         "snapshots": dict(info.landing.get("snapshots") or {}),
     }
@@ -95,6 +99,7 @@ def _totals(landed: list[dict[str, Any]]) -> dict[str, Any]:
         "bytes": total("bytes"),
         "rows": total("rows"),
         "rejects": total("rejects"),
+        "rescued": total("rescued"),
         "snapshots": landed[-1]["snapshots"] if landed else {},
         "checkpoints": landed,
     }

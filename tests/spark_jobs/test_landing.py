@@ -122,6 +122,7 @@ def test_land_writes_rows_rejects_and_summary(
                 "invalid_utf8": 4,
                 "no_match": 6,
             },
+            "rescued": {},  # no source declares columns
             "input_lines": 2 * LINES_PER_HOST,
             "input_events": 2 * LINES_PER_HOST,
             "batches": 2,

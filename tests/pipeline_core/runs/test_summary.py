@@ -16,6 +16,7 @@ LANDING = {
     "checkpoint_id": 1,
     "rows": {"access": 7, "errors": 2},
     "rejects": {"no_match": 1},
+    "rescued": {"access": 2, "errors": 1},
     "snapshots": {"access": 101, "errors": 102, "_rejects": 103},
     "input_lines": 10,
 }
@@ -42,6 +43,7 @@ def test_one_checkpoint_adds_up_its_counts_per_table_and_per_reason() -> None:
         "bytes": 1000,
         "rows": 9,
         "rejects": 1,
+        "rescued": 3,
         "landing": LANDING,
         "snapshots": LANDING["snapshots"],
     }
@@ -50,7 +52,7 @@ def test_one_checkpoint_adds_up_its_counts_per_table_and_per_reason() -> None:
 def test_counts_the_landing_job_did_not_report_are_none() -> None:
     summary = commit_summary(committed(1, landing={}), single=True)
 
-    assert (summary["rows"], summary["rejects"]) == (None, None)
+    assert (summary["rows"], summary["rejects"], summary["rescued"]) == (None, None, 0)
 
 
 def test_a_list_of_checkpoints_has_totals_and_each_summary() -> None:
@@ -58,12 +60,13 @@ def test_a_list_of_checkpoints_has_totals_and_each_summary() -> None:
 
     assert summary["checkpoint_id"] is None
     assert summary["checkpoint_ids"] == [1, 2]
-    assert (summary["lines"], summary["bytes"], summary["rows"], summary["rejects"]) == (
-        20,
-        2000,
-        18,
-        2,
-    )
+    assert (
+        summary["lines"],
+        summary["bytes"],
+        summary["rows"],
+        summary["rejects"],
+        summary["rescued"],
+    ) == (20, 2000, 18, 2, 6)
     assert [item["checkpoint_id"] for item in summary["checkpoints"]] == [1, 2]
 
 
@@ -101,6 +104,7 @@ def test_an_empty_list_is_zeros() -> None:
         "bytes": 0,
         "rows": 0,
         "rejects": 0,
+        "rescued": 0,
         "snapshots": {},
         "checkpoints": [],
     }
@@ -116,6 +120,10 @@ def test_an_empty_list_is_zeros() -> None:
         (
             {"checkpoint_ids": [3, 4], "lines": 20, "bytes": 1800, "rows": None, "rejects": 0},
             "checkpoints 3, 4: 20 lines (1800 bytes) -> ? rows, 0 rejects",
+        ),
+        (
+            {"checkpoint_ids": [5], "lines": 4, "bytes": 90, "rows": 4, "rejects": 0, "rescued": 2},
+            "checkpoint 5: 4 lines (90 bytes) -> 4 rows, 0 rejects (2 values rescued)",
         ),
         ({"checkpoint_ids": []}, "no checkpoint to land"),
     ],
