@@ -36,8 +36,9 @@ from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
 from tests.cluster.processes import CollectorProcess
 from tests.support.fake_pipeline import make_context
-from tests.support.faults import lake_table, land_and_commit_sealed, wait_until
+from tests.support.faults import lake_table, land_and_commit_sealed
 from tests.support.pipelines import append, write_config
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

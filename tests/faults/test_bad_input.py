@@ -38,10 +38,10 @@ from tests.support.faults import (
     lake_table,
     land_and_commit_sealed,
     nginx_lines,
-    wait_until,
 )
 from tests.support.file_names import NOT_UTF8, named
 from tests.support.pipelines import append, load, write_config
+from tests.support.waiting import wait_until
 
 MiB = 1 << 20
 BIG_LINE_BYTES = 50 * 1000 * 1000

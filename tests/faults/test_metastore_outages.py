@@ -27,10 +27,10 @@ from tests.support.faults import (
     RunningCollector,
     metastore_write_lock,
     take_database_down,
-    wait_until,
 )
 from tests.support.pipelines import append, load
 from tests.support.postgres import postgres_url
+from tests.support.waiting import wait_until
 
 COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1, "rotated_grace_s": 0.5}
 

@@ -48,6 +48,7 @@ from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
 from pipeline_core.testing import access_lines
 from tests.support.pipelines import append
+from tests.support.waiting import wait_until
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -106,17 +107,6 @@ def fault_megabytes(default: int) -> int:
     """``$SLUICE_FAULT_MB``, or ``default``."""
     raw = os.environ.get(SIZE_ENV, "").strip()
     return int(raw) if raw else default
-
-
-def wait_until(
-    predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.05
-) -> None:
-    """Poll ``predicate`` until it holds; AssertionError naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(poll)
 
 
 # -- unique access lines ---------------------------------------------------------------------------

@@ -51,7 +51,6 @@ from tests.support.faults import (
     lake_table,
     land_and_commit_sealed,
     report_figures,
-    wait_until,
 )
 from tests.support.pipelines import write_config
 from tests.support.rotation_tools import (
@@ -67,6 +66,7 @@ from tests.support.rotation_tools import (
     running_wrk,
 )
 from tests.support.tailing import CheckpointRequests, TailingCollector
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

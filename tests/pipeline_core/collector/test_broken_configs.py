@@ -24,10 +24,10 @@ from pipeline_core.collector import (
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import ConfigError
 from pipeline_core.testing import staged_payloads
-from tests.pipeline_core.collector.support import Tailing, lines, wait_until
-from tests.support.faults import wait_until as wait_for
+from tests.pipeline_core.collector.support import Tailing, lines
 from tests.support.pipelines import append, load, write_config
 from tests.support.processes import stop_group
+from tests.support.waiting import wait_until
 
 NOT_YAML = "name: broken\nsources: [{paths: [x], format: raw}\n"  # the list is never closed
 UNKNOWN_KEY = "name: invalid\nsources: [{paths: [x], format: raw}]\ncolector: {}\n"
@@ -78,7 +78,7 @@ def test_sluice_collect_on_a_folder_serves_the_good_pipeline_and_reports_the_bro
         start_new_session=True,
     )
     try:
-        wait_for(
+        wait_until(
             lambda: live_lines_read(data_dir, "good") == 300 or collector.poll() is not None,
             timeout=60,
             what="the good pipeline to read its 300 lines",
@@ -97,7 +97,7 @@ def test_sluice_collect_on_a_folder_serves_the_good_pipeline_and_reports_the_bro
         (folder / "broken.yaml").unlink()  # its fix is fixed.yaml: the same pipeline, renamed
         append(tmp_path / "fixed" / "app.log", *lines("fixed", 50))
         collector.send_signal(signal.SIGHUP)
-        wait_for(
+        wait_until(
             lambda: live_lines_read(data_dir, "fixed") == 50 or collector.poll() is not None,
             timeout=60,
             what="the fixed pipeline to start and read its 50 lines",

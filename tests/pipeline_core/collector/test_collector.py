@@ -24,6 +24,7 @@ from pipeline_core.source import FileState
 from pipeline_core.testing import staged_lines, staged_payloads
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, load
+from tests.support.waiting import wait_until
 
 
 def lines(prefix: str, count: int) -> list[bytes]:
@@ -189,14 +190,6 @@ def test_should_refuse_to_run_while_another_collector_holds_the_lease(
     with pytest.raises(CollectorBusyError, match="someone-else"):
         Collector(config, metastore).run_once()
     assert staged_payloads(config) == []
-
-
-def wait_until(predicate: object, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 @pytest.mark.timeout(90)

@@ -28,11 +28,11 @@ from tests.pipeline_core.collector.support import (
     Tailing,
     delivered,
     lines,
-    wait_until,
     with_stub_group,
 )
 from tests.support.http_server import RecordingHttpServer
 from tests.support.pipelines import append, load
+from tests.support.waiting import wait_until
 
 
 def http_sink(server: RecordingHttpServer) -> dict[str, Any]:

@@ -29,15 +29,10 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.mailbox import IllegalThreadError, MailboxDefaultAction
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.testing import RecordingSink
-from tests.pipeline_core.collector.support import (
-    Tailing,
-    delivered,
-    lines,
-    wait_until,
-    with_stub_group,
-)
+from tests.pipeline_core.collector.support import Tailing, delivered, lines, with_stub_group
 from tests.pipeline_core.mailbox.support import run_on_other_thread
 from tests.support.pipelines import append, load
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

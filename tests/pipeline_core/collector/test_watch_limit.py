@@ -108,13 +108,9 @@ def child(folder: Path) -> dict[str, Any]:
     from pipeline_core.collector import Collector
     from pipeline_core.metastore import Metastore
     from pipeline_core.testing import RecordingSink, staged_payloads
-    from tests.pipeline_core.collector.support import (
-        Tailing,
-        delivered,
-        wait_until,
-        with_stub_group,
-    )
+    from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
     from tests.support.pipelines import append
+    from tests.support.waiting import wait_until
 
     Path("/proc/sys/user/max_inotify_watches").write_text(str(LIMIT))
     warnings = _Warnings()

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Generic, TypeVar
 
 from pipeline_core.mailbox import MIN_PRIORITY, Mail, MailboxDefaultAction, TaskMailbox
+from tests.support import waiting
 
 JOIN_TIMEOUT = 10.0
 
@@ -70,10 +71,7 @@ def run_on_other_thread(target: Callable[[], _T]) -> _T:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.001)
+    waiting.wait_until(predicate, timeout, "the mailbox's condition", poll=0.001)
 
 
 def mail(

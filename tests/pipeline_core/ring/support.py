@@ -20,6 +20,7 @@ from pipeline_core.ring import (
     Sequence,
     WaitStrategy,
 )
+from tests.support.waiting import holds_within
 
 JOIN_TIMEOUT = 10.0
 
@@ -47,13 +48,8 @@ def publish_values(ring: RingBuffer[StubEvent], values: Iterable[int]) -> int:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes; return its last value."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
+    """Poll ``predicate`` until it holds or ``timeout`` passes; return whether it held."""
+    return holds_within(predicate, timeout)
 
 
 @dataclass

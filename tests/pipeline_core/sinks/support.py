@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -19,6 +18,7 @@ from pipeline_core.sinks import (
 )
 from pipeline_core.source import Chunk, LongLine, count_lines
 from pipeline_core.testing import StubSink
+from tests.support.waiting import holds_within
 
 FP_A = "00000000000000aa"
 FP_B = "00000000000000bb"
@@ -129,13 +129,8 @@ class RecordingStateStore(InMemorySinkStateStore):
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes; return its last value."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
+    """Poll ``predicate`` until it holds or ``timeout`` passes; return whether it held."""
+    return holds_within(predicate, timeout)
 
 
 # -- destination sinks (http, sql, file, trial) --------------------------------------------------
