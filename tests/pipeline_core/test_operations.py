@@ -27,7 +27,7 @@ from pipeline_core.staging_contract import LAKE_SQL_CONF, MANIFEST_NAME
 from tests.support.lake import append_rows, table_rows
 from tests.support.lease_holders import HolderProcess
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import append, lines, write_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,10 +45,6 @@ def operations(tmp_path: Path, metastore_url: str) -> PipelineOperations:
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     return tmp_path / "logs" / "access.log"
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:04d}".encode() for i in range(count)]
 
 
 def sealed_checkpoint(operations: PipelineOperations, log: Path, count: int) -> CheckpointInfo:

@@ -42,6 +42,11 @@ def load(folder: Path, metastore_url: str, **kwargs: Any) -> PipelineConfig:
     return load_pipeline_config(write_config(folder, metastore_url, **kwargs))
 
 
+def lines(prefix: str, count: int) -> list[bytes]:
+    """``count`` distinct lines (no newline) starting with ``prefix``."""
+    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
+
+
 def append(path: Path, *lines: bytes, newline: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as handle:

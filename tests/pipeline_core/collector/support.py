@@ -16,11 +16,6 @@ FAST_RUNNER = {"backoff_sleep_increment_s": 0.01, "max_backoff_sleep_s": 0.05}
 """Sink runner settings that keep retries quick in tests."""
 
 
-def lines(prefix: str, count: int) -> list[bytes]:
-    """``count`` distinct lines (no newline) starting with ``prefix``."""
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
-
-
 def delivered(sink: StubSink) -> list[bytes]:
     """Every line a stub sink received, in order."""
     return b"".join(c.data for batch in sink.delivered for c in batch.chunks).splitlines()

@@ -16,8 +16,8 @@ from pipeline_core.collector._blocked_time import BlockedClock, BlockedTime
 from pipeline_core.metastore import Metastore
 from pipeline_core.sinks import Status
 from pipeline_core.testing import StubSink
-from tests.pipeline_core.collector.support import Tailing, delivered, lines
-from tests.support.pipelines import append, load
+from tests.pipeline_core.collector.support import Tailing, delivered
+from tests.support.pipelines import append, lines, load
 from tests.support.waiting import wait_until
 
 

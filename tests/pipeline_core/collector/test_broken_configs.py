@@ -24,8 +24,8 @@ from pipeline_core.collector import (
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import ConfigError
 from pipeline_core.testing import staged_payloads
-from tests.pipeline_core.collector.support import Tailing, lines
-from tests.support.pipelines import append, load, write_config
+from tests.pipeline_core.collector.support import Tailing
+from tests.support.pipelines import append, lines, load, write_config
 from tests.support.processes import stop_group
 from tests.support.waiting import wait_until
 

@@ -23,12 +23,8 @@ from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.source import FileState
 from pipeline_core.testing import staged_lines, staged_payloads
 from tests.pipeline_core.collector.support import Tailing
-from tests.support.pipelines import append, load
+from tests.support.pipelines import append, lines, load
 from tests.support.waiting import wait_until
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
 
 
 def collect_once(config: PipelineConfig, metastore: Metastore) -> list[int]:

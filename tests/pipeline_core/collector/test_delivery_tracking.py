@@ -17,8 +17,8 @@ from pipeline_core.config import MultilineConfig, MultilinePreset, PipelineConfi
 from pipeline_core.metastore import AckerTreeRecord, Metastore
 from pipeline_core.source import LONG_LINE_PREFIX_BYTES, FileWatcher, LongLine, TimeSlicedReader
 from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
-from tests.pipeline_core.collector.support import delivered, lines, with_stub_group
-from tests.support.pipelines import append
+from tests.pipeline_core.collector.support import delivered, with_stub_group
+from tests.support.pipelines import append, lines
 from tests.support.python_logs import ServiceLog
 from tests.support.reading import Received, source_of
 

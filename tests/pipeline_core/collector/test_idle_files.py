@@ -17,9 +17,9 @@ from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import FileWatcher
 from pipeline_core.testing import RecordingSink, staged_payloads
-from tests.pipeline_core.collector.support import Tailing, delivered, lines, with_stub_group
+from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.support.descriptors import open_under
-from tests.support.pipelines import append
+from tests.support.pipelines import append, lines
 from tests.support.waiting import wait_until
 
 PROMPT = 1.0

@@ -24,8 +24,8 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import Chunk
 from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
-from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered, lines
-from tests.support.pipelines import append, load, write_config
+from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered
+from tests.support.pipelines import append, lines, load, write_config
 from tests.support.waiting import wait_until
 
 

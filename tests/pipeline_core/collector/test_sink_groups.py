@@ -23,15 +23,9 @@ from pipeline_core.testing import (
     SlowSink,
     staged_payloads,
 )
-from tests.pipeline_core.collector.support import (
-    FAST_RUNNER,
-    Tailing,
-    delivered,
-    lines,
-    with_stub_group,
-)
+from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered, with_stub_group
 from tests.support.http_server import RecordingHttpServer
-from tests.support.pipelines import append, load
+from tests.support.pipelines import append, lines, load
 from tests.support.waiting import wait_until
 
 

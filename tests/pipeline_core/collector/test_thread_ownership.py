@@ -29,9 +29,9 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.mailbox import IllegalThreadError, MailboxDefaultAction
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.testing import RecordingSink
-from tests.pipeline_core.collector.support import Tailing, delivered, lines, with_stub_group
+from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.pipeline_core.mailbox.support import run_on_other_thread
-from tests.support.pipelines import append, load
+from tests.support.pipelines import append, lines, load
 from tests.support.waiting import wait_until
 
 

@@ -44,13 +44,9 @@ from pipeline_core.state import (
 )
 from pipeline_core.state._files import _signature_matches as signature_matches
 from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import append, lines, write_config
 
 HOST = "test-host"  # what tests.support.pipelines configures
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
 
 
 def size(written: list[bytes]) -> int:
