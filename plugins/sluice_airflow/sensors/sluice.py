@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CheckpointFailedError(AirflowFailException):
+class CheckpointNeverSealedError(AirflowFailException):
     """The checkpoint the sensor waits for is FAILED: it will never be sealed or landed.
 
     Derives from ``AirflowFailException``, so the task fails at once without retries (or is
@@ -86,7 +86,7 @@ class CheckpointSealedSensor(BaseSensorOperator):
         event = event or {}
         checkpoint_id = event.get("checkpoint_id")
         if event.get("status") == FAILED:
-            raise CheckpointFailedError(
+            raise CheckpointNeverSealedError(
                 f"checkpoint {checkpoint_id} of pipeline {event.get('pipeline')} failed; it "
                 f"will not be sealed or landed: {event.get('reason')}"
             )
@@ -128,7 +128,7 @@ class CheckpointSealedSensor(BaseSensorOperator):
             info = look.checkpoint
             if look.wait is SealWait.FAILED:
                 reason = f": {info.error}" if info.error else " (no error was recorded)"
-                raise CheckpointFailedError(
+                raise CheckpointNeverSealedError(
                     f"checkpoint {checkpoint_id} of pipeline {info.pipeline} failed; it will not "
                     f"be sealed or landed{reason}"
                 )

@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
     TaskDeferred,
 )
-from sluice_airflow.sensors.sluice import CheckpointFailedError, CheckpointSealedSensor
+from sluice_airflow.sensors.sluice import CheckpointNeverSealedError, CheckpointSealedSensor
 from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import Metastore
@@ -124,9 +124,11 @@ def test_poke_is_true_once_sealed(
 def test_poke_raises_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.FAILED)
 
-    with pytest.raises(CheckpointFailedError, match="checkpoint 1 of pipeline web_access failed"):
+    with pytest.raises(
+        CheckpointNeverSealedError, match="checkpoint 1 of pipeline web_access failed"
+    ):
         sensor().poke(make_context())
-    assert issubclass(CheckpointFailedError, AirflowFailException)
+    assert issubclass(CheckpointNeverSealedError, AirflowFailException)
 
 
 def test_execute_pokes_until_sealed(fake_pipeline: FakePipeline) -> None:
@@ -164,7 +166,7 @@ def test_execute_fails_at_once_when_the_checkpoint_fails(fake_pipeline: FakePipe
     fake_pipeline.add_checkpoint()
     fake_pipeline.state_script[1] = [CheckpointState.REQUESTED, CheckpointState.FAILED]
 
-    with pytest.raises(CheckpointFailedError):
+    with pytest.raises(CheckpointNeverSealedError):
         sensor(poke_interval=0.01, timeout=10).execute(make_context())
 
 
@@ -255,7 +257,7 @@ def test_deferrable_defers_on_the_first_unsealed_checkpoint_of_a_list(
 def test_deferrable_fails_at_once_on_a_failed_checkpoint(fake_pipeline: FakePipeline) -> None:
     fake_pipeline.add_checkpoint(CheckpointState.FAILED)
 
-    with pytest.raises(CheckpointFailedError):
+    with pytest.raises(CheckpointNeverSealedError):
         deferring().execute(make_context())
 
 
@@ -298,7 +300,7 @@ def test_execute_complete_fails_with_the_reason_on_a_failed_event() -> None:
     }
 
     with pytest.raises(
-        CheckpointFailedError,
+        CheckpointNeverSealedError,
         match=r"checkpoint 1 of pipeline web_access failed.*sink lake gave up",
     ):
         deferring().execute_complete(make_context(), event)
