@@ -422,7 +422,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
         FormatSpec(
             SourceFormat.APACHE_COMMON,
             "Apache httpd's (and NCSA's) Common Log Format, ``LogFormat \"%h %l %u %t "
-            "\\\"%r\\\" %>s %b\" common``.",
+            '\\"%r\\" %>s %b" common``.',
             _APACHE_COMMON_COLUMNS,
             _APACHE_TIME,
             _PATTERN_REJECTS,

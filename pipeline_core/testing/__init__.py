@@ -1,5 +1,6 @@
 """Helpers for testing pipelines: sample access logs with malformed lines and rotations,
-reading back what a pipeline staged, and a fake clock and stub sinks for sink groups.
+reading back what a pipeline staged, a fake clock and stub sinks for sink groups, and bounded
+waits for what another thread or process does.
 
 Shipped with Sluice so users can test their own pipelines the way its suite does.
 """
@@ -22,6 +23,7 @@ from pipeline_core.testing._sinks import (
     SwitchableSink,
 )
 from pipeline_core.testing._staging import StagedLine, staged_lines, staged_payloads, staging_folder
+from pipeline_core.testing._waiting import holds_within, wait_until
 
 __all__ = [
     "MALFORMED_SAMPLES",
@@ -38,7 +40,9 @@ __all__ = [
     "access_line",
     "access_lines",
     "append_sample_access_logs",
+    "holds_within",
     "staged_lines",
     "staged_payloads",
     "staging_folder",
+    "wait_until",
 ]

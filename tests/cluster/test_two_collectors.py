@@ -34,11 +34,11 @@ from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import LakeLocation, lake_location, summarize_lake
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
+from pipeline_core.testing import wait_until
 from tests.cluster.processes import CollectorProcess
 from tests.support.fake_pipeline import make_context
 from tests.support.faults import lake_table, land_and_commit_sealed
 from tests.support.pipelines import append, write_config
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

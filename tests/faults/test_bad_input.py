@@ -30,7 +30,7 @@ from pipeline_core.source import (
     TimeSlicedReader,
 )
 from pipeline_core.staging_contract import MANIFEST_NAME, read_manifest
-from pipeline_core.testing import staged_lines, staging_folder
+from pipeline_core.testing import staged_lines, staging_folder, wait_until
 from tests.support.faults import (
     FaultLines,
     FaultSeed,
@@ -41,7 +41,6 @@ from tests.support.faults import (
 )
 from tests.support.file_names import NOT_UTF8, named
 from tests.support.pipelines import append, load, write_config
-from tests.support.waiting import wait_until
 
 MiB = 1 << 20
 BIG_LINE_BYTES = 50 * 1000 * 1000

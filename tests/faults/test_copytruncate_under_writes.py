@@ -23,10 +23,9 @@ import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import staged_lines
+from pipeline_core.testing import staged_lines, wait_until
 from tests.support.faults import FaultLines, FaultSeed, RunningCollector, report_figures
 from tests.support.pipelines import load
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

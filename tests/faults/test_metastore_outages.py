@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import checkpoint_dir
-from pipeline_core.testing import staged_lines
+from pipeline_core.testing import staged_lines, wait_until
 from tests.support.faults import (
     FaultLines,
     FaultSeed,
@@ -30,7 +30,6 @@ from tests.support.faults import (
 )
 from tests.support.pipelines import append, load
 from tests.support.postgres import postgres_url
-from tests.support.waiting import wait_until
 
 COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1, "rotated_grace_s": 0.5}
 

@@ -46,9 +46,8 @@ from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
-from pipeline_core.testing import access_lines
+from pipeline_core.testing import access_lines, wait_until
 from tests.support.pipelines import append
-from tests.support.waiting import wait_until
 
 if TYPE_CHECKING:
     import pyarrow as pa

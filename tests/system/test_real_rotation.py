@@ -46,6 +46,7 @@ from pyspark.sql import SparkSession
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.testing import wait_until
 from tests.support.faults import (
     checkpoint_states,
     lake_table,
@@ -66,7 +67,6 @@ from tests.support.rotation_tools import (
     running_wrk,
 )
 from tests.support.tailing import CheckpointRequests, TailingCollector
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

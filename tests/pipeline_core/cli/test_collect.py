@@ -16,11 +16,10 @@ import pytest
 from pipeline_core.cli import ExitCode, main
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import staged_payloads
+from pipeline_core.testing import staged_payloads, wait_until
 from tests.pipeline_core.cli.support import no_traceback, sluice, start_sluice
 from tests.support.pipelines import append, write_config
 from tests.support.processes import free_port
-from tests.support.waiting import wait_until
 
 
 @pytest.mark.timeout(60)

@@ -23,11 +23,10 @@ from pipeline_core.collector import (
 )
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import ConfigError
-from pipeline_core.testing import staged_payloads
+from pipeline_core.testing import staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, lines, load, write_config
 from tests.support.processes import stop_group
-from tests.support.waiting import wait_until
 
 NOT_YAML = "name: broken\nsources: [{paths: [x], format: raw}\n"  # the list is never closed
 UNKNOWN_KEY = "name: invalid\nsources: [{paths: [x], format: raw}]\ncolector: {}\n"

@@ -23,9 +23,9 @@ from pipeline_core.collector._launcher import lease_holder
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import CheckpointState, Metastore, RequestProbe
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, load
-from tests.support.waiting import wait_until
 
 
 class AlwaysChanged(RequestProbe):

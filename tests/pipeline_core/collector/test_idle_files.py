@@ -16,11 +16,10 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import FileWatcher
-from pipeline_core.testing import RecordingSink, staged_payloads
+from pipeline_core.testing import RecordingSink, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.support.descriptors import open_under
 from tests.support.pipelines import append, lines
-from tests.support.waiting import wait_until
 
 PROMPT = 1.0
 """What "promptly" means here (a line's write -> its sink; the periodic looks are 30 s)."""

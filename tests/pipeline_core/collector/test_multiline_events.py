@@ -11,10 +11,9 @@ import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import RecordingSink
+from pipeline_core.testing import RecordingSink, wait_until
 from tests.pipeline_core.collector.support import Tailing, with_stub_group
 from tests.support.python_logs import ServiceLog
-from tests.support.waiting import wait_until
 
 EVENTS_ONLY = {"discovery_interval_s": 30.0, "file_events_fallback_s": 30.0}
 FLUSH_AFTER_S = 0.5

@@ -17,10 +17,10 @@ from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.sinks import ReadBack, UploadedBatch, upload_sealed_batch
 from pipeline_core.storage import StorageLocation
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
 from tests.support.pipelines import append, lines, load
-from tests.support.waiting import wait_until
 
 SPOOL_BOUND = 1024 * 1024
 

@@ -20,12 +20,12 @@ from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
 from pipeline_core.errors import CollectorBusyError, MetastoreError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.faults import metastore_write_lock, take_database_down
 from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, lines, load
 from tests.support.postgres import postgres_url
-from tests.support.waiting import wait_until
 
 LEASE_SECONDS = 3.0
 """Renewed every second (the control loop's poll): a short lease, not one that lapses."""

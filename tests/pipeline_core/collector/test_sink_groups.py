@@ -22,11 +22,11 @@ from pipeline_core.testing import (
     RecordingSink,
     SlowSink,
     staged_payloads,
+    wait_until,
 )
 from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered, with_stub_group
 from tests.support.http_server import RecordingHttpServer
 from tests.support.pipelines import append, lines, load
-from tests.support.waiting import wait_until
 
 
 def http_sink(server: RecordingHttpServer) -> dict[str, Any]:

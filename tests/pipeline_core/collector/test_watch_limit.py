@@ -107,10 +107,9 @@ def child(folder: Path) -> dict[str, Any]:
     """Run in the namespace: lower the limit, tail six folders, write to each, report."""
     from pipeline_core.collector import Collector
     from pipeline_core.metastore import Metastore
-    from pipeline_core.testing import RecordingSink, staged_payloads
+    from pipeline_core.testing import RecordingSink, staged_payloads, wait_until
     from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
     from tests.support.pipelines import append
-    from tests.support.waiting import wait_until
 
     Path("/proc/sys/user/max_inotify_watches").write_text(str(LIMIT))
     warnings = _Warnings()

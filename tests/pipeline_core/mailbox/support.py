@@ -8,8 +8,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Generic, TypeVar
 
+from pipeline_core import testing
 from pipeline_core.mailbox import MIN_PRIORITY, Mail, MailboxDefaultAction, TaskMailbox
-from tests.support import waiting
 
 JOIN_TIMEOUT = 10.0
 
@@ -71,7 +71,7 @@ def run_on_other_thread(target: Callable[[], _T]) -> _T:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> None:
-    waiting.wait_until(predicate, timeout, "the mailbox's condition", poll=0.001)
+    testing.wait_until(predicate, timeout, "the mailbox's condition", poll=0.001)
 
 
 def mail(

@@ -20,7 +20,7 @@ from pipeline_core.ring import (
     Sequence,
     WaitStrategy,
 )
-from tests.support.waiting import holds_within
+from pipeline_core.testing import holds_within
 
 JOIN_TIMEOUT = 10.0
 

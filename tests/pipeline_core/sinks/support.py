@@ -17,8 +17,7 @@ from pipeline_core.sinks import (
     Status,
 )
 from pipeline_core.source import Chunk, LongLine, count_lines
-from pipeline_core.testing import StubSink
-from tests.support.waiting import holds_within
+from pipeline_core.testing import StubSink, holds_within
 
 FP_A = "00000000000000aa"
 FP_B = "00000000000000bb"
