@@ -10,7 +10,6 @@ from typing import Any
 
 from pipeline_core.metastore import CheckpointState, LandingCounts
 from pipeline_core.source import FileRecord
-from pipeline_core.staging_contract import MANIFEST_NAME
 
 
 @dataclass(frozen=True)
@@ -52,20 +51,6 @@ class CheckpointInfo:
     def landed(self) -> LandingCounts:
         """The totals of ``landing``: rows and rejects (``None`` until committed)."""
         return LandingCounts.of(self.landing)
-
-    def missing_batches(self) -> str | None:
-        """Why the recorded batches of a checkpoint cannot be landed: the error when one of them
-        is not sealed in staging (no folder, or no manifest in it); None when all are there, or
-        when the pipeline's staging folder cannot be seen at all (nothing is known then)."""
-        if self.staging_url is not None or not self.staging_dir.parent.is_dir():
-            return None  # an object store is not looked into here
-        missing = [h for h in self.hosts if not (self.staging_dir / h / MANIFEST_NAME).is_file()]
-        if not missing:
-            return None
-        return (
-            f"recorded batches missing under {self.staging_dir}: {', '.join(missing)} (no sealed "
-            "batch folder holds their lines any more)"
-        )
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -23,7 +22,7 @@ from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, Pipelin
 from pipeline_core._stop_request import StopRequest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig, load_pipeline_config
-from pipeline_core.errors import CheckpointError, LandingError, StorageError
+from pipeline_core.errors import CheckpointError, LandingError
 from pipeline_core.landing import (
     JobSubmitter,
     LandingInput,
@@ -41,8 +40,7 @@ from pipeline_core.metastore import (
     Metastore,
     as_utc,
 )
-from pipeline_core.staging_contract import MANIFEST_NAME, Manifest, ManifestError, checkpoint_dir
-from pipeline_core.storage import StorageLocation
+from pipeline_core.staging_contract import Manifest, ManifestError, checkpoint_dir
 
 __all__ = [
     "CheckpointInfo",
@@ -310,7 +308,7 @@ class PipelineOperations:
         inputs = []
         for checkpoint_id in dict.fromkeys(checkpoint_ids):
             info = self.landable(checkpoint_id)
-            missing = info.missing_batches() if info.staging_url is None else _missing_stored(info)
+            missing = self.config.staging_area.missing_batches(checkpoint_id, info.hosts)
             if missing is None:
                 inputs.append(LandingInput(checkpoint_id, info.hosts))
             elif info.state is CheckpointState.COMMITTED:
@@ -425,17 +423,11 @@ class PipelineOperations:
         with self._metastore() as metastore:
             records = metastore.checkpoints(self.config.name, [CheckpointState.COMMITTED])
         removed = []
-        staging = self.config.staging_location
+        staging = self.config.staging_area
         for record in records:
             if record.sealed_at is None or as_utc(record.sealed_at) > cutoff:
                 continue
-            if not staging.is_local:
-                if _remove_stored(staging.child(self.config.name, f"{record.checkpoint_id:08d}")):
-                    removed.append(record.checkpoint_id)
-                continue
-            folder = checkpoint_dir(self.config.staging_dir, self.config.name, record.checkpoint_id)
-            if folder.exists():
-                shutil.rmtree(folder, ignore_errors=True)
+            if staging.remove(record.checkpoint_id):
                 removed.append(record.checkpoint_id)
         if removed:
             log.info("Removed the staging of committed checkpoints %s", removed)
@@ -489,7 +481,6 @@ class PipelineOperations:
 
     def _info(self, metastore: Metastore, record: CheckpointRecord) -> CheckpointInfo:
         batches = metastore.batches(record.checkpoint_id)
-        staging = self.config.staging_location
         return CheckpointInfo(
             checkpoint_id=record.checkpoint_id,
             pipeline=record.pipeline,
@@ -498,11 +489,7 @@ class PipelineOperations:
             staging_dir=checkpoint_dir(
                 self.config.seal_dir, self.config.name, record.checkpoint_id
             ),
-            staging_url=(
-                None
-                if staging.is_local
-                else staging.child(self.config.name, f"{record.checkpoint_id:08d}").url
-            ),
+            staging_url=self.config.staging_area.checkpoint_url(record.checkpoint_id),
             line_count=sum(b.line_count for b in batches),
             byte_count=sum(b.byte_count for b in batches),
             batch_ids=tuple(b.batch_id for b in batches if b.batch_id is not None),
@@ -548,57 +535,3 @@ def _sealed_events(metastore: Metastore, info: CheckpointInfo) -> int:
             return info.line_count
         total += sum(s.event_count for part in manifest.parts for s in part.segments)
     return total
-
-
-def _missing_stored(info: CheckpointInfo) -> str | None:
-    """``CheckpointInfo.missing_batches`` of a checkpoint staged in an object store: the error
-    when a recorded batch has no stored manifest; None when all have one, or when nothing is
-    stored under the pipeline's prefix or the store cannot be asked (the landing job then says
-    what is wrong)."""
-    import pyarrow.fs as pafs
-
-    folder = StorageLocation.parse(info.staging)
-    try:
-        filesystem, path = folder.filesystem()
-        if filesystem.get_file_info(path.rpartition("/")[0]).type is pafs.FileType.NotFound:
-            return None
-        manifests = filesystem.get_file_info(
-            [f"{path}/{host}/{MANIFEST_NAME}" for host in info.hosts]
-        )
-    except (OSError, ValueError, StorageError) as exc:
-        log.warning(
-            "cannot look for the batches of checkpoint %d in %s: %s",
-            info.checkpoint_id,
-            folder,
-            exc,
-        )
-        return None
-    missing = [
-        host
-        for host, manifest in zip(info.hosts, manifests, strict=True)
-        if manifest.type is not pafs.FileType.File
-    ]
-    if not missing:
-        return None
-    return (
-        f"recorded batches missing under {folder}: {', '.join(missing)} (no sealed batch in "
-        "the store holds their lines any more)"
-    )
-
-
-def _remove_stored(folder: StorageLocation) -> bool:
-    """Delete a checkpoint's folder in an object store; whether there was one.
-
-    Raises:
-        StorageError: the store could not be reached or the objects not deleted.
-    """
-    import pyarrow.fs as pafs
-
-    filesystem, path = folder.filesystem()
-    try:
-        if filesystem.get_file_info(path).type is pafs.FileType.NotFound:
-            return False
-        filesystem.delete_dir(path)
-    except (OSError, ValueError) as exc:
-        raise StorageError(f"cannot delete the staging of {folder}: {exc}") from exc
-    return True

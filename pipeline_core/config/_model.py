@@ -40,6 +40,7 @@ from pipeline_core.formats import (
     python_log_layout,
     user_pattern,
 )
+from pipeline_core.staging_contract import StagingArea
 from pipeline_core.storage import StorageLocation
 
 SinkConfig = Annotated[
@@ -515,6 +516,12 @@ class PipelineConfig(_Strict):
         if self.handoff.staging is not None:
             return StorageLocation.parse(self.handoff.staging)
         return StorageLocation.parse(self.handoff.staging_dir or self.data_dir / "staging")
+
+    @property
+    def staging_area(self) -> StagingArea:
+        """Where the pipeline's sealed checkpoints are (``staging_location``, then
+        ``<pipeline>/<checkpoint:08d>``)."""
+        return StagingArea(self.staging_location, self.name)
 
     @property
     def staging_dir(self) -> Path:

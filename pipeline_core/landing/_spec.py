@@ -3,7 +3,7 @@
 The Airflow DAG's ``LandCheckpointOperator`` and ``sluice land`` both submit exactly this spec,
 through the Spark provider's ``SparkSubmitHook`` (:meth:`SparkJobSpec.hook_arguments`,
 :func:`spark_submit_binary`). With staging in an object store, the job reads each checkpoint
-from its URL there (:func:`checkpoint_location`); the store's endpoint and credentials reach
+from its URL there (``PipelineConfig.staging_area``); the store's endpoint and credentials reach
 spark-submit through its inherited environment, never its command line or the spec.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from pipeline_core._landing_mode import LandingMode
 from pipeline_core.config import PipelineConfig
 from pipeline_core.landing._jar import java_functions_jar
-from pipeline_core.staging_contract import LAKE_SQL_CONF, checkpoint_dir
+from pipeline_core.staging_contract import LAKE_SQL_CONF
 
 LANDING_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "land.py"
 METASTORE_URL_ENV = "SLUICE_METASTORE_URL"
@@ -106,7 +106,7 @@ def landing_job_spec(
         raise ValueError("a landing job needs at least one checkpoint")
     arguments: list[str] = []
     for item in checkpoints:
-        folder, mark, options = checkpoint_location(config, item.checkpoint_id).partition("?")
+        folder, mark, options = config.staging_area.where(item.checkpoint_id).partition("?")
         hosts = "" if item.hosts is None else "=" + ",".join(sorted(item.hosts))
         arguments += ["--checkpoint", folder + hosts + mark + options]
     ids = [item.checkpoint_id for item in checkpoints]
@@ -139,16 +139,6 @@ def landing_job_spec(
         py_files=str(spark_jobs_archive(config.data_dir / "spark", write=write_archive)),
         jars=None if jar is None else str(jar),
     )
-
-
-def checkpoint_location(config: PipelineConfig, checkpoint_id: int) -> str:
-    """Where the landing job reads a checkpoint's batches: its staging folder (a path, exactly
-    as the collectors seal it), or with staging in an object store its URL there
-    (``<staging>/<pipeline>/<checkpoint:08d>``, the URL's options kept)."""
-    staging = config.staging_location
-    if staging.is_local:
-        return str(checkpoint_dir(config.staging_dir, config.name, checkpoint_id))
-    return staging.child(config.name, f"{checkpoint_id:08d}").url
 
 
 def spark_jobs_archive(folder: Path, *, write: bool = True) -> Path:

@@ -20,11 +20,16 @@ every field it reads and raises a ``ManifestError`` naming the part, the segment
 field. The values are frozen dataclasses; ``to_json`` gives
 JSON-ready objects, ``from_json`` takes what ``json.loads`` gives.
 
-The package imports only the standard library and ``pipeline_core.errors`` (standard library
-only too): the landing job imports it on the Spark driver, and the archive that ships
-``spark_jobs`` to a cluster holds both (``pipeline_core.landing``).
+:class:`StagingArea` is the one owner of where a pipeline's sealed checkpoints are, in a local
+folder or an object store: the landing plan, the landing job's arguments and retention ask it.
+
+The package imports only the standard library, pyarrow, ``pipeline_core.errors``,
+``pipeline_core.formats`` and ``pipeline_core.storage`` (those only too): the landing job
+imports it on the Spark driver, and the archive that ships ``spark_jobs`` to a cluster holds
+them all (``pipeline_core.landing``).
 """
 
+from pipeline_core.staging_contract._area import StagingArea
 from pipeline_core.staging_contract._events import (
     CUT_CODES,
     NO_EVENTS,
@@ -81,6 +86,7 @@ __all__ = [
     "Segment",
     "SegmentKind",
     "SourceSpec",
+    "StagingArea",
     "batch_dir",
     "batch_key",
     "checkpoint_dir",

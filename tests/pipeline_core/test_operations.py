@@ -687,7 +687,9 @@ def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_co
     folder = f"staging/web_access/{sealed.checkpoint_id:08d}"
     assert sealed.staging == f"{s3_bucket.url('staging')}/web_access/{sealed.checkpoint_id:08d}"
     assert operations.status().checkpoints[-1].staging == sealed.staging
-    assert sealed.missing_batches() is None
+    assert (
+        operations.config.staging_area.missing_batches(sealed.checkpoint_id, sealed.hosts) is None
+    )
     assert s3_bucket.keys(folder)
     committed = commit_landed(operations, sealed)
     assert committed.sealed_at is not None
