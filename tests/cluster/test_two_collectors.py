@@ -3,7 +3,8 @@ excused, and the lake holds each host's lines exactly once.
 
 Two ``sluice collect`` processes play hosts ``host-a`` and ``host-b``: each tails a log folder
 of its own and has a data folder of its own (metrics), while both share the metastore (a
-SQLite file, or a PostgreSQL database in the PostgreSQL pass), the staging folder and the lake,
+PostgreSQL database in make test's PostgreSQL pass, where hosts share a server; a SQLite file
+in a plain ``pytest``), the staging folder and the lake,
 as collectors on several machines would share a database server and a network filesystem.
 Checkpoints are requested the way a DAG run's first task does
 (``PipelineOperations.request_checkpoint(run_id)``), waited for with the real
@@ -40,7 +41,7 @@ from tests.support.fake_pipeline import make_context
 from tests.support.faults import lake_table, land_and_commit_sealed
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 PIPELINE = "web_access"
 HOSTS = ("host-a", "host-b")

@@ -4,7 +4,8 @@ is ever committed.
 
 Each landing here is the one a DAG run's land task submits (``PipelineOperations.landing_job``,
 its arguments read back as ``spark_jobs/land.py`` reads them), run in this process on the test's
-Spark session; its landing id is the run's id, so a retried task passes the same one.
+Spark session; its landing id is the run's id, so a retried task passes the same one. make
+test runs them in its PostgreSQL pass (the metastore a shared deployment commits to).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tests.support.faults import (
 from tests.support.lake import snapshot_operations, table_rows
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 SPARK_FAILURES = (PySparkException, Py4JJavaError, LandingError)
 """What a failed landing job raises: Spark's errors, or the job's own."""

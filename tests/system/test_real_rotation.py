@@ -1,6 +1,7 @@
 """The real rotation tools: nginx under wrk's load, its log rotated by logrotate in each style
 production uses, tailed by ``sluice collect`` and landed by Spark; every line left on disk is
-in the lake exactly once (issue 15).
+in the lake exactly once (issue 15). The metastore plays no part in what it tests: make test
+runs it in its SQLite pass only.
 
 One test per :class:`RotationStyle` (``create``, ``copytruncate``, ``copytruncate`` with
 ``delaycompress``, ``dateext``), each on its own nginx, logs and pipeline:
@@ -68,7 +69,7 @@ from tests.support.rotation_tools import (
 )
 from tests.support.tailing import CheckpointRequests, TailingCollector
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.sqlite_pass]
 
 REQUESTS = 250_000
 """Requests per style at least (one million over the four)."""
