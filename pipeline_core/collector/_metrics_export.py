@@ -81,6 +81,9 @@ class MetricsExporter:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sluice-metrics", daemon=True)
+        self._written: dict[Path, str] = {}
+        """Each metrics file's text as last written: a file whose text has not changed is
+        only touched (its time is how readers tell a live collector's file)."""
         self._writing: list[PipelineMetrics] | None = None
         """The snapshot being written (the text file's families are made from it, not from
         a second snapshot of every pipeline)."""
@@ -122,6 +125,7 @@ class MetricsExporter:
 
     def _write(self, metrics: list[PipelineMetrics]) -> None:
         folders: dict[Path, set[str]] = {}
+        written: dict[Path, str] = {}
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
             pipelines = folders.get(folder)
@@ -129,7 +133,11 @@ class MetricsExporter:
                 pipelines = folders[folder] = set()
                 _make_folder(folder)
             pipelines.add(item.pipeline)
-            _write_atomically(folder / f"{item.pipeline}.json", json.dumps(item.to_dict()))
+            path = folder / f"{item.pipeline}.json"
+            text = json.dumps(item.to_dict())
+            if (self._written.get(path) == text and _touch(path)) or _write_atomically(path, text):
+                written[path] = text
+        self._written = written
         for folder, pipelines in folders.items():
             try:
                 write_to_textfile(
@@ -185,10 +193,22 @@ def _make_folder(folder: Path) -> None:
         log.debug("cannot make %s: %s", folder, exc)
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _touch(path: Path) -> bool:
+    """Set ``path``'s times to now; whether it could (a file deleted meanwhile cannot)."""
+    try:
+        os.utime(path)
+    except OSError:
+        return False
+    return True
+
+
+def _write_atomically(path: Path, text: str) -> bool:
+    """Write ``path`` whole or not at all; whether it was written (a failure is logged)."""
     try:
         temporary = path.with_suffix(path.suffix + ".tmp")
         write_private_file(temporary, text.encode())
         os.replace(temporary, path)
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)
+        return False
+    return True

@@ -4,6 +4,8 @@ build info and process metrics on a registry of the collector's own."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import platform
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from pipeline_core.collector import (
     QueueMetrics,
     SinkGroupMetrics,
     UploadMetrics,
+    metrics_file,
     metrics_registry,
     prometheus_text,
 )
@@ -197,6 +200,34 @@ def test_should_write_each_data_dirs_pipelines_to_its_textfile(tmp_path: Path) -
     assert web["sluice_read_bytes_total"][1][0][1] == BIG
     assert "sluice_build_info" in web and "process_cpu_seconds_total" in web
     assert not list((homes["web"] / "collector").glob("metrics.prom.*"))  # renamed into place
+
+
+def test_should_only_touch_a_metrics_file_whose_text_has_not_changed(tmp_path: Path) -> None:
+    """A collector at rest rewrote every pipeline's file at every interval: with a hundred
+    pipelines, most of its idle cost. An unchanged file keeps its inode, its time moves on
+    (readers tell a live collector's file by it); a changed or deleted one is written."""
+    current = {"bytes_read": 10}
+    exporter = MetricsExporter(
+        lambda: [metrics("web", bytes_read=current["bytes_read"])],
+        lambda _: tmp_path,
+        interval=60,
+    )
+    path = metrics_file(tmp_path, "web")
+    exporter.write()
+    first = path.stat()
+    os.utime(path, (first.st_atime - 100, first.st_mtime - 100))
+
+    exporter.write()
+    touched = path.stat()
+    current["bytes_read"] = 11
+    exporter.write()
+    changed = path.stat()
+    path.unlink()
+    exporter.write()
+
+    assert touched.st_ino == first.st_ino and touched.st_mtime >= first.st_mtime
+    assert changed.st_ino != first.st_ino
+    assert json.loads(path.read_text())["bytes_read"] == 11  # written again once deleted
 
 
 def test_should_count_events_and_files_holding_an_unfinished_event() -> None:
