@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -390,6 +390,14 @@ class Metastore:
         """
         with self._repositories() as r:
             return r.leases.acquire(pipeline, host, holder, ttl, utcnow())
+
+    def acquire_leases(self, leases: Sequence[tuple[str, str, str, float]]) -> list[bool]:
+        """:meth:`acquire_lease` of each ``(pipeline, host, holder, ttl)``, in one
+        transaction (a collector serving many pipelines renews them together); whether each
+        was granted."""
+        with self._repositories() as r:
+            now = utcnow()
+            return [r.leases.acquire(p, h, holder, ttl, now) for p, h, holder, ttl in leases]
 
     def release_lease(self, pipeline: str, host: str, holder: str) -> None:
         with self._repositories() as r:
