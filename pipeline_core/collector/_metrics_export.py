@@ -26,6 +26,10 @@ from pipeline_core.collector._readiness import HealthProbes
 log = logging.getLogger(__name__)
 
 METRICS_FOLDER = "collector"
+TEXTFILE_REFRESH_SECONDS = 60.0
+"""A data directory's ``metrics.prom`` is made again at every interval where one of its
+pipelines' metrics changed, and at least this often (for the process's own: CPU, memory);
+in between it is only touched (its time tells a textfile collector it is live)."""
 """Under a pipeline's data directory: ``<pipeline>.json`` and ``metrics.prom``."""
 
 
@@ -40,9 +44,10 @@ class MetricsExporter:
     :func:`metrics_registry`), the metrics of the pipelines of that data directory and the
     process's to ``<data_dir>/collector/metrics.prom`` (atomically: write, then rename; a node
     exporter's textfile collector running as the same user, or root, can read it: like
-    everything under ``data_dir`` they are 0600 in a 0700 folder). With ``address``
-    (``HOST:PORT``, see
-    :meth:`ListenAddress.parse`), also serves the same registry on ``/metrics`` and
+    everything under ``data_dir`` they are 0600 in a 0700 folder). A file whose content has
+    not changed is only touched: a pipeline's JSON when its text is the same, the textfile
+    when none of its pipelines changed, for up to ``TEXTFILE_REFRESH_SECONDS``. With
+    ``address`` (``HOST:PORT``, see :meth:`ListenAddress.parse`), also serves the same registry on ``/metrics`` and
     ``probes`` on ``/health`` and ``/ready`` (:class:`OpsServer`).
 
     ``port`` (and ``host``, default 127.0.0.1) is the older way to give the address.
@@ -84,6 +89,8 @@ class MetricsExporter:
         self._written: dict[Path, str] = {}
         """Each metrics file's text as last written: a file whose text has not changed is
         only touched (its time is how readers tell a live collector's file)."""
+        self._textfile_made: dict[Path, float] = {}
+        """When (``time.monotonic()``) each ``metrics.prom`` was last made."""
         self._writing: list[PipelineMetrics] | None = None
         """The snapshot being written (the text file's families are made from it, not from
         a second snapshot of every pipeline)."""
@@ -126,6 +133,7 @@ class MetricsExporter:
     def _write(self, metrics: list[PipelineMetrics]) -> None:
         folders: dict[Path, set[str]] = {}
         written: dict[Path, str] = {}
+        changed: set[Path] = set()
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
             pipelines = folders.get(folder)
@@ -135,15 +143,29 @@ class MetricsExporter:
             pipelines.add(item.pipeline)
             path = folder / f"{item.pipeline}.json"
             text = json.dumps(item.to_dict())
-            if (self._written.get(path) == text and _touch(path)) or _write_atomically(path, text):
+            same = self._written.get(path) == text
+            if not same:
+                changed.add(folder)
+            if (same and _touch(path)) or _write_atomically(path, text):
                 written[path] = text
         self._written = written
+        now = time.monotonic()
         for folder, pipelines in folders.items():
+            textfile = folder / "metrics.prom"
+            made = self._textfile_made.get(textfile)
+            if (
+                folder not in changed
+                and made is not None
+                and now - made < TEXTFILE_REFRESH_SECONDS
+                and _touch(textfile)
+            ):
+                continue
             try:
                 write_to_textfile(
                     str(folder / "metrics.prom"), _Pipelines(self.registry, pipelines)
                 )
                 make_private(folder / "metrics.prom")  # in the 0700 folder meanwhile
+                self._textfile_made[textfile] = now
             except Exception as exc:  # written again at the next interval
                 log.warning("cannot write %s: %s", folder / "metrics.prom", exc)
 

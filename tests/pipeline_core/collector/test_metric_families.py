@@ -9,6 +9,7 @@ import os
 import platform
 from pathlib import Path
 
+import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +25,7 @@ from pipeline_core.collector import (
     metrics_registry,
     prometheus_text,
 )
+from pipeline_core.collector import _metrics_export as export
 from pipeline_core.collector._metric_families import sluice_version
 
 BIG = 12_345_678_901
@@ -228,6 +230,33 @@ def test_should_only_touch_a_metrics_file_whose_text_has_not_changed(tmp_path: P
     assert touched.st_ino == first.st_ino and touched.st_mtime >= first.st_mtime
     assert changed.st_ino != first.st_ino
     assert json.loads(path.read_text())["bytes_read"] == 11  # written again once deleted
+
+
+def test_should_make_the_textfile_again_only_when_a_pipeline_changed_or_it_is_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    current = {"bytes_read": 10}
+    exporter = MetricsExporter(
+        lambda: [metrics("web", bytes_read=current["bytes_read"])],
+        lambda _: tmp_path,
+        interval=60,
+    )
+    textfile = tmp_path / "collector" / "metrics.prom"
+    exporter.write()
+    made = textfile.stat().st_ino
+
+    exporter.write()
+    unchanged = textfile.stat().st_ino
+    current["bytes_read"] = 11
+    exporter.write()
+    after_change = textfile.stat().st_ino
+    monkeypatch.setattr(export, "TEXTFILE_REFRESH_SECONDS", 0.0)
+    exporter.write()
+
+    assert unchanged == made
+    assert after_change != made
+    assert families(textfile.read_text())["sluice_read_bytes_total"][1][0][1] == 11
+    assert textfile.stat().st_ino != after_change  # made again once old
 
 
 def test_should_count_events_and_files_holding_an_unfinished_event() -> None:
