@@ -47,8 +47,9 @@ class MetricsExporter:
     everything under ``data_dir`` they are 0600 in a 0700 folder). A file whose content has
     not changed is only touched: a pipeline's JSON when its text is the same, the textfile
     when none of its pipelines changed, for up to ``TEXTFILE_REFRESH_SECONDS``. With
-    ``address`` (``HOST:PORT``, see :meth:`ListenAddress.parse`), also serves the same registry on ``/metrics`` and
-    ``probes`` on ``/health`` and ``/ready`` (:class:`OpsServer`).
+    ``address`` (``HOST:PORT``, see :meth:`ListenAddress.parse`), also serves the same
+    registry on ``/metrics`` and ``probes`` on ``/health`` and ``/ready``
+    (:class:`OpsServer`).
 
     ``port`` (and ``host``, default 127.0.0.1) is the older way to give the address.
 

@@ -171,6 +171,12 @@ _SYSLOG_PRIORITY = (
     ),
 )
 
+_REQUEST_WORDS = (
+    FormatColumn("method", ColumnType.STRING, "The request's method, if it is three words."),
+    FormatColumn("path", ColumnType.STRING, "Its path, likewise."),
+    FormatColumn("protocol", ColumnType.STRING, "Its protocol, likewise."),
+)
+"""An access log's request line split, when it is ``METHOD PATH PROTOCOL``."""
 _APACHE_COMMON_COLUMNS = (
     FormatColumn("remote_host", ColumnType.STRING, "``%h``: the client's address (or name)."),
     FormatColumn("ident", ColumnType.STRING, "``%l``: identd's answer; null for -."),
@@ -178,9 +184,7 @@ _APACHE_COMMON_COLUMNS = (
     FormatColumn(
         "request", ColumnType.STRING, "``%r``: the request line as written (Apache's escapes)."
     ),
-    FormatColumn("method", ColumnType.STRING, "The request's method, if it is three words."),
-    FormatColumn("path", ColumnType.STRING, "Its path, likewise."),
-    FormatColumn("protocol", ColumnType.STRING, "Its protocol, likewise."),
+    *_REQUEST_WORDS,
     FormatColumn("status", ColumnType.INT, "``%>s``: the final status."),
     FormatColumn(
         "response_bytes",
@@ -200,11 +204,7 @@ FORMATS: dict[SourceFormat, FormatSpec] = {
                 FormatColumn("remote_addr", ColumnType.STRING, "``$remote_addr``."),
                 FormatColumn("remote_user", ColumnType.STRING, "``$remote_user``; null for -."),
                 FormatColumn("request", ColumnType.STRING, "``$request`` as written."),
-                FormatColumn(
-                    "method", ColumnType.STRING, "The request's method, if it is three words."
-                ),
-                FormatColumn("path", ColumnType.STRING, "Its path, likewise."),
-                FormatColumn("protocol", ColumnType.STRING, "Its protocol, likewise."),
+                *_REQUEST_WORDS,
                 FormatColumn("status", ColumnType.INT, "``$status``."),
                 FormatColumn(
                     "body_bytes_sent", ColumnType.LONG, "``$body_bytes_sent``; null for -."

@@ -25,17 +25,13 @@ from pyspark.sql import functions as F
 
 from spark_jobs.formats._common import (
     FIELDS,
-    MIN_MICROS,
-    REASON,
-    TIME,
     ParseResult,
-    pattern_reason,
     split_classified,
     unless_equal,
     with_pattern_fields,
     with_text,
 )
-from spark_jobs.formats.nginx import NGINX_TIME_FORMAT
+from spark_jobs.formats.nginx import with_access_time
 
 _TOKEN = r"[^\x00-\x20]++"
 _WORD = r'[^"\x00-\x20]++'
@@ -73,15 +69,8 @@ def parse_apache(
     def field(name: str) -> Column:
         return F.get(F.col(FIELDS), fields.index(name))
 
-    stamp = F.try_to_timestamp(field("time"), F.lit(NGINX_TIME_FORMAT))
-    classified = (
-        with_pattern_fields(with_text(rows), pattern, len(fields))
-        .withColumn(TIME, stamp)
-        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= MIN_MICROS, F.col(TIME)))
-        .withColumn(
-            REASON,
-            pattern_reason(),
-        )
+    classified = with_access_time(
+        with_pattern_fields(with_text(rows), pattern, len(fields)), field("time")
     )
     size = field("response_bytes")
     columns = [

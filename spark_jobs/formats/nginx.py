@@ -88,15 +88,7 @@ def parse_nginx_combined(
 ) -> ParseResult:
     """Parse nginx ``combined`` access-log lines (see the module doc) with ``scanner``."""
     field = _nginx_field
-    classified = (
-        _with_nginx_fields(with_text(rows), scanner)
-        .withColumn(TIME, F.try_to_timestamp(field("time_local"), F.lit(NGINX_TIME_FORMAT)))
-        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= MIN_MICROS, F.col(TIME)))
-        .withColumn(
-            REASON,
-            pattern_reason(),
-        )
-    )
+    classified = with_access_time(_with_nginx_fields(with_text(rows), scanner), field("time_local"))
     body_bytes = field("body_bytes_sent")
     return split_classified(
         classified,
@@ -113,6 +105,18 @@ def parse_nginx_combined(
             field("http_user_agent").alias("http_user_agent"),
         ],
         rejected,
+    )
+
+
+def with_access_time(fields: DataFrame, stamp: Column) -> DataFrame:
+    """Classify an access log's lines split into ``FIELDS``: ``event_time`` from ``stamp``
+    (their ``[dd/MMM/yyyy:HH:mm:ss Z]`` field's text, nginx's ``$time_local`` and Apache's
+    ``%t``), null before year 1, and the reject reason (``pattern_reason``)."""
+    time = F.try_to_timestamp(stamp, F.lit(NGINX_TIME_FORMAT))
+    return (
+        fields.withColumn(TIME, time)
+        .withColumn("event_time", F.when(F.unix_micros(F.col(TIME)) >= MIN_MICROS, F.col(TIME)))
+        .withColumn(REASON, pattern_reason())
     )
 
 

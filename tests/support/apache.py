@@ -28,11 +28,7 @@ START_SECONDS = 15.0
 @dataclass(frozen=True)
 class Apache:
     port: int
-    documents: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    """httpd's port on 127.0.0.1."""
 
 
 @contextmanager
@@ -84,7 +80,7 @@ Group nogroup
         )
     try:
         _wait_listening(process, port, folder)
-        yield Apache(port, documents)
+        yield Apache(port)
     finally:
         stop_group(process, signal.SIGTERM, START_SECONDS)
 
