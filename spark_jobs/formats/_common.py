@@ -4,6 +4,7 @@ private columns, and the projection of a classified frame into parsed rows and r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +48,9 @@ MIN_MICROS = -62_135_596_800_000_000
 _MICROS_PER_DAY = 86_400_000_000
 _MAX_EPOCH_SECONDS = 253_402_300_799  # 9999-12-31T23:59:59Z
 _EPOCH_PATTERN = r"^\s*-?\d+(\.\d*)?([eE][+-]?\d+)?\s*$"
-_CASTS = {ColumnType.INT: "int", ColumnType.LONG: "long", ColumnType.DOUBLE: "double"}
+_NUMBER_PATTERN = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+"""A number's text, as a decimal reads it."""
+_CASTS = {ColumnType.INT: "int", ColumnType.LONG: "long"}
 
 # Private columns of the classification step; never written.
 TEXT = "_text"
@@ -226,10 +229,15 @@ def typed_value(written: Column, kind: ColumnType) -> Column:
         return json_time(written)
     if kind is ColumnType.BOOLEAN:
         return F.when(written == "true", True).when(written == "false", False)
-    integral = kind in (ColumnType.INT, ColumnType.LONG)
+    double = written.try_cast("double")
+    if kind is ColumnType.DOUBLE:
+        # Not through a decimal, whose scale rounds digits away (1e-12 to 0) and whose
+        # precision refuses a large number (1e30); the text must still be a finite number.
+        return F.when(written.rlike(_NUMBER_PATTERN) & (F.abs(double) < F.lit(math.inf)), double)
     number = written.try_cast("decimal(38,10)")
-    fits = number.isNotNull() & (~F.lit(integral) | (number == F.floor(number)))
-    return F.when(fits, number.try_cast(_CASTS[kind]))
+    # Whole as written, not only once the decimal's scale has rounded it (4.00000000001, 1e-300).
+    whole = (number == F.floor(number)) & (double == F.floor(double))
+    return F.when(whole, number.try_cast(_CASTS[kind]))
 
 
 def json_time(value: Column) -> Column:

@@ -75,7 +75,8 @@ def parse_python_logging(
         local = F.try_to_timestamp(field("asctime"), F.lit(ASCTIME_LAYOUT))
         time = F.to_utc_timestamp(local, timezone)
     elif "created" in captured:
-        time = F.timestamp_micros((field("created").cast("double") * 1_000_000).cast("long"))
+        # As a decimal: through a double, the microseconds ``%(created)f`` wrote may be cut by one.
+        time = F.timestamp_seconds(field("created").cast("decimal(38,6)"))
     dated = "asctime" in captured or "created" in captured
     classified = (
         classified.withColumn(TIME, time)

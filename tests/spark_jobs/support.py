@@ -4,7 +4,7 @@ tables are in ``tests.support.lake``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,11 +128,11 @@ def staged_items(received: Received) -> list[Line]:
 
 
 def landed(
-    staging_rows: StagingRows, lines: list[bytes], fmt: str, **options: Any
+    staging_rows: StagingRows, lines: Sequence[Line], fmt: str, **options: Any
 ) -> list[dict[str, Any] | str]:
-    """Each line parsed as ``fmt`` (with ``parse``'s ``options``), in order: its row, or its
-    reject's reason; exactly one for each line."""
-    parsed, rejects = parse(staging_rows(lines, source="syslog"), fmt, **options)
+    """Each line (or multiline event) parsed as ``fmt`` (with ``parse``'s ``options``), in
+    order: its row, or its reject's reason; exactly one for each."""
+    parsed, rejects = parse(staging_rows(list(lines), source="syslog"), fmt, **options)
     found: dict[int, dict[str, Any] | str] = {}
     for row in parsed.collect():
         found[row["byte_offset"]] = row.asDict()
