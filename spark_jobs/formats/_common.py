@@ -235,8 +235,9 @@ def typed_value(written: Column, kind: ColumnType) -> Column:
         # precision refuses a large number (1e30); the text must still be a finite number.
         return F.when(written.rlike(_NUMBER_PATTERN) & (F.abs(double) < F.lit(math.inf)), double)
     number = written.try_cast("decimal(38,10)")
-    # Whole as written, not only once the decimal's scale has rounded it (4.00000000001, 1e-300).
-    whole = (number == F.floor(number)) & (double == F.floor(double))
+    # Whole as written, not only once the decimal's scale has rounded it (4.00000000001, 1e-300);
+    # the double's remainder, not its floor (a bigint, which overflows past 2**63).
+    whole = (number == F.floor(number)) & (double % F.lit(1.0) == F.lit(0.0))
     return F.when(whole, number.try_cast(_CASTS[kind]))
 
 

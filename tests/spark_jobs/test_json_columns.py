@@ -63,6 +63,7 @@ def test_should_land_declared_keys_typed_and_rescue_the_values_of_another_type(
             {"event": "odd", "status": "n/a", "http": {"duration_ms": {"p50": 1}}, "cached": "yes"},
             {"event": "partial", "status": 4.5},
             {"event": "huge", "status": 2**40, "http": None},
+            {"event": "huger", "status": 2**80},  # past a bigint: no overflow, rescued
         ],
     )
     lines = (tmp_path / "service.log").read_bytes().splitlines()
@@ -81,6 +82,7 @@ def test_should_land_declared_keys_typed_and_rescue_the_values_of_another_type(
         (None, None, None),
         (None, None, None),
         (None, None, None),
+        (None, None, None),
     ]
     assert [r["rescued"] for r in rows] == [
         None,
@@ -88,6 +90,7 @@ def test_should_land_declared_keys_typed_and_rescue_the_values_of_another_type(
         {"status": "n/a", "http.duration_ms": '{"p50":1}', "cached": "yes"},
         {"status": "4.5"},
         {"status": str(2**40)},
+        {"status": str(2**80)},
     ]
     assert all(r["level"] == "info" for r in rows)
     for row, line in zip(rows, written, strict=True):
