@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from sqlalchemy import Engine
 
+    from pipeline_core.metastore import Metastore
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
@@ -293,6 +295,41 @@ def huge_log(factor: int, base: Path) -> Path:
     return folder / "access.log"
 
 
+@dataclass(frozen=True)
+class RepeatedLog:
+    """A log a real program wrote once (the seed), repeated whole up to a size: every copy
+    parses, and frames into events, as the seed does."""
+
+    path: Path
+    events: int
+    """The records the program wrote, times the copies."""
+    lines: int
+
+
+def repeated_log(
+    name: str, spec: dict[str, Any], size: int, write_seed: Callable[[Path], int]
+) -> RepeatedLog:
+    """``bench/data/<name>/app.log``: ``write_seed(path)`` has a program write its log to
+    ``path`` and returns the records it wrote; the log is then repeated up to at least
+    ``size`` bytes. ``spec`` names what the seed depends on (a change regenerates it)."""
+
+    def build(folder: Path) -> None:
+        seed = folder / "seed.log"
+        events = write_seed(seed)
+        data = seed.read_bytes()
+        seed.unlink()
+        copies = max(1, -(-size // len(data)))
+        with open(folder / "app.log", "wb") as out:
+            for _ in range(copies):
+                out.write(data)
+        counts = {"events": events * copies, "lines": data.count(b"\n") * copies}
+        (folder / "counts.json").write_text(json.dumps(counts))
+
+    folder = _dataset(name, {**spec, "size": size}, build)
+    counts = json.loads((folder / "counts.json").read_text())
+    return RepeatedLog(folder / "app.log", counts["events"], counts["lines"])
+
+
 def size_of(path: Path) -> int:
     """Bytes of a file, or of every file in a folder."""
     if path.is_file():
@@ -349,6 +386,9 @@ class Collected:
     cpu_seconds: float = 0.0
     """User + system CPU time of the process during the run (all its threads): steadier than
     the wall time on a shared machine."""
+    events: int = 0
+    """The events the checkpoint holds (which land as its rows + rejects): its lines, less
+    those that continue a multiline event, from the manifests recorded at the seal."""
 
 
 def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None = None) -> Collected:
@@ -370,9 +410,10 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
         result = Collector(config, metastore).run_once()
         seconds = time.perf_counter() - started
         cpu = cpu_seconds(os.getpid()) - cpu_before
+        sealed = result.sealed[-1]
+        events = sealed_events(metastore, sealed.checkpoint_id)
     finally:
         metastore.close()
-    sealed = result.sealed[-1]
     return Collected(
         seconds,
         result.bytes,
@@ -380,7 +421,16 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
         sealed.checkpoint_id,
         str(Path(sealed.staging_path).parent),
         cpu,
+        events,
     )
+
+
+def sealed_events(metastore: Metastore, checkpoint_id: int) -> int:
+    """The events of a checkpoint's batches, from the manifests the metastore recorded."""
+    from pipeline_core.staging_contract import Manifest
+
+    manifests = [Manifest.from_json(batch.manifest) for batch in metastore.batches(checkpoint_id)]
+    return sum(s.event_count for m in manifests for part in m.parts for s in part.segments)
 
 
 # ---------------------------------------------------------------------------------- measures

@@ -24,6 +24,7 @@ Cases (``--only`` takes the numbers or the names):
  15   idle         CPU and RSS of a collector serving 100 pipelines x 10 files, nothing written
  16   manyfiles    10,000 files in 1,000 folders, 1 % written, containers coming and going
  17   metadata     a table's metadata over 2,000 landings' commits with maintenance
+ 18   formats      landing python_logging, spark_log4j, syslog_rfc5424 vs Spark's own parse
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -48,6 +49,7 @@ from bench import common
 from bench.cases import (
     acker_metastore,
     checkpoint_latency,
+    formats,
     freshness,
     idle_pipelines,
     lake,
@@ -84,6 +86,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "15": ("idle", idle_pipelines.run),
     "16": ("manyfiles", many_files.run),
     "17": ("metadata", lake_metadata.run),
+    "18": ("formats", formats.run),
 }
 
 

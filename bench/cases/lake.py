@@ -54,7 +54,7 @@ from bench import common
 from bench.common import Context, Row, Stat, paired_ratio
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from pipeline_core.lake import LakeLocation
 
@@ -190,6 +190,9 @@ def lake_location(work: Path) -> LakeLocation:
 
 
 def land_and_commit(spark: SparkSession, lake: LakeLocation, collected: common.Collected) -> None:
+    """Land the collected checkpoint in-process, then commit it in the metastore with the
+    counts read back from the tables, as ``sluice land`` does. Every event must land as a row
+    (AssertionError otherwise: a reject, or a row too many or too few)."""
     from pipeline_core.lake import landed_checkpoints, open_lake
     from pipeline_core.metastore import Metastore
     from spark_jobs.landing import CheckpointInput, Landing, land
@@ -200,18 +203,19 @@ def land_and_commit(spark: SparkSession, lake: LakeLocation, collected: common.C
     summary = land(spark, landing)
     (landed,) = summary["checkpoints"]
     rows = sum(landed["rows"].values())
-    if rows != collected.lines:
-        raise AssertionError(f"landed {rows} rows of {collected.lines} lines")
+    if rows != collected.events:
+        raise AssertionError(f"landed {rows} rows of {collected.events} events")
     with open_lake(lake) as catalog:
         found = landed_checkpoints(catalog, list(landed["rows"]), [collected.checkpoint_id])
     counts = found[collected.checkpoint_id]
-    if counts.lines != collected.lines:
-        raise AssertionError(f"the tables hold {counts.lines} lines of {collected.lines}")
+    if counts.lines != collected.events:
+        raise AssertionError(f"the tables hold {counts.lines} rows of {collected.events} events")
+    committed = {**counts.to_json(), "input_lines": collected.lines}
+    if collected.events != collected.lines:
+        committed["input_events"] = collected.events
     metastore = Metastore.open(lake.catalog_url)
     try:
-        metastore.commit_checkpoint(
-            collected.checkpoint_id, {**counts.to_json(), "input_lines": collected.lines}
-        )
+        metastore.commit_checkpoint(collected.checkpoint_id, committed)
     finally:
         metastore.close()
 
@@ -294,8 +298,23 @@ def spark_floor(spark: SparkSession, folder: Path, work: Path, *, scanner: bool 
     def field(name: str) -> Column:
         return F.get(F.col("_fields"), NGINX_FIELDS.index(name)).cast("string")
 
-    lines = spark.read.option("lineSep", "\n").text(str(folder))
-    parsed = lines.select(fields.alias("_fields")).select(*nginx_columns(field))
+    def parse(lines: DataFrame) -> DataFrame:
+        return lines.select(fields.alias("_fields")).select(*nginx_columns(field))
+
+    return timed_floor(spark, folder, work, parse)
+
+
+def timed_floor(
+    spark: SparkSession, path: Path, work: Path, parse: Callable[[DataFrame], DataFrame]
+) -> float:
+    """What every Spark floor does around its parse: ``spark.read.text`` of ``path`` (a file,
+    or a folder's files; lines split at ``\\n`` only, as the landing splits them), ``parse``
+    of those lines (a ``value`` column) into parsed columns with ``event_time``, written as
+    Parquet partitioned by ``event_date`` (its date in the session's time zone, UTC) into
+    ``work/floor``. Returns the wall time of the job, in seconds."""
+    from pyspark.sql import functions as F
+
+    parsed = parse(spark.read.option("lineSep", "\n").text(str(path)))
     started = time.perf_counter()
     (
         parsed.withColumn("event_date", F.to_date("event_time"))

@@ -15,7 +15,6 @@ tracebacks read with the preset: checkpoint request -> sealed while reading, p99
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -38,11 +37,11 @@ TRACEBACK_SHARE = {"lines": 0.0, "tracebacks": 0.5}
 MULTILINE = {"preset": "python"}
 
 
-def python_log(kind: str, size: int) -> Path:
+def python_log(kind: str, size: int) -> common.RepeatedLog:
     """``bench/data/pylog-<kind>-<MiB>m/app.log``: the program's output, repeated to ``size``."""
 
-    def build(folder: Path) -> None:
-        seed = folder / "seed.log"
+    def write_seed(seed: Path) -> int:
+        truth = seed.with_name("seed.truth.jsonl")
         subprocess.run(
             [
                 common.PYTHON,
@@ -50,7 +49,7 @@ def python_log(kind: str, size: int) -> Path:
                 "--log",
                 str(seed),
                 "--truth",
-                os.devnull,
+                str(truth),
                 "--format",
                 FORMAT,
                 "--events",
@@ -65,23 +64,19 @@ def python_log(kind: str, size: int) -> Path:
             check=True,
             timeout=1800,
         )
-        data = seed.read_bytes()
-        with open(folder / "app.log", "wb") as out:
-            written = 0
-            while written < size:
-                out.write(data)
-                written += len(data)
-        seed.unlink()
+        records = truth.read_bytes().count(b"\n")  # one JSON string a record
+        truth.unlink()
+        return records
 
-    folder = common._dataset(f"pylog-{kind}-{size // common.MiB}m", {"size": size}, build)
-    return folder / "app.log"
+    spec = {"events": SEED_EVENTS[kind], "tracebacks": TRACEBACK_SHARE[kind], "format": FORMAT}
+    return common.repeated_log(f"pylog-{kind}-{size // common.MiB}m", spec, size, write_seed)
 
 
 def run(ctx: Context) -> list[Row]:
     size = 16 * common.MiB if ctx.quick else 256 * common.MiB
     rows = []
     for kind, label in (("lines", "one-line events"), ("tracebacks", "half tracebacks")):
-        path = python_log(kind, size)
+        path = python_log(kind, size).path
         megabytes = common.size_of(path) / 1e6
         plain: list[float] = []
         joined: list[float] = []
@@ -108,7 +103,7 @@ def run(ctx: Context) -> list[Row]:
                 details={"mb": megabytes},
             )
         )
-    rows.append(checkpoints_while_reading(ctx, python_log("tracebacks", size)))
+    rows.append(checkpoints_while_reading(ctx, python_log("tracebacks", size).path))
     return rows
 
 
