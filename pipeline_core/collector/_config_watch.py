@@ -15,9 +15,6 @@ from pipeline_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-_SETTLED_NS = 1_000_000_000
-"""A file changed longer ago than this is hashed once per status: a change now would show."""
-
 
 class ConfigChange(Enum):
     ADDED = "added"
@@ -38,13 +35,10 @@ class ConfigSource:
     """Reads the pipeline configs of ``path`` (one YAML file, or every ``*.yaml`` of a folder)
     and tells, on each :meth:`changes`, which pipelines were added, changed or removed.
 
-    A file whose content did not change is not parsed again, and one whose status did not
-    change (inode, size, modification and change times, the change over a second ago) is not
-    even read: a collector serving a hundred files looks at them every few seconds. In a
-    folder, a file that is not valid (not YAML, an unknown key, an unset variable...) is
-    isolated: it is reported once in the log and in :attr:`problems`, and skipped while the
-    others are served; once fixed, it is read again at the next :meth:`changes` and its
-    pipeline starts. A changed file that no
+    A file whose content did not change is not read again. In a folder, a file that is not
+    valid (not YAML, an unknown key, an unset variable...) is isolated: it is reported once in
+    the log and in :attr:`problems`, and skipped while the others are served; once fixed, it is
+    read again at the next :meth:`changes` and its pipeline starts. A changed file that no
     longer validates leaves its pipeline running on the config it had (a typo must not stop
     collection). Two files naming one pipeline: the first by file name wins, the other is
     reported.
@@ -53,8 +47,6 @@ class ConfigSource:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._digests: dict[Path, bytes] = {}
-        self._hashed: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
-        """Each file's status when its content was last hashed, and that hash."""
         self._configs: dict[str, tuple[Path, PipelineConfig]] = {}
         self._problems: dict[Path, ConfigProblem] = {}
 
@@ -77,13 +69,13 @@ class ConfigSource:
         if not self._path.is_dir():
             files = files[:1]
             config = load_pipeline_config(files[0])
-            self._digests[files[0]] = self._digest(files[0])
+            self._digests[files[0]] = _digest(files[0])
             self._configs[config.name] = (files[0], config)
             return [config]
         configs: list[PipelineConfig] = []
         for file in files:
             try:
-                digest = self._digest(file)
+                digest = _digest(file)
                 config = load_pipeline_config(file)
             except OSError as exc:
                 self._report(file, ConfigError(str(file), [f"cannot read the file: {exc}"]))
@@ -109,7 +101,7 @@ class ConfigSource:
         seen: set[str] = set()
         for file in files:
             try:
-                digest = self._digest(file)
+                digest = _digest(file)
             except OSError as exc:
                 log.warning("cannot read %s: %s", file, exc)
                 continue
@@ -141,8 +133,6 @@ class ConfigSource:
             file, _ = self._configs.pop(name)
             self._digests.pop(file, None)
             events.append(ConfigEvent(ConfigChange.REMOVED, name, None))
-        for file in [f for f in self._hashed if f not in files]:
-            del self._hashed[file]
         for file in [f for f in self._problems if f not in files]:
             self._digests.pop(file, None)
             del self._problems[file]
@@ -166,22 +156,6 @@ class ConfigSource:
         since = previous.since if previous is not None else time.time()
         self._problems[file] = ConfigProblem(str(file), message, since, keeps)
 
-    def _digest(self, file: Path) -> bytes:
-        """The hash of ``file``'s content; read again only when its status changed, or
-        changed within the last second (a write in the same tick of the file system's clock
-        may leave every time as it was)."""
-        stat = file.stat()
-        status = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-        known = self._hashed.get(file)
-        if known is not None and known[0] == status:
-            return known[1]
-        digest = hashlib.sha256(file.read_bytes()).digest()
-        if time.time_ns() - stat.st_ctime_ns > _SETTLED_NS:
-            self._hashed[file] = (status, digest)
-        else:
-            self._hashed.pop(file, None)
-        return digest
-
     def _resolved(self, file: Path) -> None:
         if self._problems.pop(file, None) is not None:
             log.warning("%s is valid again", file)
@@ -198,3 +172,7 @@ def _defined_twice(
     return ConfigError(
         str(file), [f"name: pipeline {name!r} is also defined in {configs[name][0]}"]
     )
+
+
+def _digest(file: Path) -> bytes:
+    return hashlib.sha256(file.read_bytes()).digest()

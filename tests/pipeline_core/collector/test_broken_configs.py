@@ -21,7 +21,6 @@ from pipeline_core.collector import (
     config_problems_file,
     read_config_problems,
 )
-from pipeline_core.collector import _config_watch as config_watch
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import ConfigError
 from pipeline_core.testing import staged_payloads, wait_until
@@ -167,39 +166,6 @@ def test_config_source_reports_an_unchanged_broken_file_once(
 
     assert caplog.records == []
     assert len(source.problems) == 2
-
-
-def test_config_source_reads_a_file_again_only_when_its_status_changed(
-    tmp_path: Path, metastore_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An unchanged file is not even read; one rewritten to the same size, its modification
-    time set back as it was, is (its change time moved), whether the rewrite came at once or
-    long after."""
-    folder = tmp_path / "pipelines"
-    good = write_config(folder, metastore_url, name="good", pattern=f"{tmp_path}/good/*.log")
-    source = ConfigSource(folder)
-    source.load()
-    monkeypatch.setattr(config_watch, "_SETTLED_NS", 0)  # as if it was written long ago
-    source.changes()  # hashed again, now settled: its status is kept
-    reads: list[Path] = []
-    read_bytes = Path.read_bytes
-
-    def counted(path: Path) -> bytes:
-        reads.append(path)
-        return read_bytes(path)
-
-    monkeypatch.setattr(Path, "read_bytes", counted)
-
-    assert source.changes() == []
-    assert reads == []
-    before = good.stat()
-    good.write_text(good.read_text().replace("good/*.log", "gold/*.log"))
-    os.utime(good, ns=(before.st_atime_ns, before.st_mtime_ns))
-    (event,) = source.changes()
-
-    assert (event.change, event.name) == (ConfigChange.CHANGED, "good")
-    assert event.config is not None
-    assert "gold" in str(event.config.sources[0].paths[0])
 
 
 def test_config_source_starts_a_fixed_file_and_forgets_its_problem(
