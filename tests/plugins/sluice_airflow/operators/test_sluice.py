@@ -370,6 +370,7 @@ def test_commit_returns_what_landed(fake_pipeline: FakePipeline) -> None:
         "bytes": 1000,
         "rows": 9,
         "rejects": 1,
+        "rescued": 0,
         "landing": LANDING,
         "snapshots": {"access": 7001, "_rejects": 7002},
     }
@@ -437,6 +438,7 @@ def test_commit_of_an_empty_list_commits_nothing(fake_pipeline: FakePipeline) ->
         "bytes": 0,
         "rows": 0,
         "rejects": 0,
+        "rescued": 0,
         "snapshots": {},
         "checkpoints": [],
     }
@@ -464,6 +466,7 @@ def test_commit_describes_what_landed_on_its_asset_events(
         "bytes": 1000,
         "rows": 9,
         "rejects": 1,
+        "rescued": 0,
         "landing": LANDING,
         "snapshots": {"access": 7001, "_rejects": 7002},
         "lake": "/data/lake",
