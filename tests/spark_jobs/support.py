@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from pyspark.sql import DataFrame
 
 from pipeline_core.lake import LakeLocation, LandingMode
@@ -20,6 +22,13 @@ from tests.support.staging import Event, Line, line_offsets, write_batch
 FINGERPRINT = "9f1c00000000abcd"
 HOST = "web-1"
 CHECKPOINT_ID = 7
+SPARK_EXAMPLES = settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+"""The property tests' settings: one Spark job per example, so few examples, each of many
+lines or records."""
 StagingRows = Callable[..., DataFrame]
 """The ``staging_rows`` fixture: staging rows (as the landing job reads them) from items."""
 
@@ -142,3 +151,13 @@ def landed(
     offsets = line_offsets(lines, 0)
     assert sorted(found) == offsets
     return [found[offset] for offset in offsets]
+
+
+def format_columns(names: Sequence[str], row: dict[str, Any] | str) -> dict[str, Any] | str:
+    """A landed row's ``names`` columns and its ``event_time`` in UTC (a reject's reason, a
+    string, as it is): what a property test compares with the record it wrote."""
+    if isinstance(row, str):
+        return row
+    picked = {name: row[name] for name in names}
+    picked["event_time"] = row["event_time"].astimezone(timezone.utc)
+    return picked

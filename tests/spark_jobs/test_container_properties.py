@@ -10,26 +10,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline_core.formats import RejectReason, SourceFormat
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, format_columns, landed
 from tests.support.container_runtime import cri_entry, docker_entry
 from tests.support.staging import Event, Line
 
 pytestmark = pytest.mark.spark
 
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many events."""
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 PRINTED = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=30)
 """A line a program prints (its newline is the entry's)."""
@@ -156,12 +151,7 @@ def staged(entries: list[bytes]) -> Line:
     return entries[0] if len(entries) == 1 else Event(tuple(entries))
 
 
-def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
-    if isinstance(row, str):
-        return row
-    picked = {name: row[name] for name in COLUMNS}
-    picked["event_time"] = row["event_time"].astimezone(timezone.utc)
-    return picked
+columns = partial(format_columns, COLUMNS)
 
 
 @pytest.mark.parametrize("fmt", [SourceFormat.CRI, SourceFormat.DOCKER_JSON])

@@ -14,21 +14,15 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_jobs.formats import RejectReason
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, landed
 from tests.support.staging import DEFAULT_SEALED_AT, Event, Line
 
 pytestmark = pytest.mark.spark
 
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many lines."""
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 TEXT = st.text(st.characters(codec="utf-8"), max_size=20)
 """Any text: JSON escapes what a line cannot hold."""

@@ -10,20 +10,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_jobs.formats import RejectReason
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, landed
 
 pytestmark = pytest.mark.spark
 
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many lines."""
 TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
 """Any text: JSON escapes what a line cannot hold."""
 TIMES = st.datetimes(

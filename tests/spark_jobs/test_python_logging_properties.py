@@ -12,27 +12,22 @@ import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from types import TracebackType
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pipeline_core.formats import TRACEBACK_PATTERN, RejectReason
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, format_columns, landed
 from tests.support.log_programs import PYTHON_FORMATS
 from tests.support.staging import DEFAULT_SEALED_AT, Event, Line
 
 pytestmark = pytest.mark.spark
 
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many records."""
 FORMATS = {
     **PYTHON_FORMATS,
     "padded": "%(asctime)s %(levelname)-8s [%(threadName)s] %(process)d %(funcName)s: %(message)s",
@@ -218,12 +213,7 @@ def damaged(line: bytes, damage: str) -> tuple[bytes, RejectReason]:
     return re.sub(rb"\d{4}-\d\d-\d\d", date.encode(), line, count=1), RejectReason.BAD_TIMESTAMP
 
 
-def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
-    if isinstance(row, str):
-        return row
-    picked = {name: row[name] for name in COLUMNS}
-    picked["event_time"] = row["event_time"].astimezone(timezone.utc)
-    return picked
+columns = partial(format_columns, COLUMNS)
 
 
 BAD_DATES = ("2026-13-01", "2026-02-30", "2026-04-31", "2026-00-10")

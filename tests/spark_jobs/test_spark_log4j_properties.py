@@ -9,26 +9,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from spark_jobs.formats import RejectReason
 from spark_jobs.formats.spark_log4j import EXCEPTION_START
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, format_columns, landed
 from tests.support.staging import Event, Line
 
 pytestmark = pytest.mark.spark
 
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many records."""
 ZONES = ("UTC", "Asia/Tokyo", "Europe/Zurich")
 COLUMNS = ("level", "logger", "message", "exception", "event_lines", "cut")
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r"), max_size=30)
@@ -137,12 +132,7 @@ def staged(lines: list[bytes]) -> Line:
     return lines[0] if len(lines) == 1 else Event(tuple(lines))
 
 
-def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
-    if isinstance(row, str):
-        return row
-    picked = {name: row[name] for name in COLUMNS}
-    picked["event_time"] = row["event_time"].astimezone(timezone.utc)
-    return picked
+columns = partial(format_columns, COLUMNS)
 
 
 DAMAGES = st.none() | st.sampled_from(

@@ -11,13 +11,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline_core.formats import FORMATS, SourceFormat
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
 from spark_jobs.formats.syslog_rfc3164 import MONTHS
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, landed
 
 pytestmark = pytest.mark.spark
 
@@ -27,12 +27,6 @@ ZONES = ("UTC", "Asia/Tokyo", "Asia/Kolkata")
 """Zones without daylight saving time since 1951 (a BSD time names no zone, so a time in an
 hour a clock change repeats is ambiguous)."""
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many lines."""
 
 
 @dataclass(frozen=True)

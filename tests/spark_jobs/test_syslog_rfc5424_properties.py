@@ -8,15 +8,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_jobs.formats import RejectReason
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
-from tests.spark_jobs.support import StagingRows, landed
+from tests.spark_jobs.support import SPARK_EXAMPLES, StagingRows, format_columns, landed
 from tests.support.staging import DEFAULT_SEALED_AT
 from tests.support.syslog_programs import sd_escaped
 
@@ -30,12 +31,6 @@ PRINTABLE = "".join(chr(c) for c in range(33, 127))
 SD_NAME_CHARS = PRINTABLE.translate({ord(c): None for c in '="]'})
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\r\n"))
 """What a line can hold (the line ends are the staging's)."""
-SPARK_EXAMPLES = settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-"""One Spark job per example: few examples, each of many lines."""
 
 
 @dataclass(frozen=True)
@@ -142,13 +137,7 @@ messages = st.builds(
 )
 
 
-def columns(row: dict[str, Any] | str) -> dict[str, Any] | str:
-    """A row's format columns and UTC time (a reason as it is)."""
-    if isinstance(row, str):
-        return row
-    picked = {name: row[name] for name in COLUMNS}
-    picked["event_time"] = row["event_time"].astimezone(timezone.utc)
-    return picked
+columns = partial(format_columns, COLUMNS)
 
 
 @SPARK_EXAMPLES
