@@ -308,7 +308,15 @@ def test_a_file_deleted_while_open_is_read_to_its_end(
         writer.flush()
         with RunningCollector(config, metastore) as running:
             # one chunk of each file read: the collector holds the log open
-            wait_until(lambda: running.collector.stage_stats()["process"].pushes >= 2, 30, "reads")
+            # (once it serves the pipeline: its start may come after the block's)
+            wait_until(
+                lambda: (
+                    bool(running.collector.pipelines)
+                    and running.collector.stage_stats()["process"].pushes >= 2
+                ),
+                30,
+                "reads",
+            )
             log.unlink()
             writer.write(b"".join(line + b"\n" for line in after))  # a writer unaware of it
             writer.flush()

@@ -295,15 +295,15 @@ def test_should_release_its_lease_only_once_the_lease_renewals_have_stopped(
     config = load(tmp_path, metastore_url, collector={"lease_seconds": 1.5})  # renews every 0.5 s
     append(tmp_path / "logs" / "access.log", *lines("a", 50))
     renewal_waiting = threading.Event()
-    acquire = Metastore.acquire_lease
+    renew = Metastore.acquire_leases
 
-    def slow_renewal(self: Metastore, *args: Any, **kwargs: Any) -> bool:
+    def slow_renewal(self: Metastore, *args: Any, **kwargs: Any) -> list[bool]:
         if threading.current_thread().name == "sluice-control":
             renewal_waiting.set()
             time.sleep(1.0)  # a metastore busy with other writers
-        return acquire(self, *args, **kwargs)
+        return renew(self, *args, **kwargs)
 
-    monkeypatch.setattr(Metastore, "acquire_lease", slow_renewal)
+    monkeypatch.setattr(Metastore, "acquire_leases", slow_renewal)
     collector = Collector(config, metastore)
     thread = threading.Thread(target=collector.run, daemon=True)
     thread.start()
