@@ -3,21 +3,35 @@
 # for each, a virtualenv .venv-<version> with the package installed editable and its
 # dependencies resolved from pyproject's ranges (not requirements.lock: what a user's pip would
 # pick on that Python), then the tests that need neither Spark nor a running Airflow. The
-# Pythons run their tiers side by side (most of the tier waits on processes and I/O); each
-# one's output goes to data/python-tiers/<version>.log and its summary is printed.
+# Pythons run side by side (most of the tier waits on processes and I/O); each one's output
+# goes to data/python-tiers/<version>.log and its summary is printed.
 #
-#     bash scripts/python-tiers.sh            # every other supported Python
-#     bash scripts/python-tiers.sh 3.13       # one of them
+# By default each Python runs a share of the tier (every n-th test file, SLUICE_TEST_SHARD in
+# tests/support/sharding.py) after collecting all of it, so every module is imported on every
+# Python and every test runs on 3.11 (make test's main lane) and on one other Python: the
+# whole tier on each of three Pythons tripled make test's time on 2 cores. --full runs the
+# whole tier on each.
+#
+#     bash scripts/python-tiers.sh            # every other supported Python, a share each
+#     bash scripts/python-tiers.sh --full     # the whole tier on each
+#     bash scripts/python-tiers.sh 3.13       # one of them (the whole tier: one share of one)
 #     bash scripts/python-tiers.sh --install  # only the virtualenvs (make test does this early,
 #                                             # while the main suite runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 INSTALL_ONLY=false
-if [ "${1:-}" = "--install" ]; then
+SHARDED=true
+case "${1:-}" in
+--install)
     INSTALL_ONLY=true
     shift
-fi
+    ;;
+--full)
+    SHARDED=false
+    shift
+    ;;
+esac
 VERSIONS=("$@")
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.10 3.12 3.13)
 UV=.venv/bin/uv
@@ -61,10 +75,14 @@ for version in "${VERSIONS[@]}"; do
 done
 
 declare -A RUNS=()
+index=0
 for version in "${VERSIONS[@]}"; do
-    ".venv-$version/bin/python" -m pytest -p no:cacheprovider -q "${FAST_TIER[@]}" \
-        >"$LOGS/$version.log" 2>&1 &
+    shard=
+    if $SHARDED; then shard="$index/${#VERSIONS[@]}"; fi
+    SLUICE_TEST_SHARD=$shard ".venv-$version/bin/python" -m pytest -p no:cacheprovider -q \
+        "${FAST_TIER[@]}" >"$LOGS/$version.log" 2>&1 &
     RUNS[$version]=$!
+    index=$((index + 1))
 done
 failed=()
 for version in "${VERSIONS[@]}"; do

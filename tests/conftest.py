@@ -6,6 +6,7 @@
   ``SLUICE_TEST_POSTGRES_URL`` set.
 * One SparkSession serves the whole session (``tests.support.spark``), and one Spark Connect
   server the tests that land on one (``tests.support.spark_connect``, started on first use).
+* ``SLUICE_TEST_SHARD=i/n`` runs a share of the selected tests (``tests.support.sharding``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ pytest_plugins = [
     "tests.support.log_programs",
     "tests.support.metastore",
     "tests.support.object_store",
+    "tests.support.sharding",
     "tests.support.spark",
     "tests.support.spark_connect",
 ]

@@ -27,9 +27,11 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
+import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,7 @@ METASTORE_URL_FILE_ENV = "SLUICE_METASTORE_URL_FILE"
 URL_FILE_PLACEHOLDER = "<file written at submit, mode 0600>"
 """How :meth:`SparkSubmitJob.command` names the URL's file, which exists only while the job is
 submitted."""
+_REAP_TIMEOUT_S = 10.0  # how long a kill waits for spark-submit to be gone
 
 
 class SparkSubmitJob:
@@ -119,19 +122,37 @@ class SparkSubmitJob:
             self._run(_hook_class()(**arguments), application, env)
 
     def _run(self, hook: SparkSubmitHook, application: str, env: dict[str, str] | None) -> None:
+        # spark-submit leads a process group of its own: the launcher JVM spark-class starts and
+        # the Python driver the SparkSubmit JVM starts are in it, and a kill reaches them all.
+        kwargs: dict[str, Any] = {"start_new_session": True}
+        if env is not None:
+            kwargs["env"] = env
         self._hook = hook
         try:
-            if env is None:
-                hook.submit(application)
-            else:
-                hook.submit(application, env=env)
+            hook.submit(application, **kwargs)
+        except BaseException:  # an interrupt (or a failure): nothing of the job outlives us
+            _kill(hook)
+            raise
         finally:
             self._hook = None
 
     def on_kill(self) -> None:
         hook = self._hook
         if hook is not None:
-            hook.on_kill()
+            _kill(hook)
+
+
+def _kill(hook: SparkSubmitHook) -> None:
+    """The provider's kill (spark-submit itself; on a cluster, the driver or the application),
+    then SIGKILL to what is left of spark-submit's process group."""
+    hook.on_kill()
+    process = getattr(hook, "_submit_sp", None)
+    if process is None:
+        return
+    with suppress(ProcessLookupError, PermissionError):  # the group is gone already
+        os.killpg(process.pid, signal.SIGKILL)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=_REAP_TIMEOUT_S)
 
 
 def masked_arguments(arguments: list[str]) -> list[str]:

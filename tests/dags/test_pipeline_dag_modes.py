@@ -37,7 +37,12 @@ from tests.support.airflow_env import REPO_ROOT
 from tests.support.fake_pipeline import make_context
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.airflow,
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+    pytest.mark.postgres_pass,  # the metastore as a DAG run uses it: on the server a deployment runs
+]
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
 FIVE_MINUTES = timedelta(minutes=5)

@@ -30,7 +30,7 @@ from tests.support.faults import (
 )
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
 LEASE_SECONDS = 1.0
 

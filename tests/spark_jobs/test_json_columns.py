@@ -23,7 +23,7 @@ from tests.support.faults import land_and_commit_sealed
 from tests.support.lake import table_rows
 from tests.support.pipelines import write_config
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_pass]  # the metastore only as the catalog
 
 COLUMNS = {
     "level": "string",

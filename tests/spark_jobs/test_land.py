@@ -131,6 +131,7 @@ def test_main_needs_the_metastore_url_in_the_environment(monkeypatch: pytest.Mon
 
 
 @pytest.mark.spark
+@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog
 def test_main_lands_every_checkpoint_once_and_prints_the_summary(
     spark: SparkSession,
     lake: LakeLocation,
@@ -169,6 +170,7 @@ def test_main_lands_every_checkpoint_once_and_prints_the_summary(
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog
 def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> None:
     staged = stage(tmp_path / "staging", 11)
     jar = java_functions_jar(tmp_path / "jars")

@@ -721,6 +721,7 @@ def test_a_multiline_event_lands_as_one_row_and_the_counts_are_of_events(
             "checkpoint_id": 6,
             "rows": {"access": 1, "app": 2, "service": 6},
             "rejects": {"invalid_json": 1, "no_match": 1},
+            "rescued": {},
             "input_lines": 22,
             "input_events": 11,
             "batches": 1,

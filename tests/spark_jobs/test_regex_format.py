@@ -24,7 +24,7 @@ from tests.support.log_programs import read_truth_fields, write_python_log
 from tests.support.pipelines import write_config
 from tests.support.reading import read_framed
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_pass]  # the metastore only as the catalog
 
 ZONE = "America/New_York"
 LOG_FORMAT = (

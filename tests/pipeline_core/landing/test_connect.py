@@ -34,6 +34,8 @@ from tests.support.pipelines import append, load, write_config
 
 TABLES = ("access", "app", "misc", "_rejects")
 
+pytestmark = pytest.mark.sqlite_pass  # the metastore only as the lake's catalog
+
 
 class Lines:
     """A job log that keeps the lines."""

@@ -5,7 +5,10 @@ other masters through spark-submit's environment, as before."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +16,9 @@ import pytest
 from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from pipeline_core.landing import METASTORE_URL_ENV, SparkJobSpec
-from pipeline_core.operations import PipelineOperations
+from pipeline_core.landing import METASTORE_URL_ENV, SparkJobSpec, SparkSubmitJob
+from pipeline_core.operations import LOCAL_SPARK_CONNECTION, PipelineOperations
+from pipeline_core.testing import wait_until
 
 PASSWORD, SSL_PASSWORD = "s3cr3tPW", "sslK3yPW"
 URL = f"postgresql+psycopg://sluice:{PASSWORD}@db.internal/sluice?sslpassword={SSL_PASSWORD}"
@@ -202,3 +206,60 @@ def test_the_url_file_is_removed_when_spark_submit_fails(
         operations.land([1])
 
     assert seen and not seen[0].exists() and not seen[0].parent.exists()
+
+
+SPARK_SUBMIT_SHAPE = """#!/usr/bin/env bash
+# spark-submit's shape: children in its process group (spark-class's launcher JVM, the Python
+# driver the SparkSubmit JVM starts), their process ids in $PIDS_FILE once all run
+sleep 300 &
+launcher=$!
+sleep 300 &
+echo "$launcher $!" > "$PIDS_FILE.new" && mv "$PIDS_FILE.new" "$PIDS_FILE"
+wait
+"""
+
+
+@pytest.mark.timeout(60)
+def test_an_interrupt_during_spark_submit_stops_its_whole_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during ``sluice land`` killed nothing: the hook's reference was dropped before
+    the kill, and spark-submit's JVM and driver went on to land the checkpoint."""
+    binary = tmp_path / "spark-submit"
+    binary.write_text(SPARK_SUBMIT_SHAPE)
+    binary.chmod(0o755)
+    pids_file = tmp_path / "pids"
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", LOCAL_SPARK_CONNECTION)
+    spec = SparkJobSpec(
+        application="/repo/spark_jobs/land.py",
+        application_args=[],
+        name="interrupted",
+        conf={},
+        env_vars={"PIDS_FILE": str(pids_file)},
+        py_files=None,
+    )
+    job = SparkSubmitJob({**spec.hook_arguments(), "spark_binary": str(binary)})
+
+    def interrupt_once_started() -> None:
+        wait_until(pids_file.exists, timeout=30, what="spark-submit's children")
+        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: KeyboardInterrupt in the main thread
+
+    interrupter = threading.Thread(target=interrupt_once_started, daemon=True)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        job.submit(spec.application)
+    interrupter.join(timeout=30)
+
+    children = [int(pid) for pid in pids_file.read_text().split()]
+    wait_until(
+        lambda: not any(running(pid) for pid in children), timeout=20, what="the children gone"
+    )
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
