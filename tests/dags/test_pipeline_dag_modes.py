@@ -41,7 +41,7 @@ pytestmark = [
     pytest.mark.airflow,
     pytest.mark.slow,
     pytest.mark.timeout(600),
-    pytest.mark.postgres_pass,  # the metastore as a DAG run uses it: on the server a deployment runs
+    pytest.mark.postgres_pass,  # the metastore as DAG runs use it, on the server deployments run
 ]
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)

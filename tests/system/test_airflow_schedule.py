@@ -54,7 +54,7 @@ from tests.system.airflow_site import (
     site_pipelines,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.system]
+pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.postgres_pass]  # lanes balance
 
 DAG_ID = "sluice_web_access"
 CRON = "* * * * *"

@@ -50,7 +50,7 @@ from tests.system.airflow_site import (
     site_pipelines,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.system]
+pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.postgres_pass]  # lanes balance
 
 HOST = "edge-host-a"
 QUEUE = f"sluice-{HOST}"
