@@ -27,13 +27,14 @@ import os
 import secrets
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import psutil
 
 from pipeline_core.config._secrets import MASK, looks_secret, mask_url_passwords
 from pipeline_core.landing._spec import METASTORE_URL_ENV
@@ -122,14 +123,12 @@ class SparkSubmitJob:
             self._run(_hook_class()(**arguments), application, env)
 
     def _run(self, hook: SparkSubmitHook, application: str, env: dict[str, str] | None) -> None:
-        # spark-submit leads a process group of its own: the launcher JVM spark-class starts and
-        # the Python driver the SparkSubmit JVM starts are in it, and a kill reaches them all.
-        kwargs: dict[str, Any] = {"start_new_session": True}
-        if env is not None:
-            kwargs["env"] = env
         self._hook = hook
         try:
-            hook.submit(application, **kwargs)
+            if env is None:
+                hook.submit(application)
+            else:
+                hook.submit(application, env=env)
         except BaseException:  # an interrupt (or a failure): nothing of the job outlives us
             _kill(hook)
             raise
@@ -143,16 +142,47 @@ class SparkSubmitJob:
 
 
 def _kill(hook: SparkSubmitHook) -> None:
-    """The provider's kill (spark-submit itself; on a cluster, the driver or the application),
-    then SIGKILL to what is left of spark-submit's process group."""
-    hook.on_kill()
+    """Stop spark-submit and everything it started.
+
+    spark-submit's process tree (the launcher JVM ``spark-class`` starts, the Python driver the
+    SparkSubmit JVM starts, the driver's Python workers) is frozen first, top down, so that no
+    process in it can start another unseen or be orphaned out of reach; then the provider's kill
+    runs (spark-submit itself; on a cluster, the driver or the application), and the rest of the
+    tree gets SIGKILL. spark-submit stays in its caller's process group, so that a supervisor
+    signalling the group (Airflow's task supervisor does) reaches it too."""
     process = getattr(hook, "_submit_sp", None)
-    if process is None:
-        return
-    with suppress(ProcessLookupError, PermissionError):  # the group is gone already
-        os.killpg(process.pid, signal.SIGKILL)
-    with suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=_REAP_TIMEOUT_S)
+    tree = _frozen_tree(process.pid) if process is not None and process.poll() is None else []
+    try:
+        hook.on_kill()
+    finally:
+        for member in tree:
+            with suppress(psutil.Error):
+                member.kill()
+    if process is not None:
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=_REAP_TIMEOUT_S)
+
+
+def _frozen_tree(pid: int) -> list[psutil.Process]:
+    """Process ``pid`` and its descendants, each stopped (SIGSTOP) before its children are
+    listed; those already gone are left out."""
+    try:
+        pending = [psutil.Process(pid)]
+    except psutil.Error:
+        return []
+    frozen: dict[int, psutil.Process] = {}
+    while pending:
+        member = pending.pop()
+        if member.pid in frozen:
+            continue
+        try:
+            member.suspend()
+            children = member.children()
+        except psutil.Error:
+            continue  # gone already, or not ours to stop
+        frozen[member.pid] = member
+        pending.extend(children)
+    return list(frozen.values())
 
 
 def masked_arguments(arguments: list[str]) -> list[str]:
