@@ -40,7 +40,7 @@ from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
-DEFAULT_MB = 200
+DEFAULT_MB = 100
 """Written in all, unless ``SLUICE_FAULT_MB`` says otherwise."""
 MIN_KILLS = 20
 WRITE_SECONDS = 35.0

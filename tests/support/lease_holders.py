@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from pipeline_core.metastore import LeaseHolder
+from pipeline_core.metastore import LeaseHolder, open_view
 
 if TYPE_CHECKING:
     from pipeline_core.operations import PipelineOperations
@@ -122,9 +123,12 @@ def waiting_for_a_killed_host(
     operations: PipelineOperations, metastore_url: str, lease_seconds: float
 ) -> tuple[int, float]:
     """A checkpoint waiting for this host and for ``host-b``, whose collector (a holder of a
-    ``lease_seconds`` lease) is killed before it seals; this host has sealed its batch.
+    ``lease_seconds`` lease, taken once and never renewed) is killed before it seals; this host
+    has sealed its batch.
 
-    Returns the checkpoint's id and the monotonic time host-b was killed at.
+    Returns the checkpoint's id and the monotonic time host-b's lease lapses at: the lease, not
+    the kill, is the measure (it was taken before this host collected, which takes longer on a
+    busy machine).
     """
     with (
         HolderProcess("test-host", metastore_url, ttl=60) as previous,
@@ -134,4 +138,8 @@ def waiting_for_a_killed_host(
         previous.kill()  # this machine's collector: the next one takes its lease over at once
         operations.collect_once()  # this host's batch; host-b still owes one
         host_b.kill()
-        return requested.checkpoint_id, time.monotonic()
+    with open_view(metastore_url) as view:
+        assert view is not None
+        [lease] = [lease for lease in view.leases(operations.config.name) if lease.host == "host-b"]
+    left = (lease.expires_at - datetime.now(timezone.utc)).total_seconds()
+    return requested.checkpoint_id, time.monotonic() + left

@@ -244,11 +244,16 @@ def test_an_interrupt_during_spark_submit_stops_its_whole_process_group(
         wait_until(pids_file.exists, timeout=30, what="spark-submit's children")
         os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: KeyboardInterrupt in the main thread
 
-    interrupter = threading.Thread(target=interrupt_once_started, daemon=True)
-    interrupter.start()
-    with pytest.raises(KeyboardInterrupt):
-        job.submit(spec.application)
-    interrupter.join(timeout=30)
+    # Python's own SIGINT handler (a shell's background job starts with SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupter = threading.Thread(target=interrupt_once_started, daemon=True)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            job.submit(spec.application)
+        interrupter.join(timeout=30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
     children = [int(pid) for pid in pids_file.read_text().split()]
     wait_until(

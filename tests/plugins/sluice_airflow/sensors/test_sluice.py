@@ -326,21 +326,16 @@ def test_poke_stops_waiting_for_a_killed_host_once_its_lease_lapses(
     append(tmp_path / "logs" / "access.log", LINE, LINE)
     operations = PipelineOperations(config)
     lease_seconds = 2.0
-    checkpoint_id, killed = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
+    checkpoint_id, lapses_at = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
     waiting = sensor(config_path=str(config), checkpoint_id=checkpoint_id)
-    assert waiting.poke(make_context()) is False  # host-b's lease has not lapsed yet
+    if time.monotonic() < lapses_at - 0.5:  # (a busy machine may have taken longer to get here)
+        assert waiting.poke(make_context()) is False  # host-b's lease has not lapsed yet
 
     while not waiting.poke(make_context()):
-        assert time.monotonic() - killed < lease_seconds + 5, "still waiting for host-b"
+        assert time.monotonic() < lapses_at + 5, "still waiting for host-b"
         time.sleep(0.1)
 
-    # Not before host-b's lease lapsed (it was taken before this host collected, so it lapses
-    # sooner after the kill the longer that took: the lease, not the kill, is the measure).
-    metastore = Metastore.open(metastore_url)
-    try:
-        assert metastore.lease_holder(operations.config.name, "host-b") is None
-    finally:
-        metastore.close()
+    assert time.monotonic() >= lapses_at - 0.5  # not before host-b's lease could lapse
     sealed = operations.checkpoint(checkpoint_id)
     assert sealed.state is CheckpointState.SEALED
     assert sealed.hosts == ("test-host",)

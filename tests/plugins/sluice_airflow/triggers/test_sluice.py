@@ -177,14 +177,14 @@ def test_fires_sealed_once_a_killed_hosts_lease_lapses(config: Path, metastore_u
     seals: the trigger seals it with this host's batch once host-b's lease lapses."""
     operations = PipelineOperations(config)
     lease_seconds = 2.0
-    checkpoint_id, killed = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
+    checkpoint_id, lapses_at = waiting_for_a_killed_host(operations, metastore_url, lease_seconds)
 
-    event = asyncio.run(first_event(trigger(config, checkpoint_id), timeout=lease_seconds + 5))
-    waited = time.monotonic() - killed
+    wait = max(0.0, lapses_at - time.monotonic()) + 5
+    event = asyncio.run(first_event(trigger(config, checkpoint_id), timeout=wait))
 
     assert event.payload["status"] == "sealed"
     assert event.payload["state"] == "sealed"
-    assert waited >= lease_seconds - 0.5  # not before host-b's lease could lapse
+    assert time.monotonic() >= lapses_at - 0.5  # not before host-b's lease could lapse
     sealed = operations.checkpoint(checkpoint_id)
     assert sealed.hosts == ("test-host",)
     assert sealed.line_count == 2
