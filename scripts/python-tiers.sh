@@ -6,7 +6,7 @@
 # Pythons run side by side (most of the tier waits on processes and I/O); each one's output
 # goes to data/python-tiers/<version>.log and its summary is printed.
 #
-# By default each Python runs a share of the tier (every n-th test file, SLUICE_TEST_SHARD in
+# By default each Python runs a share of the tier (every n-th test, SLUICE_TEST_SHARD in
 # tests/support/sharding.py) after collecting all of it, so every module is imported on every
 # Python and every test runs on 3.11 (make test's main lane) and on one other Python: the
 # whole tier on each of three Pythons tripled make test's time on 2 cores. --full runs the

@@ -1,5 +1,6 @@
-"""A share of the suite: with ``SLUICE_TEST_SHARD=i/n`` set, a pytest run keeps the tests of
-every n-th test file, starting at the i-th (0-based), of those its other options selected.
+"""A share of the suite: with ``SLUICE_TEST_SHARD=i/n`` set, a pytest run keeps every n-th test
+(by node id), starting at the i-th (0-based), of those its other options selected: each share
+is a sample of every module, so the shares take about as long.
 
 Collection is unchanged (every test module, and so every module of the package they import, is
 still imported): ``scripts/python-tiers.sh`` gives each of the other supported Pythons one
@@ -34,10 +35,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not value:
         return
     index, count = shard_of(value)
-    files = sorted({item.path for item in items})
-    kept_files = set(files[index::count])
-    kept = [item for item in items if item.path in kept_files]
-    dropped = [item for item in items if item.path not in kept_files]
+    ids = sorted(item.nodeid for item in items)
+    kept_ids = set(ids[index::count])
+    kept = [item for item in items if item.nodeid in kept_ids]
+    dropped = [item for item in items if item.nodeid not in kept_ids]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
