@@ -82,7 +82,7 @@ STOP_SECONDS = 60.0
 T = TypeVar("T")
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_a_collector_routed_to_its_host_queue_runs_on_that_edge_worker(tmp_path: Path) -> None:
     pipelines = site_pipelines(tmp_path)
     config = write_config(
