@@ -129,8 +129,10 @@ class SparkSubmitJob:
                 hook.submit(application)
             else:
                 hook.submit(application, env=env)
-        except BaseException:  # an interrupt (or a failure): nothing of the job outlives us
-            _kill(hook)
+        except BaseException:  # an interrupt while it runs: nothing of the job outlives us
+            process = getattr(hook, "_submit_sp", None)
+            if process is not None and process.poll() is None:
+                _kill(hook)
             raise
         finally:
             self._hook = None
