@@ -296,7 +296,9 @@ class PipelineOperations:
         A sealed checkpoint one of whose recorded batches is not in staging any more can never
         be landed: it is marked FAILED with that error (DAG runs waiting for it fail with it). A
         committed one whose staging was removed (``handoff.retain_hours``) is left out with a
-        warning: its rows stay in the tables as they are.
+        warning: its rows stay in the tables as they are. An empty one (no line sealed: a run
+        of an idle schedule) is left out too: the tables hold nothing of it, so a commit
+        needs no Spark application for it.
 
         ``dry_run``: change nothing (no checkpoint marked FAILED, no archive of the job
         written): the spec says what a landing would submit.
@@ -310,7 +312,8 @@ class PipelineOperations:
             info = self.landable(checkpoint_id)
             missing = self.config.staging_area.missing_batches(checkpoint_id, info.hosts)
             if missing is None:
-                inputs.append(LandingInput(checkpoint_id, info.hosts))
+                if info.line_count or info.byte_count:
+                    inputs.append(LandingInput(checkpoint_id, info.hosts))
             elif info.state is CheckpointState.COMMITTED:
                 log.warning(
                     "checkpoint %d is not landed again: %s; its rows stay in the lake as they are",

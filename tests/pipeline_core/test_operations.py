@@ -532,6 +532,26 @@ def test_should_submit_nothing_when_nothing_is_left_to_land(
     assert (again.state, again.landing) == (CheckpointState.COMMITTED, committed.landing)
 
 
+def test_should_commit_an_empty_checkpoint_without_a_spark_job(
+    operations: PipelineOperations, log: Path, spark_submits: list[dict[str, Any]]
+) -> None:
+    """A run of an idle schedule seals no line: it starts no Spark application for it."""
+    empty = sealed_checkpoint(operations, log, 0)
+    full = sealed_checkpoint(operations, log, 2)
+    assert (empty.line_count, full.line_count) == (0, 2)
+
+    assert operations.landing_job([empty.checkpoint_id], "run-1") is None
+    (alone,) = operations.land([empty.checkpoint_id])
+    assert spark_submits == []
+    assert alone.state is CheckpointState.COMMITTED
+    assert (alone.landing["rows"], alone.landing["input_lines"]) == ({"access": 0}, 0)
+
+    operations.land([empty.checkpoint_id, full.checkpoint_id], mode=LandingMode.REPLACE)
+    [job] = spark_submits
+    named = [value for flag, value in itertools.pairwise(job["arguments"]) if flag == "--checkpoint"]
+    assert [int(Path(value.partition("=")[0]).name) for value in named] == [full.checkpoint_id]
+
+
 # -- staging retention ---------------------------------------------------------------------------
 
 

@@ -24,8 +24,8 @@ logs (with malformed lines and a rotation), its metastore in SQLite, landed by S
    once, and one reject per malformed line.
 
 Scheduled runs after the second one (the minute keeps ticking during the backfill) collect
-nothing new: those done when the backfill is must have landed nothing, the others are stopped
-with the scheduler (an empty checkpoint cut short adds no row).
+nothing new: their checkpoints are empty and commit without a Spark application; those done
+when the backfill is must have landed nothing, the others are stopped with the scheduler.
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ SETTINGS = {
     "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
     "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
 }
-WAIT_SECONDS = 240.0
+# One step may wait for a Spark landing started beside the other lane's Spark jobs on 2 busy
+# cores: the backfill's took 4 minutes once.
+WAIT_SECONDS = 420.0
 POLL_SECONDS = 2.0
 
 T = TypeVar("T")
