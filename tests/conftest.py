@@ -6,6 +6,7 @@
   ``SLUICE_TEST_POSTGRES_URL`` set.
 * One SparkSession serves the whole session (``tests.support.spark``), and one Spark Connect
   server the tests that land on one (``tests.support.spark_connect``, started on first use).
+* The JVMs the run starts use the client compiler alone (``tests.support.jvm``).
 * ``SLUICE_TEST_SHARD=i/n`` runs a share of the selected tests (``tests.support.sharding``).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.airflow_env import ensure_airflow_env
+from tests.support.jvm import quick_start_jvms
 
 pytest_plugins = [
     "tests.support.lake",
@@ -28,6 +30,7 @@ pytest_plugins = [
 
 def pytest_configure(config: pytest.Config) -> None:
     ensure_airflow_env()
+    quick_start_jvms()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

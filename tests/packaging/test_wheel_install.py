@@ -124,8 +124,9 @@ def deployment(clean_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> di
         "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[1]"}',
         "PYSPARK_PYTHON": str(clean_venv / "bin" / "python"),
     }
-    if "JAVA_HOME" in os.environ:
-        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    for name in ("JAVA_HOME", "JAVA_TOOL_OPTIONS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
     bin_dir = clean_venv / "bin"
     run([str(bin_dir / "airflow"), "db", "migrate"], env=env)
     run(

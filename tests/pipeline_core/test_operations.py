@@ -548,8 +548,9 @@ def test_should_commit_an_empty_checkpoint_without_a_spark_job(
 
     operations.land([empty.checkpoint_id, full.checkpoint_id], mode=LandingMode.REPLACE)
     [job] = spark_submits
-    named = [value for flag, value in itertools.pairwise(job["arguments"]) if flag == "--checkpoint"]
-    assert [int(Path(value.partition("=")[0]).name) for value in named] == [full.checkpoint_id]
+    pairs = itertools.pairwise(job["arguments"])
+    named = [value.partition("=")[0] for flag, value in pairs if flag == "--checkpoint"]
+    assert [int(Path(folder).name) for folder in named] == [full.checkpoint_id]
 
 
 # -- staging retention ---------------------------------------------------------------------------

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +24,15 @@ def write_config(
     fmt: str = "nginx_combined",
     collector: dict[str, Any] | None = None,
     source: dict[str, Any] | None = None,
+    landing_jar: bool = True,
     **extra: Any,
 ) -> Path:
     """A pipeline config under ``folder`` reading ``folder/<pattern>``; returns its path.
 
-    ``source``: more keys of the one source (``exclude``, ``time_field``...)."""
+    ``source``: more keys of the one source (``exclude``, ``time_field``...).
+    ``landing_jar``: put the jar of the landing's Java functions where a landing looks for it
+    (``data_dir/spark``), compiled once per test run: ``javac`` costs seconds of CPU a pipeline.
+    """
     document: dict[str, Any] = {
         "name": name,
         "sources": [{"name": "access", "paths": [pattern], "format": fmt, **(source or {})}],
@@ -35,7 +44,31 @@ def write_config(
     path = folder / f"{name}.yaml"
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document))
+    if landing_jar:
+        place_landing_jar(folder / document["data_dir"] / "spark")
     return path
+
+
+def place_landing_jar(folder: Path) -> None:
+    """Link the test run's jar of the landing's Java functions into ``folder``, where
+    ``java_functions_jar`` then finds it built (no jar without a ``javac``)."""
+    jar = _compiled_landing_jar()
+    if jar is None or (folder / jar.name).exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(jar, folder / jar.name)
+    except OSError:  # another file system
+        shutil.copyfile(jar, folder / jar.name)
+
+
+@functools.cache
+def _compiled_landing_jar() -> Path | None:
+    from pipeline_core.landing import java_functions_jar
+
+    scratch = Path(tempfile.mkdtemp(prefix="sluice-test-jar-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    return java_functions_jar(scratch)
 
 
 def load(folder: Path, metastore_url: str, **kwargs: Any) -> PipelineConfig:
