@@ -27,7 +27,12 @@ from pipeline_core.source._file_events import (
     PollingFileEvents,
     open_file_events,
 )
-from pipeline_core.source._file_record import FileRecord, FileState
+from pipeline_core.source._file_lifecycle import (
+    FILE_TRANSITIONS,
+    FileState,
+    IllegalFileTransitionError,
+)
+from pipeline_core.source._file_record import FileRecord
 from pipeline_core.source._fingerprint import (
     Signature,
     new_fingerprint,
@@ -43,6 +48,7 @@ from pipeline_core.source._watch_targets import WatchTarget, merge_targets, watc
 from pipeline_core.source._watcher import FileWatcher
 
 __all__ = [
+    "FILE_TRANSITIONS",
     "LONG_LINE_PREFIX_BYTES",
     "Chunk",
     "ContainerEvent",
@@ -56,6 +62,7 @@ __all__ = [
     "FileState",
     "FileWatcher",
     "Framing",
+    "IllegalFileTransitionError",
     "InotifyFileEvents",
     "LongLine",
     "MultilineRule",

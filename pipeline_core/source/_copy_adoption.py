@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
-from pipeline_core.source._file_record import FileState
+from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._tracked_file import TrackedFile
 
 log = logging.getLogger("pipeline_core.source._watcher")
@@ -46,7 +46,7 @@ class CopyAdoption:
     def detached(self, tracked: TrackedFile) -> None:
         """``tracked`` was truncated (its first bytes changed): it waits for its copy."""
         tracked.close()
-        tracked.state = FileState.DETACHED
+        tracked.move_to(FileState.DETACHED)
         tracked.detached_at = self._clock()
 
     def give_up_if_due(self, tracked: TrackedFile) -> None:
@@ -58,7 +58,7 @@ class CopyAdoption:
             tracked.detached_at = now  # remembered DETACHED across a restart
         if now - tracked.detached_at < COPY_WAIT_S:
             return
-        tracked.state = FileState.DONE
+        tracked.move_to(FileState.DONE)
         if tracked.seen_size > tracked.read_offset:
             self.truncated_unread_bytes += tracked.seen_size - tracked.read_offset
             log.warning(
@@ -126,7 +126,7 @@ class CopyAdoption:
         if rotated:
             original.mark_rotated()  # off the paths: read to its end, then done
         else:
-            original.state = FileState.COPIED
+            original.move_to(FileState.COPIED)
         if size <= original.read_offset:
             log.info(
                 "%s is the copy of %s, which was read to offset %d past the copy's end: "
@@ -137,9 +137,9 @@ class CopyAdoption:
             )
             if rotated:
                 original.close()
-                original.state = FileState.DONE
+                original.move_to(FileState.DONE)
             else:
-                original.finished = True  # kept open: its inode stays its own
+                original.move_to(FileState.KEPT)  # kept open: its inode stays its own
             return
         log.info(
             "%s is the copy of %s; resuming at %d",

@@ -9,24 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pipeline_core._compat import StrEnum
-
-
-class FileState(StrEnum):
-    """Where a tracked file stands."""
-
-    LIVE = "live"
-    """Found at one of the source's paths."""
-    ROTATED = "rotated"
-    """Renamed away from the paths or deleted; read to its end from the open descriptor."""
-    DETACHED = "detached"
-    """Its inode was truncated or reused (copytruncate); waiting for the copy to turn up."""
-    COPIED = "copied"
-    """The copy copytruncate made of a file, found at a source path: never written again, so
-    read to its end (an unterminated last line included), then kept, claimed at its path, so
-    it is never read as a new file."""
-    DONE = "done"
-    """Read to its end after rotation; kept so it is never read again."""
+from pipeline_core.source._file_lifecycle import FileState
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline_core.source._chunk import Chunk
-from pipeline_core.source._file_record import FileState
+from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._tracked_file import TrackedFile
 from pipeline_core.source._watcher import FileWatcher
@@ -211,10 +211,10 @@ class TimeSlicedReader:
         )
         if chunk is None and settled and tracked.read_offset >= tracked.size():
             if tracked.state is FileState.ROTATED:
-                tracked.state = FileState.DONE
+                tracked.move_to(FileState.DONE)
                 tracked.close()
             else:  # a COPIED file stays claimed at its path, and open: its inode stays its own
-                tracked.finished = True
+                tracked.move_to(FileState.KEPT)
         return chunk
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
-from pipeline_core.source._file_record import FileRecord, FileState
+from pipeline_core.source._file_lifecycle import FileState
+from pipeline_core.source._file_record import FileRecord
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
@@ -117,9 +118,6 @@ class TrackedFile:
     """When the watcher first found the file DONE with every byte read sealed (its clock):
     it is forgotten ``forget_done_after`` later (:meth:`FileWatcher.forget_done`)."""
     seen_size: int = 0
-    finished: bool = False
-    """A COPIED file read to its end: kept open (so its inode is not handed to another file
-    while it is claimed) but no longer read."""
     follow_symlinks: bool = field(default=False, repr=False)
     """Whether ``path`` may be opened through a symlink (the source's ``follow_symlinks``)."""
     memory: ReadMemory = field(default_factory=ReadMemory, repr=False)
@@ -215,7 +213,7 @@ class TrackedFile:
         """:meth:`record` at ``offset``, or None if it would be the same as the last one this
         method returned (no offset, state, name or signature changed): a checkpoint records
         the files that moved, not every file the pipeline follows."""
-        key = (offset, self.state, self.path, self.dev, self.ino, self.signature)
+        key = (offset, self.state.persisted, self.path, self.dev, self.ino, self.signature)
         if key == self._recorded:
             return None
         self._recorded = key
@@ -234,7 +232,7 @@ class TrackedFile:
             sig_size=self.signature.size,
             sig_crc=self.signature.crc,
             sealed_offset=offset,
-            state=self.state,
+            state=self.state.persisted,
             tail_digest=None if digest is None else digest.encode(),
         )
 
@@ -295,8 +293,19 @@ class TrackedFile:
         self.released = self.waiting = False
         return True
 
+    def move_to(self, state: FileState) -> None:
+        """Move the file to ``state``; every change of its state is one of these.
+
+        Raises:
+            IllegalFileTransitionError: the file lifecycle does not allow the move.
+        """
+        self.state.check_transition(self.fingerprint, state)
+        self.state = state
+
     def mark_rotated(self) -> None:
-        self.state = FileState.ROTATED
+        """Renamed away from the paths, or deleted: read to its end through the descriptor,
+        after the reader's grace period (counted from now on)."""
+        self.move_to(FileState.ROTATED)
         self.rotated_at = None
 
     def close(self) -> None:

@@ -74,16 +74,13 @@ from pipeline_core.source._copy_detection import (
     same_bytes_at_end,
 )
 from pipeline_core.source._discovery import Inode, find_files, siblings
-from pipeline_core.source._file_record import FileRecord, FileState
+from pipeline_core.source._file_lifecycle import FileState
+from pipeline_core.source._file_record import FileRecord
 from pipeline_core.source._fingerprint import new_fingerprint, read_signature
 from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._tracked_file import HEAD_BYTES, TrackedFile, last_close
 
 log = logging.getLogger(__name__)
-
-
-_CLAIMING_STATES = (FileState.LIVE, FileState.ROTATED, FileState.COPIED)
-"""States whose inode belongs to the tracked file: another file found there is not new."""
 
 
 class FileWatcher:
@@ -115,7 +112,7 @@ class FileWatcher:
         """While a scan runs: the files that may give their descriptor up (:meth:`_make_room`)."""
         self._readable: list[TrackedFile] | None = None
         """:meth:`readable`, as it was when last asked, while no descriptor was closed since
-        (:func:`last_close`) and no copy among them was finished."""
+        (:func:`last_close`) and no copy among them was read to its end (KEPT)."""
         self._readable_at = 0
         self._readable_copies: list[TrackedFile] = []
         self._waiting = False
@@ -176,21 +173,17 @@ class FileWatcher:
         return sum(1 for f in self._files if f.fd is not None)
 
     def readable(self) -> list[TrackedFile]:
-        """The files the reader reads: open, not DONE, not a finished copy (in the order they
-        were first seen; not to be changed by the caller). A reader asks at every turn, and
-        reads every file once a round: the list is kept until a scan, a descriptor closed
-        (here, or where the reader finishes a rotated file) or a copy finished."""
+        """The files the reader reads: open, LIVE, ROTATED or COPIED (in the order they were
+        first seen; not to be changed by the caller). A reader asks at every turn, and reads
+        every file once a round: the list is kept until a scan, a descriptor closed (here, or
+        where the reader finishes a rotated file) or a copy read to its end (KEPT)."""
         if (
             self._readable is None
             or self._readable_at != last_close()
-            or any(f.finished for f in self._readable_copies)
+            or any(f.state is not FileState.COPIED for f in self._readable_copies)
         ):
             self._readable_at = last_close()
-            self._readable = [
-                f
-                for f in self._files
-                if f.fd is not None and f.state is not FileState.DONE and not f.finished
-            ]
+            self._readable = [f for f in self._files if f.fd is not None and f.state.read]
             self._readable_copies = [f for f in self._readable if f.state is FileState.COPIED]
         return self._readable
 
@@ -295,7 +288,7 @@ class FileWatcher:
                         known = {
                             (f.dev, f.ino)
                             for f in self._files
-                            if f is not tracked and f.state in _CLAIMING_STATES
+                            if f is not tracked and f.state.claims_inode
                         }
                         self._copies.find_off_paths(tracked, found, known)
                         self._copies.give_up_if_due(tracked)
@@ -360,12 +353,11 @@ class FileWatcher:
             if inode in found:
                 if self._recheck(tracked, found[inode], now):
                     claimed.add(inode)  # by the file or the generation that took it over
-            elif tracked.state is FileState.COPIED:
+            elif tracked.state in (FileState.COPIED, FileState.KEPT):
                 # Renamed off the paths or deleted: read what is left through the descriptor.
                 if tracked.fd is None:
-                    tracked.state = FileState.DONE
+                    tracked.move_to(FileState.DONE)
                 else:
-                    tracked.finished = False
                     tracked.mark_rotated()
             elif tracked.fd is None and self._find_renamed(tracked):
                 log.info(
@@ -384,14 +376,14 @@ class FileWatcher:
                     shown_path(tracked.path),
                     tracked.read_offset,
                 )
-                tracked.state = FileState.DONE
+                tracked.move_to(FileState.DONE)
             elif tracked.fd is None:
                 log.warning(
                     "%s is gone; bytes after offset %d could not be read",
                     shown_path(tracked.path),
                     tracked.read_offset,
                 )
-                tracked.state = FileState.DONE
+                tracked.move_to(FileState.DONE)
         return [inode for inode in found if inode not in claimed]
 
     def _recheck(self, tracked: TrackedFile, entry: tuple[str, int], now: float) -> bool:
@@ -415,16 +407,17 @@ class FileWatcher:
             and tracked.read_offset == tracked.checked_offset
         ):
             return True
-        if tracked.state is FileState.COPIED:
+        if tracked.state in (FileState.COPIED, FileState.KEPT):
             # Kept open, so that its inode cannot be handed to another file (the next copy)
             # while it is claimed; after a restart, opened again and, if not all of it was
             # sealed, read on.
             if tracked.fd is None:
                 if not tracked.open(path) or not tracked.still_same_file(self._signature_bytes):
                     tracked.close()
-                    tracked.state = FileState.DONE  # another file has the inode now
+                    tracked.move_to(FileState.DONE)  # another file has the inode now
                     return False
-                tracked.finished = size <= tracked.read_offset
+                if size <= tracked.read_offset:
+                    tracked.move_to(FileState.KEPT)
             tracked.path = path
             return True
         was_open = tracked.fd is not None
@@ -441,7 +434,7 @@ class FileWatcher:
         if change is ContentChange.CUT:
             self._start_generation(tracked)
         else:
-            tracked.state = FileState.LIVE
+            tracked.move_to(FileState.LIVE)
             self._looked_at(tracked, size, now)
             if not was_open:
                 self._keep_within_bound(tracked, now)
@@ -587,7 +580,7 @@ class FileWatcher:
         )
         generation.seen_size = tracked.size()
         generation.fd, tracked.fd = tracked.fd, None
-        tracked.state = FileState.DONE
+        tracked.move_to(FileState.DONE)
         self._files.append(generation)
         self._index_head(generation)
 
@@ -827,7 +820,7 @@ def _in_folder_shape(folder: str, fixed: str, last: str | None) -> bool:
 def _releasable(tracked: TrackedFile) -> bool:
     """Whether the watcher may close ``tracked``'s descriptor for now: a LIVE file (a ROTATED
     file is read through it, a COPIED one claimed by it) holding no multiline event back."""
-    return tracked.state is FileState.LIVE and not tracked.finished and tracked.held_since is None
+    return tracked.state is FileState.LIVE and tracked.held_since is None
 
 
 def _waits(tracked: TrackedFile) -> bool:

@@ -129,7 +129,7 @@ def test_a_copytruncate_between_the_signature_check_and_the_size_is_not_taken_fo
         read_everything(watcher, reader, received)
 
     assert_once(received, numbered(0, 1050))
-    assert by_path(watcher)["access.log.1"].state is FileState.COPIED
+    assert by_path(watcher)["access.log.1"].state is FileState.KEPT  # read to its end
     watcher.close()
 
 
@@ -150,8 +150,9 @@ def test_a_copy_read_past_its_end_is_kept_and_never_read_as_new(tmp_path: Path) 
 
     assert_once(received, numbered(0, 110))
     kept = by_path(watcher)["access.log.2"]
-    assert kept.state is FileState.COPIED
-    assert kept.finished and kept not in watcher.readable()
+    assert kept.state is FileState.KEPT and kept.fd is not None  # claimed at its path, open
+    assert kept not in watcher.readable()
+    assert kept.record(kept.read_offset).state is FileState.COPIED  # stored as a copy
 
 
 def test_a_copy_is_read_to_its_end_with_its_unterminated_last_line(tmp_path: Path) -> None:
