@@ -8,7 +8,6 @@ operator's ``__init__``).
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -51,8 +50,8 @@ __all__ = [
     "SparkJobSpec",
 ]
 
-SPARK_CONNECTION_ENV = "AIRFLOW_CONN_SPARK_DEFAULT"
-LOCAL_SPARK_CONNECTION = '{"conn_type": "spark", "host": "local[*]"}'
+LOCAL_MASTER = "local[*]"
+"""The master of ``sluice land``'s spark-submit when Airflow knows no ``spark_default``."""
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
@@ -513,10 +512,10 @@ def _submitter(spec: SparkJobSpec, spark_connect: str | None) -> JobSubmitter:
 
 
 def _spark_submit_job(spec: SparkJobSpec) -> SparkSubmitJob:
-    """``spec`` through the Spark provider's hook on ``spark_default`` (``local[*]`` unless the
-    environment names another connection), with the spark-submit of this environment."""
-    os.environ.setdefault(SPARK_CONNECTION_ENV, LOCAL_SPARK_CONNECTION)
-    return SparkSubmitJob({**spec.hook_arguments(), "spark_binary": spark_submit_binary()})
+    """``spec`` through the Spark provider's hook on ``spark_default`` (``local[*]`` when
+    Airflow knows no such connection), with the spark-submit of this environment."""
+    arguments = {**spec.hook_arguments(), "spark_binary": spark_submit_binary()}
+    return SparkSubmitJob(arguments, default_master=LOCAL_MASTER)
 
 
 def _sealed_events(metastore: Metastore, info: CheckpointInfo) -> int:

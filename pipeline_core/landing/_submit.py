@@ -23,6 +23,7 @@ where YARN and Kubernetes (Spark 3.4 and later) put such files. A Kubernetes clu
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shlex
@@ -57,11 +58,17 @@ class SparkSubmitJob:
     ``SparkJobSpec.hook_arguments`` and any other), with the metastore URL of
     ``arguments["env_vars"]`` kept off the command line (see the module doc).
 
+    ``default_master``: the master when the hook's connection (``conn_id``, ``spark_default``
+    unless given) is not defined anywhere Airflow looks; ``None`` keeps the provider's own
+    default, YARN. ``sluice land`` gives ``local[*]``: a checkout lands on this machine's
+    cores with no Airflow connection set up.
+
     One instance runs one job at a time; :meth:`on_kill` may be called from any thread.
     """
 
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
+    def __init__(self, arguments: Mapping[str, Any], *, default_master: str | None = None) -> None:
         self._arguments = {**arguments, "env_vars": dict(arguments.get("env_vars") or {})}
+        self._hook_class = _hook_class(default_master)
         url = self._arguments["env_vars"].get(METASTORE_URL_ENV)
         self._url = None if url is None else str(url)
         self._target: tuple[bool, bool] | None = None
@@ -73,7 +80,7 @@ class SparkSubmitJob:
         provider resolves its connection."""
         if self._target is None:
             env = {k: v for k, v in self._arguments["env_vars"].items() if k != METASTORE_URL_ENV}
-            resolved = _hook_class()(**{**self._arguments, "env_vars": env})._connection
+            resolved = self._hook_class(**{**self._arguments, "env_vars": env})._connection
             master = str(resolved.get("master") or "")
             self._target = (
                 "yarn" in master or "k8s" in master,
@@ -84,7 +91,7 @@ class SparkSubmitJob:
     def hook(self, url_file: str | None = None) -> SparkSubmitHook:
         """The provider's hook for the job; for a YARN or Kubernetes master, the metastore URL
         replaced by the path of ``url_file`` (a placeholder when ``None``)."""
-        return _hook_class()(**self._hook_arguments(url_file))
+        return self._hook_class(**self._hook_arguments(url_file))
 
     def _hook_arguments(self, url_file: str | None) -> dict[str, Any]:
         on_command_line, cluster = self._where()
@@ -120,7 +127,7 @@ class SparkSubmitJob:
             env = None
             if not cluster:  # Kubernetes client mode: the hook gives the driver no env_vars
                 env = {**os.environ, **{k: str(v) for k, v in arguments["env_vars"].items()}}
-            self._run(_hook_class()(**arguments), application, env)
+            self._run(self._hook_class(**arguments), application, env)
 
     def _run(self, hook: SparkSubmitHook, application: str, env: dict[str, str] | None) -> None:
         self._hook = hook
@@ -216,7 +223,26 @@ def private_file(text: str, name: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _hook_class() -> type[SparkSubmitHook]:
+def _hook_class(default_master: str | None) -> type[SparkSubmitHook]:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    return SparkSubmitHook
+    return SparkSubmitHook if default_master is None else _defaulted_hook(default_master)
+
+
+@functools.cache
+def _defaulted_hook(master: str) -> type[SparkSubmitHook]:
+    """The provider's hook, with a connection of type spark on ``master`` for a connection id
+    Airflow does not know (``BaseHook.get_connection`` raising ``AirflowNotFoundException``)."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    class DefaultedSparkSubmitHook(SparkSubmitHook):
+        @classmethod
+        def get_connection(cls, conn_id: str) -> Connection:
+            try:
+                return super().get_connection(conn_id)
+            except AirflowNotFoundException:
+                return Connection(conn_id=conn_id, conn_type="spark", host=master)
+
+    return DefaultedSparkSubmitHook

@@ -17,7 +17,7 @@ from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from pipeline_core.landing import METASTORE_URL_ENV, SparkJobSpec, SparkSubmitJob
-from pipeline_core.operations import LOCAL_SPARK_CONNECTION, PipelineOperations
+from pipeline_core.operations import PipelineOperations
 from pipeline_core.testing import wait_until
 
 PASSWORD, SSL_PASSWORD = "s3cr3tPW", "sslK3yPW"
@@ -120,6 +120,32 @@ class Progress:
 def assert_no_secret(*texts: str) -> None:
     for text in texts:
         assert PASSWORD not in text and SSL_PASSWORD not in text
+
+
+@pytest.mark.parametrize(
+    ("defined", "master"),
+    [(None, "local[*]"), (connection("spark://spark-master", "client"), "spark://spark-master")],
+)
+def test_sluice_land_submits_to_spark_default_or_on_local_cores_without_one(
+    operations: PipelineOperations,
+    submitted: list[Submitted],
+    monkeypatch: pytest.MonkeyPatch,
+    defined: str | None,
+    master: str,
+) -> None:
+    """Without a ``spark_default`` connection the provider would submit to YARN; ``sluice
+    land`` lands on this machine's cores instead, and sets no environment variable for it."""
+    if defined is None:
+        monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", defined)
+    before = dict(os.environ)
+
+    operations.land([1])
+
+    [run] = submitted
+    assert run.argv[run.argv.index("--master") + 1] == master
+    assert dict(os.environ) == before
 
 
 @pytest.mark.parametrize("master", list(CLUSTER_MASTERS))
@@ -229,7 +255,7 @@ def test_an_interrupt_during_spark_submit_stops_its_whole_process_group(
     binary.write_text(SPARK_SUBMIT_SHAPE)
     binary.chmod(0o755)
     pids_file = tmp_path / "pids"
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", LOCAL_SPARK_CONNECTION)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", connection("local[2]", "client"))
     spec = SparkJobSpec(
         application="/repo/spark_jobs/land.py",
         application_args=[],
