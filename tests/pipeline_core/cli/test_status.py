@@ -95,7 +95,9 @@ def test_should_neither_create_nor_migrate_the_metastore_to_read_it(
     tmp_path: Path, command: str
 ) -> None:
     database = tmp_path / "data" / "sluice.db"
-    path = write_config(tmp_path, f"sqlite:///{database}", pattern="web_access.yaml")
+    path = write_config(
+        tmp_path, f"sqlite:///{database}", pattern="web_access.yaml", landing_jar=False
+    )
 
     done = sluice(command, str(path))
 
