@@ -38,7 +38,13 @@ from tests.support.airflow_env import REPO_ROOT
 from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.airflow, pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.spark,
+    pytest.mark.airflow,
+    pytest.mark.postgres_pass,  # lanes balance: the SQLite lane is the longer one
+    pytest.mark.timeout(1200),
+]
 
 WELL_FORMED = 400
 MALFORMED = MALFORMED_SAMPLES[:3]
