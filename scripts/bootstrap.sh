@@ -34,6 +34,8 @@ if ! .venv/bin/uv --version 2>/dev/null | grep -q "${UV_VERSION:-0.13.8}"; then
 fi
 # The lock leaves out pyspark-client (a dependency of the Spark provider): it installs into the
 # same pyspark/ folder as the full pyspark wheel and would overwrite parts of it.
+# Old revisions in uv's cache are dropped first: repeated set-ups otherwise keep every build.
+.venv/bin/uv cache prune --quiet
 .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.lock
 .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
 # The build leaves sluice.egg-info in the checkout: on the import path (the repository is), it

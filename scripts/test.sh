@@ -13,6 +13,15 @@ cd "$(dirname "$0")/.."
 . scripts/airflow-env.sh
 unset AIRFLOW_HOME  # the suite makes its own Airflow home
 
+# Installs leave old builds in uv's cache (pyspark's sdist builds are about 1 GB each): runs
+# on one machine filled its disk within a day until each run pruned them first.
+uv cache prune --quiet
+free_gib=$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "$free_gib" -lt 8 ]; then
+    echo "make test: only ${free_gib} GiB free under ${TMPDIR:-/tmp}; the suite needs about 8" >&2
+    exit 1
+fi
+
 # The other Pythons' virtualenvs install (mostly downloads) while lint and the suite run.
 LANE_LOGS=data/test-lanes
 rm -rf "$LANE_LOGS"
