@@ -30,9 +30,11 @@ an idle collector's cost (0.7 % of a core), 10 add 50 ms on average to a checkpo
 -> sealed. A probe with a descriptor (inotify on SQLite's folder, PostgreSQL's ``LISTEN``
 socket) wakes the thread when a request may have come, and costs nothing otherwise."""
 
-PROBE_RECHECK_SECONDS = 0.05
-"""After a probe's descriptor woke the thread, it asks the probe again this much later: the
-descriptor wakes on a commit's first write, which may show only a moment later."""
+PROBE_RECHECKS_SECONDS = (0.005, 0.02, 0.05)
+"""After a probe's descriptor woke the thread, it asks the probe again so long after the wake:
+the descriptor wakes on a commit's first write, and the commit shows a moment later (most
+often within a few milliseconds: a single look 50 ms later was most of an idle collector's
+request -> sealed)."""
 
 REFORWARD_SECONDS = 5.0
 """A request still waiting for this host this long after it was forwarded is forwarded again.
@@ -143,7 +145,8 @@ class ControlLoop:
         self._probes: dict[int, RequestProbe] = {}
         self._leases: dict[str, LeaseStatus] = {}
         self._waiting_since: float | None = None
-        self._recheck_at: float | None = None
+        self._rechecks: list[float] = []
+        """When (``time.monotonic()``) to ask the probes again after a wake, soonest first."""
         """When to ask the probes again after one's descriptor woke the thread."""
         self._status = ControlStatus()
 
@@ -218,10 +221,10 @@ class ControlLoop:
         descriptors = [self._wake_read]
         now = time.monotonic()
         timeout = max(deadline - now, 0.0)
-        if self._recheck_at is not None:
-            timeout = min(timeout, max(self._recheck_at - now, 0.0))
-            if now >= self._recheck_at:
-                self._recheck_at = None
+        while self._rechecks and now >= self._rechecks[0]:
+            self._rechecks.pop(0)
+        if self._rechecks:
+            timeout = min(timeout, max(self._rechecks[0] - now, 0.0))
         for probe in self._watched_probes():
             descriptor = probe.fileno()
             if descriptor is not None:
@@ -234,7 +237,8 @@ class ControlLoop:
             readable = []
             time.sleep(min(timeout, REQUEST_PROBE_SECONDS))
         if any(descriptor != self._wake_read for descriptor in readable):
-            self._recheck_at = time.monotonic() + PROBE_RECHECK_SECONDS
+            woken = time.monotonic()
+            self._rechecks = [woken + delay for delay in PROBE_RECHECKS_SECONDS]
         if self._wake_read in readable:
             with contextlib.suppress(BlockingIOError, OSError):
                 while os.read(self._wake_read, 4096):
