@@ -22,7 +22,7 @@ from pipeline_core.collector._control_loop import (
 from pipeline_core.collector._launcher import lease_holder
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.errors import MetastoreError
-from pipeline_core.metastore import CheckpointState, Metastore, RequestProbe
+from pipeline_core.metastore import CheckpointState, Metastore, PollingRequestProbe, RequestProbe
 from pipeline_core.testing import wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, load
@@ -335,3 +335,56 @@ def test_should_renew_the_leases_of_one_metastore_together() -> None:
         loop.join(timeout=5)
 
     assert metastore.batches[:2] == [["p0", "p1", "p2"]] * 2
+
+
+class QuietDescriptorProbe(RequestProbe):
+    """A probe with a descriptor that never becomes readable: no request is ever signalled."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+
+    def changed(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return self._read
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
+class QuietProbedMetastore(FlakyMetastore):
+    def __init__(self, probe: RequestProbe) -> None:
+        super().__init__(outages=0)
+        self.probe = probe
+
+    def request_probe(self) -> RequestProbe:
+        return self.probe
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("wakes", [True, False], ids=["probe-with-descriptor", "probe-without"])
+def test_should_query_for_requests_only_now_and_then_when_the_probe_wakes_it(
+    wakes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polls every 50 ms for 1.5 s: a metastore whose probe wakes the thread is asked for
+    requests every REQUEST_QUERY_SECONDS (0.6 s here: 3 times), one whose probe cannot at
+    every poll (about 30 times)."""
+    monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(control_loop, "REQUEST_QUERY_SECONDS", 0.6)
+    probe = QuietDescriptorProbe() if wakes else PollingRequestProbe()
+    metastore = QuietProbedMetastore(probe)
+    loop = Outbox().loop()
+    loop.watch(watching(metastore, sweep_every=10.0))
+    loop.start()
+    try:
+        time.sleep(1.5)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+
+    if wakes:
+        assert 2 <= metastore.queries <= 4
+    else:
+        assert metastore.queries >= 10
