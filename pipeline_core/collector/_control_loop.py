@@ -16,31 +16,13 @@ from dataclasses import dataclass
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
-from pipeline_core.metastore import Metastore, RequestProbe
+from pipeline_core.collector._request_watch import REQUEST_PROBE_SECONDS, RequestWatch
+from pipeline_core.metastore import Metastore
 
 log = logging.getLogger(__name__)
 
 CONTROL_POLL_SECONDS = 1.0
 """How often the control thread queries the metastore (leases, checkpoint requests)."""
-
-REQUEST_PROBE_SECONDS = 0.1
-"""How often it asks a request probe that has no descriptor to wait on whether a checkpoint
-was requested. Each look wakes a thread (about 0.2 ms of CPU here): 50 a second were most of
-an idle collector's cost (0.7 % of a core), 10 add 50 ms on average to a checkpoint's request
--> sealed. A probe with a descriptor (inotify on SQLite's folder, PostgreSQL's ``LISTEN``
-socket) wakes the thread when a request may have come, and costs nothing otherwise."""
-
-REQUEST_QUERY_SECONDS = 5.0
-"""How often the control thread asks for checkpoint requests a metastore whose probe has a
-descriptor (inotify, ``LISTEN``): the probe wakes it for each request, so the query is only a
-safety net (a metastore without such a probe is asked at every poll). The query was most of
-an idle collector's control thread: 15 ms of CPU a second for a hundred pipelines."""
-
-PROBE_RECHECKS_SECONDS = (0.005, 0.02, 0.05, 0.25)
-"""After a probe's descriptor woke the thread, it asks the probe again so long after the wake:
-the descriptor wakes on a commit's first write, and the commit shows a moment later (most
-often within a few milliseconds: a single look 50 ms later was most of an idle collector's
-request -> sealed)."""
 
 REFORWARD_SECONDS = 5.0
 """A request still waiting for this host this long after it was forwarded is forwarded again.
@@ -106,7 +88,8 @@ class ControlLoop:
     folder, PostgreSQL's ``LISTEN`` socket; a probe without one is asked every
     ``REQUEST_PROBE_SECONDS``), which tells cheaply whether a request may have arrived, and
     only then is the metastore queried for requests, at once; besides, it is queried every
-    ``REQUEST_QUERY_SECONDS`` if its probe has a descriptor, else once a second. A metastore
+    ``REQUEST_QUERY_SECONDS`` if its probe has a descriptor, else once a second
+    (:class:`RequestWatch` decides). A metastore
     that fails is logged and tried again at a later turn: nothing ends the loop but
     :meth:`stop`.
 
@@ -150,13 +133,9 @@ class ControlLoop:
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
         self._forwarded: dict[tuple[str, int], float] = {}
-        self._probes: dict[int, RequestProbe] = {}
+        self._requests = RequestWatch(continuous=mode is CollectorMode.CONTINUOUS)
         self._leases: dict[str, LeaseStatus] = {}
         self._waiting_since: float | None = None
-        self._rechecks: list[float] = []
-        """When (``time.monotonic()``) to ask the probes again after a wake, soonest first."""
-        self._queried: dict[int, float] = {}
-        """When (``time.monotonic()``) each metastore (by ``id``) was last asked for requests."""
         self._status = ControlStatus()
 
     @property
@@ -216,8 +195,7 @@ class ControlLoop:
                 except Exception as exc:  # a metastore briefly unreachable: next turn
                     log.warning("control loop: %s", exc)
         finally:
-            for probe in self._probes.values():
-                probe.close()
+            self._requests.close()
             with self._pipe_lock:
                 self._pipe_closed = True
                 for end in (self._wake_read, self._wake_write):
@@ -225,47 +203,24 @@ class ControlLoop:
 
     def _wait(self, deadline: float) -> bool:
         """Wait until ``deadline`` (``time.monotonic()``), a message in the inbox, or a probe
-        saying a request may have come (sooner, every ``REQUEST_PROBE_SECONDS``, if a probe
-        has no descriptor to wait on); take what came. False once stopped."""
-        descriptors = [self._wake_read]
+        saying a request may have come (or a look at the probes is due: :class:`RequestWatch`);
+        take what came. False once stopped."""
         now = time.monotonic()
-        timeout = max(deadline - now, 0.0)
-        while self._rechecks and now >= self._rechecks[0]:
-            self._rechecks.pop(0)
-        if self._rechecks:
-            timeout = min(timeout, max(self._rechecks[0] - now, 0.0))
-        for probe in self._watched_probes():
-            descriptor = probe.fileno()
-            if descriptor is not None:
-                descriptors.append(descriptor)
-            elif probe.signals:
-                timeout = min(timeout, REQUEST_PROBE_SECONDS)
+        metastores = [pipeline.metastore for pipeline in self._watching.pipelines]
+        probes, look_by = self._requests.waiting(metastores, now)
+        timeout = max(min(deadline, look_by) - now, 0.0)
         try:
-            readable, _, _ = select.select(descriptors, [], [], timeout)
+            readable, _, _ = select.select([self._wake_read, *probes], [], [], timeout)
         except (OSError, ValueError):  # a probe's descriptor closed under it: look again soon
             readable = []
             time.sleep(min(timeout, REQUEST_PROBE_SECONDS))
         if any(descriptor != self._wake_read for descriptor in readable):
-            woken = time.monotonic()
-            self._rechecks = [woken + delay for delay in PROBE_RECHECKS_SECONDS]
+            self._requests.woken(time.monotonic())
         if self._wake_read in readable:
             with contextlib.suppress(BlockingIOError, OSError):
                 while os.read(self._wake_read, 4096):
                     pass
         return self._receive()
-
-    def _watched_probes(self) -> list[RequestProbe]:
-        """The request probes of the watched metastores (continuous mode only)."""
-        if self._mode is not CollectorMode.CONTINUOUS:
-            return []
-        watched = {id(p.metastore): p.metastore for p in self._watching.pipelines}
-        return [self._probe(metastore) for metastore in watched.values()]
-
-    def _probe(self, metastore: Metastore) -> RequestProbe:
-        probe = self._probes.get(id(metastore))
-        if probe is None:
-            probe = self._probes[id(metastore)] = metastore.request_probe()
-        return probe
 
     def _receive(self) -> bool:
         """Take what the inbox holds. False once stopped."""
@@ -305,7 +260,7 @@ class ControlLoop:
 
     def _turn(self, polling: bool) -> None:
         watched = self._watching.pipelines
-        probed = self._probe_requests(watched) if not polling else set()
+        probed = self._requests.changed(p.metastore for p in watched) if not polling else set()
         if not watched or not (polling or probed):
             return
         self._waiting_since = time.monotonic()  # a query that hangs shows
@@ -316,12 +271,11 @@ class ControlLoop:
         for pipeline in watched:
             key = id(pipeline.metastore)
             if pipeline.name not in failed and (
-                key in probed or (polling and self._query_due(pipeline.metastore, now))
+                key in probed or (polling and self._requests.query_due(pipeline.metastore, now))
             ):
                 asking.setdefault(key, []).append(pipeline)
-        for key in asking:
-            self._queried[key] = now
         for pipelines in asking.values():
+            self._requests.asked(pipelines[0].metastore, now)
             try:
                 self._forward_requests(pipelines)
             except Exception as exc:
@@ -329,14 +283,6 @@ class ControlLoop:
                     self._failed(pipeline, exc)
         self._waiting_since = None
         self._publish()
-
-    def _query_due(self, metastore: Metastore, now: float) -> bool:
-        """Whether a poll asks ``metastore`` for requests: at every poll unless its probe
-        wakes the thread (then every ``REQUEST_QUERY_SECONDS``)."""
-        if self._mode is CollectorMode.CONTINUOUS and self._probe(metastore).fileno() is not None:
-            last = self._queried.get(id(metastore))
-            return last is None or now - last >= REQUEST_QUERY_SECONDS
-        return True
 
     def _failed(self, pipeline: WatchedPipeline, exc: Exception) -> None:
         log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
@@ -348,16 +294,6 @@ class ControlLoop:
         known = self._leases.get(pipeline.name)
         if known is not None:
             self._leases[pipeline.name] = change(known)
-
-    def _probe_requests(self, watched: tuple[WatchedPipeline, ...]) -> set[int]:
-        """The metastores (by ``id``) whose probe says a request may have arrived."""
-        if self._mode is not CollectorMode.CONTINUOUS:
-            return set()
-        changed: set[int] = set()
-        for metastore in {id(p.metastore): p.metastore for p in watched}.values():
-            if self._probe(metastore).changed():
-                changed.add(id(metastore))
-        return changed
 
     def _renew_leases(self, watched: tuple[WatchedPipeline, ...]) -> set[str]:
         """Renew the leases that are due, a metastore's together in one transaction: once one

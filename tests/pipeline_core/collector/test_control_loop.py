@@ -13,6 +13,7 @@ import pytest
 
 from pipeline_core.collector import Collector, CollectorMode, PipelineState
 from pipeline_core.collector import _control_loop as control_loop
+from pipeline_core.collector import _request_watch as request_watch
 from pipeline_core.collector._control_loop import (
     CONTROL_POLL_SECONDS,
     ControlLoop,
@@ -262,7 +263,7 @@ def test_should_forward_a_request_as_it_is_made_without_looking_every_so_often(
     PostgreSQL's LISTEN socket): with its once-a-second query and its fallback look both set
     far off, a request is still sealed at once."""
     monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 30.0)
-    monkeypatch.setattr(control_loop, "REQUEST_PROBE_SECONDS", 30.0)
+    monkeypatch.setattr(request_watch, "REQUEST_PROBE_SECONDS", 30.0)
     config = load(tmp_path, metastore_url, collector={"acker_timeout_s": 90.0})
     append(tmp_path / "logs" / "access.log", b"a line")
     collector = Collector(config, metastore)
@@ -372,7 +373,7 @@ def test_should_query_for_requests_only_now_and_then_when_the_probe_wakes_it(
     requests every REQUEST_QUERY_SECONDS (0.6 s here: 3 times), one whose probe cannot at
     every poll (about 30 times)."""
     monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 0.05)
-    monkeypatch.setattr(control_loop, "REQUEST_QUERY_SECONDS", 0.6)
+    monkeypatch.setattr(request_watch, "REQUEST_QUERY_SECONDS", 0.6)
     probe = QuietDescriptorProbe() if wakes else PollingRequestProbe()
     metastore = QuietProbedMetastore(probe)
     loop = Outbox().loop()

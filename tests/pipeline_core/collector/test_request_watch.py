@@ -1,0 +1,123 @@
+"""The request watch: which descriptors the control thread waits on, and when it looks anyway."""
+
+from __future__ import annotations
+
+import os
+from typing import cast
+
+import pytest
+
+from pipeline_core.collector._request_watch import (
+    PROBE_RECHECKS_SECONDS,
+    REQUEST_PROBE_SECONDS,
+    REQUEST_QUERY_SECONDS,
+    RequestWatch,
+)
+from pipeline_core.metastore import Metastore, PollingRequestProbe, RequestProbe
+
+
+class DescriptorProbe(RequestProbe):
+    """A probe that signals through a pipe's read end."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+
+    def changed(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return self.read
+
+    def close(self) -> None:
+        os.close(self.read)
+        os.close(self.write)
+
+
+class SignallingProbe(RequestProbe):
+    """A probe with no descriptor that can still say yes: asked every so often."""
+
+    def changed(self) -> bool:
+        return True
+
+
+class ProbedMetastore:
+    def __init__(self, probe: RequestProbe) -> None:
+        self.probe = probe
+        self.probes_made = 0
+
+    def request_probe(self) -> RequestProbe:
+        self.probes_made += 1
+        return self.probe
+
+
+def metastore_with(probe: RequestProbe) -> tuple[Metastore, ProbedMetastore]:
+    fake = ProbedMetastore(probe)
+    return cast(Metastore, fake), fake
+
+
+@pytest.fixture
+def descriptor_probe() -> DescriptorProbe:
+    return DescriptorProbe()
+
+
+def test_should_wait_on_the_descriptor_and_after_a_wake_look_again_a_few_times(
+    descriptor_probe: DescriptorProbe,
+) -> None:
+    metastore, fake = metastore_with(descriptor_probe)
+    watch = RequestWatch(continuous=True)
+    try:
+        assert watch.waiting([metastore, metastore], 100.0) == (
+            [descriptor_probe.read],
+            float("inf"),
+        )
+        watch.woken(100.0)
+        looks = []
+        now = 100.0
+        while True:
+            _, look_by = watch.waiting([metastore], now)
+            if look_by == float("inf"):
+                break
+            looks.append(round(look_by - 100.0, 6))
+            now = look_by
+    finally:
+        watch.close()
+
+    assert looks == list(PROBE_RECHECKS_SECONDS)
+    assert fake.probes_made == 1  # one probe per metastore, kept
+
+
+def test_should_look_every_so_often_at_a_probe_without_a_descriptor_that_can_signal() -> None:
+    signalling, _ = metastore_with(SignallingProbe())
+    silent, _ = metastore_with(PollingRequestProbe())
+    watch = RequestWatch(continuous=True)
+
+    assert watch.waiting([silent], 10.0) == ([], float("inf"))
+    assert watch.waiting([silent, signalling], 10.0) == ([], 10.0 + REQUEST_PROBE_SECONDS)
+    assert watch.changed([silent, signalling]) == {id(signalling)}
+
+
+def test_should_ask_a_woken_metastore_only_now_and_then_and_others_at_every_poll(
+    descriptor_probe: DescriptorProbe,
+) -> None:
+    woken, _ = metastore_with(descriptor_probe)
+    polled, _ = metastore_with(PollingRequestProbe())
+    watch = RequestWatch(continuous=True)
+    try:
+        assert watch.query_due(woken, 0.0)
+        watch.asked(woken, 0.0)
+        assert not watch.query_due(woken, REQUEST_QUERY_SECONDS - 0.1)
+        assert watch.query_due(woken, REQUEST_QUERY_SECONDS)
+        watch.asked(polled, 0.0)
+        assert watch.query_due(polled, 0.1)
+    finally:
+        watch.close()
+
+
+def test_should_probe_nothing_in_one_shot_mode() -> None:
+    metastore, fake = metastore_with(SignallingProbe())
+    watch = RequestWatch(continuous=False)
+
+    assert watch.waiting([metastore], 0.0) == ([], float("inf"))
+    assert watch.changed([metastore]) == set()
+    assert watch.query_due(metastore, 0.0)
+    assert fake.probes_made == 0
