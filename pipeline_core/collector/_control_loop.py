@@ -260,7 +260,9 @@ class ControlLoop:
 
     def _turn(self, polling: bool) -> None:
         watched = self._watching.pipelines
-        probed = self._requests.changed(p.metastore for p in watched) if not polling else set()
+        # The probes are asked at every turn: a poll asks a metastore whose probe wakes the
+        # thread only every REQUEST_QUERY_SECONDS.
+        probed = self._requests.changed(p.metastore for p in watched)
         if not watched or not (polling or probed):
             return
         self._waiting_since = time.monotonic()  # a query that hangs shows

@@ -21,11 +21,13 @@ such a probe is asked at every poll of the control thread). Asked once a second,
 most of an idle collector's control thread: about 15 ms of CPU a second for a hundred
 pipelines."""
 
-PROBE_RECHECKS_SECONDS = (0.005, 0.02, 0.05, 0.25)
+PROBE_RECHECKS_SECONDS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0)
 """After a probe's descriptor woke the thread, the probes are asked again so long after the
-wake: the descriptor wakes on a commit's first write, and the commit shows a moment later
-(most often within a few milliseconds: a single look 50 ms later was most of an idle
-collector's request -> sealed)."""
+wake: the descriptor wakes on a commit's first write, and the commit shows only once it is
+done, which under load can be a long moment later (SQLite writes its log, syncs it, then
+marks the commit: the sync of a busy disk took over 50 ms in bench case 14, and a request
+then waited for the next look, 250 ms on). Each look is two ``stat`` calls and a ``PRAGMA``
+(about 0.1 ms)."""
 
 
 class RequestWatch:

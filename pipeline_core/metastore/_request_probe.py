@@ -1,8 +1,9 @@
 """Noticing new checkpoint requests quickly without querying for them many times a second.
 
 A collector looks for checkpoint requests (``Metastore.unsealed_for_host``) now and then (once
-a second, or every few seconds where the probe has a descriptor), and in between waits on a :class:`RequestProbe`'s descriptor (``fileno``) until the metastore may
-have changed, then asks the probe. The probe costs next to nothing when nothing happened:
+a second, or every few seconds where the probe has a descriptor), and in between waits on a
+:class:`RequestProbe`'s descriptor (``fileno``) until the metastore may have changed, then
+asks the probe. The probe costs next to nothing when nothing happened:
 
 * SQLite: :class:`DataVersionRequestProbe` is woken by inotify on the database's folder, then
   looks at the database file and its write-ahead log
