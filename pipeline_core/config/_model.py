@@ -336,8 +336,9 @@ class CollectorConfig(_Strict):
     """How often the in-flight chunks are saved to the metastore besides every checkpoint."""
     progress_sample_s: Annotated[float, Field(gt=0)] = 30.0
     """How often the bytes and lines read and the bytes not read yet are sampled into the
-    metastore (also when reading starts and at every seal), for the state page's charts;
-    samples are kept 7 days."""
+    metastore (also when reading starts and at every seal), for the state page's charts; a
+    pipeline that read nothing, with as much left to read, is sampled every 5 minutes. Samples
+    are kept 7 days."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     """How often the pipeline's paths are globbed for new, renamed and removed files (with
     ``file_events: inotify`` they are also looked for as soon as an event says so)."""

@@ -9,9 +9,10 @@ from typing import cast
 import pytest
 
 from pipeline_core.collector import Collector
-from pipeline_core.collector._read_progress import ReadProgressSampler
+from pipeline_core.collector._read_progress import QUIET_SAMPLE_SECONDS, ReadProgressSampler
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import Metastore, ReadProgressRecord, open_view
+from pipeline_core.source import TrackedFile
 from pipeline_core.testing import FakeClock
 from tests.support.pipelines import append, load
 
@@ -128,3 +129,55 @@ def test_should_count_each_run_from_where_it_starts(
     second_run = stored(metastore_url)[before:]
     assert second_run[0].unread_bytes == len(b"the second run's line\n")
     assert sum(s.bytes_read for s in second_run) == len(b"the second run's line\n")
+
+
+def test_should_leave_out_samples_with_nothing_new_for_a_while() -> None:
+    """Nothing read and as much unread: no sample for QUIET_SAMPLE_SECONDS, then one whose
+    elapsed time spans the quiet ones; anything read is sampled at its next turn."""
+    clock = FakeClock()
+    store = RecordingMetastore()
+    progress = sampler(store, clock)
+    progress.sample(10, 1000, [])
+    for _ in range(int(QUIET_SAMPLE_SECONDS // 30) - 1):
+        clock.now += 30
+        assert progress.sample(10, 1000, [])
+    assert len(store.samples) == 1
+
+    clock.now += 30
+    progress.sample(10, 1000, [])
+    clock.now += 30
+    progress.sample(11, 1100, [])
+
+    _, quiet, busy = store.samples
+    assert (quiet.elapsed_s, quiet.lines_read, quiet.bytes_read) == (QUIET_SAMPLE_SECONDS, 0, 0)
+    assert (busy.elapsed_s, busy.lines_read, busy.bytes_read) == (30, 1, 100)
+
+
+class GrowingFile:
+    """What the sampler reads of a tracked file: its size (through its descriptor) and offset."""
+
+    fd = 3
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.read_offset = 0
+
+    def size(self) -> int:
+        return self.bytes
+
+
+def test_should_sample_at_once_what_is_left_to_read_when_it_changes() -> None:
+    """A file grew, nothing read yet: its unread bytes are sampled at the next turn."""
+    clock = FakeClock()
+    store = RecordingMetastore()
+    progress = sampler(store, clock)
+    grown = GrowingFile()
+    files = [cast(TrackedFile, grown)]
+    progress.sample(0, 0, files)
+    clock.now += 30
+    progress.sample(0, 0, files)
+    grown.bytes = 500
+    clock.now += 30
+    progress.sample(0, 0, files)
+
+    assert [(s.elapsed_s, s.unread_bytes) for s in store.samples] == [(0, 0), (60, 500)]
