@@ -1,7 +1,9 @@
-"""Helpers shared by the collector's tests: lines, stub-sink pipelines, waiting, tailing."""
+"""Helpers shared by the collector's tests: lines, stub-sink pipelines, waiting, tailing, a
+request probe."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -9,6 +11,7 @@ from typing import Any
 
 from pipeline_core.collector import CollectorResult
 from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import RequestProbe
 from pipeline_core.testing import StubSink
 from tests.support.pipelines import load
 
@@ -66,3 +69,21 @@ class Tailing:
             raise self.error
         assert self.result is not None
         return self.result
+
+
+class PipeProbe(RequestProbe):
+    """A request probe whose descriptor is a pipe's read end (readable once :attr:`write` is
+    written to); it never says a request came."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+
+    def changed(self) -> bool:
+        return False
+
+    def fileno(self) -> int | None:
+        return self.read
+
+    def close(self) -> None:
+        os.close(self.read)
+        os.close(self.write)

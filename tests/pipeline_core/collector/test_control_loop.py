@@ -25,7 +25,7 @@ from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import CheckpointState, Metastore, PollingRequestProbe, RequestProbe
 from pipeline_core.testing import wait_until
-from tests.pipeline_core.collector.support import Tailing
+from tests.pipeline_core.collector.support import PipeProbe, Tailing
 from tests.support.pipelines import append, load
 
 
@@ -338,23 +338,6 @@ def test_should_renew_the_leases_of_one_metastore_together() -> None:
     assert metastore.batches[:2] == [["p0", "p1", "p2"]] * 2
 
 
-class QuietDescriptorProbe(RequestProbe):
-    """A probe with a descriptor that never becomes readable: no request is ever signalled."""
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-
-    def changed(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return self._read
-
-    def close(self) -> None:
-        os.close(self._read)
-        os.close(self._write)
-
-
 class QuietProbedMetastore(FlakyMetastore):
     def __init__(self, probe: RequestProbe) -> None:
         super().__init__(outages=0)
@@ -374,7 +357,7 @@ def test_should_query_for_requests_only_now_and_then_when_the_probe_wakes_it(
     every poll (about 30 times)."""
     monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 0.05)
     monkeypatch.setattr(request_watch, "REQUEST_QUERY_SECONDS", 0.6)
-    probe = QuietDescriptorProbe() if wakes else PollingRequestProbe()
+    probe = PipeProbe() if wakes else PollingRequestProbe()
     metastore = QuietProbedMetastore(probe)
     loop = Outbox().loop()
     loop.watch(watching(metastore, sweep_every=10.0))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import cast
 
 import pytest
@@ -14,23 +13,7 @@ from pipeline_core.collector._request_watch import (
     RequestWatch,
 )
 from pipeline_core.metastore import Metastore, PollingRequestProbe, RequestProbe
-
-
-class DescriptorProbe(RequestProbe):
-    """A probe that signals through a pipe's read end."""
-
-    def __init__(self) -> None:
-        self.read, self.write = os.pipe()
-
-    def changed(self) -> bool:
-        return False
-
-    def fileno(self) -> int | None:
-        return self.read
-
-    def close(self) -> None:
-        os.close(self.read)
-        os.close(self.write)
+from tests.pipeline_core.collector.support import PipeProbe
 
 
 class SignallingProbe(RequestProbe):
@@ -56,12 +39,12 @@ def metastore_with(probe: RequestProbe) -> tuple[Metastore, ProbedMetastore]:
 
 
 @pytest.fixture
-def descriptor_probe() -> DescriptorProbe:
-    return DescriptorProbe()
+def descriptor_probe() -> PipeProbe:
+    return PipeProbe()
 
 
 def test_should_wait_on_the_descriptor_and_after_a_wake_look_again_a_few_times(
-    descriptor_probe: DescriptorProbe,
+    descriptor_probe: PipeProbe,
 ) -> None:
     metastore, fake = metastore_with(descriptor_probe)
     watch = RequestWatch(continuous=True)
@@ -97,7 +80,7 @@ def test_should_look_every_so_often_at_a_probe_without_a_descriptor_that_can_sig
 
 
 def test_should_ask_a_woken_metastore_only_now_and_then_and_others_at_every_poll(
-    descriptor_probe: DescriptorProbe,
+    descriptor_probe: PipeProbe,
 ) -> None:
     woken, _ = metastore_with(descriptor_probe)
     polled, _ = metastore_with(PollingRequestProbe())
