@@ -4,6 +4,7 @@ generated lines, escaped as Apache escapes, parse back to the values they were w
 
 from __future__ import annotations
 
+import functools
 import http.client
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_core.testing import wait_until
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows
 from tests.support.apache import COMBINED, COMMON, running_apache
@@ -48,6 +50,11 @@ def apache_escaped(value: bytes) -> str:
     return "".join(out)
 
 
+def both_logged(logs: tuple[Path, ...], requests: int) -> bool:
+    """Whether each log holds a line for each of the first ``requests`` requests."""
+    return all(log.exists() and log.read_bytes().count(b"\n") == requests for log in logs)
+
+
 def three_words(request: str) -> tuple[str, str, str] | tuple[None, None, None]:
     words = request.split(" ")
     if len(words) == 3 and all(words) and '"' not in request:
@@ -62,12 +69,19 @@ def test_should_land_a_real_apache_httpds_common_and_combined_logs(
     common, combined = tmp_path / "logs" / "access.log", tmp_path / "logs" / "combined.log"
     before = datetime.now(timezone.utc).replace(microsecond=0)
     with running_apache(tmp_path / "httpd", {common: COMMON, combined: COMBINED}) as apache:
-        for method, target, headers, _, _ in REQUESTS:
+        for made, (method, target, headers, _, _) in enumerate(REQUESTS, start=1):
             connection = http.client.HTTPConnection("127.0.0.1", apache.port, timeout=10)
             body = b"x" if method == "POST" else None
             connection.request(method, target, body=body, headers=headers)
             connection.getresponse().read()
             connection.close()
+            # Apache logs a request after it answered it, in the worker that served it: the
+            # next request's line could come first (it did once), so each one is waited for.
+            wait_until(
+                functools.partial(both_logged, (common, combined), made),
+                timeout=10,
+                what=f"Apache to log request {made}",
+            )
     after = datetime.now(timezone.utc) + timedelta(seconds=1)
 
     landed = {}
