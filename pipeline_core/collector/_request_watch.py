@@ -55,7 +55,7 @@ class RequestWatch:
             self._rechecks.pop(0)
         look_by = self._rechecks[0] if self._rechecks else float("inf")
         descriptors: list[int] = []
-        for probe in self._watched(metastores):
+        for _, probe in self._watched(metastores):
             descriptor = probe.fileno()
             if descriptor is not None:
                 descriptors.append(descriptor)
@@ -69,9 +69,7 @@ class RequestWatch:
 
     def changed(self, metastores: Iterable[Metastore]) -> set[int]:
         """The metastores (by ``id``) whose probe says a request may have arrived."""
-        if not self._continuous:
-            return set()
-        return {id(m) for m in {id(m): m for m in metastores}.values() if self._probe(m).changed()}
+        return {id(m) for m, probe in self._watched(metastores) if probe.changed()}
 
     def query_due(self, metastore: Metastore, now: float) -> bool:
         """Whether a poll of the control thread asks ``metastore`` for requests: every poll
@@ -90,10 +88,11 @@ class RequestWatch:
             probe.close()
         self._probes.clear()
 
-    def _watched(self, metastores: Iterable[Metastore]) -> list[RequestProbe]:
+    def _watched(self, metastores: Iterable[Metastore]) -> list[tuple[Metastore, RequestProbe]]:
+        """Each of ``metastores`` once, with its probe (none in one-shot mode)."""
         if not self._continuous:
             return []
-        return [self._probe(m) for m in {id(m): m for m in metastores}.values()]
+        return [(m, self._probe(m)) for m in {id(m): m for m in metastores}.values()]
 
     def _probe(self, metastore: Metastore) -> RequestProbe:
         probe = self._probes.get(id(metastore))
