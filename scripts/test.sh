@@ -31,6 +31,10 @@ mkdir -p "$LANE_LOGS"
     bash scripts/python-tiers.sh --install >"$LANE_LOGS/python-tiers-install.log" 2>&1 || status=$?
     echo "$status" >"$LANE_LOGS/python-tiers-install.status"
 } &
+# Java's class data archive of Spark's classes (tests/support/jvm.py) is made by a landing
+# while lint and the installs run; the lanes' JVMs start with it.
+python -m tests.support.jvm >"$LANE_LOGS/jvm-archive.log" 2>&1 &
+JVM_ARCHIVE=$!
 echo "== ruff"
 ruff check .
 ruff format --check .
@@ -41,6 +45,9 @@ bash scripts/browser.sh install
 bash scripts/postgres.sh install
 bash scripts/rotation-tools.sh install
 bash scripts/syslog-tools.sh install
+
+wait "$JVM_ARCHIVE" || true
+cat "$LANE_LOGS/jvm-archive.log"
 
 TEMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test.XXXXXX")
 
