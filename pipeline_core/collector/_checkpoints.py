@@ -181,7 +181,7 @@ class CheckpointCoordinator:
             byte_count=sealed.byte_count,
             part_count=len(sealed.parts),
             checksum=sealed.checksum,
-            manifest=sealed.manifest,
+            event_count=sealed.event_count,
             ranges=tuple(
                 ByteRange(r.fingerprint, r.start, r.end, r.lines) for r in pending.barrier.ranges
             ),

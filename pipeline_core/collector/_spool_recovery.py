@@ -128,7 +128,7 @@ def _batch_record(manifest: Manifest, target: StorageLocation) -> BatchRecord:
         byte_count=manifest.byte_count,
         part_count=len(manifest.parts),
         checksum=manifest.checksum,
-        manifest=manifest.to_json(),
+        event_count=manifest.event_count,
         ranges=tuple(ByteRange(r.fingerprint, r.start, r.end, r.lines) for r in manifest.ranges),
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -31,9 +30,7 @@ class BatchRepository:
             .order_by(c.checkpoint_id, c.host)
         )
         return [
-            record_of_row(
-                BatchRecord, row, manifest=json.loads(row.manifest), ranges=(), batch_id=row.id
-            )
+            record_of_row(BatchRecord, row, ranges=(), batch_id=row.id)
             for row in self._connection.execute(query)
         ]
 
@@ -63,7 +60,6 @@ class BatchRepository:
             without=["ranges", "batch_id"],
             pipeline=pipeline,
             host=host,
-            manifest=json.dumps(batch.manifest, sort_keys=True),
             created_at=now,
         )
         inserted = self._connection.execute(t.batches.insert().values(values)).inserted_primary_key

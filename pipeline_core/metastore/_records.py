@@ -73,7 +73,8 @@ class BatchRecord:
     byte_count: int
     part_count: int
     checksum: str
-    manifest: dict[str, Any]
+    event_count: int
+    """Its lines, less those that continue a multiline event: the rows + rejects it lands as."""
     ranges: tuple[ByteRange, ...]
     batch_id: int | None = None
 

@@ -60,7 +60,8 @@ checkpoints = Table(
     Index("ix_sluice_checkpoints_pipeline_state", "pipeline", "state"),
 )
 
-# One collector host's share of a checkpoint: the sealed staging folder and its manifest.
+# One collector host's share of a checkpoint: the sealed staging folder and its counts (its
+# parts and segments are listed by the folder's manifest, not here).
 batches = Table(
     "sluice_batches",
     metadata,
@@ -73,7 +74,7 @@ batches = Table(
     Column("byte_count", BigInteger, nullable=False),
     Column("part_count", Integer, nullable=False),
     Column("checksum", String(16), nullable=False),
-    Column("manifest", Text, nullable=False),
+    Column("event_count", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("checkpoint_id", "host", name="uq_sluice_batches_checkpoint_host"),
 )

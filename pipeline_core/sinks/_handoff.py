@@ -10,10 +10,9 @@ import logging
 import os
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from zlib_ng import zlib_ng
 
@@ -68,8 +67,8 @@ class SealedBatch:
     line_count: int
     byte_count: int
     checksum: str
-    manifest: dict[str, Any] = field(repr=False)
-    """The manifest as written (``Manifest.to_json``)."""
+    event_count: int
+    """The events the lines make (``Manifest.event_count``)."""
 
 
 class _OpenPart:
@@ -318,5 +317,5 @@ class HandoffWriter:
             line_count=manifest.line_count,
             byte_count=manifest.byte_count,
             checksum=manifest.checksum,
-            manifest=manifest.to_json(),
+            event_count=manifest.event_count,
         )

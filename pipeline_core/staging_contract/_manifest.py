@@ -259,6 +259,11 @@ class Manifest:
             tuple(ranges),
         )
 
+    @property
+    def event_count(self) -> int:
+        """The events the batch holds: its lines, less those that continue a multiline event."""
+        return sum(segment.event_count for part in self.parts for segment in part.segments)
+
     def to_json(self) -> dict[str, Any]:
         """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it, ``EVENTS_FORMAT_VERSION``
         when a segment lists events, ``JOINED_EVENTS_FORMAT_VERSION`` when an event is several

@@ -46,6 +46,7 @@ from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
+from pipeline_core.staging_contract import read_manifest
 from pipeline_core.testing import access_lines, wait_until
 from tests.support.pipelines import append
 
@@ -731,7 +732,7 @@ def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
     for checkpoint_id in checkpoint_states(metastore, pipeline):
         for batch in metastore.batches(checkpoint_id):
             folder = Path(batch.staging_path)
-            for part in batch.manifest["parts"]:
+            for part in read_manifest(folder).to_json()["parts"]:
                 data = (folder / part["name"]).read_bytes()
                 for segment in part["segments"]:
                     begin = segment["part_offset"]

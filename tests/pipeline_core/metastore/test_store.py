@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -40,6 +41,16 @@ from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._migrations import head_revision
 from pipeline_core.metastore._values import utcnow
 from pipeline_core.source import FileRecord, FileState
+from pipeline_core.staging_contract import (
+    EventCut,
+    EventRuns,
+    EventSpan,
+    Manifest,
+    ManifestPart,
+    ManifestRange,
+    Segment,
+    SourceSpec,
+)
 from tests.support.lease_holders import HolderProcess
 
 PIPELINE = "web_access"
@@ -89,7 +100,7 @@ def batch_record(checkpoint_id: int, *ranges: ByteRange) -> BatchRecord:
         byte_count=sum(r.end - r.start for r in ranges),
         part_count=1 if ranges else 0,
         checksum="1a2b3c4d",
-        manifest={"checkpoint_id": checkpoint_id, "line_count": lines},
+        event_count=lines - 1 if lines else 0,  # as if two lines made one event
         ranges=ranges,
     )
 
@@ -160,6 +171,71 @@ def test_should_downgrade_to_an_empty_schema_and_upgrade_again(migrated_url: str
 
     command.upgrade(config, "head")
     assert SLUICE_TABLES.issubset(table_names(migrated_url))
+
+
+def test_should_count_the_events_of_the_manifests_recorded_before_batches_had_a_count(
+    migrated_url: str,
+) -> None:
+    """Migration 0008: each batch's manifest copy becomes its event count (its lines where the
+    copy cannot be read), and going back leaves empty manifests."""
+    store = Metastore.open(migrated_url)
+    try:
+        ids = [store.request_checkpoint(PIPELINE, f"run-{n}").checkpoint_id for n in (1, 2)]
+        for checkpoint_id in ids:
+            batch = batch_record(checkpoint_id, ByteRange("aa" * 8, 0, 70, 7))
+            store.seal(PIPELINE, batch, [], HOST)
+    finally:
+        store.close()
+    config = alembic_config(url=migrated_url)
+    command.downgrade(config, "0007")
+    assert stored_manifests(migrated_url) == ["{}", "{}"]
+    engine = sa.create_engine(migrated_url)
+    try:
+        with engine.begin() as connection:
+            manifests = (manifest_of_events(ids[0]), "{not json")
+            for checkpoint_id, manifest in zip(ids, manifests, strict=True):
+                connection.execute(
+                    sa.text("UPDATE sluice_batches SET manifest = :m WHERE checkpoint_id = :c"),
+                    {"m": manifest, "c": checkpoint_id},
+                )
+    finally:
+        engine.dispose()
+
+    command.upgrade(config, "head")
+
+    store = Metastore.open(migrated_url)
+    try:
+        counted = [batch.event_count for c in ids for batch in store.batches(c)]
+    finally:
+        store.close()
+    assert counted == [5, 7]  # 7 lines of which two events of two lines each; unreadable: lines
+
+
+def manifest_of_events(checkpoint_id: int) -> str:
+    """The JSON of a manifest whose one part holds 7 lines making 5 events."""
+    spans = EventRuns.of([EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS)])
+    part = ManifestPart("access-0.part", "access", 7, 70, "00000000")
+    part = dataclasses.replace(part, segments=(Segment("aa" * 8, 0, 0, 70, 7, events=spans),))
+    manifest = Manifest.of(
+        pipeline=PIPELINE,
+        checkpoint_id=checkpoint_id,
+        host=HOST,
+        sealed_at=utcnow(),
+        sources={"access": SourceSpec("raw")},
+        parts=[part],
+        ranges=[ManifestRange("aa" * 8, "/var/log/a.log", "access", 0, 70, 7)],
+    )
+    return json.dumps(manifest.to_json())
+
+
+def stored_manifests(url: str) -> list[str]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            query = sa.text("SELECT manifest FROM sluice_batches ORDER BY id")
+            return [row[0] for row in connection.execute(query)]
+    finally:
+        engine.dispose()
 
 
 def test_should_create_the_iceberg_catalog_tables_as_pyiceberg_declares_them(
@@ -300,7 +376,7 @@ def test_should_record_batch_ranges_and_files_and_seal_the_checkpoint(
     assert batch.batch_id == batch_id
     assert (batch.host, batch.line_count, batch.byte_count, batch.part_count) == (HOST, 6, 130, 1)
     assert batch.staging_path == f"/staging/{PIPELINE}/{checkpoint_id:08d}/{HOST}"
-    assert batch.manifest == {"checkpoint_id": checkpoint_id, "line_count": 6}
+    assert batch.event_count == 5
     stored_ranges = sorted(
         (r["batch_id"], r["fingerprint"], r["start_offset"], r["end_offset"], r["line_count"])
         for r in rows(metastore, schema.batch_ranges)

@@ -70,7 +70,7 @@ def test_should_read_what_the_metastore_holds_per_host(
     metastore: Metastore, metastore_url: str
 ) -> None:
     first = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
-    batch = BatchRecord(first, "web-1", "/staging/1/web-1", 3, 30, 1, "00000000", {}, ())
+    batch = BatchRecord(first, "web-1", "/staging/1/web-1", 3, 30, 1, "00000000", 3, ())
     metastore.seal(PIPELINE, batch, [file_record("aa")], "web-1")
     metastore.seal(PIPELINE, batch, [], "web-1")  # retried: nothing new
     second = metastore.request_checkpoint(PIPELINE, "run-2").checkpoint_id

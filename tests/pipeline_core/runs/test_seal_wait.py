@@ -61,7 +61,7 @@ def batch(checkpoint_id: int, host: str, start: int = 0) -> BatchRecord:
         byte_count=10,
         part_count=1,
         checksum=f"{host}@{start}",
-        manifest={"checkpoint_id": checkpoint_id, "line_count": 1},
+        event_count=1,
         ranges=(ByteRange(f"{host}-file".encode().hex()[:16], start, start + 10, 1),),
     )
 

@@ -106,7 +106,7 @@ def test_should_write_a_manifest_describing_the_batch(tmp_path: Path) -> None:
     sealed = sink.seal(Barrier(7, SEALED_AT, ranges))
 
     manifest = manifest_of(sealed.staging_path)
-    assert manifest == sealed.manifest
+    assert sealed.event_count == 6
     assert manifest["format_version"] == 4
     assert manifest["pipeline"] == PIPELINE
     assert manifest["checkpoint_id"] == 7
@@ -299,7 +299,8 @@ def test_should_carry_multiline_events_into_segments_merged_across_chunks(
         ),
     )
     assert part.segments[0].event_count == 5
-    assert sealed.manifest["format_version"] == 5
+    assert manifest_of(sealed.staging_path)["format_version"] == 5
+    assert sealed.event_count == 5
 
 
 def test_should_seal_an_empty_batch_with_a_manifest_and_no_parts(tmp_path: Path) -> None:
