@@ -21,6 +21,10 @@ from tests.pipeline_core.cli.support import no_traceback, sluice, start_sluice
 from tests.support.pipelines import append, write_config
 from tests.support.processes import free_port
 
+# make test runs these once, on SQLite: the metastore is not what they test, and its part in
+# them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
+pytestmark = pytest.mark.sqlite_pass
+
 
 @pytest.mark.timeout(60)
 def test_should_collect_once_and_show_the_checkpoint_and_files_in_status(

@@ -151,7 +151,7 @@ def checkpoint_states(metastore_url: str) -> list[CheckpointState]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog: covered on PostgreSQL
+@pytest.mark.postgres_pass  # once, in the lane that balances make test's two
 @pytest.mark.timeout(300)
 def test_should_land_with_the_venvs_spark_submit_reporting_each_phase(
     tmp_path: Path, metastore_url: str
@@ -198,7 +198,7 @@ def test_should_land_with_the_venvs_spark_submit_reporting_each_phase(
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog: covered on PostgreSQL
+@pytest.mark.postgres_pass  # once, in the lane that balances make test's two
 @pytest.mark.timeout(300)
 def test_should_stop_spark_and_say_what_was_not_committed_on_ctrl_c(
     tmp_path: Path, metastore_url: str
@@ -266,7 +266,7 @@ def test_should_plan_a_landing_on_spark_connect_without_showing_its_token(
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog: covered on PostgreSQL
+@pytest.mark.postgres_pass  # once, in the lane that balances make test's two
 @pytest.mark.timeout(300)
 def test_should_land_on_the_spark_connect_server_the_environment_names(
     tmp_path: Path, metastore_url: str, spark_connect_url: str
@@ -294,7 +294,7 @@ def test_should_land_on_the_spark_connect_server_the_environment_names(
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.sqlite_pass  # the metastore only as the lake's catalog: covered on PostgreSQL
+@pytest.mark.postgres_pass  # once, in the lane that balances make test's two
 @pytest.mark.timeout(300)
 def test_should_land_a_checkpoint_staged_in_an_object_store_from_the_store(
     tmp_path: Path, metastore_url: str, s3_bucket: S3Bucket

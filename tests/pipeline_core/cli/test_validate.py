@@ -17,6 +17,10 @@ from tests.support.log_programs import write_python_log
 from tests.support.object_store import S3Bucket
 from tests.support.pipelines import append, write_config
 
+# make test runs these once, on SQLite: the metastore is not what they test, and its part in
+# them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
+pytestmark = pytest.mark.sqlite_pass
+
 
 def ready_config(tmp_path: Path, metastore_url: str, **extra: Any) -> Path:
     """A config whose glob matches a file and whose metastore is migrated."""

@@ -28,6 +28,10 @@ from tests.pipeline_core.collector.support import Tailing
 from tests.support.pipelines import append, lines, load, write_config
 from tests.support.processes import stop_group
 
+# make test runs these once, on SQLite: the metastore is not what they test, and its part in
+# them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
+pytestmark = pytest.mark.sqlite_pass
+
 NOT_YAML = "name: broken\nsources: [{paths: [x], format: raw}\n"  # the list is never closed
 UNKNOWN_KEY = "name: invalid\nsources: [{paths: [x], format: raw}]\ncolector: {}\n"
 

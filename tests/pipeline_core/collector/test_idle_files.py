@@ -21,6 +21,10 @@ from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_
 from tests.support.descriptors import open_under
 from tests.support.pipelines import append, lines
 
+# make test runs these once, on SQLite: the metastore is not what they test, and its part in
+# them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
+pytestmark = pytest.mark.sqlite_pass
+
 PROMPT = 1.0
 """What "promptly" means here (a line's write -> its sink; the periodic looks are 30 s)."""
 

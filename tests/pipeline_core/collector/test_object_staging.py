@@ -22,6 +22,10 @@ from tests.pipeline_core.collector.support import Tailing
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
 from tests.support.pipelines import append, lines, load
 
+# make test runs these once, on SQLite: the metastore is not what they test, and its part in
+# them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
+pytestmark = pytest.mark.sqlite_pass
+
 SPOOL_BOUND = 1024 * 1024
 
 
