@@ -1,5 +1,6 @@
-"""Landing sealed checkpoints into the lake: the spark-submit spec of the landing job, and
-running it on a Spark Connect server instead."""
+"""Landing sealed checkpoints into the lake: the spark-submit spec of the landing job, running
+it on a Spark Connect server instead, and a pipeline's landings from plan to commit
+(``PipelineLanding``)."""
 
 from pipeline_core.landing._connect import (
     SPARK_CONNECT_CONN_TYPE,
@@ -9,6 +10,7 @@ from pipeline_core.landing._connect import (
     spark_connect_command,
 )
 from pipeline_core.landing._jar import JarBuildError, java_functions_jar
+from pipeline_core.landing._pipeline_landing import LOCAL_MASTER, LandingProgress, PipelineLanding
 from pipeline_core.landing._spec import (
     LANDING_APPLICATION,
     METASTORE_URL_ENV,
@@ -27,6 +29,7 @@ from pipeline_core.landing._submit import (
 
 __all__ = [
     "LANDING_APPLICATION",
+    "LOCAL_MASTER",
     "METASTORE_URL_ENV",
     "METASTORE_URL_FILE_ENV",
     "SPARK_CONNECT_CONN_TYPE",
@@ -34,6 +37,8 @@ __all__ = [
     "JarBuildError",
     "JobSubmitter",
     "LandingInput",
+    "LandingProgress",
+    "PipelineLanding",
     "SparkConnectSubmitter",
     "SparkJobSpec",
     "SparkSubmitJob",

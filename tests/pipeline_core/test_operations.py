@@ -313,7 +313,7 @@ def test_should_leave_out_a_committed_checkpoint_whose_staging_was_removed(
     sealed = sealed_checkpoint(operations, log, 2)
     shutil.rmtree(committed.staging_dir)
 
-    with caplog.at_level(logging.WARNING, logger="pipeline_core.operations"):
+    with caplog.at_level(logging.WARNING, logger="pipeline_core.landing._pipeline_landing"):
         alone = operations.landing_job(
             [committed.checkpoint_id], "reprocess-1", LandingMode.REPLACE
         )

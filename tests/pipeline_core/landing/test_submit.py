@@ -98,8 +98,8 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[Submitted]:
 def operations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> PipelineOperations:
     """``land`` of a pipeline whose landing job is ``SPEC`` (nothing is read or committed)."""
     operations = PipelineOperations(tmp_path / "web_access.yaml")
-    monkeypatch.setattr(operations, "landing_job", lambda *args, **kwargs: SPEC)
-    monkeypatch.setattr(operations, "commit", lambda ids: [])
+    monkeypatch.setattr(operations.landing, "job", lambda *args, **kwargs: SPEC)
+    monkeypatch.setattr(operations.landing, "commit", lambda ids: [])
     return operations
 
 
