@@ -15,6 +15,10 @@ from pipeline_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+RACY_SECONDS = 2.0
+"""A config file modified less long ago is read again at each look even if its status is the
+same: two writes within the file system's time granularity can leave the same status."""
+
 
 class ConfigChange(Enum):
     ADDED = "added"
@@ -35,7 +39,10 @@ class ConfigSource:
     """Reads the pipeline configs of ``path`` (one YAML file, or every ``*.yaml`` of a folder)
     and tells, on each :meth:`changes`, which pipelines were added, changed or removed.
 
-    A file whose content did not change is not read again. In a folder, a file that is not
+    A file whose content did not change is not parsed again, nor read again while its status
+    (inode, size, modification and change times) is the same and older than
+    :data:`RACY_SECONDS` (a file written twice within the file system's time granularity, at
+    the same size, is read again until it is older). In a folder, a file that is not
     valid (not YAML, an unknown key, an unset variable...) is isolated: it is reported once in
     the log and in :attr:`problems`, and skipped while the others are served; once fixed, it is
     read again at the next :meth:`changes` and its pipeline starts. A changed file that no
@@ -47,6 +54,8 @@ class ConfigSource:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._digests: dict[Path, bytes] = {}
+        self._read_as: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
+        """A file's status when it was last read, and its digest then."""
         self._configs: dict[str, tuple[Path, PipelineConfig]] = {}
         self._problems: dict[Path, ConfigProblem] = {}
 
@@ -69,13 +78,13 @@ class ConfigSource:
         if not self._path.is_dir():
             files = files[:1]
             config = load_pipeline_config(files[0])
-            self._digests[files[0]] = _digest(files[0])
+            self._digests[files[0]] = self._digest(files[0])
             self._configs[config.name] = (files[0], config)
             return [config]
         configs: list[PipelineConfig] = []
         for file in files:
             try:
-                digest = _digest(file)
+                digest = self._digest(file)
                 config = load_pipeline_config(file)
             except OSError as exc:
                 self._report(file, ConfigError(str(file), [f"cannot read the file: {exc}"]))
@@ -98,14 +107,17 @@ class ConfigSource:
     def changes(self) -> list[ConfigEvent]:
         events: list[ConfigEvent] = []
         files = self._files()
+        present = set(files)
+        self._read_as = {f: read for f, read in self._read_as.items() if f in present}
+        served = {f: name for name, (f, _) in self._configs.items()}
         seen: set[str] = set()
         for file in files:
             try:
-                digest = _digest(file)
+                digest = self._digest(file)
             except OSError as exc:
                 log.warning("cannot read %s: %s", file, exc)
                 continue
-            known = next((n for n, (f, _) in self._configs.items() if f == file), None)
+            known = served.get(file)
             if self._digests.get(file) == digest and (known is not None or file in self._problems):
                 if known is not None:
                     seen.add(known)
@@ -126,6 +138,7 @@ class ConfigSource:
             if known is not None and known != config.name:
                 events.append(ConfigEvent(ConfigChange.REMOVED, known, None))
                 del self._configs[known]
+            served[file] = config.name
             change = ConfigChange.CHANGED if config.name in self._configs else ConfigChange.ADDED
             self._configs[config.name] = (file, config)
             events.append(ConfigEvent(change, config.name, config))
@@ -160,6 +173,18 @@ class ConfigSource:
         if self._problems.pop(file, None) is not None:
             log.warning("%s is valid again", file)
 
+    def _digest(self, file: Path) -> bytes:
+        """The SHA-256 of ``file``'s content; read again only when its status changed or is
+        too recent to tell a second write from the first."""
+        status = file.stat()
+        key = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        known = self._read_as.get(file)
+        if known is not None and known[0] == key and time.time() - status.st_mtime > RACY_SECONDS:
+            return known[1]
+        digest = hashlib.sha256(file.read_bytes()).digest()
+        self._read_as[file] = (key, digest)
+        return digest
+
     def _files(self) -> list[Path]:
         if self._path.is_dir():
             return sorted(p for p in self._path.glob("*.yaml") if p.is_file())
@@ -172,7 +197,3 @@ def _defined_twice(
     return ConfigError(
         str(file), [f"name: pipeline {name!r} is also defined in {configs[name][0]}"]
     )
-
-
-def _digest(file: Path) -> bytes:
-    return hashlib.sha256(file.read_bytes()).digest()
