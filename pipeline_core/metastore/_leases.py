@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -22,6 +23,20 @@ class LeaseRepository:
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
+
+    def renew(
+        self, pipelines: Sequence[str], host: str, holder: str, ttl: float, now: datetime
+    ) -> int:
+        """Extend by ``ttl`` seconds from ``now``, in one statement, the leases on ``pipelines``
+        of ``host`` that ``holder`` holds; returns how many it held (the others: see
+        :meth:`acquire`)."""
+        c = t.leases.c
+        renewed = self._connection.execute(
+            t.leases.update()
+            .where(c.host == host, c.holder == holder, c.pipeline.in_(pipelines))
+            .values(expires_at=now + timedelta(seconds=ttl))
+        ).rowcount
+        return int(renewed)
 
     def acquire(self, pipeline: str, host: str, holder: str, ttl: float, now: datetime) -> bool:
         """Take or renew the lease on (pipeline, host) for ``ttl`` seconds from ``now``; see

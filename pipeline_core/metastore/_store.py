@@ -394,10 +394,24 @@ class Metastore:
     def acquire_leases(self, leases: Sequence[tuple[str, str, str, float]]) -> list[bool]:
         """:meth:`acquire_lease` of each ``(pipeline, host, holder, ttl)``, in one
         transaction (a collector serving many pipelines renews them together); whether each
-        was granted."""
+        was granted. The leases a holder holds already are renewed in one statement per
+        holder, host and ttl; only where that finds a lease not held is each acquired."""
+        granted: dict[int, bool] = {}
+        groups: dict[tuple[str, str, float], list[int]] = {}
+        for index, (_, host, holder, ttl) in enumerate(leases):
+            groups.setdefault((host, holder, ttl), []).append(index)
         with self._repositories() as r:
             now = utcnow()
-            return [r.leases.acquire(p, h, holder, ttl, now) for p, h, holder, ttl in leases]
+            for (host, holder, ttl), indexes in groups.items():
+                names = [leases[i][0] for i in indexes]
+                if len(set(names)) == len(names) and (
+                    r.leases.renew(names, host, holder, ttl, now) == len(names)
+                ):
+                    granted.update(dict.fromkeys(indexes, True))
+                    continue
+                for index in indexes:
+                    granted[index] = r.leases.acquire(leases[index][0], host, holder, ttl, now)
+        return [granted[index] for index in range(len(leases))]
 
     def release_lease(self, pipeline: str, host: str, holder: str) -> None:
         with self._repositories() as r:

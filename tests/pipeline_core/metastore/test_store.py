@@ -728,6 +728,39 @@ def test_should_renew_a_lease_for_the_same_holder(metastore: Metastore) -> None:
     assert row["expires_at"] > first_expiry
 
 
+def test_should_renew_many_leases_together_and_acquire_only_those_not_held(
+    metastore: Metastore,
+) -> None:
+    for pipeline in ("p1", "p2"):
+        assert metastore.acquire_lease(pipeline, HOST, "collector-a", 60)
+    assert metastore.acquire_lease("p3", HOST, "collector-b", 60)
+    before = {r["pipeline"]: r for r in rows(metastore, schema.leases)}
+
+    granted = metastore.acquire_leases(
+        [(p, HOST, "collector-a", 600) for p in ("p1", "p2", "p3", "p4")]
+    )
+
+    after = {r["pipeline"]: r for r in rows(metastore, schema.leases)}
+    assert granted == [True, True, False, True]  # p3 is b's; p4 was free
+    for pipeline in ("p1", "p2"):
+        assert after[pipeline]["expires_at"] > before[pipeline]["expires_at"]
+        assert after[pipeline]["acquired_at"] == before[pipeline]["acquired_at"]
+    assert after["p3"] == before["p3"]
+    assert after["p4"]["holder"] == "collector-a"
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(str(args[2]).split()[0])
+
+    sa.event.listen(metastore.engine, "before_cursor_execute", count)
+    try:
+        renewed = metastore.acquire_leases([(p, HOST, "collector-a", 600) for p in ("p1", "p2")])
+    finally:
+        sa.event.remove(metastore.engine, "before_cursor_execute", count)
+    assert renewed == [True, True]
+    assert statements.count("UPDATE") == 1  # both held: renewed in one statement
+
+
 def test_should_let_another_holder_take_over_an_expired_lease(metastore: Metastore) -> None:
     assert metastore.acquire_lease(PIPELINE, HOST, "collector-a", 1.0)
     assert not metastore.acquire_lease(PIPELINE, HOST, "collector-b", 60)
