@@ -45,8 +45,9 @@ class MetricsExporter:
     process's to ``<data_dir>/collector/metrics.prom`` (atomically: write, then rename; a node
     exporter's textfile collector running as the same user, or root, can read it: like
     everything under ``data_dir`` they are 0600 in a 0700 folder). A file whose content has
-    not changed is only touched: a pipeline's JSON when its text is the same, the textfile
-    when none of its pipelines changed, for up to ``TEXTFILE_REFRESH_SECONDS``. With
+    not changed is only touched: a pipeline's JSON when its metrics are equal to those it
+    holds (not even encoded again), the textfile when none of its pipelines changed, for up
+    to ``TEXTFILE_REFRESH_SECONDS``. With
     ``address`` (``HOST:PORT``, see :meth:`ListenAddress.parse`), also serves the same
     registry on ``/metrics`` and ``probes`` on ``/health`` and ``/ready``
     (:class:`OpsServer`).
@@ -87,9 +88,9 @@ class MetricsExporter:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sluice-metrics", daemon=True)
-        self._written: dict[Path, str] = {}
-        """Each metrics file's text as last written: a file whose text has not changed is
-        only touched (its time is how readers tell a live collector's file)."""
+        self._written: dict[Path, PipelineMetrics] = {}
+        """The metrics each pipeline's JSON file holds: a file whose metrics have not changed
+        is only touched (its time is how readers tell a live collector's file)."""
         self._textfile_made: dict[Path, float] = {}
         """When (``time.monotonic()``) each ``metrics.prom`` was last made."""
         self._writing: list[PipelineMetrics] | None = None
@@ -133,7 +134,7 @@ class MetricsExporter:
 
     def _write(self, metrics: list[PipelineMetrics]) -> None:
         folders: dict[Path, set[str]] = {}
-        written: dict[Path, str] = {}
+        written: dict[Path, PipelineMetrics] = {}
         changed: set[Path] = set()
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
@@ -143,12 +144,11 @@ class MetricsExporter:
                 _make_folder(folder)
             pipelines.add(item.pipeline)
             path = folder / f"{item.pipeline}.json"
-            text = json.dumps(item.to_dict())
-            same = self._written.get(path) == text
+            same = self._written.get(path) == item
             if not same:
                 changed.add(folder)
-            if (same and _touch(path)) or _write_atomically(path, text):
-                written[path] = text
+            if (same and _touch(path)) or _write_atomically(path, json.dumps(item.to_dict())):
+                written[path] = item
         self._written = written
         now = time.monotonic()
         for folder, pipelines in folders.items():

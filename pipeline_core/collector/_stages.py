@@ -36,8 +36,10 @@ StageItem = Chunk | Barrier
 
 T = TypeVar("T")
 
-POLL_SECONDS = 0.2
-"""How long a stage thread waits for a job before looking at its stop flag again."""
+POLL_SECONDS = 5.0
+"""How long a stage thread waits, with no job queued, before looking again: a safety net only.
+Whatever can give it a job wakes it (a push, a key made ready, room downstream), and
+``stop`` interrupts the wait; a hundred idle pipelines' stages cost nothing between them."""
 
 BUSY_POLL_SECONDS = 0.001
 """How long it waits while jobs are queued but none is servable."""
