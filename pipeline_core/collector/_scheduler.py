@@ -24,16 +24,19 @@ SETTLING_SCAN_SECONDS = 0.1
 """How soon a pipeline whose last scan saw a possible copy off its paths scans again (the copy
 is adopted once it kept its size from one scan to the next)."""
 
-DISCOVERY_SLACK = 0.25
-"""A pipeline's periodic glob may come this share of its interval early (0.25 s at most): the
-pipelines due about together are globbed at one wake-up, not each at its own (every wake-up
-looks at every pipeline's files)."""
+DISCOVERY_SLACK = 0.5
+"""A pipeline's periodic glob may come this share of its interval early: the pipelines due
+within it are globbed at one wake-up, not each at its own (every wake-up looks at every
+pipeline). Their next globs are then due together: a hundred pipelines at rest, whose globs
+came due one after the other (0.25 s of slack at most), woke the mailbox thread four times a
+second; after two intervals they are globbed at one wake-up an interval."""
 
-QUIET_SNAPSHOT_SECONDS = 60.0
+QUIET_SNAPSHOT_SECONDS = 600.0
 """A pipeline that had nothing in flight at its last acker snapshot and has read nothing
 since has the same (empty) snapshot in the metastore already: it is saved again only this
-often (in case the last save failed), not every ``acker_snapshot_s``. With a hundred pipelines
-at rest, a save each every 5 s cost 0.6 % of a core."""
+often, not every ``acker_snapshot_s``. With a hundred pipelines at rest, a save each every
+5 s cost 0.6 % of a core; each save is a commit, which also wakes the control thread's request
+probe."""
 
 
 class _Turn(Enum):
@@ -201,7 +204,7 @@ class ReadScheduler(MailboxDefaultAction):
             if events is None
             else events.discovery_interval(runtime)
         )
-        if since_scan >= discovery - min(discovery * DISCOVERY_SLACK, 0.25) or (
+        if since_scan >= discovery * (1 - DISCOVERY_SLACK) or (
             runtime.watcher.settling and since_scan >= SETTLING_SCAN_SECONDS
         ):
             runtime.watcher.scan()
