@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,17 +42,9 @@ from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._migrations import head_revision
 from pipeline_core.metastore._values import utcnow
 from pipeline_core.source import FileRecord, FileState
-from pipeline_core.staging_contract import (
-    EventCut,
-    EventRuns,
-    EventSpan,
-    Manifest,
-    ManifestPart,
-    ManifestRange,
-    Segment,
-    SourceSpec,
-)
+from pipeline_core.staging_contract import EventCut, read_manifest
 from tests.support.lease_holders import HolderProcess
+from tests.support.staging import Event, Line, write_batch
 
 PIPELINE = "web_access"
 HOST = "web-1"
@@ -174,7 +167,7 @@ def test_should_downgrade_to_an_empty_schema_and_upgrade_again(migrated_url: str
 
 
 def test_should_count_the_events_of_the_manifests_recorded_before_batches_had_a_count(
-    migrated_url: str,
+    migrated_url: str, tmp_path: Path
 ) -> None:
     """Migration 0008: each batch's manifest copy becomes its event count (its lines where the
     copy cannot be read), and going back leaves empty manifests."""
@@ -192,7 +185,7 @@ def test_should_count_the_events_of_the_manifests_recorded_before_batches_had_a_
     engine = sa.create_engine(migrated_url)
     try:
         with engine.begin() as connection:
-            manifests = (manifest_of_events(ids[0]), "{not json")
+            manifests = (manifest_of_events(tmp_path, ids[0]), "{not json")
             for checkpoint_id, manifest in zip(ids, manifests, strict=True):
                 connection.execute(
                     sa.text("UPDATE sluice_batches SET manifest = :m WHERE checkpoint_id = :c"),
@@ -211,21 +204,17 @@ def test_should_count_the_events_of_the_manifests_recorded_before_batches_had_a_
     assert counted == [5, 7]  # 7 lines of which two events of two lines each; unreadable: lines
 
 
-def manifest_of_events(checkpoint_id: int) -> str:
-    """The JSON of a manifest whose one part holds 7 lines making 5 events."""
-    spans = EventRuns.of([EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS)])
-    part = ManifestPart("access-0.part", "access", 7, 70, "00000000")
-    part = dataclasses.replace(part, segments=(Segment("aa" * 8, 0, 0, 70, 7, events=spans),))
-    manifest = Manifest.of(
-        pipeline=PIPELINE,
-        checkpoint_id=checkpoint_id,
-        host=HOST,
-        sealed_at=utcnow(),
-        sources={"access": SourceSpec("raw")},
-        parts=[part],
-        ranges=[ManifestRange("aa" * 8, "/var/log/a.log", "access", 0, 70, 7)],
-    )
-    return json.dumps(manifest.to_json())
+def manifest_of_events(folder: Path, checkpoint_id: int) -> str:
+    """The JSON of a batch's manifest whose 7 lines make 5 events (two of two lines)."""
+    lines: list[Line] = [
+        b"a",
+        Event((b"b", b"c")),
+        b"d",
+        Event((b"e", b"f"), EventCut.HEADLESS),
+        b"g",
+    ]
+    batch = write_batch(folder, PIPELINE, checkpoint_id, HOST, "app", "raw", lines, "aa" * 8)
+    return json.dumps(read_manifest(batch).to_json())
 
 
 def stored_manifests(url: str) -> list[str]:
