@@ -4,6 +4,7 @@ tables are in ``tests.support.lake``)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from datetime import timezone
 from pathlib import Path
@@ -32,6 +33,7 @@ lines or records."""
 StagingRows = Callable[..., DataFrame]
 """The ``staging_rows`` fixture: staging rows (as the landing job reads them) from items."""
 
+REPO = Path(__file__).resolve().parents[2]
 PIPELINE = "web_access"
 ACCESS = [
     b'203.0.113.7 - - [22/Nov/2026:10:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"',
@@ -102,6 +104,25 @@ def edit_manifest(batch: Path, edit: Callable[[dict[str, Any]], object]) -> Path
     edit(manifest)
     path.write_text(json.dumps(manifest))
     return path
+
+
+def spark_submit_landing(
+    staged: Path, lake: LakeLocation, jar: Path | None, landing_id: str
+) -> list[str]:
+    """The spark-submit command line landing ``staged`` (hosts ``web-1`` and ``web-2``) into
+    ``lake`` on local cores, with the Java functions' ``jar`` as the landing's spec gives it."""
+    return [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        *(["--jars", str(jar)] if jar is not None else []),
+        str(REPO / "spark_jobs" / "land.py"),
+        "--checkpoint", f"{staged}=web-1,web-2",
+        "--lake", str(lake.warehouse), "--namespace", lake.namespace,
+        "--landing-id", landing_id,
+    ]  # fmt: skip
 
 
 def staged_event_ids(checkpoint_id: int, hosts: dict[str, int]) -> set[tuple[int, str]]:

@@ -27,7 +27,7 @@ from pipeline_core.staging_contract import checkpoint_dir
 from spark_jobs import land as entry_point
 from spark_jobs.land import main, parse_args
 from spark_jobs.landing import CheckpointInput
-from tests.spark_jobs.support import LINES_PER_HOST, stage
+from tests.spark_jobs.support import LINES_PER_HOST, spark_submit_landing, stage
 from tests.support.lake import snapshot_operations, table_rows
 from tests.support.pipelines import load
 
@@ -175,24 +175,13 @@ def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> 
     staged = stage(tmp_path / "staging", 11)
     jar = java_functions_jar(tmp_path / "jars")
     assert jar is not None
-    spark_submit = Path(sys.executable).parent / "spark-submit"
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         entry_point.METASTORE_URL_ENV: lake.catalog_url,
     }
-    command = [
-        str(spark_submit), "--master", "local[2]",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.driver.host=127.0.0.1",
-        "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--jars", str(jar),  # as the landing's spec gives it
-        "spark_jobs/land.py",
-        "--checkpoint", f"{staged}=web-1,web-2",
-        "--lake", str(lake.warehouse), "--namespace", lake.namespace,
-        "--landing-id", "run-1",
-    ]  # fmt: skip
+    command = spark_submit_landing(staged, lake, jar, "run-1")
 
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240, check=False

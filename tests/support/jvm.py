@@ -77,7 +77,7 @@ def write_class_archive() -> Path:
     from pipeline_core.landing import java_functions_jar
     from pipeline_core.metastore import Metastore
     from spark_jobs import land
-    from tests.spark_jobs.support import stage
+    from tests.spark_jobs.support import spark_submit_landing, stage
 
     target = class_archive()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -96,18 +96,7 @@ def write_class_archive() -> Path:
             land.METASTORE_URL_ENV: url,
             "JAVA_TOOL_OPTIONS": f"{QUICK_START_OPTIONS} -XX:ArchiveClassesAtExit={written}",
         }
-        command = [
-            str(Path(sys.executable).parent / "spark-submit"),
-            "--master", "local[2]",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.driver.host=127.0.0.1",
-            "--conf", "spark.driver.bindAddress=127.0.0.1",
-            *(["--jars", str(jar)] if jar is not None else []),
-            str(REPO / "spark_jobs" / "land.py"),
-            "--checkpoint", f"{staged}=web-1,web-2",
-            "--lake", str(lake.warehouse), "--namespace", lake.namespace,
-            "--landing-id", "warm-up",
-        ]  # fmt: skip
+        command = spark_submit_landing(staged, lake, jar, "warm-up")
         done = subprocess.run(
             command,
             cwd=REPO,
