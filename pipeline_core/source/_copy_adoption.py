@@ -9,16 +9,22 @@ up, with the bytes it held beyond what was read named.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
 from pipeline_core.source._file_lifecycle import FileState
+from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._tracked_file import TrackedFile
 
 log = logging.getLogger("pipeline_core.source._watcher")
 
+LEAD_LINE_BYTES = 64 * 1024
+"""How far back from a copy's end its last line is looked for (:attr:`TrackedFile.lead_line`)."""
+_KEPT_LEADS = 256
+"""Copies' last lines kept for truncated files that have not been written again yet."""
 COPY_WAIT_S = 30.0
 """How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
 so a copy that is not there by then is elsewhere (``olddir`` off the paths), already
@@ -31,8 +37,15 @@ class CopyAdoption:
     Threading model: owned by the watcher, on the collector's mailbox thread.
     """
 
-    def __init__(self, signature_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        signature_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+        framings: Mapping[str, EventFraming | None] | None = None,
+    ) -> None:
         self._signature_bytes = signature_bytes
+        self._framings = framings or {}
+        """How each source's lines join into events (multiline sources only)."""
         self._clock = clock
         self._sizes: dict[Inode, int] = {}
         """Sizes of the files off the paths looked at as copies, at the last scan."""
@@ -42,6 +55,51 @@ class CopyAdoption:
         self.truncated_unread_bytes = 0
         """Bytes seen in files that a truncation destroyed before they were read (a lower
         bound: bytes written after the last look are not known)."""
+        self._fresh: dict[Inode, TrackedFile] = {}
+        """The files first tracked in this scan, from their first byte, by inode."""
+        self._leads: dict[Inode, bytes] = {}
+        """Truncated files' copies' last lines, by the truncated file's inode, until a file
+        written there is tracked."""
+
+    def new_scan(self) -> None:
+        """A scan begins: files tracked before it may have been read."""
+        self._fresh.clear()
+
+    def tracked_new(self, tracked: TrackedFile) -> None:
+        """``tracked`` was first tracked in this scan, from its first byte, not read yet: if a
+        truncated file at its inode had a copy, it continues the copy's last line."""
+        inode = (tracked.dev, tracked.ino)
+        lead = self._leads.pop(inode, None)
+        if lead is None:
+            self._fresh[inode] = tracked
+        else:
+            tracked.lead_line = lead
+
+    def _lead_the_successor(self, original: TrackedFile, copy_fd: int, size: int) -> None:
+        """What the program writes into ``original``'s truncated file follows its copy's last
+        line: the file tracked at that inode in this scan (or the next one tracked there) is
+        read after it. If the file tracked in this scan begins with the rest of that line's
+        event, the copy's last event is cut (:attr:`TrackedFile.cut_mid_event`). (A file at
+        that inode read before the copy was found, when the copy lies off the paths and
+        needed a second scan, is judged without it.)"""
+        truncated = (original.dev, original.ino)
+        lead = _last_line(copy_fd, size)
+        if not lead:
+            return
+        successor = self._fresh.pop(truncated, None)
+        if successor is not None and successor.read_offset == 0 and successor.fd is not None:
+            successor.lead_line = lead
+            framing = self._framings.get(original.source)
+            if framing is not None and not original.cut_mid_event:
+                try:
+                    first = os.pread(successor.fd, LEAD_LINE_BYTES, 0)
+                except OSError:
+                    first = b""
+                original.cut_mid_event = framing.continues(lead, first)
+            return
+        self._leads[truncated] = lead
+        while len(self._leads) > _KEPT_LEADS:
+            del self._leads[next(iter(self._leads))]
 
     def detached(self, tracked: TrackedFile) -> None:
         """``tracked`` was truncated (its first bytes changed): it waits for its copy."""
@@ -118,6 +176,8 @@ class CopyAdoption:
         # An event held back at the read offset (it might still grow) was being written when
         # the original was truncated: the copy's last event may lack its rest.
         original.cut_mid_event = original.held_since is not None
+        assert copy.fd is not None
+        self._lead_the_successor(original, copy.fd, size)
         original.close()
         original.fd, copy.fd = copy.fd, None
         original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino
@@ -147,3 +207,21 @@ class CopyAdoption:
             original.fingerprint,
             original.read_offset,
         )
+
+
+def _last_line(fd: int, size: int) -> bytes:
+    """The last line of the file at ``fd`` (``size`` bytes), with its newline; empty if the file
+    does not end with one or the line is longer than :data:`LEAD_LINE_BYTES`."""
+    if size <= 0:
+        return b""
+    start = max(0, size - LEAD_LINE_BYTES)
+    try:
+        tail = os.pread(fd, size - start, start)
+    except OSError:
+        return b""
+    if not tail.endswith(b"\n"):
+        return b""
+    newline = tail.rfind(b"\n", 0, len(tail) - 1)
+    if newline < 0 and start > 0:
+        return b""
+    return tail[newline + 1 :]

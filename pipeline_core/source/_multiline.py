@@ -481,7 +481,9 @@ class EventFraming:
         )
         return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s, container)
 
-    def frame(self, data: bytes | bytearray, *, complete: bool, filled: bool) -> Framing:
+    def frame(
+        self, data: bytes | bytearray, *, complete: bool, filled: bool, after: bytes = b""
+    ) -> Framing:
         """:func:`frame` with this source's rule, bounds and container format."""
         return frame(
             data,
@@ -492,7 +494,19 @@ class EventFraming:
             filled=filled,
             container=self.container,
             flush_after=self.flush_after,
+            after=after,
         )
+
+    def continues(self, after: bytes, data: bytes) -> bool:
+        """Whether the first of ``data``'s whole lines continues the line ``after`` (with its
+        newline) by this framing's rule (never, for a container's entries, or without a whole
+        line)."""
+        end = data.rfind(b"\n") + 1
+        if self.rule is None or self.container is not None or not end or not after:
+            return False
+        view = np.frombuffer(data, dtype=np.uint8, count=end)
+        starts = np.append(0, np.flatnonzero(view[:-1] == _NEWLINE) + 1).astype(np.int64)
+        return bool(_continuing_after(self.rule, data[:end], starts, after)[0])
 
     @classmethod
     def of_source(cls, source: SourceConfig) -> EventFraming | None:
@@ -531,6 +545,7 @@ def frame(
     filled: bool,
     container: ContainerLogFormat | None = None,
     flush_after: float = 0.0,
+    after: bytes = b"",
 ) -> Framing:
     """The events of ``data``: whole lines read from an event's first byte (the last line may
     lack its newline only if ``complete``).
@@ -551,6 +566,11 @@ def frame(
             judges each stream's lines apart.
         flush_after: with ``container``, a stream that wrote nothing for this long (by the
             runtime's times) while the other wrote holds nothing back.
+        after: the line (with its newline) that came before ``data``'s first line where it
+            was written, if it is known though not in ``data`` (a truncated file's copy ends
+            with it): the first line is judged as following it, and is ``HEADLESS`` if it
+            continues it. Without it, the first line is judged as following a line that
+            begins an event.
     """
     size = len(data)
     if not size:
@@ -577,7 +597,7 @@ def frame(
         return Framing(length, end_line, end_line - spans.joined_lines(), spans)
     if rule is None:
         raise ValueError("framing needs a multiline rule or a container format")
-    continuing = rule.continuing(data, starts)
+    continuing = _continuing_after(rule, data, starts, after)
     headless = bool(continuing[0])
     continuing[0] = False
     firsts = np.flatnonzero(~continuing)
@@ -639,6 +659,19 @@ def frame(
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+
+
+def _continuing_after(
+    rule: MultilineRule, data: bytes | bytearray, starts: Positions, after: bytes
+) -> NDArray[np.bool_]:
+    """:meth:`MultilineRule.continuing` for ``data``'s lines, its first judged after ``after``
+    (a whole line) if one is given."""
+    if not after:
+        return rule.continuing(data, starts)
+    joined_starts = np.empty(len(starts) + 1, dtype=np.int64)
+    joined_starts[0] = 0
+    joined_starts[1:] = starts + len(after)
+    return rule.continuing(after + bytes(data), joined_starts)[1:]
 
 
 _CODE = CUT_CODES

@@ -132,6 +132,11 @@ class TrackedFile:
     """Multiline sources: the file is a copytruncate copy whose original was truncated while
     an event at the read offset was held back (it might have grown): the copy's last event is
     marked ``truncated``."""
+    lead_line: bytes = b""
+    """Multiline sources: the line (with its newline) before the file's first byte where it was
+    written: the file is what a program wrote into its log after copytruncate truncated it,
+    and the line is its copy's last. The first line read is judged as following it (the rest
+    of an event the copy holds the head of is ``headless``). Empty: none known."""
     _recorded: tuple[object, ...] | None = field(default=None, repr=False)
     """What :meth:`record_if_moved` last recorded the file as."""
     flush_at: float | None = None
@@ -558,7 +563,10 @@ class TrackedFile:
 
         complete = before_long_line or (at_end and quiet())
         grows = framing.container is not None and not complete
-        framed = framing.frame(data, complete=complete, filled=not at_end and not grows)
+        after = self.lead_line if self.read_offset == 0 else b""
+        framed = framing.frame(
+            data, complete=complete, filled=not at_end and not grows, after=after
+        )
         window = _GROWN_READS * max(read, framing.max_bytes)
         while grows and not framed.length and not at_end and self.fd is not None:
             # A container's held event waits for its stream's next line, which the other
@@ -571,11 +579,11 @@ class TrackedFile:
                 break  # nothing whole past the read yet: the runtime is writing it
             added = more[: end + 1]
             if want <= 0 or end < 0 or first_long_line(added, max_line_bytes) >= 0:
-                framed = framing.frame(data, complete=False, filled=True)
+                framed = framing.frame(data, complete=False, filled=True, after=after)
                 break
             data += added
             at_end = len(more) < want
-            framed = framing.frame(data, complete=at_end and quiet(), filled=False)
+            framed = framing.frame(data, complete=at_end and quiet(), filled=False, after=after)
         spans = framed.spans
         if final and at_end and self.cut_mid_event and framed.length == len(data):
             spans = self._mark_truncated(spans, framed.lines, framed.length)
@@ -587,6 +595,7 @@ class TrackedFile:
             self.held_since = self.flush_at = None
         if not framed.length:
             return None
+        self.lead_line = b""
         del data[framed.length :]
         return spans, framed.lines
 

@@ -77,6 +77,7 @@ from pipeline_core.source._discovery import Inode, find_files, siblings
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._file_record import FileRecord
 from pipeline_core.source._fingerprint import new_fingerprint, read_signature
+from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._tracked_file import HEAD_BYTES, TrackedFile, last_close
 
@@ -132,7 +133,11 @@ class FileWatcher:
         for tracked in self._files:
             tracked.follow_symlinks = tracked.source in following
         self._first_scan = not self._files
-        self._copies = CopyAdoption(signature_bytes, clock)
+        self._copies = CopyAdoption(
+            signature_bytes,
+            clock,
+            {source.name: EventFraming.of_source(source) for source in self._sources},
+        )
         self._held: dict[Inode, tuple[float, bool]] = {}
         """Files at the paths held back as live files' copies: since when (by ``clock``) each
         has not changed, and whether a warning said so."""
@@ -264,6 +269,7 @@ class FileWatcher:
         limited = None if within is None else self._limited(within)
         scope = None if limited is None else limited[0]
         self._copies.settling = False
+        self._copies.new_scan()
         self.scans += 1
         self._held_now = set()
         now = self._clock()
@@ -648,6 +654,8 @@ class FileWatcher:
             tracked.fd, probe.fd = probe.fd, None
             tracked.head = head
             tracked.seen_size = size  # the reader tells a file read to its end by it
+            if not start:
+                self._copies.tracked_new(tracked)
             self._files.append(tracked)
             self._index_head(tracked)
             log.info(

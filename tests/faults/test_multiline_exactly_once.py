@@ -12,8 +12,9 @@ the program wrote (its ground truth: each record as its formatter made it):
   no file on disk: no collector can have them), and may split the event being written across
   the copy and the truncated file: its head is the copy's last row, marked ``cut: truncated``,
   and its tail the truncated file's first, marked ``cut: headless``. A known gap, counted
-  apart: a head the copy received before the collector looked at the event lands unmarked
-  (its tail, when it is on disk, is marked), at most one a rotation.
+  apart: a head the copy received before the collector looked at the event, whose tail was
+  written after the copy was found, lands unmarked (its tail is marked), at most one a
+  rotation.
 
 The program writes a share of its multiline records in two halves a moment apart (as a
 buffered appender writes a record larger than its buffer), so kills, checkpoints and rotations
@@ -172,8 +173,9 @@ def test_every_event_lands_once_and_whole_across_kills_checkpoints_and_rotations
         return {head + glue + tail for tail in tails for glue in ("\n", "")} & known
 
     split = {event for head in heads for event in rejoined(head)}
-    # A head that copytruncate left in the copy before the collector had looked at the event
-    # lands unmarked: a known gap, counted apart. Its event is on disk whole nowhere: the rest
+    # A head that copytruncate left in the copy before the collector had looked at the event,
+    # whose tail was written after the copy was found, lands unmarked: a known gap, counted
+    # apart. Its event is on disk whole nowhere: the rest
     # went into the truncated file (its tail marked headless) or was written between logrotate's
     # copy and its truncation, in part or whole (and the words of such a rest may well be on
     # disk in another event: the program's vocabulary is small). A head of an event that is on

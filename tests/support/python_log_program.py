@@ -77,13 +77,23 @@ class SplittingFileHandler(logging.handlers.WatchedFileHandler):
     """Writes a share of the multiline records in two writes, a pause between them, as a
     buffered appender does with a record larger than its buffer (log4j2's file appender
     flushes every 8 KiB): a reader may find the record's head without its tail. It reopens the
-    file once it was renamed or removed, if ``reopen``."""
+    file once it was renamed or removed, if ``reopen``. A record is split after the line that
+    ends at or after its middle, or before its first line that starts with ``before`` if one
+    does."""
 
     def __init__(
-        self, path: Path, *, reopen: bool, share: float, pause: float, rng: random.Random
+        self,
+        path: Path,
+        *,
+        reopen: bool,
+        share: float,
+        pause: float,
+        rng: random.Random,
+        before: str | None = None,
     ) -> None:
         super().__init__(path, encoding="utf-8")
         self._reopen, self._share, self._pause, self._rng = reopen, share, pause, rng
+        self._before = None if before is None else "\n" + before
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._reopen:
@@ -95,6 +105,8 @@ class SplittingFileHandler(logging.handlers.WatchedFileHandler):
             stream = self.stream
             if "\n" in text[:-1] and self._rng.random() < self._share:
                 middle = text.index("\n", len(text) // 2 - 1) + 1  # after a whole line
+                if self._before is not None and self._before in text:
+                    middle = text.index(self._before) + 1
                 stream.write(text[:middle])
                 stream.flush()
                 time.sleep(self._pause)

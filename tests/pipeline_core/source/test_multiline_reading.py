@@ -223,16 +223,28 @@ def test_should_hand_on_the_events_before_an_over_long_line_whole(tmp_path: Path
     assert received[-1].long_line is not None
 
 
-def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("split_before", "read_before_copy"),
+    [(None, True), ("RuntimeError", True), (None, False), ("RuntimeError", False)],
+    ids=["in-frames-read", "before-exception-line-read", "in-frames", "before-exception-line"],
+)
+def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
+    tmp_path: Path, split_before: str | None, read_before_copy: bool
+) -> None:
     """The program writes a traceback in two halves a second apart (as a buffered appender
     writes a large record); logrotate-style copytruncate comes between them: the head is the
     copy's last event, marked ``truncated``; the tail, written into the truncated file, is its
-    first, marked ``headless``. Together they are the event."""
+    first, marked ``headless``. Together they are the event. A tail that begins with the
+    exception's line (which continues an event only after a frame) is judged after the copy's
+    last line; a head the collector had not read before the truncation is known cut by the
+    tail after it, when the tail is on disk as the copy is found."""
     log = tmp_path / "app.log"
     written = Written()
     logger = logging.getLogger(f"split.{id(log)}")
     logger.propagate = False
-    handler = SplittingFileHandler(log, reopen=False, share=1.0, pause=1.0, rng=random.Random(0))
+    handler = SplittingFileHandler(
+        log, reopen=False, share=1.0, pause=1.0, rng=random.Random(0), before=split_before
+    )
     for each in (handler, written):
         each.setFormatter(logging.Formatter(FORMAT))
         logger.addHandler(each)
@@ -251,7 +263,8 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(tmp_path: Pa
         deadline = time.monotonic() + 10
         while log.read_bytes().count(b"\n") < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
-        _read(reader, received)  # the head is held back: it may still grow
+        if read_before_copy:
+            _read(reader, received)  # the head is held back: it may still grow
         shutil.copy(log, tmp_path / "app.log.1")
         os.truncate(log, 0)
         writer.join(timeout=10)
@@ -267,6 +280,8 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(tmp_path: Pa
 
     rows = list(DeliveryBatch(tuple(received), 0).events())
     assert [(row.line, row.cut) for row in rows[:1]] == [(written.events[0], None)]
-    (head, tail) = rows[1:]
+    (head, tail) = sorted(rows[1:], key=lambda row: row.cut != EventCut.TRUNCATED)
     assert (head.cut, tail.cut) == (EventCut.TRUNCATED, EventCut.HEADLESS)
     assert head.line + b"\n" + tail.line == written.events[1]
+    if split_before is not None:
+        assert tail.line.startswith(split_before.encode())
