@@ -18,6 +18,7 @@ from tests.support.airflow_env import ensure_airflow_env
 from tests.support.jvm import quick_start_jvms
 
 pytest_plugins = [
+    "pytester",
     "tests.support.lake",
     "tests.support.log_programs",
     "tests.support.metastore",
