@@ -38,9 +38,7 @@ def collected(
         monkeypatch.delenv(SHARD_ENV, raising=False)
     else:
         monkeypatch.setenv(SHARD_ENV, shard)
-    result = suite.runpytest_inprocess(
-        "--collect-only", "-q", "-p", PLUGIN, "-m", "not slow"
-    )
+    result = suite.runpytest_inprocess("--collect-only", "-q", "-p", PLUGIN, "-m", "not slow")
     return int(result.ret), [line for line in result.outlines if "::" in line]
 
 

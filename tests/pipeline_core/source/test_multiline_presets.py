@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import MultilinePreset
-from pipeline_core.source._multiline import LOOKAHEAD_LINES, MultilineRule, frame
+from pipeline_core.source._multiline import MultilineRule, frame
+from pipeline_core.source._preset_lines import LOOKAHEAD_LINES
 from tests.support.log_programs import (
     PYTHON_FORMATS,
     PYTHON_START_PATTERNS,
