@@ -157,7 +157,10 @@ class TimeSlicedReader:
                 tracked.quiet = True
             caught_up = self._idle_turns >= len(files)
             if caught_up:
-                self._round = None  # the next round leaves out the files found quiet
+                # The next call starts a whole round (event-driven, without the files found
+                # quiet): a wake-up looks at every file in it, not at one.
+                self._round = None
+                self._idle_turns = 0
             return TurnResult(None, blocked=False, caught_up=caught_up)
         if not publish(chunk):
             tracked.unread(chunk)

@@ -347,6 +347,33 @@ def test_should_look_at_every_file_when_events_do_not_name_them(
     assert len(downstream.chunks) == 10
 
 
+@pytest.mark.parametrize("event_driven", [False, True], ids=["polled", "event-driven"])
+def test_should_read_a_line_written_to_any_one_file_at_the_next_wake(
+    logs: Path, watcher: FileWatcher, event_driven: bool
+) -> None:
+    """Each wake-up of a caught-up pipeline (every 0.2 s when it is polled) is a whole round
+    of its files, however many there are: a wake that looked at one file only read a line
+    written to the sixth of six files a second late, and to the 500th of 500 after 100 s."""
+    for index in range(6):
+        append(logs / f"{index:02d}.log", *lines(f"f{index:02d}", 1))
+    watcher.scan()
+    downstream = Downstream()
+    tailing = reader(watcher)
+    tailing.event_driven = event_driven
+    read_turns(tailing, downstream)
+    read_turns(tailing, downstream)  # a wake with nothing written
+    names = fingerprints(watcher)
+
+    for index in (4, 1, 5):
+        append(logs / f"{index:02d}.log", *lines(f"g{index:02d}", 1))
+        if event_driven:
+            tailing.look_at(next(f for f in watcher.files if f.path.endswith(f"{index:02d}.log")))
+        read_turns(tailing, downstream)  # the next wake
+
+        assert names[downstream.chunks[-1].fingerprint] == f"{index:02d}.log"
+    assert len(downstream.chunks) == 9
+
+
 def test_should_look_at_quiet_files_again_every_full_look_interval(
     logs: Path, watcher: FileWatcher
 ) -> None:
