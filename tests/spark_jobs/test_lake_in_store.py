@@ -154,8 +154,8 @@ def test_no_credential_is_written_into_the_catalog_or_the_table_metadata(
 @contextmanager
 def reader(lake: LakeLocation, expected: int, violations: list[str]) -> Iterator[list[int]]:
     """A thread scanning ``access`` through the catalog until the block ends: each checkpoint
-    it sees must hold ``expected`` rows, each event id once. Yields the scans' count (one
-    item per scan of a non-empty snapshot)."""
+    it sees must hold ``expected`` rows, each event id once. Each snapshot is scanned once
+    (its files never change); yields the ids of the snapshots scanned."""
     stop = threading.Event()
     scans: list[int] = []
 
@@ -164,7 +164,7 @@ def reader(lake: LakeLocation, expected: int, violations: list[str]) -> Iterator
             while not stop.is_set():
                 table = catalog.load("access")
                 snapshot = table.current_snapshot() if table is not None else None
-                if table is None or snapshot is None:
+                if table is None or snapshot is None or snapshot.snapshot_id in scans[-1:]:
                     time.sleep(0.05)
                     continue
                 rows: pa.Table = table.scan(
@@ -209,7 +209,7 @@ def test_a_reader_never_sees_a_partial_checkpoint_and_a_day_compacts_in_the_stor
         time.sleep(0.5)
 
     assert violations == []
-    assert len(scans) > 3
+    assert len(scans) >= 3  # the first landing's snapshot and later ones
     assert days[busiest] > 1
     assert compaction.committed and compaction.files_before == days[busiest]
     assert after[busiest] == compaction.files_after < days[busiest]
