@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.airflow import migrated_database
 from tests.support.processes import free_port, stop_group
 
 DAG_PROGRAM = Path(__file__).with_name("airflow_task_dag.py")
@@ -83,7 +84,6 @@ def run_airflow_tasks(folder: Path, timeout: float = 300.0) -> AirflowTaskLogs:
     """Run the probe DAG once with Airflow in ``folder`` (its home); returns its task logs.
 
     Raises:
-        subprocess.CalledProcessError: ``airflow db migrate`` failed.
         TimeoutError: the API server did not start.
         AssertionError: a task wrote no log (the output is in ``folder/*.out``).
     """
@@ -94,11 +94,7 @@ def run_airflow_tasks(folder: Path, timeout: float = 300.0) -> AirflowTaskLogs:
     truth = folder / "truth.jsonl"
     port = free_port()
     env = _airflow_env(home, port, truth)
-    with (folder / "migrate.out").open("wb") as out:
-        subprocess.run(
-            _airflow("db", "migrate"), env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, timeout=timeout, check=True,
-        )  # fmt: skip
+    migrated_database(home)
     with (folder / "api-server.out").open("wb") as out:
         server = subprocess.Popen(
             _airflow("api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),

@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from tests.support.airflow import migrated_database
 from tests.support.airflow_env import REPO_ROOT, airflow_env
 from tests.support.postgres import postgres_url
 from tests.support.processes import free_port, stop_groups
@@ -137,7 +138,10 @@ def running_airflow_site(
     }
     env |= dict(settings or {})
     site = AirflowSite(url, home, pipelines, env, "admin", password, tmp_path / "api-server.log")
-    site.airflow("db", "migrate")
+    if "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" in env:
+        site.airflow("db", "migrate")
+    else:
+        migrated_database(home)  # SQLite, Airflow's default: a copy of one migrated
     started: dict[str, subprocess.Popen[bytes]] = {}
     try:
         started["api-server"] = _start(
