@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import threading
 import time
 from collections.abc import Mapping
 
@@ -24,6 +26,11 @@ from pipeline_core.sinks import Sink
 
 log = logging.getLogger(__name__)
 
+STOP_SEAL_SECONDS = 20.0
+"""How long a stop waits for the pipelines' last seals. One that cannot seal by then (its
+staging disk full, its sink group failing) stops unsealed: what it read since its last seal
+is read again by the next run, so nothing is lost or sealed twice."""
+
 
 class CheckpointDriver:
     """Drives checkpoints and the pipelines' lifecycle: requests become barriers behind the
@@ -37,7 +44,8 @@ class CheckpointDriver:
       pending; once the last is sealed it becomes DONE (stays until the collector stops),
       REMOVED or REPLACED (retired; a REPLACED one is served again from its new config).
     * A stop finishes every pipeline (what is not read yet is read by the next run); the
-      mailbox loop ends when every pipeline is DONE.
+      mailbox loop ends when every pipeline is DONE, or :data:`STOP_SEAL_SECONDS` after the
+      stop with the pipelines that could not seal left unsealed.
 
     Threading model: :meth:`add`, :meth:`remove`, :meth:`replace`, :meth:`stop`,
     :meth:`checkpoint_requested`, :meth:`barrier_passed`, :meth:`batch_uploaded`,
@@ -63,6 +71,7 @@ class CheckpointDriver:
         self._launcher = launcher
         self._results = results
         self._mode = mode
+        self._stop_deadline: threading.Timer | None = None
 
     # -- any thread: mail only ---------------------------------------------------------------
 
@@ -169,7 +178,35 @@ class CheckpointDriver:
                 self._registry.move(runtime, PipelineState.FINISHING)  # ends with the collector
         if self._registry.all_done():
             self._processor.all_actions_completed()  # nothing left to seal (no pipeline served)
+        elif self._stop_deadline is None:
+            self._stop_deadline = threading.Timer(STOP_SEAL_SECONDS, self._stop_overdue_mail)
+            self._stop_deadline.name = "sluice-stop-deadline"
+            self._stop_deadline.daemon = True
+            self._stop_deadline.start()
         self._processor.resume_default_action()
+
+    def _stop_overdue_mail(self) -> None:
+        """The stop's deadline passed (the timer's thread): mail only."""
+        with contextlib.suppress(RejectedExecutionError):  # every pipeline sealed and ended
+            self._mail.execute(self._end_unsealed, "the stop's last seals are overdue")
+
+    def _end_unsealed(self) -> None:
+        """End the run without the seals still in flight, :data:`STOP_SEAL_SECONDS` after the
+        stop: the pipelines that could not seal stop unsealed."""
+        self._processor.check_mailbox_thread("CheckpointDriver._end_unsealed()")
+        unsealed = [r for r in self._registry.runtimes() if r.state is not PipelineState.DONE]
+        if not unsealed:
+            return
+        log.warning(
+            "stopping without sealing %s: the last seal did not pass within %.0f s of the "
+            "stop (the sink groups' log says why); what was read since the last seal is read "
+            "again by the next run",
+            ", ".join(runtime.name for runtime in unsealed),
+            STOP_SEAL_SECONDS,
+        )
+        for runtime in unsealed:
+            self._registry.move(runtime, PipelineState.DONE)
+        self._processor.all_actions_completed()
 
     def begin_removal(self, name: str, replacement: Replacement | None) -> None:
         """Seal what the pipeline read and stop serving it (then serve it from
@@ -272,6 +309,8 @@ class CheckpointDriver:
         if final is PipelineState.DONE:
             self._registry.move(runtime, final)
             if self._registry.all_done():
+                if self._stop_deadline is not None:
+                    self._stop_deadline.cancel()
                 self._processor.all_actions_completed()
             return
         replacement = self._registry.replacement(runtime.name)

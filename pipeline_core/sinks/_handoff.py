@@ -71,6 +71,18 @@ class SealedBatch:
     """The events the lines make (``Manifest.event_count``)."""
 
 
+@dataclass(frozen=True)
+class _PartMark:
+    """An open part's size, rows, checksum and index at one moment (:meth:`_OpenPart.mark`)."""
+
+    size: int
+    rows: int
+    crc: int
+    segments: int
+    last: Segment | None
+    extendable: bool
+
+
 class _OpenPart:
     """A part file being written: its descriptor, running CRC-32 and segment index."""
 
@@ -84,6 +96,22 @@ class _OpenPart:
         self.crc = 0
         self.segments: list[Segment] = []
         self._extendable = False  # the last segment may take the next chunk of its file
+
+    def mark(self) -> _PartMark:
+        """Where the part stands now, to :meth:`rewind` to."""
+        last = self.segments[-1] if self.segments else None
+        return _PartMark(self.size, self.rows, self.crc, len(self.segments), last, self._extendable)
+
+    def rewind(self, mark: _PartMark) -> None:
+        """Take back everything written since ``mark``: the file is cut back to its size then
+        and the index is as it was."""
+        os.ftruncate(self.fd, mark.size)
+        os.lseek(self.fd, mark.size, os.SEEK_SET)
+        self.size, self.rows, self.crc = mark.size, mark.rows, mark.crc
+        del self.segments[mark.segments :]
+        if mark.last is not None:
+            self.segments[-1] = mark.last  # it may have been extended since
+        self._extendable = mark.extendable
 
     def write(self, chunks: Sequence[Chunk]) -> None:
         """Append ``chunks`` (of this part's source), a ``write`` each.
@@ -167,6 +195,11 @@ class _OpenPart:
     def abandon(self) -> None:
         os.close(self.fd)
 
+    def discard(self) -> None:
+        """Close and remove the part (nothing of it is kept)."""
+        self.abandon()
+        self.path.unlink(missing_ok=True)
+
 
 class HandoffWriter:
     """Writes chunks of lines into part files under ``_inflight`` and seals them at a barrier.
@@ -224,27 +257,42 @@ class HandoffWriter:
         self._unsealed_bytes = 0
 
     def append(self, chunks: Sequence[Chunk]) -> None:
-        """Stage ``chunks`` (in order; any sources): each source's run goes to its part."""
-        start = 0
-        while start < len(chunks):
-            source = chunks[start].source
-            end = start + 1
-            while end < len(chunks) and chunks[end].source == source:
-                end += 1
-            self._append_run(source, chunks[start:end])
-            start = end
+        """Stage ``chunks`` (in order; any sources): each source's run goes to its part.
 
-    def _append_run(self, source: str, chunks: Sequence[Chunk]) -> None:
-        part = self._open.get(source)
-        if part is None:
-            part = self._open[source] = self._new_part(source)
-        before = part.size
-        part.write(chunks)
-        if self._budget is not None:
-            self._budget.add(part.size - before)
-        self._unsealed_bytes += part.size - before
-        if part.size >= self._max_part_bytes:
-            self._closed.append(self._open.pop(source).close())
+        All or nothing: when a write fails (the disk is full), what this call wrote is taken
+        back (parts cut back to their size before it, parts it started removed) and the
+        ``OSError`` raised, so the same chunks can be appended again later."""
+        marks = {source: part.mark() for source, part in self._open.items()}
+        sequence = dict(self._sequence)
+        sizes = {source: part.size for source, part in self._open.items()}
+        try:
+            start = 0
+            while start < len(chunks):
+                source = chunks[start].source
+                end = start + 1
+                while end < len(chunks) and chunks[end].source == source:
+                    end += 1
+                part = self._open.get(source)
+                if part is None:
+                    part = self._open[source] = self._new_part(source)
+                part.write(chunks[start:end])
+                start = end
+        except OSError:
+            for source, part in list(self._open.items()):
+                if source in marks:
+                    part.rewind(marks[source])
+                else:
+                    del self._open[source]
+                    part.discard()
+            self._sequence = sequence
+            raise
+        for source, part in list(self._open.items()):
+            added = part.size - sizes.get(source, 0)
+            if self._budget is not None:
+                self._budget.add(added)
+            self._unsealed_bytes += added
+            if part.size >= self._max_part_bytes:
+                self._closed.append(self._open.pop(source).close())
 
     def seal(self, barrier: Barrier) -> SealedBatch:
         """Seal everything appended since the last barrier as checkpoint ``barrier``'s batch.

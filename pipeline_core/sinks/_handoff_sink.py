@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from pipeline_core.errors import SealError
+import errno
+
+from pipeline_core.errors import EventDeliveryException, SealError
 from pipeline_core.sinks._batch import DeliveryBatch
 from pipeline_core.sinks._handoff import Barrier, HandoffWriter, SealedBatch
 from pipeline_core.sinks._sink import BatchSink
+
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 class HandoffSink(BatchSink):
@@ -13,7 +17,11 @@ class HandoffSink(BatchSink):
 
     Its failures are ``SealError``: a batch half-written to the staging folder cannot be
     retried in place, so the collector stops and the next run re-reads from the last sealed
-    offsets (the unsealed ``_inflight`` files are discarded on start).
+    offsets (the unsealed ``_inflight`` files are discarded on start). But a full filesystem
+    (``ENOSPC``, ``EDQUOT``) while staging lines is waited out: the writer takes back what the
+    delivery wrote and the failure is an ``EventDeliveryException``, so the sink group
+    delivers the same lines again after its pause, reading stalls behind them meanwhile, and
+    the runner's log says why each time.
     """
 
     def __init__(self, name: str, writer: HandoffWriter) -> None:
@@ -28,6 +36,14 @@ class HandoffSink(BatchSink):
             self._writer.append(batch.chunks)
         except SealError:
             raise
+        except OSError as exc:
+            if exc.errno in _NO_ROOM:
+                raise EventDeliveryException(
+                    f"cannot stage lines for sink {self.name!r}: {exc.strerror} (the staging "
+                    "folder's filesystem is full); what the batch wrote was taken back, and it "
+                    "is staged again once there is room"
+                ) from exc
+            raise SealError(f"cannot stage lines for sink {self.name!r}: {exc}") from exc
         except Exception as exc:
             raise SealError(f"cannot stage lines for sink {self.name!r}: {exc}") from exc
 

@@ -2,9 +2,9 @@
 once, every line is read once, and the log says so once.
 
 The limit is real: the collector runs in a child process in a user namespace of its own
-(``unshare --user --map-root-user``), whose ``/proc/sys/user/max_inotify_watches`` it lowers
-for itself alone (the host's ``fs.inotify.max_user_watches`` is not touched). Skipped where
-user namespaces cannot be made.
+(``tests.support.namespaces``), whose ``/proc/sys/user/max_inotify_watches`` it lowers for
+itself alone (the host's ``fs.inotify.max_user_watches`` is not touched). Skipped where user
+namespaces cannot be made.
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.namespaces import namespaces_work, run_in_namespaces
+
 FOLDERS = "abcdef"
 LIMIT = 4
 """Watches the child may hold: the logs folder (new subfolders) and three of the six."""
@@ -35,46 +33,12 @@ TYPICAL = 0.6
 one wake read one file, a line waited about a second for its turn among six)."""
 
 
-def _namespaces_work() -> bool:
-    unshare = shutil.which("unshare")
-    if unshare is None or not sys.platform.startswith("linux"):
-        return False
-    probe = subprocess.run(
-        [
-            unshare,
-            "--user",
-            "--map-root-user",
-            "sh",
-            "-c",
-            "echo 1 > /proc/sys/user/max_inotify_watches",
-        ],
-        capture_output=True,
-        timeout=30,
-    )
-    return probe.returncode == 0
-
-
 @pytest.mark.timeout(120)
-@pytest.mark.skipif(not _namespaces_work(), reason="needs a user namespace of its own")
+@pytest.mark.skipif(not namespaces_work(), reason="needs a user namespace of its own")
 def test_should_poll_the_folders_beyond_the_watch_limit_and_say_it_once(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            "unshare",
-            "--user",
-            "--map-root-user",
-            sys.executable,
-            "-m",
-            "tests.pipeline_core.collector.test_watch_limit",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=100,
+    result = run_in_namespaces(
+        "tests.pipeline_core.collector.test_watch_limit", str(tmp_path), timeout=100
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
 
     assert result["watches"] == LIMIT  # the limit was reached: some folders are not watched
     assert len(result["warnings"]) == 1, result["warnings"]

@@ -1,0 +1,149 @@
+"""The staging folder's filesystem fills while a collector tails: it waits, loses nothing and
+stages nothing twice.
+
+The filesystem is real: the collector runs in a child process that is root of a user and mount
+namespace of its own (``tests.support.namespaces``) and mounts a 200 KiB ``tmpfs`` on its data
+folder (the staging folder is in it; the metastore is not), then a program appends about
+850 KiB of lines. Writing the part files fails with ``ENOSPC``:
+
+* ``room``: the filesystem is grown (``mount -o remount,size=``) while the collector waits; a
+  checkpoint is then requested and sealed: every line written is staged, once;
+* ``stop``: the collector is stopped while the filesystem is still full; it stops within its
+  stop deadline without sealing, and a new run (once the filesystem is grown) stages every line
+  once: what was not sealed is read again.
+
+Either way the collector's log says that the filesystem is full, each time it tries again.
+Skipped where the namespaces cannot be made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.namespaces import namespaces_work, run_in_namespaces
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not namespaces_work(), reason="needs a user and mount namespace"),
+    pytest.mark.timeout(300),
+]
+
+SPACE = "200k"
+GROWN = "20m"
+ROUNDS = 40
+LINES = 100
+"""Appended ``ROUNDS`` times, ``LINES`` lines of about 210 bytes each: about 850 KiB."""
+FULL_FOR_S = 6.0
+
+
+@pytest.mark.parametrize("ending", ["room", "stop"])
+def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
+    tmp_path: Path, ending: str
+) -> None:
+    result = run_in_namespaces(
+        "tests.faults.test_staging_disk_full", str(tmp_path), ending, timeout=280
+    )
+
+    assert result["collector_error"] is None, result["collector_error"]
+    assert result["staged"] == result["written"]
+    assert result["distinct_staged"] == result["written"]
+    assert any("filesystem is full" in message for message in result["warnings"]), result[
+        "warnings"
+    ][:5]
+    if ending == "stop":
+        assert result["stop_seconds"] < 40, result["stop_seconds"]
+        assert any("stopping without sealing" in m for m in result["warnings"])
+
+
+# -- the child ---------------------------------------------------------------------------------
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def child(folder: Path, ending: str) -> dict[str, Any]:
+    """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``."""
+    from pipeline_core.collector import Collector
+    from pipeline_core.metastore import Metastore
+    from pipeline_core.testing import staged_payloads, wait_until
+    from tests.pipeline_core.collector.support import Tailing
+    from tests.support.pipelines import append, load
+
+    data = folder / "data"
+    data.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SPACE}", "tmpfs", str(data)], check=True)
+    warnings = _Warnings()
+    logging.getLogger().addHandler(warnings)
+    metastore_url = f"sqlite:///{folder / 'sluice.db'}"
+    config = load(folder, metastore_url, pattern="logs/app.log")
+    assert config.staging_dir.is_relative_to(data)
+    metastore = Metastore.open(metastore_url)
+    written: list[bytes] = []
+    error: BaseException | None = None
+    stop_seconds = 0.0
+
+    def grow() -> None:
+        subprocess.run(["mount", "-o", f"remount,size={GROWN}", str(data)], check=True)
+
+    def staged_all() -> bool:
+        return len(staged_payloads(config)) >= len(written)
+
+    try:
+        collector = Collector(config, metastore)
+        tailing = Tailing(collector.run, collector.stop)
+        for round_ in range(ROUNDS):
+            lines = [f"{round_:03d} {n:03d} ".encode() + b"x" * 200 for n in range(LINES)]
+            written += lines
+            append(folder / "logs" / "app.log", *lines)
+            time.sleep(0.05)
+        time.sleep(FULL_FOR_S)  # the collector keeps trying
+        if ending == "room":
+            grow()
+            metastore.request_checkpoint(config.name)
+            wait_until(staged_all, 90, "every line staged")
+            tailing.stop()
+        else:
+            started = time.monotonic()
+            tailing.stop()
+            stop_seconds = time.monotonic() - started
+            grow()
+            again = Collector(config, metastore)
+            tailing = Tailing(again.run, again.stop)
+            metastore.request_checkpoint(config.name)
+            wait_until(staged_all, 90, "every line staged by the next run")
+            tailing.stop()
+    except BaseException as exc:  # reported, not raised: the parent shows it
+        error = exc
+    finally:
+        metastore.close()
+    staged = staged_payloads(config)
+    return {
+        "collector_error": None if error is None else repr(error),
+        "written": len(written),
+        "staged": len(staged),
+        "distinct_staged": len(set(staged) & set(written)),
+        "warnings": warnings.messages,
+        "stop_seconds": stop_seconds,
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("ending", choices=["room", "stop"])
+    arguments = parser.parse_args()
+    print(json.dumps(child(arguments.folder, arguments.ending)))
