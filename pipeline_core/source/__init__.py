@@ -8,7 +8,7 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
-from pipeline_core.source._container_lines import (
+from pipeline_core.source._container_entries import (
     ContainerEvent,
     ContainerLogFormat,
     container_event,

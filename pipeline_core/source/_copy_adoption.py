@@ -17,7 +17,7 @@ from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._multiline import EventFraming
-from pipeline_core.source._tracked_file import TrackedFile
+from pipeline_core.source._tracked_file import TrackedFile, probe_file
 
 log = logging.getLogger("pipeline_core.source._watcher")
 
@@ -147,7 +147,7 @@ class CopyAdoption:
             if sizes.get(inode) != info.st_size:
                 self.settling = True
                 continue
-            candidate = TrackedFile.probe(tracked.source, path, inode, tracked.signature)
+            candidate = probe_file(tracked.source, path, inode, tracked.signature)
             if (
                 candidate.open(path)
                 and candidate.still_same_file(self._signature_bytes)

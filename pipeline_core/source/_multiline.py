@@ -31,7 +31,8 @@ from pipeline_core.config._multiline import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
 )
-from pipeline_core.source._container_lines import ContainerLogFormat, frame_entries
+from pipeline_core.source._container_entries import ContainerLogFormat
+from pipeline_core.source._container_lines import frame_entries
 from pipeline_core.source._preset_lines import (
     LOOKAHEAD_LINES,
     NEWLINE,

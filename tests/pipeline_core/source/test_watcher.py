@@ -183,7 +183,7 @@ def test_should_skip_a_file_it_cannot_look_at_for_the_scan_and_track_the_others(
             raise ValueError("something no one expected")
         return read_signature(fd, size)
 
-    monkeypatch.setattr("pipeline_core.source._watcher.read_signature", failing)
+    monkeypatch.setattr("pipeline_core.source._new_files.read_signature", failing)
     watcher = watch(watchers, source(logs))
 
     with caplog.at_level(logging.WARNING, logger="pipeline_core.source"):
@@ -192,7 +192,7 @@ def test_should_skip_a_file_it_cannot_look_at_for_the_scan_and_track_the_others(
     assert sorted(by_name(watcher)) == ["access.log"]
     (warning,) = [r for r in caplog.records if "access.log.bad\\xff" in r.getMessage()]
     assert "something no one expected" in warning.getMessage()
-    monkeypatch.setattr("pipeline_core.source._watcher.read_signature", read_signature)
+    monkeypatch.setattr("pipeline_core.source._new_files.read_signature", read_signature)
     watcher.scan()
     assert sorted(by_name(watcher)) == ["access.log", os.fsdecode(b"access.log.bad\xff")]
 
