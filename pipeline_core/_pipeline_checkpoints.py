@@ -82,7 +82,7 @@ class PipelineCheckpoints:
                 return self.excuse_lapsed_hosts(checkpoint_id, metastore=opened)
         if self.record(metastore, checkpoint_id).state is not CheckpointState.REQUESTED:
             return ()
-        excused = tuple(metastore.excuse_lapsed_hosts(checkpoint_id))
+        excused = tuple(metastore.transitions.excuse_lapsed_hosts(checkpoint_id))
         if excused:
             log.warning(
                 "checkpoint %d no longer waits for %s: their collectors' leases lapsed",

@@ -52,7 +52,7 @@ class PipelineRetention:
         )
         before = (now or datetime.now(timezone.utc)) - kept
         with self._context.metastore() as metastore:
-            forgotten = metastore.forget_checkpoints(config.name, before)
+            forgotten = metastore.transitions.forget_checkpoints(config.name, before)
         if forgotten:
             log.info(
                 "Forgot %d checkpoints committed before %s (%d..%d)",

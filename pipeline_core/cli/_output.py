@@ -21,7 +21,7 @@ def open_operations(config: Path, *, migrate: bool) -> PipelineOperations:
     Raises:
         ConfigError: the config is invalid, or its metastore URL is unusable.
     """
-    from pipeline_core.cli._preflight import metastore_url_problem
+    from pipeline_core.cli._preflight_services import metastore_url_problem
     from pipeline_core.errors import ConfigError
     from pipeline_core.operations import PipelineOperations
 

@@ -11,7 +11,7 @@ from pipeline_core.cli._exit_codes import ExitCode
 from pipeline_core.cli._options import add_json, config_command
 
 if TYPE_CHECKING:
-    from pipeline_core.cli._preflight import Check
+    from pipeline_core.cli._check import Check
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ class Validation:
 
     @property
     def exit_code(self) -> ExitCode:
-        from pipeline_core.cli._preflight import CheckStatus
+        from pipeline_core.cli._check import CheckStatus
 
         statuses = {check.status for check in self.checks}
         for status, code in (
@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
 def validate(file: Path) -> Validation:
     """Read ``file`` and, when it is valid, run every preflight check of it."""
-    from pipeline_core.cli._preflight import Check, CheckStatus, preflight
+    from pipeline_core.cli._check import Check, CheckStatus
+    from pipeline_core.cli._preflight import preflight
     from pipeline_core.config import load_pipeline_config
     from pipeline_core.errors import ConfigError
 

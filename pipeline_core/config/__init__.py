@@ -6,21 +6,11 @@ come from the environment (``$$`` is a ``$``); whatever is printed about a confi
 :meth:`PipelineConfig.masked`, which hides the values of secret variables and URL passwords.
 """
 
+from pipeline_core.config._collector import CollectorConfig
 from pipeline_core.config._description import describe_pipeline_config
 from pipeline_core.config._loader import METASTORE_URL_ENV, load_pipeline_config
-from pipeline_core.config._model import (
-    DEFAULT_SINK,
-    CollectorConfig,
-    HandoffConfig,
-    LakeConfig,
-    MetastoreConfig,
-    PipelineConfig,
-    SinkConfig,
-    SourceConfig,
-    StagingAccess,
-    StartPosition,
-)
 from pipeline_core.config._multiline import MultilineConfig, MultilinePreset
+from pipeline_core.config._pipeline import DEFAULT_SINK, PipelineConfig, SinkConfig
 from pipeline_core.config._secrets import (
     MASK,
     SECRET_NAME_PARTS,
@@ -42,6 +32,13 @@ from pipeline_core.config._sinks import (
     NullSinkConfig,
     SqlSinkConfig,
     StdoutSinkConfig,
+)
+from pipeline_core.config._source import SourceConfig, StartPosition
+from pipeline_core.config._storage import (
+    HandoffConfig,
+    LakeConfig,
+    MetastoreConfig,
+    StagingAccess,
 )
 from pipeline_core.config._worker import HOST_PATTERN, WorkerConfig
 from pipeline_core.formats import SourceFormat

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline_core.config._model import PipelineConfig
+from pipeline_core.config._pipeline import PipelineConfig
 from pipeline_core.config._sinks import FileSinkConfig, HttpSinkConfig, SqlSinkConfig
 
 

@@ -12,7 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from pipeline_core.config._interpolation import interpolate
-from pipeline_core.config._model import PipelineConfig, SinkConfig
+from pipeline_core.config._pipeline import PipelineConfig, SinkConfig
 from pipeline_core.config._secrets import MASK, SecretMask, is_credential_header, looks_secret
 from pipeline_core.errors import ConfigError
 

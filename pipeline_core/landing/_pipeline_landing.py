@@ -101,7 +101,7 @@ class PipelineLanding:
             else:
                 if not dry_run:
                     with self._context.metastore() as metastore:
-                        metastore.fail_checkpoint(checkpoint_id, missing)
+                        metastore.transitions.fail_checkpoint(checkpoint_id, missing)
                     log.error("checkpoint %d failed: %s", checkpoint_id, missing)
                 raise CheckpointFailedError(checkpoint_id, missing)
         if not inputs:

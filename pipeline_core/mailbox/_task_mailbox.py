@@ -5,12 +5,12 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TypeVar
 
 from ._exceptions import IllegalThreadError, MailboxClosedException
-from ._mail import MIN_PRIORITY, Mail
+from ._mail import Mail
+from ._mail_queue import MailQueue
 
 __all__ = ["TaskMailbox"]
 
@@ -37,8 +37,8 @@ class MailboxState(enum.Enum):
 class TaskMailbox:
     """A mailbox of :class:`Mail` with many producers and one consumer, the mailbox thread.
 
-    Mails are kept in put order in one deque guarded by one lock; the mailbox thread moves them
-    in bulk into a private *batch* (:meth:`create_batch`) and then pops them from the batch
+    Mails are kept in put order in a :class:`MailQueue` guarded by one lock; the mailbox thread
+    moves them in bulk into its *batch* (:meth:`create_batch`) and then pops them from the batch
     without the lock (:meth:`try_take_from_batch`). A ``has_new_mail`` flag, written under the
     lock and read without it, lets the mailbox thread see that nothing arrived without locking.
 
@@ -55,9 +55,8 @@ class TaskMailbox:
         closing is how another thread wakes a mailbox thread blocked in :meth:`take`.
 
         Guarded by the (re-entrant) lock: the queue, the state, the waiting-taker count.
-        Owner-thread only: the batch (``close`` and ``put_first`` also touch it, but only under
-        the lock and with single atomic deque operations, so each mail is either taken by the
-        owner or dropped by ``close``, never both).
+        Owner-thread only: the batch (``close`` and ``put_first`` also touch it, see
+        :class:`MailQueue`).
 
     Lifecycle: see :class:`MailboxState`.
     """
@@ -68,11 +67,9 @@ class TaskMailbox:
         )
         self._lock = threading.RLock()
         self._not_empty = threading.Condition(self._lock)
-        self._queue: deque[Mail] = deque()  # guarded by _lock
+        self._mails = MailQueue()  # its queue guarded by _lock, its batch the owner's
         self._state = MailboxState.OPEN  # guarded by _lock (read without it)
         self._takers_waiting = 0  # guarded by _lock
-        self._batch: deque[Mail] = deque()  # owner thread
-        self._has_new_mail = False  # == bool(_queue); written under _lock, read without
 
     # -- any thread ---------------------------------------------------------------------------
 
@@ -87,7 +84,7 @@ class TaskMailbox:
     @property
     def has_new_mail(self) -> bool:
         """True when mail is in the queue (not the batch); read without the lock, may be stale."""
-        return self._has_new_mail
+        return self._mails.has_new_mail
 
     def is_mailbox_thread(self) -> bool:
         """True when called on the owner thread."""
@@ -119,15 +116,14 @@ class TaskMailbox:
         mail.put_time = time.perf_counter()
         with self._lock:
             self._check_put_allowed()
-            self._queue.append(mail)
-            self._has_new_mail = True
+            self._mails.put(mail)
             if wake and self._takers_waiting:
                 self._not_empty.notify()
 
     def wake(self) -> None:
         """Wake the mailbox thread if it waits (for mail put without waking it)."""
         with self._lock:
-            if self._takers_waiting and self._queue:
+            if self._takers_waiting and self._mails.has_new_mail:
                 self._not_empty.notify()
 
     def put_first(self, mail: Mail) -> None:
@@ -144,10 +140,9 @@ class TaskMailbox:
         with self._lock:
             self._check_put_allowed()
             if self.is_mailbox_thread():
-                self._batch.appendleft(mail)
+                self._mails.put_first_in_batch(mail)
             else:
-                self._queue.appendleft(mail)
-                self._has_new_mail = True
+                self._mails.put_first_in_queue(mail)
                 if self._takers_waiting:
                     self._not_empty.notify()
 
@@ -163,7 +158,7 @@ class TaskMailbox:
     def size(self) -> int:
         """Mails not yet taken, in the queue and the batch."""
         with self._lock:
-            return len(self._queue) + len(self._batch)
+            return self._mails.queued + self._mails.batched
 
     def close(self) -> list[Mail]:
         """Close the mailbox; return the dropped mails, in run order, with futures cancelled.
@@ -174,7 +169,7 @@ class TaskMailbox:
         with self._lock:
             if self._state is MailboxState.CLOSED:
                 return []
-            dropped = self._drain_locked()
+            dropped = self._mails.drain()
             self._state = MailboxState.CLOSED
             self._not_empty.notify_all()
         for mail in dropped:
@@ -213,7 +208,7 @@ class TaskMailbox:
         with self._lock:
             while True:
                 self._check_take_allowed()
-                mail = self._take_locked(priority)
+                mail = self._mails.take(priority)
                 if mail is not None:
                     return mail
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -234,11 +229,11 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("try_take")
         self._check_take_allowed()
-        if not self._batch and not self._has_new_mail:
+        if not self._mails.has_batch() and not self._mails.has_new_mail:
             return None
         with self._lock:
             self._check_take_allowed()
-            return self._take_locked(priority)
+            return self._mails.take(priority)
 
     def has_mail(self) -> bool:
         """True when any mail is waiting, in the batch or the queue (no lock taken).
@@ -247,7 +242,7 @@ class TaskMailbox:
             IllegalThreadError: not called on the mailbox thread.
         """
         self._check_is_mailbox_thread("has_mail")
-        return bool(self._batch) or self._has_new_mail
+        return self._mails.has_batch() or self._mails.has_new_mail
 
     def create_batch(self) -> bool:
         """Move every queued mail to the end of the batch; true if the batch is not empty.
@@ -262,13 +257,11 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("create_batch")
         self._check_take_allowed()
-        if not self._has_new_mail:
-            return bool(self._batch)
+        if not self._mails.has_new_mail:
+            return self._mails.has_batch()
         with self._lock:
-            self._batch.extend(self._queue)
-            self._queue.clear()
-            self._has_new_mail = False
-        return bool(self._batch)
+            self._mails.create_batch()
+        return self._mails.has_batch()
 
     def try_take_from_batch(self) -> Mail | None:
         """Pop the head of the batch without the lock; ``None`` when the batch is empty.
@@ -279,10 +272,7 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("try_take_from_batch")
         self._check_take_allowed()
-        try:
-            return self._batch.popleft()
-        except IndexError:
-            return None
+        return self._mails.take_from_batch()
 
     def drain(self) -> list[Mail]:
         """Remove and return every mail (batch first, then queue) without running them.
@@ -292,7 +282,7 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("drain")
         with self._lock:
-            return self._drain_locked()
+            return self._mails.drain()
 
     def quiesce(self) -> None:
         """Refuse further puts; mails already in can still be taken. No-op unless ``OPEN``.
@@ -306,27 +296,6 @@ class TaskMailbox:
                 self._state = MailboxState.QUIESCED
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _take_locked(self, priority: int) -> Mail | None:
-        mail = _take_or_none(self._batch, priority)
-        if mail is None:
-            mail = _take_or_none(self._queue, priority)
-            if mail is not None:
-                self._has_new_mail = bool(self._queue)
-        return mail
-
-    def _drain_locked(self) -> list[Mail]:
-        drained: list[Mail] = []
-        batch = self._batch
-        while batch:  # one atomic pop at a time: the owner may pop concurrently
-            try:
-                drained.append(batch.popleft())
-            except IndexError:
-                break
-        drained.extend(self._queue)
-        self._queue.clear()
-        self._has_new_mail = False
-        return drained
 
     def _check_put_allowed(self) -> None:
         state = self._state
@@ -343,7 +312,7 @@ class TaskMailbox:
     def __repr__(self) -> str:
         return (
             f"TaskMailbox(state={self._state.name}, owner={self._owner_thread.name!r}, "
-            f"queued={len(self._queue)}, batch={len(self._batch)})"
+            f"queued={self._mails.queued}, batch={self._mails.batched})"
         )
 
 
@@ -353,16 +322,3 @@ def _require_thread(owner: threading.Thread, what: str) -> None:
         raise IllegalThreadError(
             f"{what} must be called on the mailbox thread {owner.name!r}, not on {current.name!r}"
         )
-
-
-def _take_or_none(mails: deque[Mail], priority: int) -> Mail | None:
-    """Remove and return the first mail of at least ``priority`` from ``mails``, if any."""
-    if not mails:
-        return None
-    if priority <= MIN_PRIORITY:
-        return mails.popleft()
-    for index, mail in enumerate(mails):
-        if mail.priority >= priority:
-            del mails[index]
-            return mail
-    return None

@@ -5,6 +5,7 @@ SQLite (a file under the data directory) is the embedded default; PostgreSQL ser
 deployments. Only this package touches the tables::
 
     Metastore (facade: one transaction per call; opening it migrates the schema)
+      ├─► CheckpointTransitions (its ``transitions``: request, seal, excuse, commit, fail, forget)
       └─► Repositories on one connection: CheckpointRepository, BatchRepository,
           FileRepository, LeaseRepository, AckerTreeRepository, SinkStateRepository,
           ReadProgressRepository
@@ -18,6 +19,7 @@ holder's machine can prove dead.
 
 from pipeline_core.metastore._acker_trees import AckerTreeRepository
 from pipeline_core.metastore._batches import BatchRepository
+from pipeline_core.metastore._checkpoint_transitions import CheckpointTransitions
 from pipeline_core.metastore._checkpoints import CheckpointRepository
 from pipeline_core.metastore._files import FileRepository
 from pipeline_core.metastore._lease_holder import HolderLiveness, LeaseHolder, ProcessIdentity
@@ -78,6 +80,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointRepository",
     "CheckpointState",
+    "CheckpointTransitions",
     "DataVersionRequestProbe",
     "FileRepository",
     "HolderLiveness",

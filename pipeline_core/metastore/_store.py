@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -14,10 +13,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import Connection, Engine, event
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline_core._file_modes import make_private_dirs, open_private
 from pipeline_core.errors import CheckpointError, MetastoreError, MetastoreNotReadyError
+from pipeline_core.metastore._checkpoint_transitions import CheckpointTransitions
 from pipeline_core.metastore._lifecycle import CheckpointState
 from pipeline_core.metastore._migrations import SchemaVersion, schema_version, upgrade_to_head
 from pipeline_core.metastore._read_progress import READ_PROGRESS_RETENTION
@@ -34,17 +34,17 @@ from pipeline_core.metastore._values import redacted_url, utcnow
 from pipeline_core.source import FileRecord
 
 _migrate_lock = threading.Lock()
-FORGET_CHUNK = 500
-"""Checkpoints forgotten per transaction (:meth:`Metastore.forget_checkpoints`)."""
 
 
 class Metastore:
     """Sluice's state in one SQL database (SQLite by default, PostgreSQL for deployments).
 
     Opening it migrates the schema to the newest version. Each method is one transaction over
-    the repositories (:class:`Repositories`, one per record kind); a checkpoint's batch, byte
-    ranges, file offsets, acker trees and state change commit in one (:meth:`seal`). Every
-    change of a checkpoint's state is checked against its lifecycle (:class:`CheckpointState`).
+    the repositories (:class:`Repositories`, one per record kind). The changes of a checkpoint
+    (request, seal, excusing lapsed hosts, commit, fail, forget) are its ``transitions``
+    (:class:`CheckpointTransitions`), each checked against the checkpoint's lifecycle
+    (:class:`CheckpointState`); :meth:`request_checkpoint`, :meth:`seal` and
+    :meth:`commit_checkpoint`, which many callers use, are here too.
 
     Threading model: the engine's pool makes the object safe to share between threads; the
     collector still keeps all its writes on its mailbox thread.
@@ -52,6 +52,8 @@ class Metastore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.transitions = CheckpointTransitions(self._repositories)
+        """Every change of a checkpoint (:class:`CheckpointTransitions`)."""
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Metastore:
@@ -172,30 +174,9 @@ class Metastore:
         run_id: str | None = None,
         data_interval: tuple[datetime, datetime] | None = None,
     ) -> CheckpointRecord:
-        """Create a REQUESTED checkpoint; the same ``run_id`` always gets the same checkpoint.
-
-        The checkpoint waits for a batch from every host whose collector holds the pipeline's
-        lease now (several collectors, one per host); when none does (one host collecting
-        once, tests), the first host to seal it completes it.
-        """
-        if run_id is not None and (existing := self._checkpoint_of_run(pipeline, run_id)):
-            return existing
-        now = utcnow()
-        try:
-            with self._repositories() as r:
-                hosts = r.leases.live_hosts(pipeline, now)
-                checkpoint_id = r.checkpoints.insert(pipeline, run_id, data_interval, hosts, now)
-        except MetastoreError as exc:
-            if run_id is not None and isinstance(exc.__cause__, IntegrityError):
-                found = self._checkpoint_of_run(pipeline, run_id)
-                if found is not None:
-                    return found
-            raise
-        return self.checkpoint(checkpoint_id)
-
-    def _checkpoint_of_run(self, pipeline: str, run_id: str) -> CheckpointRecord | None:
-        with self._repositories() as r:
-            return r.checkpoints.of_run(pipeline, run_id)
+        """:meth:`CheckpointTransitions.request_checkpoint`: a REQUESTED checkpoint, the same
+        one for the same ``run_id``."""
+        return self.transitions.request_checkpoint(pipeline, run_id, data_interval)
 
     def checkpoint(self, checkpoint_id: int) -> CheckpointRecord:
         """Raises CheckpointError when there is no such checkpoint."""
@@ -246,97 +227,14 @@ class Metastore:
         acker_trees: Iterable[AckerTreeRecord] | None = None,
         forgotten: Collection[str] = (),
     ) -> int:
-        """Record a sealed batch in ONE transaction: the batch and its byte ranges, the files'
-        offsets at the barrier, the rows of the files the host forgot (``forgotten``:
-        fingerprints), the acker's in-flight trees (when given) and, once every host the
-        checkpoint waits for has sealed its batch, the checkpoint's move to SEALED.
-        Returns the batch id.
-
-        Raises:
-            CheckpointError: there is no such checkpoint.
-            IllegalTransitionError: the checkpoint cannot become SEALED any more (sealed
-                elsewhere, committed, failed).
-        """
-        now = utcnow()
-        checkpoint_id = batch.checkpoint_id
-        with self._repositories() as r:
-            # Locked: hosts sealing their batches at once must not each miss the other's.
-            state = r.checkpoints.state(checkpoint_id, lock=True)
-            if state is None:
-                raise CheckpointError(f"there is no checkpoint {checkpoint_id}")
-            recorded = r.batches.recorded(checkpoint_id, host, batch.checksum)
-            if recorded is not None and state is not CheckpointState.COMMITTED:
-                return recorded  # a retry of a seal whose commit succeeded: idempotent
-            state.check_transition(checkpoint_id, CheckpointState.SEALED)
-            batch_id = r.batches.insert(pipeline, host, batch, now)
-            r.files.save(pipeline, host, files, now)
-            r.files.forget(pipeline, host, forgotten)
-            if acker_trees is not None:
-                r.acker_trees.replace(pipeline, host, acker_trees, now)
-            r.checkpoints.host_sealed(checkpoint_id, host)
-            _seal_when_complete(r, checkpoint_id, now)
-        return batch_id
-
-    def excuse_lapsed_hosts(self, checkpoint_id: int) -> list[str]:
-        """Stop waiting, for checkpoint ``checkpoint_id``, for hosts whose collector lease has
-        lapsed (the host is down: its lines go into a later checkpoint when it is back), and
-        seal the checkpoint if every remaining host has. Returns the hosts excused."""
-        now = utcnow()
-        with self._repositories() as r:
-            r.checkpoints.state(checkpoint_id, lock=True)  # as in seal()
-            record = r.checkpoints.get(checkpoint_id)
-            if record is None:
-                raise CheckpointError(f"checkpoint {checkpoint_id} does not exist")
-            live = r.leases.live_hosts(record.pipeline, now)
-            lapsed = r.checkpoints.hosts_lapsed(checkpoint_id, live)
-            if lapsed:
-                r.checkpoints.excuse_hosts(checkpoint_id, lapsed)
-                _seal_when_complete(r, checkpoint_id, now)
-        return lapsed
+        """:meth:`CheckpointTransitions.seal`: record a host's sealed batch, in one transaction
+        with everything that goes with it; the batch id."""
+        return self.transitions.seal(pipeline, batch, files, host, acker_trees, forgotten)
 
     def commit_checkpoint(self, checkpoint_id: int, landing: dict[str, Any]) -> CheckpointRecord:
-        """Mark a SEALED checkpoint COMMITTED with the landing job's counts (idempotent: a
-        COMMITTED one is committed again with the new counts).
-
-        Raises:
-            CheckpointError: there is no such checkpoint.
-            IllegalTransitionError: it is not SEALED or COMMITTED.
-        """
-        with self._repositories() as r:
-            r.checkpoints.move(
-                checkpoint_id,
-                CheckpointState.COMMITTED,
-                committed_at=utcnow(),
-                landing=json.dumps(landing, sort_keys=True),
-            )
-        return self.checkpoint(checkpoint_id)
-
-    def fail_checkpoint(self, checkpoint_id: int, error: str) -> CheckpointRecord:
-        """Mark a checkpoint that can no longer be sealed or landed FAILED, storing ``error``
-        (what DAG runs waiting for it then fail with).
-
-        Raises:
-            CheckpointError: there is no such checkpoint.
-            IllegalTransitionError: it is COMMITTED or FAILED already.
-        """
-        with self._repositories() as r:
-            r.checkpoints.move(checkpoint_id, CheckpointState.FAILED, error=error)
-        return self.checkpoint(checkpoint_id)
-
-    def forget_checkpoints(self, pipeline: str, before: datetime) -> list[int]:
-        """Delete ``pipeline``'s checkpoints committed before ``before``, with their batches,
-        byte ranges and host rows; returns their ids. For what maintenance keeps and why,
-        see ``PipelineOperations.forget_old_checkpoints``."""
-        forgotten: list[int] = []
-        while True:
-            with self._repositories() as r:
-                ids = r.checkpoints.committed_before(pipeline, before, FORGET_CHUNK)
-                if ids:
-                    r.batches.delete_of_checkpoints(ids)
-                    r.checkpoints.delete(ids)
-            forgotten += ids
-            if len(ids) < FORGET_CHUNK:
-                return forgotten
+        """:meth:`CheckpointTransitions.commit_checkpoint`: mark a SEALED checkpoint COMMITTED
+        with the landing job's counts."""
+        return self.transitions.commit_checkpoint(checkpoint_id, landing)
 
     # -- files, sink states, acker trees, read progress --------------------------------------
 
@@ -422,17 +320,6 @@ class Metastore:
         killed since, whose lease the next one takes over (see :meth:`acquire_lease`)."""
         with self._repositories() as r:
             return r.leases.holder(pipeline, host, utcnow())
-
-
-def _seal_when_complete(r: Repositories, checkpoint_id: int, now: datetime) -> None:
-    """Move a REQUESTED checkpoint with at least one batch and no host still owing one to
-    SEALED."""
-    if (
-        r.checkpoints.state(checkpoint_id) is CheckpointState.REQUESTED
-        and r.checkpoints.hosts_owing(checkpoint_id) == 0
-        and r.batches.count(checkpoint_id) > 0
-    ):
-        r.checkpoints.move(checkpoint_id, CheckpointState.SEALED, sealed_at=now)
 
 
 def _create_private(database: Path) -> None:

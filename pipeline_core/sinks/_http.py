@@ -1,33 +1,35 @@
-"""``HttpSink``: POST batches to an HTTP endpoint as JSON, over one persistent connection."""
+"""``HttpSink``: POST batches to an HTTP endpoint as JSON, over one persistent connection.
+
+Here: each request's attempts within its deadline, the retries, the refused lines' dead-letter
+file. What a request holds (records, bodies, headers, the secrets never shown) is built by
+``_http_request``.
+"""
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import gzip
 import http.client
 import json
 import logging
 import os
-import re
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import SplitResult, unquote, unquote_plus, urlsplit
+from urllib.parse import urlsplit
 
 from pipeline_core._file_modes import make_private_dirs, open_private
-from pipeline_core.config._secrets import (
-    SecretMask,
-    is_credential_header,
-    looks_secret_option,
-    mask_url_passwords,
-)
+from pipeline_core.config._secrets import SecretMask, mask_url_passwords
 from pipeline_core.config._sinks import DEFAULT_DEADLINE_S, HttpFormat
 from pipeline_core.errors import EventDeliveryException, SinkRejectedError
-from pipeline_core.sinks._batch import DeliveryBatch, LogEvent
+from pipeline_core.sinks._batch import DeliveryBatch
+from pipeline_core.sinks._http_request import (
+    request_body,
+    request_headers,
+    request_records,
+    secret_values,
+)
 from pipeline_core.sinks._retry import RetryPolicy, call_with_retry
 from pipeline_core.sinks._sink import BatchSink
 
@@ -35,19 +37,12 @@ log = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 """Besides every 5xx: answers that say "not now" rather than "never"."""
-_CONTENT_TYPES = {
-    HttpFormat.NDJSON: "application/x-ndjson",
-    HttpFormat.JSON_ARRAY: "application/json",
-}
 _DETAIL_CHARS = 1000
 """Characters of an error answer's body quoted in the error (after masking)."""
 MAX_RESPONSE_BYTES = 64 * 1024
 """The most of a response's body the sink reads: a 2xx answer's body is read only to keep the
 connection alive, an error's to quote its start. A longer body is never read: the connection
 is closed instead, so an endpoint cannot make the sink read or hold more."""
-_MIN_SECRET_CHARS = 4
-"""Shorter secret values are hidden in URLs only (masking every ``"ab"`` of a message would
-garble it)."""
 
 
 class RequestDeadlineError(TimeoutError):
@@ -156,12 +151,8 @@ class HttpSink(BatchSink):
         self._host = parts.hostname
         self._port = parts.port
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        defaults = {"Content-Type": _CONTENT_TYPES[format], "User-Agent": "sluice"}
-        basic = _basic_credentials(parts)
-        if basic is not None:
-            defaults["Authorization"] = basic  # a configured Authorization header wins
-        self._headers = _merge_headers(defaults, headers or {})
-        self._mask = SecretMask.of(_secret_values(parts, self._headers))
+        self._headers = request_headers(parts, format, headers or {})
+        self._mask = SecretMask.of(secret_values(parts, self._headers))
         self._shown_target = self._mask(mask_url_passwords(self._target))
         if gzip:
             self._headers["Content-Encoding"] = "gzip"
@@ -173,44 +164,17 @@ class HttpSink(BatchSink):
         self._resume = None
 
     def deliver(self, batch: DeliveryBatch) -> None:
-        requests = self._split(batch)
+        requests = request_records(batch, self.format, self.max_request_bytes)
         first = self._resume[1] if self._resume and self._resume[0] is batch else 0
         for index in range(first, len(requests)):
             self._send(requests[index], f"request {index + 1}/{len(requests)}")
             self._resume = (batch, index + 1)
         self._resume = None
 
-    # -- building requests --------------------------------------------------------------------
-
-    def _split(self, batch: DeliveryBatch) -> list[list[bytes]]:
-        """The batch's records, grouped into request bodies of at most ``max_request_bytes``."""
-        overhead = 1 if self.format is HttpFormat.JSON_ARRAY else 0  # "[", "]", one comma less
-        requests: list[list[bytes]] = []
-        current: list[bytes] = []
-        size = overhead
-        for event in batch.events():
-            record = _record(event)
-            cost = len(record) + 1  # its newline or comma
-            if current and size + cost > self.max_request_bytes:
-                requests.append(current)
-                current, size = [], overhead
-            current.append(record)
-            size += cost
-        if current:
-            requests.append(current)
-        return requests
-
-    def _body(self, records: list[bytes]) -> bytes:
-        if self.format is HttpFormat.JSON_ARRAY:
-            body = b"[" + b",".join(records) + b"]"
-        else:
-            body = b"\n".join(records) + b"\n"
-        return gzip.compress(body, mtime=0) if self.gzip else body
-
     # -- sending ------------------------------------------------------------------------------
 
     def _send(self, records: list[bytes], which: str) -> None:
-        body = self._body(records)
+        body = request_body(records, self.format, self.gzip)
         attempts = 0
 
         def attempt() -> None:
@@ -334,26 +298,6 @@ class HttpSink(BatchSink):
         log.warning("%s; written to %s", message, self.dead_letter)
 
 
-def _record(event: LogEvent) -> bytes:
-    """The event's JSON record; an over-long line's ``message`` is its prefix, marked with
-    ``"truncated": true`` and its whole length ``line_bytes``; a multiline event's ``message``
-    holds its lines, with ``event_lines`` and, if a bound or a missing head cut it, ``cut``."""
-    record: dict[str, object] = {
-        "event_id": event.event_id,
-        "source": event.source,
-        "file_fingerprint": event.fingerprint,
-        "byte_offset": event.byte_offset,
-        "message": event.text(),
-    }
-    if event.truncated:
-        record.update(truncated=True, line_bytes=event.line_bytes)
-    if event.lines > 1 or event.cut is not None:
-        record.update(event_lines=event.lines)
-    if event.cut is not None:
-        record.update(cut=event.cut.value)
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
-
-
 def _is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, HttpStatusError):
         return exc.retryable
@@ -406,36 +350,3 @@ class _Deadline:
         with self._lock:
             self._done = True
             return self.fired
-
-
-def _basic_credentials(parts: SplitResult) -> str | None:
-    """The ``Authorization`` value for the URL's ``user:password@`` (HTTP Basic), if any."""
-    if parts.username is None and parts.password is None:
-        return None
-    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-
-
-def _secret_values(parts: SplitResult, headers: Mapping[str, str]) -> list[str]:
-    """What the sink must never show: the URL's password, the values of its options named
-    like secrets (as written and decoded) and of its credential headers (and their last
-    word: the token of ``Bearer <token>``)."""
-    values = []
-    if parts.password:
-        values += [parts.password, unquote(parts.password)]
-    for option in re.split("[&;]", f"{parts.query}&{parts.fragment}"):
-        name, _, value = option.partition("=")
-        if value and looks_secret_option(unquote_plus(name)):
-            values += [value, unquote_plus(value)]
-    for name, value in headers.items():
-        if is_credential_header(name):
-            values += [value, value.split()[-1] if value.split() else value]
-    return [value for value in values if len(value) >= _MIN_SECRET_CHARS]
-
-
-def _merge_headers(defaults: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    """``defaults`` overridden by ``extra``, header names compared case-insensitively."""
-    overridden = {name.lower() for name in extra}
-    merged = {name: value for name, value in defaults.items() if name.lower() not in overridden}
-    merged.update(extra)
-    return merged

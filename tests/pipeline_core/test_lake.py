@@ -12,8 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline_core.config import MetastoreConfig, PipelineConfig, SourceConfig, SourceFormat
-from pipeline_core.config._model import LakeConfig
+from pipeline_core.config import (
+    LakeConfig,
+    MetastoreConfig,
+    PipelineConfig,
+    SourceConfig,
+    SourceFormat,
+)
 from pipeline_core.lake import (
     REJECTS_TABLE,
     LakeLocation,

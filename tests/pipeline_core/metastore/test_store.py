@@ -548,7 +548,7 @@ def test_should_forget_the_checkpoints_committed_before_a_time_and_everything_of
     later = metastore.request_checkpoint(PIPELINE, "run-later").checkpoint_id
     assert len(rows(metastore, schema.checkpoint_hosts)) == 5
 
-    forgotten = metastore.forget_checkpoints(PIPELINE, cutoff)
+    forgotten = metastore.transitions.forget_checkpoints(PIPELINE, cutoff)
 
     assert forgotten == ids[:2]
     remaining = {c.checkpoint_id for c in metastore.checkpoints(PIPELINE)}
@@ -557,7 +557,7 @@ def test_should_forget_the_checkpoints_committed_before_a_time_and_everything_of
     assert len(rows(metastore, schema.batch_ranges)) == 2
     assert {h["checkpoint_id"] for h in rows(metastore, schema.checkpoint_hosts)} == remaining
     assert metastore.files(PIPELINE, HOST) == [file_record(sealed_offset=40)]  # files stay
-    assert metastore.forget_checkpoints(PIPELINE, cutoff) == []
+    assert metastore.transitions.forget_checkpoints(PIPELINE, cutoff) == []
 
 
 def test_should_delete_the_rows_of_the_files_a_seal_names_forgotten(metastore: Metastore) -> None:
@@ -609,7 +609,7 @@ def test_should_fail_a_checkpoint_with_its_error(metastore: Metastore, sealed: b
     if sealed:
         metastore.seal(PIPELINE, batch_record(checkpoint_id), [], HOST)
 
-    failed = metastore.fail_checkpoint(checkpoint_id, "recorded batches missing: web-1")
+    failed = metastore.transitions.fail_checkpoint(checkpoint_id, "recorded batches missing: web-1")
 
     assert failed.state is CheckpointState.FAILED
     assert failed.error == "recorded batches missing: web-1"
@@ -627,7 +627,7 @@ def test_should_refuse_to_fail_a_committed_checkpoint(metastore: Metastore) -> N
         match=f"checkpoint {checkpoint_id} is committed; only requested or sealed checkpoints "
         "can become failed",
     ):
-        metastore.fail_checkpoint(checkpoint_id, "too late")
+        metastore.transitions.fail_checkpoint(checkpoint_id, "too late")
 
     after = metastore.checkpoint(checkpoint_id)
     assert (after.state, after.error) == (CheckpointState.COMMITTED, None)
@@ -635,7 +635,7 @@ def test_should_refuse_to_fail_a_committed_checkpoint(metastore: Metastore) -> N
 
 def test_should_neither_seal_nor_commit_a_failed_checkpoint(metastore: Metastore) -> None:
     checkpoint_id = metastore.request_checkpoint(PIPELINE).checkpoint_id
-    metastore.fail_checkpoint(checkpoint_id, "gave up")
+    metastore.transitions.fail_checkpoint(checkpoint_id, "gave up")
 
     with pytest.raises(IllegalTransitionError, match=f"checkpoint {checkpoint_id} is failed"):
         metastore.seal(PIPELINE, batch_record(checkpoint_id), [file_record()], HOST)
@@ -649,7 +649,7 @@ def test_should_neither_seal_nor_commit_a_failed_checkpoint(metastore: Metastore
 
 def test_should_refuse_to_fail_an_unknown_checkpoint(metastore: Metastore) -> None:
     with pytest.raises(CheckpointError, match="no checkpoint 4242"):
-        metastore.fail_checkpoint(4242, "gone")
+        metastore.transitions.fail_checkpoint(4242, "gone")
 
 
 # -- data intervals ----------------------------------------------------------------------------
@@ -1014,11 +1014,11 @@ def test_should_stop_waiting_for_a_host_whose_lease_lapsed(metastore: Metastore)
     assert metastore.acquire_lease(PIPELINE, "host-b", "b:1", 2.0)
     checkpoint_id = metastore.request_checkpoint(PIPELINE, "run-1").checkpoint_id
     metastore.seal(PIPELINE, host_batch(checkpoint_id, "host-a"), [], "host-a")
-    assert metastore.excuse_lapsed_hosts(checkpoint_id) == []
+    assert metastore.transitions.excuse_lapsed_hosts(checkpoint_id) == []
 
     time.sleep(2.1)
 
-    assert metastore.excuse_lapsed_hosts(checkpoint_id) == ["host-b"]
+    assert metastore.transitions.excuse_lapsed_hosts(checkpoint_id) == ["host-b"]
     assert metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
     assert metastore.unsealed_for_host(PIPELINE, "host-b") == []
 

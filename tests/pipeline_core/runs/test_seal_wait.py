@@ -144,7 +144,7 @@ def test_should_give_up_on_a_failed_checkpoint(
     operations: PipelineOperations, store: Metastore
 ) -> None:
     requested = operations.request_checkpoint("run-1").checkpoint_id
-    store.fail_checkpoint(requested, "sink lake gave up")
+    store.transitions.fail_checkpoint(requested, "sink lake gave up")
 
     look = look_sealed(operations, requested)
 

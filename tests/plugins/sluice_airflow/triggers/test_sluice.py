@@ -50,7 +50,7 @@ def mark_failed(metastore_url: str, checkpoint_id: int, error: str) -> None:
     """What the pipeline records for a checkpoint that can no longer be sealed or landed."""
     store = Metastore.open(metastore_url)
     try:
-        store.fail_checkpoint(checkpoint_id, error)
+        store.transitions.fail_checkpoint(checkpoint_id, error)
     finally:
         store.close()
 
