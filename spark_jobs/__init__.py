@@ -18,8 +18,8 @@ explains both ends)::
 
 ``landing.py`` runs those steps for any number of checkpoints at once (``land``); ``land.py``
 is the file spark-submit runs. Rejects are found by reconciling the landed rows with the staged
-lines per source file, so only the segments of the files that hold rejects are read and parsed
-a second time.
+lines per source file (``reconciliation.py``), so only the segments of the files that hold
+rejects are read and parsed a second time.
 
 The modules import pyspark (with pyarrow and NumPy, which its Arrow support needs), the
 standard library and three modules of ``pipeline_core``: ``errors`` and ``staging_contract``
