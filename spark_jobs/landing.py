@@ -15,13 +15,13 @@ Steps, for the checkpoints of one landing (docs/architecture.md is the contract)
    parts, in Python workers for an object store's), parse them with the source's format
    (``spark_jobs.formats``) and write the parsed rows as Parquet data files into a new folder
    of the source's table (``spark_jobs.lake``): nothing a reader sees yet.
-5. Reconcile, with the counts taken in the job that wrote the rows (nothing is read back): the
-   rows written per checkpoint (with a lake in an object store, per source file), and the
-   source files with rejects, which the parse observed (``spark_jobs.formats``). More rows
-   written than staged for a (checkpoint, source) (or a source file) fails the job; only the
-   source files with rejects (or that wrote fewer rows than staged) are read and parsed a
-   second time and their rejects written for ``_rejects``, counted in that job likewise. A
-   landing without rejects reads its input once.
+5. Reconcile (``spark_jobs.reconciliation``), with the counts taken in the job that wrote the
+   rows (nothing is read back): the rows written per checkpoint (with a lake in an object
+   store, per source file), and the source files with rejects, which the parse observed
+   (``spark_jobs.formats``). More rows written than staged for a (checkpoint, source) (or a
+   source file) fails the job; only the source files with rejects (or that wrote fewer rows
+   than staged) are read and parsed a second time and their rejects written for ``_rejects``,
+   counted in that job likewise. A landing without rejects reads its input once.
 6. Check, per checkpoint, that rows + rejects equal its input events (its input lines when no
    segment lists multiline events); and that they are of the source files staged, as many of
    each: with Spark's writer, a checksum of their files (``spark_jobs.lake.file_hash``) summed
@@ -51,10 +51,9 @@ from datetime import datetime, timezone
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline_core.errors import LandingError
 from pipeline_core.formats import RESCUED_COLUMN
 from pipeline_core.lake import (
     REJECTS_TABLE,
@@ -75,7 +74,15 @@ from spark_jobs.formats import (
     parse,
     rejected_files,
 )
-from spark_jobs.lake import WrittenFiles, landing_folder, staged_checksum, write_files
+from spark_jobs.lake import landing_folder, staged_checksum, write_files
+from spark_jobs.reconciliation import (
+    LandedKey,
+    LandingCountError,
+    files_with_rejects,
+    landed_lines,
+    rescued_values,
+    summarize,
+)
 from spark_jobs.staging import SegmentReader, SegmentRow, read_lines, segment_reader
 from spark_jobs.verification import verify_parts
 
@@ -83,14 +90,6 @@ SPLITS_PER_CORE = 4
 """Read tasks per core of the session: a source's segments are split into this many runs per
 core (at most one per segment), so that cores do not idle behind a few slow tasks."""
 log = logging.getLogger(__name__)
-
-LandedKey = tuple[int, str] | FileKey
-"""What rows landed are counted per: ``(checkpoint_id, source)`` (Spark's writer), or a
-``FileKey`` (the Arrow writer)."""
-
-
-class LandingCountError(LandingError):
-    """The written rows and rejects of a checkpoint differ from the lines that were staged."""
 
 
 @dataclass(frozen=True)
@@ -264,49 +263,6 @@ def read_source(
     )
 
 
-def landed_lines(written: WrittenFiles, source: str) -> Counter[LandedKey]:
-    """The rows of ``source`` that ``written`` holds as its writing job counted them: per
-    ``(checkpoint_id, source)``, or per ``FileKey`` when the job counted per source file (a
-    checkpoint it was not asked to count by is ``0``, which stages nothing)."""
-    landed: Counter[LandedKey] = Counter()
-    for (checkpoint_id, *file), count in written.rows.items():
-        checkpoint = int(checkpoint_id or 0)
-        if file:
-            host, fingerprint = (str(value) for value in file)
-            landed[(checkpoint, source, host, fingerprint)] += count
-        else:
-            landed[(checkpoint, source)] += count
-    return landed
-
-
-def files_with_rejects(
-    staged: Counter[FileKey], landed: Counter[LandedKey], rejected: Collection[FileKey] = ()
-) -> set[FileKey]:
-    """The source files with rejects: ``rejected`` (as the parse observed them, each holding
-    one reject at least), and those that landed fewer rows than were staged, where ``landed``
-    counts per source file.
-
-    Raises:
-        LandingCountError: more rows landed than were staged (less one per source file in
-            ``rejected``), for a key of ``landed``: a source file, or a checkpoint's source.
-    """
-    most: Counter[LandedKey] = Counter()  # staged, less one reject per file with rejects
-    for key, rows in staged.items():
-        room = rows - (key in rejected)
-        most[key] += room
-        most[key[:2]] += room
-    surplus = sorted(key for key, rows in landed.items() if rows > most[key])
-    if surplus:
-        raise LandingCountError(
-            f"more rows landed than staged for (checkpoint, source[, host, file]): {surplus}"
-        )
-    per_file = [key for key in landed if len(key) == 4]
-    if per_file or not landed:
-        short = {key for key, rows in staged.items() if landed[key] < rows}
-        return short | set(rejected)
-    return set(rejected)
-
-
 def rejects_of(
     spark: SparkSession,
     sources: Mapping[str, SourceSpec],
@@ -368,49 +324,3 @@ def check_files(
             f"the rows and rejects written are not of the source files staged, as many of each "
             f"(checksum of their files {written}, of the staged lines {expected})"
         )
-
-
-def rescued_values(checkpoint_ids: Sequence[int]) -> list[Column]:
-    """Per checkpoint (named by its id), the values its parsed rows keep in ``rescued`` (a
-    declared key's value not of its column's type): aggregates for ``DataFrame.observe``."""
-    entries = F.col(RESCUED_COLUMN)
-    counted = F.when(entries.isNotNull(), F.size(entries)).otherwise(F.lit(0))
-    return [
-        F.sum(F.when(F.col("checkpoint_id") == checkpoint_id, counted)).alias(str(checkpoint_id))
-        for checkpoint_id in checkpoint_ids
-    ]
-
-
-def summarize(
-    checkpoint: Checkpoint,
-    landed: Counter[LandedKey],
-    rejects: Mapping[str, int],
-    rescued: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
-    """One checkpoint's part of the landing summary; its rows + rejects must add up to its
-    input events (its input lines, but for the lines that continue a multiline event).
-    ``rescued``: per source with declared columns, the values its rows keep in ``rescued``.
-
-    Raises:
-        LandingCountError: they do not.
-    """
-    rows = dict.fromkeys(checkpoint.sources, 0)
-    for (checkpoint_id, source, *_), count in landed.items():
-        if checkpoint_id == checkpoint.checkpoint_id:
-            rows[source] += count
-    total = sum(rows.values()) + sum(rejects.values())
-    if total != checkpoint.input_events:
-        raise LandingCountError(
-            f"checkpoint {checkpoint.checkpoint_id}: {sum(rows.values())} rows + "
-            f"{sum(rejects.values())} rejects written != {checkpoint.input_events} input events "
-            f"(of {checkpoint.input_lines} lines)"
-        )
-    return {
-        "checkpoint_id": checkpoint.checkpoint_id,
-        "rows": rows,
-        "rejects": dict(sorted(rejects.items())),
-        "rescued": dict(sorted((rescued or {}).items())),
-        "input_lines": checkpoint.input_lines,
-        "input_events": checkpoint.input_events,
-        "batches": checkpoint.batches,
-    }

@@ -28,7 +28,7 @@ from pipeline_core.errors import LandingError, StorageError
 from pipeline_core.staging_contract import Segment, SegmentKind
 from spark_jobs.checkpoint import PartFile
 from spark_jobs.part_files import is_local, local_path, open_part, sizes_of
-from spark_jobs.staging import count_newlines
+from spark_jobs.segment_split import count_newlines
 
 VERIFY_READ_BYTES = 8 * 1024 * 1024
 """The driver checks part files reading this many bytes at a time (its memory for them)."""

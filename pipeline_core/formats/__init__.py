@@ -2,6 +2,13 @@
 
 from pipeline_core.formats._declared import declared_columns
 from pipeline_core.formats._docs import formats_markdown
+from pipeline_core.formats._format_spec import (
+    ColumnType,
+    FormatColumn,
+    FormatSpec,
+    RejectReason,
+    SourceFormat,
+)
 from pipeline_core.formats._json_columns import (
     RESCUED_COLUMN,
     JsonColumn,
@@ -16,21 +23,13 @@ from pipeline_core.formats._nginx_format import (
 )
 from pipeline_core.formats._python_logging import (
     ASCTIME_LAYOUT,
+    DEFAULT_PYTHON_LOG_FORMAT,
     TRACEBACK_PATTERN,
     LogFormatError,
     PythonLogLayout,
     python_log_layout,
 )
-from pipeline_core.formats._registry import (
-    DEFAULT_PYTHON_LOG_FORMAT,
-    FORMATS,
-    ColumnType,
-    FormatColumn,
-    FormatSpec,
-    RejectReason,
-    SourceFormat,
-    format_spec,
-)
+from pipeline_core.formats._registry import FORMATS, format_spec
 from pipeline_core.formats._user_pattern import (
     RESERVED_COLUMNS,
     UserPattern,

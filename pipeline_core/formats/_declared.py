@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pipeline_core.formats._format_spec import ColumnType, SourceFormat
 from pipeline_core.formats._json_columns import json_declared_columns
 from pipeline_core.formats._nginx_format import nginx_log_format
-from pipeline_core.formats._registry import ColumnType, SourceFormat
 from pipeline_core.formats._user_pattern import user_pattern
 
 

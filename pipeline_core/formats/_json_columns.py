@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline_core.formats._registry import ColumnType
+from pipeline_core.formats._format_spec import ColumnType
 from pipeline_core.formats._user_pattern import COLUMN_NAME, RESERVED_COLUMNS
 
 RESCUED_COLUMN = "rescued"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline_core.formats._registry import ColumnType
+from pipeline_core.formats._format_spec import ColumnType
 from pipeline_core.formats._user_pattern import RESERVED_COLUMNS
 
 TIME_LOCAL_LAYOUT = "dd/MMM/yyyy:HH:mm:ss Z"

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+DEFAULT_PYTHON_LOG_FORMAT = "%(levelname)s:%(name)s:%(message)s"
+"""``logging.BASIC_FORMAT``: what ``logging.basicConfig()`` writes."""
 PLACEHOLDER = re.compile(
     r"(?P<escape>%%)"
     r"|%\((?P<name>\w+)\)(?P<flags>[-#0 +]*)(?P<width>\d*)(?:\.\d+)?(?P<kind>[sdfrixXeEgG])"

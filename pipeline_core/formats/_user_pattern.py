@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline_core.formats._registry import ColumnType
+from pipeline_core.formats._format_spec import ColumnType
 
 RESERVED_COLUMNS = frozenset(
     {"event_id", "file_fingerprint", "byte_offset", "host", "event_time", "checkpoint_id"}

@@ -270,6 +270,7 @@ def test_the_executors_module_imports_nothing_of_pipeline_core() -> None:
         "spark_jobs.jvm_functions",
         "spark_jobs.jvm_lines",
         "spark_jobs.part_files",
+        "spark_jobs.segment_split",
         "spark_jobs.session",
         "spark_jobs.staging",
     ]

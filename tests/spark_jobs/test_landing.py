@@ -40,14 +40,8 @@ from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
 from spark_jobs.formats import nginx, parse
 from spark_jobs.lake import landing_folder, write_files
-from spark_jobs.landing import (
-    CheckpointInput,
-    LandedKey,
-    LandingCountError,
-    files_with_rejects,
-    land,
-    read_source,
-)
+from spark_jobs.landing import CheckpointInput, land, read_source
+from spark_jobs.reconciliation import LandedKey, LandingCountError, files_with_rejects
 from spark_jobs.verification import PartChecksumError, PartSizeError, verify_parts
 from tests.spark_jobs.support import (
     ACCESS,

@@ -8,14 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark_jobs.staging import (
-    SegmentError,
-    SpanRow,
-    read_segment,
-    read_segments,
-    split_events,
-    split_segment,
-)
+from spark_jobs.segment_split import SegmentError, SpanRow, split_events, split_segment
+from spark_jobs.staging import read_segment, read_segments
 
 SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
 CHECKPOINT_ID = 12

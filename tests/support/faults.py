@@ -726,7 +726,7 @@ def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from spark_jobs.staging import split_segment
+    from spark_jobs.segment_split import split_segment
 
     tables = [pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})]
     for checkpoint_id in checkpoint_states(metastore, pipeline):

@@ -28,7 +28,7 @@ import scala.collection.Seq;
  * line's), its offset in the source file ({@code start_offset} plus its position in the segment),
  * its lines and its event's {@code cut} (null for a line of its own). The segment's last line
  * may lack its {@code \n}; nothing else is removed or changed. The same contract as {@code
- * spark_jobs.staging.split_events}, and the same checks and messages as {@code
+ * spark_jobs.segment_split.split_events}, and the same checks and messages as {@code
  * spark_jobs.staging.read_segments}: a segment that cannot be read whole, whose lines differ from
  * the manifest's {@code lines}, or whose events are not in order, apart and among its lines,
  * fails the task with a {@link SegmentException} naming the file and the segment. A null
