@@ -64,6 +64,25 @@ def migrate_airflow_db(home: Path) -> float:
     return time.monotonic() - started
 
 
+def run_airflow(env: dict[str, str], *args: str, timeout: float = 240) -> str:
+    """Run the ``airflow`` command ``args`` with ``env``; its standard output. The test fails
+    with the command's last lines if it exits otherwise than with 0."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "airflow", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).splitlines()[-40:])
+        pytest.fail(
+            f"airflow {' '.join(args)} failed ({completed.returncode}):\n{tail}", pytrace=False
+        )
+    return completed.stdout
+
+
 _TEMPLATE: list[Path] = []
 """The folder of the database migrated once per process, once made."""
 
@@ -82,18 +101,7 @@ def migrated_database(home: Path) -> None:
             if not name.startswith(("AIRFLOW", "SLUICE_"))
         }
         env |= {"AIRFLOW_HOME": str(template), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
-        completed = subprocess.run(
-            [sys.executable, "-m", "airflow", "db", "migrate"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if completed.returncode != 0:
-            tail = "\n".join((completed.stdout + completed.stderr).splitlines()[-40:])
-            pytest.fail(
-                f"airflow db migrate failed ({completed.returncode}):\n{tail}", pytrace=False
-            )
+        run_airflow(env, "db", "migrate")
         _TEMPLATE.append(template)
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_TEMPLATE[0] / "airflow.db", home / "airflow.db")

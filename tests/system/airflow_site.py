@@ -30,15 +30,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import sqlalchemy as sa
 
-from tests.support.airflow import migrated_database
+from tests.support.airflow import migrated_database, run_airflow
 from tests.support.airflow_env import REPO_ROOT, airflow_env
 from tests.support.postgres import postgres_url
 from tests.support.processes import free_port, stop_groups
@@ -65,18 +65,7 @@ class AirflowSite:
 
     def airflow(self, *args: str, timeout: float = 240) -> str:
         """Run an ``airflow`` CLI command against this site; return its stdout."""
-        completed = subprocess.run(
-            [sys.executable, "-m", "airflow", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if completed.returncode != 0:
-            tail = "\n".join((completed.stdout + completed.stderr).splitlines()[-30:])
-            pytest.fail(f"airflow {' '.join(args)} failed ({completed.returncode}):\n{tail}")
-        return completed.stdout
+        return run_airflow(self.env, *args, timeout=timeout)
 
 
 def http_status(url: str, headers: dict[str, str] | None = None) -> int:
@@ -365,3 +354,20 @@ def _tail(log: Path, lines: int = 40) -> str:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+T = TypeVar("T")
+
+
+def poll_for(
+    probe: Callable[[], T | None], what: str, seconds: float, every: float, logs: Callable[[], str]
+) -> T:
+    """Poll ``probe`` every ``every`` seconds until it returns something truthy, and return
+    it; after ``seconds``, fail naming ``what`` with ``logs()`` (the components' last lines)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(every)
+    pytest.fail(f"waited {seconds:.0f} s for: {what}\n{logs()}")

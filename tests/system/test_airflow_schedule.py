@@ -31,7 +31,6 @@ when the backfill is must have landed nothing, the others are stopped with the s
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,6 +48,7 @@ from tests.system.airflow_site import (
     airflow_postgres_database,
     component_log,
     kill_leftovers,
+    poll_for,
     running_airflow_site,
     site_home,
     site_pipelines,
@@ -225,13 +225,7 @@ def committed(api: RestClient, run: dict[str, Any]) -> dict[str, Any]:
 
 def wait_until(site: AirflowSite, what: str, probe: Callable[[], T | None]) -> T:
     """Poll ``probe`` until it returns something; fail with the scheduler's log after a while."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = probe()
-        if found is not None:
-            return found
-        time.sleep(POLL_SECONDS)
-    pytest.fail(f"waited {WAIT_SECONDS:.0f} s for: {what}\n{tail(site)}")
+    return poll_for(probe, what, WAIT_SECONDS, POLL_SECONDS, lambda: tail(site))
 
 
 def tail(site: AirflowSite, lines: int = 40) -> str:

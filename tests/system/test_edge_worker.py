@@ -25,7 +25,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +44,7 @@ from tests.system.airflow_site import (
     airflow_postgres_database,
     component_log,
     kill_leftovers,
+    poll_for,
     running_airflow_site,
     site_home,
     site_pipelines,
@@ -231,20 +231,17 @@ def ended_edge_jobs(
 
 def wait_until(site: AirflowSite, what: str, probe: Callable[[], T | None]) -> T:
     """Poll ``probe`` until it returns something truthy; fail with the logs after a while."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(POLL_SECONDS)
-    logs = "\n".join(
-        f"--- {name}:\n{tail(path)}"
-        for name, path in (
-            ("scheduler", component_log(site, "scheduler")),
-            ("edge worker", site.log.with_name("edge-worker.log")),
+
+    def logs() -> str:
+        return "\n".join(
+            f"--- {name}:\n{tail(path)}"
+            for name, path in (
+                ("scheduler", component_log(site, "scheduler")),
+                ("edge worker", site.log.with_name("edge-worker.log")),
+            )
         )
-    )
-    pytest.fail(f"waited {WAIT_SECONDS:.0f} s for: {what}\n{logs}")
+
+    return poll_for(probe, what, WAIT_SECONDS, POLL_SECONDS, logs)
 
 
 def tail(log: Path, lines: int = 30) -> str:
