@@ -21,8 +21,9 @@ def formats_markdown() -> str:
     out = [
         "# Source formats",
         "",
-        "Made by `sluice formats --markdown` from `pipeline_core/formats/_registry.py`, the one",
-        "definition of what each format lands; do not edit by hand.",
+        "Made by `sluice formats --markdown` from `pipeline_core.formats.FORMATS` (each format",
+        "defined once, in its family's module under `pipeline_core/formats/`); do not edit by",
+        "hand.",
         "",
         "Every source table has these columns first, and `checkpoint_id` (long) last:",
         "",

@@ -1,4 +1,4 @@
-"""``TaskMailbox``: the lock-and-deque mailbox owned by one thread."""
+"""``TaskMailbox``: the locked mailbox (its mails in a ``MailQueue``) owned by one thread."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from pipeline_core.metastore._values import record_of_row, row_of_record
 class BatchRepository:
     """The rows of ``sluice_batches`` and ``sluice_batch_ranges`` on one connection (the
     caller's transaction). A batch is written once, in the seal transaction, and never
-    changed; it is deleted with its checkpoint (``Metastore.forget_checkpoints``)."""
+    changed; it is deleted with its checkpoint (``CheckpointTransitions.forget_checkpoints``)."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection

@@ -82,7 +82,7 @@ class FileRepository:
 
     def forget(self, pipeline: str, host: str, fingerprints: Collection[str]) -> None:
         """Delete the rows of files ``host`` no longer tracks (gone from its disk, every byte
-        sealed: ``FileWatcher.forget_gone``)."""
+        sealed: ``FileWatcher.forget_done``)."""
         if not fingerprints:
             return
         c = t.files.c

@@ -104,7 +104,7 @@ def next_chunk(
         if len(data) > max_line_bytes + 1:  # only then can a whole line in it be too long
             over = first_long_line(data, max_line_bytes)
             if over >= 0:
-                # The lines before the long one, or (none before it) the long one ittracked.
+                # The lines before the long one, or (none before it) the long one itself.
                 del data[over or data.find(b"\n") :]
                 too_long = over == 0
                 before_long_line = over > 0

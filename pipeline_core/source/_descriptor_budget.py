@@ -9,12 +9,11 @@ with unread bytes). A released file is opened again by identity when a scan find
 (another size or path) or a descriptor is free for its unread bytes, or at once when it is
 written (:meth:`FileWatcher.wake`, on a file event); the scan then compares its first bytes and
 the bytes before its read offset, as for any file, so a rename, a copytruncate or a cut while
-it was closed is told as the watcher's rules say, and it is read on from its read offset. Gone
-from the paths while released, it is looked for in its folder by inode (a rename off the paths
-is read to its end); else it is DONE. Never released: a ROTATED or COPIED file (they are read,
-or claimed, through their descriptor) and a multiline file holding an event back (it is handed
-on at its ``flush_after``). A scan looks again only at the files whose size or path changed, or
-that were read, since it last looked (:meth:`DescriptorBudget.looked_at` remembers the look).
+it was closed is told as the watcher's rules say (``_known_files``), and it is read on from its
+read offset. Never released: a ROTATED or COPIED file (they are read, or claimed, through their
+descriptor) and a multiline file holding an event back (it is handed on at its
+``flush_after``). :meth:`DescriptorBudget.looked_at` remembers each look, so that a scan looks
+again only at the files whose size or path changed, or that were read, since.
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ class FileWatcher:
 
     The scan is its own; what became of the known files is :class:`KnownFiles`' to tell,
     what a new one is :class:`NewFiles`', the descriptors held are :class:`DescriptorBudget`'s,
-    and the copies of truncated files :class:`CopyAdoption`'s: helpers it owns, sharing its
-    :class:`FileRegistry`.
+    and the copies of truncated files :class:`CopyAdoption`'s: helpers it owns (the first three
+    share its :class:`FileRegistry`).
 
     Threading model: owned by the collector's mailbox thread; not thread-safe (nor are the
     helpers it owns).
