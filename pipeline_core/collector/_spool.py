@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core._file_modes import write_private_file
 from pipeline_core._file_names import restored_path, stored_path
 from pipeline_core.sinks import _writeback
@@ -46,6 +47,7 @@ class SpooledBatch:
 
     def save_record(self) -> None:
         """Write the seal record into the folder, durably (written, fsynced, renamed)."""
+        reached(FaultPoint.SEAL_RECORD_SAVING)
         assert self.files is not None
         document = {
             "version": SEAL_RECORD_VERSION,

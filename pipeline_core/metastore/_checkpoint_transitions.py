@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core.errors import CheckpointError, MetastoreError
 from pipeline_core.metastore._lifecycle import CheckpointState
 from pipeline_core.metastore._records import AckerTreeRecord, BatchRecord, CheckpointRecord
@@ -90,6 +91,7 @@ class CheckpointTransitions:
         """
         now = utcnow()
         checkpoint_id = batch.checkpoint_id
+        reached(FaultPoint.SEAL_TRANSACTION_BEGINS)
         with self._repositories() as r:
             # Locked: hosts sealing their batches at once must not each miss the other's.
             state = r.checkpoints.state(checkpoint_id, lock=True)
@@ -100,12 +102,14 @@ class CheckpointTransitions:
                 return recorded  # a retry of a seal whose commit succeeded: idempotent
             state.check_transition(checkpoint_id, CheckpointState.SEALED)
             batch_id = r.batches.insert(pipeline, host, batch, now)
+            reached(FaultPoint.SEAL_TRANSACTION_OPEN)
             r.files.save(pipeline, host, files, now)
             r.files.forget(pipeline, host, forgotten)
             if acker_trees is not None:
                 r.acker_trees.replace(pipeline, host, acker_trees, now)
             r.checkpoints.host_sealed(checkpoint_id, host)
             _seal_when_complete(r, checkpoint_id, now)
+        reached(FaultPoint.SEAL_TRANSACTION_COMMITTED)
         return batch_id
 
     def excuse_lapsed_hosts(self, checkpoint_id: int) -> list[str]:

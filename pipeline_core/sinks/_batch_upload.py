@@ -26,6 +26,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core.errors import CorruptBatchError, StorageError
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
@@ -86,8 +87,11 @@ def upload_sealed_batch(
     try:
         _delete_if_present(filesystem, f"{root}/{MANIFEST_NAME}")
         for part in manifest.parts:
+            reached(FaultPoint.PART_UPLOADING)
             _upload_part(local / part.name, filesystem, f"{root}/{part.name}", part, read_back)
+            reached(FaultPoint.PART_UPLOADED)
         _delete_strays(filesystem, root, {part.name for part in manifest.parts})
+        reached(FaultPoint.STRAYS_DELETED)
         with filesystem.open_output_stream(f"{root}/{MANIFEST_NAME}") as stream:
             stream.write(manifest_bytes)
     except (OSError, ValueError) as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from zlib_ng import zlib_ng
 
+from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core._file_modes import (
     PRIVATE,
     FileModes,
@@ -317,6 +318,7 @@ class HandoffWriter:
         return _OpenPart(self._inflight / part_name(source, number), source, self._modes)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
+        reached(FaultPoint.PARTS_WRITTEN)
         parts = tuple(self._closed)
         self._closed = []
         self._sequence.clear()
@@ -349,6 +351,7 @@ class HandoffWriter:
         manifest_path = write_manifest(self._inflight, manifest)
         make_private(manifest_path, self._modes)  # in a folder of these modes meanwhile
         _writeback.fsync_path(manifest_path)
+        reached(FaultPoint.MANIFEST_WRITTEN)
         target = batch_dir(self._root, self._pipeline, barrier.checkpoint_id, self._host)
         if target.exists():
             log.warning("replacing %s, left unrecorded by an earlier seal", target)
@@ -358,6 +361,7 @@ class HandoffWriter:
         self._unsealed_bytes = 0  # sealed: the upload frees them, when there is one
         _writeback.fsync_path(target.parent)
         _writeback.fsync_path(self._inflight.parent)
+        reached(FaultPoint.BATCH_IN_PLACE)
         return SealedBatch(
             checkpoint_id=barrier.checkpoint_id,
             staging_path=target,

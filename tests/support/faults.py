@@ -41,11 +41,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import sqlalchemy as sa
 
+from pipeline_core import _fault_points as fault_points
 from pipeline_core._compat import StrEnum
+from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
-from pipeline_core.metastore import CheckpointState, FileRepository, Metastore
+from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import read_manifest
 from pipeline_core.testing import access_lines, wait_until
 from tests.support.pipelines import append
@@ -439,6 +441,11 @@ class SealCrashPoint(StrEnum):
     """Committed; the collector has not advanced its offsets or released its lease."""
 
     @property
+    def fault_point(self) -> FaultPoint:
+        """The production code's named point where the crash happens."""
+        return _SEAL_FAULT_POINTS[self]
+
+    @property
     def folder_in_place(self) -> bool:
         """Whether ``<N>/<host>`` exists after a crash here."""
         return self not in (SealCrashPoint.PARTS_WRITTEN, SealCrashPoint.MANIFEST_WRITTEN)
@@ -449,6 +456,16 @@ class SealCrashPoint(StrEnum):
         return self is SealCrashPoint.AFTER_TRANSACTION
 
 
+_SEAL_FAULT_POINTS = {
+    SealCrashPoint.PARTS_WRITTEN: FaultPoint.PARTS_WRITTEN,
+    SealCrashPoint.MANIFEST_WRITTEN: FaultPoint.MANIFEST_WRITTEN,
+    SealCrashPoint.RENAMED: FaultPoint.BATCH_IN_PLACE,
+    SealCrashPoint.BEFORE_TRANSACTION: FaultPoint.SEAL_TRANSACTION_BEGINS,
+    SealCrashPoint.MID_TRANSACTION: FaultPoint.SEAL_TRANSACTION_OPEN,
+    SealCrashPoint.AFTER_TRANSACTION: FaultPoint.SEAL_TRANSACTION_COMMITTED,
+}
+
+
 def _die() -> None:
     sys.stderr.flush()
     os.kill(os.getpid(), signal.SIGKILL)
@@ -456,45 +473,17 @@ def _die() -> None:
 
 def install_crash(point: SealCrashPoint) -> None:
     """Make this process SIGKILL itself when sealing reaches ``point``."""
-    from pipeline_core.sinks import HandoffWriter
-    from pipeline_core.sinks import _writeback as writeback
-    from pipeline_core.staging_contract import MANIFEST_NAME
+    _die_at(point.fault_point)
 
-    publish = HandoffWriter._publish
-    seal = Metastore.seal
-    save_files = FileRepository.save
-    fsync_path = writeback.fsync_path
 
-    def publish_hook(self: HandoffWriter, barrier: Any) -> Any:
-        if point is SealCrashPoint.PARTS_WRITTEN:
-            _die()
-        result = publish(self, barrier)
-        if point is SealCrashPoint.RENAMED:
-            _die()
-        return result
+def _die_at(fault_point: FaultPoint) -> None:
+    """SIGKILL this process the first time it reaches ``fault_point``."""
 
-    def fsync_hook(path: Path) -> None:
-        fsync_path(path)
-        if point is SealCrashPoint.MANIFEST_WRITTEN and path.name == MANIFEST_NAME:
+    def handler(reached: FaultPoint) -> None:
+        if reached is fault_point:
             _die()
 
-    def seal_hook(self: Metastore, *args: Any, **kwargs: Any) -> int:
-        if point is SealCrashPoint.BEFORE_TRANSACTION:
-            _die()
-        batch_id = seal(self, *args, **kwargs)
-        if point is SealCrashPoint.AFTER_TRANSACTION:
-            _die()
-        return batch_id
-
-    def save_files_hook(self: FileRepository, *args: Any, **kwargs: Any) -> None:
-        if point is SealCrashPoint.MID_TRANSACTION:
-            _die()
-        save_files(self, *args, **kwargs)
-
-    HandoffWriter._publish = publish_hook  # type: ignore[method-assign]
-    writeback.fsync_path = fsync_hook
-    Metastore.seal = seal_hook  # type: ignore[method-assign]
-    FileRepository.save = save_files_hook  # type: ignore[method-assign]
+    fault_points.install(handler)
 
 
 # -- crash points in uploads ----------------------------------------------------------------------
@@ -528,6 +517,11 @@ class UploadCrashPoint(StrEnum):
     """The transaction committed; the spooled copy is not deleted yet."""
 
     @property
+    def fault_point(self) -> FaultPoint:
+        """The production code's named point where the crash happens."""
+        return _UPLOAD_FAULT_POINTS[self]
+
+    @property
     def record_saved(self) -> bool:
         """Whether the spooled batch has its seal record after a crash here."""
         return self is not UploadCrashPoint.SEALED_IN_SPOOL
@@ -549,45 +543,19 @@ class UploadCrashPoint(StrEnum):
         return 1 if self is UploadCrashPoint.SOME_PARTS_STORED else parts
 
 
+_UPLOAD_FAULT_POINTS = {
+    UploadCrashPoint.SEALED_IN_SPOOL: FaultPoint.SEAL_RECORD_SAVING,
+    UploadCrashPoint.RECORD_SAVED: FaultPoint.PART_UPLOADING,
+    UploadCrashPoint.SOME_PARTS_STORED: FaultPoint.PART_UPLOADED,
+    UploadCrashPoint.PARTS_STORED: FaultPoint.STRAYS_DELETED,
+    UploadCrashPoint.MANIFEST_STORED: FaultPoint.SEAL_TRANSACTION_BEGINS,
+    UploadCrashPoint.RECORDED: FaultPoint.SEAL_TRANSACTION_COMMITTED,
+}
+
+
 def install_upload_crash(point: UploadCrashPoint) -> None:
     """Make this process SIGKILL itself when an upload reaches ``point``."""
-    from pipeline_core.collector._spool import SpooledBatch
-    from pipeline_core.sinks import _batch_upload as batch_upload
-
-    save_record = SpooledBatch.save_record
-    upload_part = batch_upload._upload_part
-    delete_strays = batch_upload._delete_strays
-    seal = Metastore.seal
-
-    def save_record_hook(self: SpooledBatch) -> None:
-        if point is UploadCrashPoint.SEALED_IN_SPOOL:
-            _die()
-        save_record(self)
-
-    def upload_part_hook(*args: Any, **kwargs: Any) -> None:
-        if point is UploadCrashPoint.RECORD_SAVED:
-            _die()
-        upload_part(*args, **kwargs)
-        if point is UploadCrashPoint.SOME_PARTS_STORED:
-            _die()
-
-    def delete_strays_hook(*args: Any, **kwargs: Any) -> None:
-        delete_strays(*args, **kwargs)
-        if point is UploadCrashPoint.PARTS_STORED:
-            _die()
-
-    def seal_hook(self: Metastore, *args: Any, **kwargs: Any) -> int:
-        if point is UploadCrashPoint.MANIFEST_STORED:
-            _die()
-        batch_id = seal(self, *args, **kwargs)
-        if point is UploadCrashPoint.RECORDED:
-            _die()
-        return batch_id
-
-    SpooledBatch.save_record = save_record_hook  # type: ignore[method-assign]
-    batch_upload._upload_part = upload_part_hook
-    batch_upload._delete_strays = delete_strays_hook
-    Metastore.seal = seal_hook  # type: ignore[method-assign]
+    _die_at(point.fault_point)
 
 
 def crash_while_sealing(
