@@ -262,7 +262,12 @@ class HandoffWriter:
 
         All or nothing: when a write fails (the disk is full), what this call wrote is taken
         back (parts cut back to their size before it, parts it started removed) and the
-        ``OSError`` raised, so the same chunks can be appended again later."""
+        ``OSError`` raised, so the same chunks can be appended again later. A part that
+        cannot be closed once written raises ``SealError``: its lines cannot be taken back.
+
+        Raises:
+            OSError: a write failed; nothing of ``chunks`` is staged.
+            SealError: a full part could not be closed."""
         marks = {source: part.mark() for source, part in self._open.items()}
         sequence = dict(self._sequence)
         sizes = {source: part.size for source, part in self._open.items()}
@@ -293,7 +298,12 @@ class HandoffWriter:
                 self._budget.add(added)
             self._unsealed_bytes += added
             if part.size >= self._max_part_bytes:
-                self._closed.append(self._open.pop(source).close())
+                try:
+                    self._closed.append(self._open.pop(source).close())
+                except OSError as exc:
+                    # The lines are written and cannot be taken back from a closed part: not
+                    # to be delivered again, the batch is given up (the next run reads them).
+                    raise SealError(f"cannot close part {part.path.name}: {exc}") from exc
 
     def seal(self, barrier: Barrier) -> SealedBatch:
         """Seal everything appended since the last barrier as checkpoint ``barrier``'s batch.
