@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pipeline_core.collector import Collector
+from pipeline_core.collector import _checkpoint_driver as checkpoint_driver
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import EventDeliveryException
 from pipeline_core.mailbox import ReportedThrowableError
@@ -21,6 +22,7 @@ from pipeline_core.testing import (
     FlakySink,
     RecordingSink,
     SlowSink,
+    SwitchableSink,
     staged_payloads,
     wait_until,
 )
@@ -293,3 +295,36 @@ def test_should_hold_the_reader_back_while_a_sink_is_slow_and_lose_nothing(
     assert stats["process"].size == stats["send"].size == 0
     assert delivered(slow) == lines("a", 20000)
     assert sorted(staged_payloads(config)) == lines("a", 20000)
+
+
+@pytest.mark.timeout(90)
+def test_should_stop_unsealed_when_a_sink_group_cannot_deliver_until_the_stop_deadline(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stop waits for the last seal at most ``STOP_SEAL_SECONDS``: a group that never
+    delivers does not keep the collector from stopping, and what it held back is read again
+    (and sealed, once) by the next run."""
+    monkeypatch.setattr(checkpoint_driver, "STOP_SEAL_SECONDS", 2.0)
+    config = with_stub_group(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", *lines("a", 200))
+    down = SwitchableSink("stub", up=False)
+    collector = Collector(config, metastore, sinks={"stub": down})
+    tailing = Tailing(collector.run, collector.stop)
+    wait_until(lambda: down.calls > 0)
+
+    started = time.monotonic()
+    tailing.stop()
+    stopped_after = time.monotonic() - started
+
+    assert stopped_after < 15
+    assert any("stopping without sealing" in r.getMessage() for r in caplog.records)
+    checkpoints = metastore.checkpoints(config.name)
+    assert checkpoints and not [c for c in checkpoints if metastore.batches(c.checkpoint_id)]
+    up = RecordingSink("stub")
+    Collector(config, metastore, sinks={"stub": up}).run_once()
+    assert sorted(staged_payloads(config)) == lines("a", 200)
+    assert sorted(delivered(up)) == lines("a", 200)
