@@ -270,7 +270,6 @@ class HandoffWriter:
             SealError: a full part could not be closed."""
         marks = {source: part.mark() for source, part in self._open.items()}
         sequence = dict(self._sequence)
-        sizes = {source: part.size for source, part in self._open.items()}
         try:
             start = 0
             while start < len(chunks):
@@ -293,7 +292,7 @@ class HandoffWriter:
             self._sequence = sequence
             raise
         for source, part in list(self._open.items()):
-            added = part.size - sizes.get(source, 0)
+            added = part.size - (marks[source].size if source in marks else 0)
             if self._budget is not None:
                 self._budget.add(added)
             self._unsealed_bytes += added

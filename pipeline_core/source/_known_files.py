@@ -152,14 +152,10 @@ class KnownFiles:
                 return True  # claimed as it was: looked at again at the next scan
         elif tracked.fd is None or tracked.path != path:
             tracked.open(path)
-        change = tracked.inspect(self._signature_bytes)
+        change = self._follow_change(tracked)
         if change is ContentChange.REPLACED:
-            log.info("%s was truncated or replaced; waiting for its copy", shown_path(tracked.path))
-            self._copies.detached(tracked)
             return False
-        if change is ContentChange.CUT:
-            self._start_generation(tracked)
-        else:
+        if change is ContentChange.SAME:
             tracked.move_to(FileState.LIVE)
             self._budget.looked_at(tracked, size, now)
             if not was_open:
@@ -222,13 +218,19 @@ class KnownFiles:
         lookalike's) or cannot be opened now."""
         if not reopen(tracked):
             return False
+        if self._follow_change(tracked) is not ContentChange.SAME:
+            return True
+        self._budget.looked_at(tracked, tracked.size(), now)
+        return False
+
+    def _follow_change(self, tracked: TrackedFile) -> ContentChange:
+        """What became of the open file's content, acted on: REPLACED (truncated or reused)
+        detaches it to wait for its copy, CUT starts a new generation; SAME is left to the
+        caller."""
         change = tracked.inspect(self._signature_bytes)
         if change is ContentChange.REPLACED:
             log.info("%s was truncated or replaced; waiting for its copy", shown_path(tracked.path))
             self._copies.detached(tracked)
-            return True
-        if change is ContentChange.CUT:
+        elif change is ContentChange.CUT:
             self._start_generation(tracked)
-            return True
-        self._budget.looked_at(tracked, tracked.size(), now)
-        return False
+        return change

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import subprocess
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.namespaces import namespaces_work, run_in_namespaces
+from tests.support.namespaces import ChildWarnings, namespaces_work, run_in_namespaces
 
 pytestmark = [
     pytest.mark.slow,
@@ -66,15 +65,6 @@ def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
 # -- the child ---------------------------------------------------------------------------------
 
 
-class _Warnings(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 def child(folder: Path, ending: str) -> dict[str, Any]:
     """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``."""
     from pipeline_core.collector import Collector
@@ -86,8 +76,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
     data = folder / "data"
     data.mkdir(parents=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SPACE}", "tmpfs", str(data)], check=True)
-    warnings = _Warnings()
-    logging.getLogger().addHandler(warnings)
+    warnings = ChildWarnings.install()
     metastore_url = f"sqlite:///{folder / 'sluice.db'}"
     config = load(folder, metastore_url, pattern="logs/app.log")
     assert config.staging_dir.is_relative_to(data)

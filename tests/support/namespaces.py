@@ -5,6 +5,7 @@ namespace in which it is root, so it may lower its own inotify limits or mount a
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -55,3 +56,23 @@ def run_in_namespaces(module: str, *arguments: str, timeout: float) -> dict[str,
     assert completed.returncode == 0, completed.stderr[-3000:]
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
+
+
+class ChildWarnings(logging.Handler):
+    """The warnings a child logs (of loggers under ``prefix``), to report to its parent;
+    installed on the root logger by :meth:`install`."""
+
+    def __init__(self, prefix: str = "") -> None:
+        super().__init__(logging.WARNING)
+        self.prefix = prefix
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(self.prefix):
+            self.messages.append(record.getMessage())
+
+    @classmethod
+    def install(cls, prefix: str = "") -> ChildWarnings:
+        warnings = cls(prefix)
+        logging.getLogger().addHandler(warnings)
+        return warnings

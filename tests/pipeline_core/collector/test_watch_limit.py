@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import statistics
 import time
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.namespaces import namespaces_work, run_in_namespaces
+from tests.support.namespaces import ChildWarnings, namespaces_work, run_in_namespaces
 
 FOLDERS = "abcdef"
 LIMIT = 4
@@ -51,16 +50,6 @@ def test_should_poll_the_folders_beyond_the_watch_limit_and_say_it_once(tmp_path
 # -- the child ---------------------------------------------------------------------------------
 
 
-class _Warnings(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("pipeline_core.source"):
-            self.messages.append(record.getMessage())
-
-
 def _inotify_watches() -> int:
     count = 0
     for entry in os.listdir("/proc/self/fdinfo"):
@@ -81,8 +70,7 @@ def child(folder: Path) -> dict[str, Any]:
     from tests.support.pipelines import append
 
     Path("/proc/sys/user/max_inotify_watches").write_text(str(LIMIT))
-    warnings = _Warnings()
-    logging.getLogger().addHandler(warnings)
+    warnings = ChildWarnings.install("pipeline_core.source")
     metastore_url = f"sqlite:///{folder / 'sluice.db'}"
     config = with_stub_group(
         folder,
