@@ -19,6 +19,7 @@ from tests.support.jvm import quick_start_jvms
 
 pytest_plugins = [
     "pytester",
+    "tests.support.cpu_costs",
     "tests.support.lake",
     "tests.support.log_programs",
     "tests.support.metastore",

@@ -51,7 +51,7 @@ def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
         "tests.faults.test_staging_disk_full", str(tmp_path), ending, timeout=280
     )
 
-    assert result["collector_error"] is None, result["collector_error"]
+    assert result["collector_error"] is None, (result["collector_error"], result["warnings"][-20:])
     assert result["staged"] == result["written"]
     assert result["distinct_staged"] == result["written"]
     assert any("filesystem is full" in message for message in result["warnings"]), result[
