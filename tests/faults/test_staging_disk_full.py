@@ -10,7 +10,9 @@ folder (the staging folder is in it; the metastore is not), then a program appen
   checkpoint is then requested and sealed: every line written is staged, once;
 * ``stop``: the collector is stopped while the filesystem is still full; it stops within its
   stop deadline without sealing, and a new run (once the filesystem is grown) stages every line
-  once: what was not sealed is read again.
+  once: what was not sealed is read again. The checkpoint the stop requested is sealed as the
+  new run starts, with what it read by then; the test's own request waits until it read every
+  line (under load, one made at once was sealed with it, at the offsets of the last run).
 
 Either way the collector's log says that the filesystem is full, each time it tries again.
 Skipped where the namespaces cannot be made.
@@ -22,6 +24,7 @@ import argparse
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,11 @@ def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
         "tests.faults.test_staging_disk_full", str(tmp_path), ending, timeout=280
     )
 
-    assert result["collector_error"] is None, (result["collector_error"], result["warnings"][-20:])
+    assert result["collector_error"] is None, (
+        result["collector_error"],
+        result["checkpoints"],
+        result["warnings"][-20:],
+    )
     assert result["staged"] == result["written"]
     assert result["distinct_staged"] == result["written"]
     assert any("filesystem is full" in message for message in result["warnings"]), result[
@@ -91,6 +98,12 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
     def staged_all() -> bool:
         return len(staged_payloads(config)) >= len(written)
 
+    def read_all(collector: Collector) -> Callable[[], bool]:
+        """Whether ``collector`` read every line written: a checkpoint requested then seals
+        them all (one requested earlier seals what was read at its barrier, and a new run
+        seals the checkpoints pending at its start before it reads)."""
+        return lambda: [m.unread_bytes for m in collector.metrics()] == [0]
+
     try:
         collector = Collector(config, metastore)
         tailing = Tailing(collector.run, collector.stop)
@@ -102,6 +115,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
         time.sleep(FULL_FOR_S)  # the collector keeps trying
         if ending == "room":
             grow()
+            wait_until(read_all(collector), 90, "every line read")
             metastore.request_checkpoint(config.name)
             wait_until(staged_all, 90, "every line staged")
             tailing.stop()
@@ -112,12 +126,16 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
             grow()
             again = Collector(config, metastore)
             tailing = Tailing(again.run, again.stop)
+            wait_until(read_all(again), 90, "every line read by the next run")
             metastore.request_checkpoint(config.name)
             wait_until(staged_all, 90, "every line staged by the next run")
             tailing.stop()
     except BaseException as exc:  # reported, not raised: the parent shows it
         error = exc
     finally:
+        checkpoints = {
+            c.checkpoint_id: (c.state.value, c.error) for c in metastore.checkpoints(config.name)
+        }
         metastore.close()
     staged = staged_payloads(config)
     return {
@@ -127,6 +145,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
         "distinct_staged": len(set(staged) & set(written)),
         "warnings": warnings.messages,
         "stop_seconds": stop_seconds,
+        "checkpoints": checkpoints,
     }
 
 
