@@ -36,6 +36,9 @@ fi
 # same pyspark/ folder as the full pyspark wheel and would overwrite parts of it.
 # Old revisions in uv's cache are dropped first: repeated set-ups otherwise keep every build.
 .venv/bin/uv cache prune --quiet
+# pyspark is a source archive only: its wheel is built once into data/wheelhouse and found there.
+export UV_FIND_LINKS="$PWD/data/wheelhouse"
+bash scripts/wheelhouse.sh "$(grep -E '^pyspark==' requirements.lock)"
 .venv/bin/uv pip sync --quiet --python .venv/bin/python requirements.lock
 .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
 # The build leaves sluice.egg-info in the checkout: on the import path (the repository is), it

@@ -54,6 +54,9 @@ find_python() {
 }
 
 mkdir -p "$LOGS"
+# The versions of the source-only dependencies these Pythons resolve to, built once.
+export UV_FIND_LINKS="$PWD/data/wheelhouse"
+bash scripts/wheelhouse.sh --resolve "${VERSIONS[@]}"
 for version in "${VERSIONS[@]}"; do
     python=$(find_python "$version") || {
         echo "python-tiers: Python $version not found (on PATH or under pyenv)" >&2

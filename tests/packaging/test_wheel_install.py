@@ -1,7 +1,8 @@
 """The built wheel in a clean virtualenv beside a stock Airflow: what a platform team installs.
 
 ``pip install apache-airflow==<pinned> sluice-<version>.whl`` (uv here, for speed: the same
-resolution from PyPI's ranges, not from ``requirements.lock``) into a new virtualenv, then
+resolution from PyPI's ranges, not from ``requirements.lock``; the source-only pyspark found
+built in ``scripts/wheelhouse.sh``'s folder) into a new virtualenv, then
 Airflow, run from that virtualenv only, must find Sluice as a provider and a plugin, parse a
 DAG folder holding just the factory's two lines, and run a pipeline DAG end to end with
 ``airflow dags test``: collect sample logs, seal, land with spark-submit, commit.
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.airflow import migrated_database
 from tests.support.airflow_env import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.system]
@@ -85,6 +87,10 @@ def clean_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     venv = root / "venv"
     run([uv(), "venv", "--quiet", "--python", sys.executable, str(venv)])
     python = venv / "bin" / "python"
+    # pyspark's wheel as scripts/wheelhouse.sh built it once: the same version the ranges
+    # resolve to, not built from its 450 MB source archive again.
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    run(["bash", str(REPO_ROOT / "scripts" / "wheelhouse.sh"), "--resolve", version])
     run(
         [
             uv(),
@@ -96,6 +102,7 @@ def clean_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             f"apache-airflow=={pinned('apache-airflow')}",
             str(wheel),
         ],
+        env={**os.environ, "UV_FIND_LINKS": str(REPO_ROOT / "data" / "wheelhouse")},
         timeout=1200,
     )
     yield venv
@@ -128,7 +135,9 @@ def deployment(clean_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> di
         if name in os.environ:
             env[name] = os.environ[name]
     bin_dir = clean_venv / "bin"
-    run([str(bin_dir / "airflow"), "db", "migrate"], env=env)
+    # The metadata database as `airflow db migrate` makes it for this Airflow version (the
+    # suite's copy of one migration: a migration costs 20 to 30 s of CPU under load).
+    migrated_database(home)
     run(
         [
             str(bin_dir / "sluice"),
