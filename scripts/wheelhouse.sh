@@ -33,12 +33,19 @@ else
     specs=("$@")
 fi
 
+# One build at a time (make test's lanes may ask at once); each wheel is built beside the
+# folder and renamed into it, so an install never finds half a wheel.
+exec 9>"$HOUSE/.lock"
+flock 9
 for spec in "${specs[@]}"; do
     name=${spec%%==*}
     version=${spec#*==}
     if compgen -G "$HOUSE/${name//-/_}-$version-*.whl" >/dev/null; then
         continue
     fi
+    building=$(mktemp -d "$HOUSE/.building.XXXXXX")
     .venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps \
-        --wheel-dir "$HOUSE" "$spec"
+        --wheel-dir "$building" "$spec"
+    mv "$building"/*.whl "$HOUSE"/
+    rm -rf "$building"
 done
