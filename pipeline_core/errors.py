@@ -55,6 +55,11 @@ class SealError(SluiceError):
     """A checkpoint could not be sealed (staging files not written or not recorded)."""
 
 
+class StagingFullError(SealError):
+    """The staging folder's filesystem had no room for a batch's manifest or folder (``ENOSPC``,
+    ``EDQUOT``): the batch's parts are kept, and the seal is tried again."""
+
+
 class CorruptBatchError(SealError):
     """A batch sealed on local disk no longer matches its manifest (a part missing, of
     another size or CRC-32): it cannot be uploaded, and its lines must be read again."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pipeline_core.collector._events import EventKind, PipelineEvent
 from pipeline_core.config import mask_url_passwords
-from pipeline_core.errors import SealError
+from pipeline_core.errors import SealError, StagingFullError
 from pipeline_core.ring import (
     AlertException,
     ExceptionHandler,
@@ -23,6 +23,7 @@ from pipeline_core.sinks import (
     DeliveryBatch,
     RunnerOutcome,
     SealedBatch,
+    Sink,
     SinkProcessor,
     SinkRunner,
 )
@@ -52,7 +53,9 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
       ``BatchRewindStrategy`` replays the ring batch or gives up.
     * A ``SealError`` (the handoff sink cannot stage or seal) is not retried in place: it goes
       to the exception handler, which stops the collector; the next run re-reads what was not
-      sealed.
+      sealed. But a ``StagingFullError`` (no room for the batch's manifest) is: the seal is
+      tried again after each of the runner's pauses, its parts kept, until it passes or the
+      runner stops.
     * A barrier is passed once everything before it was delivered: every sink's
       ``on_barrier`` makes it durable (the handoff sink seals the batch), then
       ``on_barrier_passed`` reports it (the collector turns that into a mail).
@@ -186,7 +189,7 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
         sealed: SealedBatch | None = None
         for sink in self._processor.sinks:
             try:
-                result = sink.on_barrier(barrier)
+                result = self._on_barrier(sink, barrier)
             except SealError:
                 raise
             except Exception as exc:
@@ -201,6 +204,18 @@ class SinkGroupEventHandler(RewindableEventHandler[PipelineEvent]):
                 sealed = result
         self._done_through = sequence
         self._on_barrier_passed(BarrierPassed(self.group, barrier.checkpoint_id, sealed))
+
+    def _on_barrier(self, sink: Sink, barrier: Barrier) -> SealedBatch | None:
+        """``sink.on_barrier``, tried again after the runner's pause while the staging
+        filesystem has no room for the batch; halting when the runner stops meanwhile (the
+        barrier is not passed: the next run reads what was not sealed)."""
+        while True:
+            try:
+                return sink.on_barrier(barrier)
+            except StagingFullError as exc:
+                log.warning("sink group %r: %s", self._processor.group, exc)
+                if self._runner.pause():
+                    raise AlertException() from exc
 
 
 class ReportingExceptionHandler(ExceptionHandler[PipelineEvent]):

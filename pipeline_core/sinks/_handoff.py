@@ -6,6 +6,7 @@ The folders, the part names and the manifest are the staging contract's
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -25,11 +26,12 @@ from pipeline_core._file_modes import (
     open_private,
 )
 from pipeline_core.config import SourceConfig
-from pipeline_core.errors import SealError
+from pipeline_core.errors import SealError, StagingFullError
 from pipeline_core.sinks import _writeback
 from pipeline_core.sinks._spool_budget import SpoolBudget
 from pipeline_core.source import Chunk
 from pipeline_core.staging_contract import (
+    MANIFEST_NAME,
     Manifest,
     ManifestPart,
     ManifestRange,
@@ -202,6 +204,10 @@ class _OpenPart:
         self.path.unlink(missing_ok=True)
 
 
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a full filesystem (or quota): waited out, never a reason to give lines up."""
+
+
 class HandoffWriter:
     """Writes chunks of lines into part files under ``_inflight`` and seals them at a barrier.
 
@@ -308,6 +314,8 @@ class HandoffWriter:
         """Seal everything appended since the last barrier as checkpoint ``barrier``'s batch.
 
         Raises:
+            StagingFullError: the filesystem has no room for the manifest or the batch's
+                folder; the closed parts are kept, and ``seal`` may be called again.
             SealError: a part or the manifest could not be written, or rows do not add up.
         """
         try:
@@ -327,10 +335,11 @@ class HandoffWriter:
         return _OpenPart(self._inflight / part_name(source, number), source, self._modes)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
+        """Write the manifest and move the batch in place. A full filesystem before the move
+        raises :class:`StagingFullError` with the parts still listed: the seal can be tried
+        again."""
         reached(FaultPoint.PARTS_WRITTEN)
         parts = tuple(self._closed)
-        self._closed = []
-        self._sequence.clear()
         rows = sum(p.rows for p in parts)
         lines = sum(r.lines for r in barrier.ranges)
         if rows != lines:
@@ -356,17 +365,29 @@ class HandoffWriter:
             parts=parts,
             ranges=barrier.ranges,
         )
-        make_private_dirs(self._inflight, self._modes)
-        manifest_path = write_manifest(self._inflight, manifest)
-        make_private(manifest_path, self._modes)  # in a folder of these modes meanwhile
-        _writeback.fsync_path(manifest_path)
-        reached(FaultPoint.MANIFEST_WRITTEN)
         target = batch_dir(self._root, self._pipeline, barrier.checkpoint_id, self._host)
-        if target.exists():
-            log.warning("replacing %s, left unrecorded by an earlier seal", target)
-            shutil.rmtree(target)
-        make_private_dirs(target.parent, self._modes)
-        os.replace(self._inflight, target)
+        try:
+            make_private_dirs(self._inflight, self._modes)
+            manifest_path = write_manifest(self._inflight, manifest)
+            make_private(manifest_path, self._modes)  # in a folder of these modes meanwhile
+            _writeback.fsync_path(manifest_path)
+            reached(FaultPoint.MANIFEST_WRITTEN)
+            if target.exists():
+                log.warning("replacing %s, left unrecorded by an earlier seal", target)
+                shutil.rmtree(target)
+            make_private_dirs(target.parent, self._modes)
+            os.replace(self._inflight, target)
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            (self._inflight / MANIFEST_NAME).unlink(missing_ok=True)
+            raise StagingFullError(
+                f"cannot seal checkpoint {barrier.checkpoint_id}: {exc.strerror} (the staging "
+                "folder's filesystem is full); its parts are kept and the seal is tried again "
+                "once there is room"
+            ) from exc
+        self._closed = []
+        self._sequence.clear()
         self._unsealed_bytes = 0  # sealed: the upload frees them, when there is one
         _writeback.fsync_path(target.parent)
         _writeback.fsync_path(self._inflight.parent)

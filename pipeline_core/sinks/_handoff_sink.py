@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import errno
-
 from pipeline_core.errors import EventDeliveryException, SealError
 from pipeline_core.sinks._batch import DeliveryBatch
-from pipeline_core.sinks._handoff import Barrier, HandoffWriter, SealedBatch
+from pipeline_core.sinks._handoff import NO_ROOM, Barrier, HandoffWriter, SealedBatch
 from pipeline_core.sinks._sink import BatchSink
-
-_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 class HandoffSink(BatchSink):
@@ -21,7 +17,8 @@ class HandoffSink(BatchSink):
     (``ENOSPC``, ``EDQUOT``) while staging lines is waited out: the writer takes back what the
     delivery wrote and the failure is an ``EventDeliveryException``, so the sink group
     delivers the same lines again after its pause, reading stalls behind them meanwhile, and
-    the runner's log says why each time.
+    the runner's log says why each time. So is one at a seal (``StagingFullError``: no room
+    for the manifest): the parts are kept and the sink group seals again after its pause.
     """
 
     def __init__(self, name: str, writer: HandoffWriter) -> None:
@@ -37,7 +34,7 @@ class HandoffSink(BatchSink):
         except SealError:
             raise
         except OSError as exc:
-            if exc.errno in _NO_ROOM:
+            if exc.errno in NO_ROOM:
                 raise EventDeliveryException(
                     f"cannot stage lines for sink {self.name!r}: {exc.strerror} (the staging "
                     "folder's filesystem is full); what the batch wrote was taken back, and it "

@@ -151,6 +151,12 @@ class SinkRunner:
         self._logged_failures = self._counters.delivery_errors + self._counters.errors
         return RunnerOutcome.DELIVERED
 
+    def pause(self) -> bool:
+        """Wait the longest backoff (``max_backoff_sleep``) unless the runner is stopped
+        meanwhile: a failure outside ``process()`` (a seal waiting for room) waits as one in
+        it would. Returns whether the runner was stopped. From the delivery thread only."""
+        return self._clock.wait(self._stop_event, self.max_backoff_sleep)
+
     def start(self) -> None:
         """Start the processor, then the polling thread.
 

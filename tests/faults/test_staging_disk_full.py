@@ -14,14 +14,21 @@ folder (the staging folder is in it; the metastore is not), then a program appen
   new run starts, with what it read by then; the test's own request waits until it read every
   line (under load, one made at once was sealed with it, at the offsets of the last run).
 
-Either way the collector's log says that the filesystem is full, each time it tries again.
+* ``seal``: every line is staged (in part files, not sealed yet) on a filesystem with room,
+  then a file fills it and a checkpoint is requested: the batch's manifest cannot be written.
+  The collector keeps its parts and tries the seal again; once the file is removed the
+  checkpoint is sealed with every line, once.
+
+Each way the collector's log says that the filesystem is full, each time it tries again.
 Skipped where the namespaces cannot be made.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -46,7 +53,7 @@ LINES = 100
 FULL_FOR_S = 6.0
 
 
-@pytest.mark.parametrize("ending", ["room", "stop"])
+@pytest.mark.parametrize("ending", ["room", "stop", "seal"])
 def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
     tmp_path: Path, ending: str
 ) -> None:
@@ -72,6 +79,27 @@ def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
 # -- the child ---------------------------------------------------------------------------------
 
 
+def in_parts(data: Path) -> int:
+    """Bytes in the unsealed part files under ``data``."""
+    return sum(p.stat().st_size for p in data.rglob("_inflight/*/*") if p.is_file())
+
+
+def fill(folder: Path) -> Path:
+    """A file taking every byte the filesystem of ``folder`` has left."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC, exc
+    finally:
+        os.close(fd)
+    return filler
+
+
 def child(folder: Path, ending: str) -> dict[str, Any]:
     """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``."""
     from pipeline_core.collector import Collector
@@ -82,7 +110,8 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
 
     data = folder / "data"
     data.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SPACE}", "tmpfs", str(data)], check=True)
+    size = GROWN if ending == "seal" else SPACE
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(data)], check=True)
     warnings = ChildWarnings.install()
     metastore_url = f"sqlite:///{folder / 'sluice.db'}"
     config = load(folder, metastore_url, pattern="logs/app.log")
@@ -112,14 +141,25 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
             written += lines
             append(folder / "logs" / "app.log", *lines)
             time.sleep(0.05)
-        time.sleep(FULL_FOR_S)  # the collector keeps trying
-        if ending == "room":
+        if ending == "seal":
+            staged_bytes = sum(len(line) + 1 for line in written)
+            wait_until(lambda: in_parts(data) >= staged_bytes, 90, "every line in part files")
+            filler = fill(data)
+            metastore.request_checkpoint(config.name)
+            time.sleep(FULL_FOR_S)  # the seal keeps trying
+            assert not staged_all(), "sealed on a full filesystem"
+            filler.unlink()
+            wait_until(staged_all, 90, "every line sealed once there is room")
+            tailing.stop()
+        elif ending == "room":
+            time.sleep(FULL_FOR_S)  # the collector keeps trying
             grow()
             wait_until(read_all(collector), 90, "every line read")
             metastore.request_checkpoint(config.name)
             wait_until(staged_all, 90, "every line staged")
             tailing.stop()
         else:
+            time.sleep(FULL_FOR_S)  # the collector keeps trying
             started = time.monotonic()
             tailing.stop()
             stop_seconds = time.monotonic() - started
@@ -152,6 +192,6 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
-    parser.add_argument("ending", choices=["room", "stop"])
+    parser.add_argument("ending", choices=["room", "stop", "seal"])
     arguments = parser.parse_args()
     print(json.dumps(child(arguments.folder, arguments.ending)))

@@ -72,8 +72,8 @@ def main(path: str) -> None:
     print(f"all: {total[0]:.0f} s wall, {total[1]:.0f} CPU s")
     for title, table, count in (("modules", by_module, 40), ("tests", by_test, 30)):
         print(f"-- {title} by CPU seconds (wall seconds)")
-        for key, (wall, cpu) in sorted(table.items(), key=lambda kv: -kv[1][1])[:count]:
-            print(f"{cpu:8.1f} {wall:8.1f}  {key}")
+        for name, (spent, used) in sorted(table.items(), key=lambda kv: -kv[1][1])[:count]:
+            print(f"{used:8.1f} {spent:8.1f}  {name}")
 
 
 if __name__ == "__main__":

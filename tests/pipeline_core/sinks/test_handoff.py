@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
-from pipeline_core.errors import SealError
-from pipeline_core.sinks import Barrier, HandoffWriter
+from pipeline_core.errors import SealError, StagingFullError
+from pipeline_core.sinks import Barrier, HandoffWriter, _handoff
 from pipeline_core.source import Chunk, LongLine, count_lines
 from pipeline_core.staging_contract import (
     MANIFEST_NAME,
@@ -22,6 +24,7 @@ from pipeline_core.staging_contract import (
     Segment,
     SegmentKind,
     checkpoint_dir,
+    write_manifest,
 )
 
 PIPELINE = "web_access"
@@ -359,6 +362,56 @@ def test_should_list_every_file_of_a_batch_sealed_after_a_failed_seal(tmp_path: 
     assert isinstance(parts, list)
     listed = {MANIFEST_NAME, *(p["name"] for p in parts)}
     assert {p.name for p in sealed.staging_path.iterdir()} == listed
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT], ids=["ENOSPC", "EDQUOT"])
+def test_should_keep_the_parts_when_a_full_filesystem_refuses_the_manifest_and_seal_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    sink = writer(tmp_path)
+    chunks = [chunk(lines("a", 3), 0), chunk(lines("a", 2), 30)]
+    for c in chunks:
+        sink.append([c])
+    refusals = [code]
+
+    def refused_once(folder: Path, manifest: object) -> Path:
+        if refusals:
+            (folder / MANIFEST_NAME).write_text('{"half": ')  # what a full disk leaves
+            raise OSError(refusals.pop(), os.strerror(code))
+        return write_manifest(folder, manifest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_handoff, "write_manifest", refused_once)
+    barrier = Barrier(3, SEALED_AT, covering(*chunks))
+
+    with pytest.raises(StagingFullError, match="filesystem is full"):
+        sink.seal(barrier)
+    assert not (inflight(tmp_path) / MANIFEST_NAME).exists()
+    assert (inflight(tmp_path) / "part-access-00000.lines").is_file()
+    sealed = sink.seal(barrier)
+
+    assert (sealed.line_count, sealed.byte_count) == (5, 50)
+    target = checkpoint_dir(tmp_path, PIPELINE, 3) / HOST
+    assert (target / "part-access-00000.lines").read_bytes() == b"".join(c.data for c in chunks)
+    assert manifest_of(target)["checkpoint_id"] == 3
+    assert not inflight(tmp_path).exists()
+
+
+def test_should_give_up_the_batch_when_the_manifest_fails_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = writer(tmp_path)
+    appended = chunk(lines("a", 3))
+    sink.append([appended])
+
+    def broken(folder: Path, manifest: object) -> Path:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(_handoff, "write_manifest", broken)
+
+    with pytest.raises(SealError) as raised:
+        sink.seal(Barrier(3, SEALED_AT, covering(appended)))
+    assert not isinstance(raised.value, StagingFullError)
+    assert not inflight(tmp_path).exists()
 
 
 def test_should_replace_a_stale_folder_left_by_an_earlier_seal(tmp_path: Path) -> None:
