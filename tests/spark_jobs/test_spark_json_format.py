@@ -6,12 +6,13 @@ MDC, exception and time, by a template of its own beside the log)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows
-from tests.support.log_programs import SparkJobLogs, read_truth_fields
+from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
 
 pytestmark = [pytest.mark.spark]
 
@@ -30,6 +31,25 @@ def top_frames(printed: str, header: str) -> list[str]:
     return frames
 
 
+def row_fields(row: dict[str, Any]) -> tuple[Any, ...]:
+    millis = (row["event_time"].astimezone(timezone.utc) - EPOCH) // timedelta(milliseconds=1)
+    context = sorted((row["context"] or {}).items())
+    return (millis, row["level"], row["logger"], row["message"], context)
+
+
+def record_fields(record: dict[str, object]) -> tuple[Any, ...]:
+    mdc = record.get("mdc") or {}
+    assert isinstance(mdc, dict)
+    logger = str(record["logger"]).rsplit(".", 1)[-1]
+    return (
+        int(str(record["millis"])),
+        record["level"],
+        logger,
+        record["message"],
+        sorted(mdc.items()),
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_should_parse_each_record_of_a_spark_jobs_json_log_as_log4j_recorded_it(
@@ -43,7 +63,7 @@ def test_should_parse_each_record_of_a_spark_jobs_json_log_as_log4j_recorded_it(
     records = read_truth_fields(log.with_name("spark.truth.jsonl"))
     assert rejects.count() == 0
     assert len(rows) == len(records) == len(lines)
-    for row, record in zip(rows, records, strict=True):
+    for row, record in paired_with_truth(rows, records, row_fields, record_fields):
         assert row["level"] == record["level"]
         assert row["logger"] == str(record["logger"]).rsplit(".", 1)[-1]
         assert row["message"] == record["message"], record

@@ -7,16 +7,28 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline_core.config import MultilinePreset
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
-from tests.support.log_programs import SparkJobLogs, read_truth_fields
+from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
 from tests.support.reading import read_framed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def row_fields(row: dict[str, Any]) -> tuple[Any, ...]:
+    # Java prints an exception's class first, then ": " and its message, if any.
+    exception_class = (row["exception"] or "").split("\n", 1)[0].split(":", 1)[0]
+    return (row["level"], row["logger"], row["message"], exception_class)
+
+
+def record_fields(record: dict[str, object]) -> tuple[Any, ...]:
+    logger = str(record["logger"]).rsplit(".", 1)[-1]
+    return (record["level"], logger, record["message"], str(record.get("exception_class") or ""))
 
 
 @pytest.mark.timeout(600)
@@ -33,7 +45,7 @@ def test_should_land_each_record_of_a_spark_jobs_log_with_what_log4j_recorded(
     records = read_truth_fields(log.with_name("spark.truth.jsonl"))
     assert rejects.count() == 0
     assert len(rows) == len(records) == len(spark_job.log4j.events)
-    for row, record in zip(rows, records, strict=True):
+    for row, record in paired_with_truth(rows, records, row_fields, record_fields):
         assert row["level"] == record["level"]
         assert row["logger"] == str(record["logger"]).rsplit(".", 1)[-1]
         assert row["message"] == record["message"], record

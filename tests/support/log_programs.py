@@ -29,8 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +97,21 @@ def read_truth_fields(truth: Path) -> list[dict[str, object]]:
     """The records a ground truth written with ``truth_fields`` lists: each the formatted
     record (``record``) and its attributes (``python_log_program.TruthHandler``)."""
     return [json.loads(line) for line in truth.read_bytes().split(b"\n")[:-1]]
+
+
+def paired_with_truth(
+    rows: list[dict[str, Any]],
+    records: list[dict[str, object]],
+    row_key: Callable[[dict[str, Any]], tuple[Any, ...]],
+    record_key: Callable[[dict[str, object]], tuple[Any, ...]],
+) -> list[tuple[dict[str, Any], dict[str, object]]]:
+    """Each parsed row with the truth record of the same event, paired by ``row_key`` and
+    ``record_key`` (the same fields, each as its side holds them), not by position: a JVM's two
+    appenders (the log and the truth) write records two threads logged at once in either order,
+    each appender under a lock of its own. Rows whose key no record shares end up paired with
+    another record, and the caller's field checks fail."""
+    assert len(rows) == len(records), (len(rows), len(records))
+    return list(zip(sorted(rows, key=row_key), sorted(records, key=record_key), strict=True))
 
 
 def _python_arguments(
