@@ -1,8 +1,8 @@
 """PipelineCheckpoints: one pipeline's checkpoints as views (``CheckpointInfo``), the commands
 that request and excuse them, collecting, and the pipeline's status.
 
-Each method opens the metastore for its call, but the ones a poller calls over and over
-(``checkpoint``, ``excuse_lapsed_hosts``), which take an open one (``metastore=``).
+Each method uses the context's metastore: the one held for a ``with open_pipeline(...)`` block
+(a poller keeps one open that way), else one opened and closed for the call.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime
 from pipeline_core._pipeline_context import PipelineContext
 from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
 from pipeline_core._stop_request import StopRequest
-from pipeline_core.collector import Collector
+from pipeline_core.collector import CollectorSession
 from pipeline_core.errors import CheckpointError
 from pipeline_core.metastore import (
     CheckpointRecord,
@@ -43,16 +43,10 @@ class PipelineCheckpoints:
             record = metastore.request_checkpoint(self._context.config.name, run_id, data_interval)
             return self.info(metastore, record)
 
-    def get(self, checkpoint_id: int, *, metastore: Metastore | None = None) -> CheckpointInfo:
-        """Raises CheckpointError for an unknown id or one of another pipeline.
-
-        ``metastore``: an open metastore to read from (a poller keeps one open instead of
-        opening and migrating one per call); by default one is opened and closed.
-        """
-        if metastore is not None:
+    def get(self, checkpoint_id: int) -> CheckpointInfo:
+        """Raises CheckpointError for an unknown id or one of another pipeline."""
+        with self._context.metastore() as metastore:
             return self.info(metastore, self.record(metastore, checkpoint_id))
-        with self._context.metastore() as opened:
-            return self.info(opened, self.record(opened, checkpoint_id))
 
     def record(self, metastore: Metastore, checkpoint_id: int) -> CheckpointRecord:
         """The checkpoint's row. Raises CheckpointError: unknown, or of another pipeline."""
@@ -64,25 +58,19 @@ class PipelineCheckpoints:
             )
         return record
 
-    def excuse_lapsed_hosts(
-        self, checkpoint_id: int, *, metastore: Metastore | None = None
-    ) -> tuple[str, ...]:
+    def excuse_lapsed_hosts(self, checkpoint_id: int) -> tuple[str, ...]:
         """Stop waiting, for a REQUESTED checkpoint, for the hosts whose collector lease has
         lapsed (dead or cut off: what they read but did not seal goes into a later checkpoint
         when they are back), and seal it if every remaining host has sealed its batch.
         Returns the hosts excused; none for a checkpoint no longer REQUESTED.
 
-        ``metastore``: an open metastore to use, as for :meth:`get`.
-
         Raises:
             CheckpointError: an unknown id or one of another pipeline.
         """
-        if metastore is None:
-            with self._context.metastore() as opened:
-                return self.excuse_lapsed_hosts(checkpoint_id, metastore=opened)
-        if self.record(metastore, checkpoint_id).state is not CheckpointState.REQUESTED:
-            return ()
-        excused = tuple(metastore.transitions.excuse_lapsed_hosts(checkpoint_id))
+        with self._context.metastore() as metastore:
+            if self.record(metastore, checkpoint_id).state is not CheckpointState.REQUESTED:
+                return ()
+            excused = tuple(metastore.transitions.excuse_lapsed_hosts(checkpoint_id))
         if excused:
             log.warning(
                 "checkpoint %d no longer waits for %s: their collectors' leases lapsed",
@@ -154,11 +142,11 @@ class PipelineCheckpoints:
 
         ``stop``: once it is requested, reading stops and what was read is sealed at once (the
         rest waits for the next run)."""
+        session = CollectorSession([self._context.config])
+        if stop is not None:
+            stop.when_requested(session.stop)
+        result = session.run(once=True)
         with self._context.metastore() as metastore:
-            collector = Collector(self._context.config, metastore)
-            if stop is not None:
-                stop.when_requested(collector.stop)
-            result = collector.run_once()
             sealed = tuple(
                 self.info(metastore, metastore.checkpoint(s.checkpoint_id)) for s in result.sealed
             )

@@ -1,5 +1,6 @@
 """PipelineContext: what every role service of one pipeline shares: its config, filled in with
-the caller's defaults, and how its metastore is opened."""
+the caller's defaults, and its metastore: one held for a block (:meth:`PipelineContext.hold`),
+else one opened per call."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class PipelineContext:
         self._default_metastore_url = metastore_url
         self._default_lake = str(lake_dir) if lake_dir is not None else None
         self._host = host
+        self._held: Metastore | None = None
 
     @property
     def config(self) -> PipelineConfig:
@@ -64,15 +66,25 @@ class PipelineContext:
             update["collector"] = config.collector.model_copy(update={"host": self._host})
         return config.model_copy(update=update) if update else config
 
-    def open_metastore(self) -> Metastore:
-        """The pipeline's metastore, opened (and migrated unless ``migrate`` is False); the
-        caller closes it."""
-        return Metastore.open(self.config.metastore_url, migrate=self._migrate)
+    def hold(self) -> None:
+        """Open the metastore (migrated unless ``migrate`` is False) and use it for every call
+        until :meth:`release`; a second hold is one more use of the same (no nesting count)."""
+        if self._held is None:
+            self._held = Metastore.open(self.config.metastore_url, migrate=self._migrate)
+
+    def release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
     @contextmanager
     def metastore(self) -> Iterator[Metastore]:
-        """The pipeline's metastore for a block, closed at its end."""
-        metastore = self.open_metastore()
+        """The pipeline's metastore for a block: the held one, else one opened (and migrated
+        unless ``migrate`` is False) and closed at the block's end."""
+        if self._held is not None:
+            yield self._held
+            return
+        metastore = Metastore.open(self.config.metastore_url, migrate=self._migrate)
         try:
             yield metastore
         finally:

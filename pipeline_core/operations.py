@@ -1,37 +1,37 @@
 """PipelineOperations: the one facade over a pipeline that the CLI and Airflow both call.
 
-It only names the role services of one pipeline and hands each call to its owner:
+It names the role services of one pipeline and hands each call of a run to its owner; the
+rarer calls go to the service itself (``pipeline.retention.maintain()``):
 
-    PipelineContext      the config (with the caller's defaults) and the metastore's opening
-    PipelineCheckpoints  checkpoint views and commands, collecting once, status
-    PipelineLanding      the landing plan, the Spark job's submission, the commit
-    PipelineRetention    staging and metastore retention, the lake's maintenance
+    context      PipelineContext: the config (with the caller's defaults), the metastore
+    checkpoints  PipelineCheckpoints: checkpoint views and commands, collecting once, status
+    landing      PipelineLanding: the landing plan, the Spark job's submission, the commit
+    retention    PipelineRetention: staging and metastore retention, the lake's maintenance
 
 Every call opens what it needs (the metastore, a collector) and closes it again, so an instance
 is cheap to create and safe to create inside an Airflow task (never do I/O in an operator's
-``__init__``).
+``__init__``). A block of many calls holds one metastore for all of them::
+
+    with open_pipeline("pipeline.yaml") as pipeline:
+        info = pipeline.checkpoint(7)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import TracebackType
 
 from pipeline_core._landing_mode import LandingMode
 from pipeline_core._pipeline_checkpoints import PipelineCheckpoints
 from pipeline_core._pipeline_context import PipelineContext
 from pipeline_core._pipeline_retention import PipelineRetention
-from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
+from pipeline_core._pipeline_views import CheckpointInfo, CollectReport
 from pipeline_core._stop_request import StopRequest
-from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.landing import LandingProgress, PipelineLanding, SparkJobSpec
-from pipeline_core.metastore import CheckpointState, Metastore
-
-if TYPE_CHECKING:
-    from pipeline_core.lake import MaintenanceReport
+from pipeline_core.metastore import CheckpointState
 
 __all__ = [
     "CheckpointInfo",
@@ -40,6 +40,7 @@ __all__ = [
     "LandingProgress",
     "PipelineOperations",
     "SparkJobSpec",
+    "open_pipeline",
 ]
 
 
@@ -66,17 +67,18 @@ class PipelineOperations:
             self.context, self.checkpoints, after_commit=self.retention.remove_committed_staging
         )
 
+    def __enter__(self) -> PipelineOperations:
+        """Hold one metastore for the block. Raises MetastoreError when it cannot be opened."""
+        self.context.hold()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.context.release()
+
     @property
     def config(self) -> PipelineConfig:
         """The validated config (read on first use). Raises ConfigError."""
         return self.context.config
-
-    def open_metastore(self) -> Metastore:
-        return self.context.open_metastore()
-
-    def collector(self, metastore: Metastore) -> Collector:
-        """A collector for long-running use (``sluice collect``)."""
-        return Collector(self.config, metastore)
 
     # -- checkpoints (PipelineCheckpoints) ---------------------------------------------------
 
@@ -85,21 +87,14 @@ class PipelineOperations:
     ) -> CheckpointInfo:
         return self.checkpoints.request(run_id, data_interval)
 
-    def checkpoint(
-        self, checkpoint_id: int, *, metastore: Metastore | None = None
-    ) -> CheckpointInfo:
-        return self.checkpoints.get(checkpoint_id, metastore=metastore)
+    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
+        return self.checkpoints.get(checkpoint_id)
 
-    def excuse_lapsed_hosts(
-        self, checkpoint_id: int, *, metastore: Metastore | None = None
-    ) -> tuple[str, ...]:
-        return self.checkpoints.excuse_lapsed_hosts(checkpoint_id, metastore=metastore)
+    def excuse_lapsed_hosts(self, checkpoint_id: int) -> tuple[str, ...]:
+        return self.checkpoints.excuse_lapsed_hosts(checkpoint_id)
 
     def landable(self, checkpoint_id: int) -> CheckpointInfo:
         return self.checkpoints.landable(checkpoint_id)
-
-    def data_interval(self, checkpoint_id: int) -> tuple[datetime, datetime] | None:
-        return self.checkpoints.data_interval(checkpoint_id)
 
     def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
         return self.checkpoints.in_interval(start, end)
@@ -113,9 +108,6 @@ class PipelineOperations:
 
     def collect_once(self, stop: StopRequest | None = None) -> CollectReport:
         return self.checkpoints.collect_once(stop)
-
-    def status(self, limit: int = 20) -> PipelineStatus:
-        return self.checkpoints.status(limit)
 
     # -- landing (PipelineLanding) -----------------------------------------------------------
 
@@ -146,19 +138,10 @@ class PipelineOperations:
             spark_connect=spark_connect,
         )
 
-    def spark_submit_command(self, spec: SparkJobSpec, spark_connect: str | None = None) -> str:
-        return self.landing.command(spec, spark_connect)
-
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         return self.landing.commit(checkpoint_ids)
 
-    # -- retention (PipelineRetention) -------------------------------------------------------
 
-    def remove_committed_staging(self, now: datetime | None = None) -> list[int]:
-        return self.retention.remove_committed_staging(now)
-
-    def maintain(self, day: date | None = None) -> MaintenanceReport:
-        return self.retention.maintain(day)
-
-    def forget_old_checkpoints(self, now: datetime | None = None) -> list[int]:
-        return self.retention.forget_old_checkpoints(now)
+open_pipeline = PipelineOperations
+"""``with open_pipeline(path, **options) as pipeline:`` one pipeline holding one metastore for
+the block (opened on entering, closed on leaving)."""

@@ -66,7 +66,8 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
     if not args.config.is_dir():
         operations = open_operations(args.config, migrate=True)
         _warn_about_sources_without_files([operations.config])
-        operations.open_metastore().close()  # its failure first, before saying it collects
+        with operations:  # the metastore opened (and migrated) first: its failure comes first
+            pass
         if stop.requested:
             return _stopped_before_collecting(once=True)
         progress(f"collecting pipeline {operations.config.name} once (Ctrl-C seals what was read)")

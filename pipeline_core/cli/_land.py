@@ -188,7 +188,7 @@ def _print_plan(
     """What a landing would do; nothing changed (no archive written, no checkpoint failed)."""
     ids = [info.checkpoint_id for info in infos]
     spec = operations.landing_job(ids, "sluice-land-dry-run", mode, dry_run=True) if ids else None
-    command = operations.spark_submit_command(spec, spark_connect) if spec is not None else None
+    command = operations.landing.command(spec, spark_connect) if spec is not None else None
     if as_json:
         print_json(
             {

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     operations = open_operations(args.config, migrate=False)
     # The status checks that the metastore, whose database holds the catalog, is there.
-    checkpoints = operations.status(limit=5).checkpoints
+    checkpoints = operations.checkpoints.status(limit=5).checkpoints
     committed = [c for c in checkpoints if c.committed_at][-COMMITTED_SHOWN:]
     summary = summarize_lake(operations.config)
     if args.json:

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline_core.collector import read_metrics
 
     operations = open_operations(args.config, migrate=False)
-    status = operations.status()
+    status = operations.checkpoints.status()
     live = read_metrics(operations.config.data_dir, status.pipeline)
     files = [
         {

@@ -33,6 +33,7 @@ from pipeline_core.collector._ops_server import ListenAddress, OpsServer
 from pipeline_core.collector._readiness import HealthProbes, ProbeResult
 from pipeline_core.collector._results import AckerStats, CollectorResult, PipelineResult
 from pipeline_core.collector._service import CollectorService
+from pipeline_core.collector._session import CollectorSession, StopCause
 
 __all__ = [
     "AckerStats",
@@ -41,6 +42,7 @@ __all__ = [
     "CollectorMode",
     "CollectorResult",
     "CollectorService",
+    "CollectorSession",
     "ConfigChange",
     "ConfigEvent",
     "ConfigProblem",
@@ -60,6 +62,7 @@ __all__ = [
     "QueueMetrics",
     "SealedCheckpoint",
     "SinkGroupMetrics",
+    "StopCause",
     "UploadMetrics",
     "config_problems_file",
     "metrics_file",

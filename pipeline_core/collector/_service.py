@@ -17,8 +17,7 @@ from pipeline_core.collector._config_problems import (
 from pipeline_core.collector._config_watch import ConfigChange, ConfigSource
 from pipeline_core.collector._metrics_export import MetricsExporter
 from pipeline_core.collector._results import CollectorResult
-from pipeline_core.config import PipelineConfig
-from pipeline_core.metastore import Metastore
+from pipeline_core.collector._session import CollectorSession
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ RELOAD_POLL_SECONDS = 2.0
 
 class CollectorService:
     """Serves every pipeline config of ``path`` (a YAML file or a folder of them) with one
-    collector.
+    :class:`CollectorSession`.
 
     In continuous mode (:meth:`run`) the configs are looked at again every
     ``RELOAD_POLL_SECONDS`` and at once on :meth:`reload` (``sluice collect`` calls it on
@@ -60,17 +59,19 @@ class CollectorService:
             metrics_address = f"127.0.0.1:{metrics_port}"
         self._metrics_address = metrics_address
         self._metrics_file_labels = metrics_file_labels
-        self._metastores: dict[str, Metastore] = {}
         self._data_dirs: dict[str, Path] = {}
         self._reload = threading.Event()
         self._stop = threading.Event()
         self._problems_written: tuple[tuple[ConfigProblem, ...], frozenset[Path], float] | None
         self._problems_written = None
-        self.collector = Collector()
-        for config in self._source.load():
-            self.collector.add_pipeline(config, self._metastore(config))
-            self._data_dirs[config.name] = config.data_dir
+        configs = self._source.load()
+        self._session = CollectorSession(configs)
+        self._data_dirs.update((config.name, config.data_dir) for config in configs)
         self.exporter: MetricsExporter | None = None
+
+    @property
+    def collector(self) -> Collector:
+        return self._session.collector
 
     @property
     def config_problems(self) -> tuple[ConfigProblem, ...]:
@@ -78,10 +79,7 @@ class CollectorService:
         return self._source.problems
 
     def run_once(self) -> CollectorResult:
-        try:
-            return self.collector.run_once()
-        finally:
-            self.close()
+        return self._session.run(once=True)
 
     def run(self) -> CollectorResult:
         self.exporter = MetricsExporter(
@@ -95,14 +93,13 @@ class CollectorService:
         watcher = threading.Thread(target=self._watch, name="sluice-config-watch", daemon=True)
         watcher.start()
         try:
-            return self.collector.run()
+            return self._session.run()
         finally:
             self._stop.set()
             self._reload.set()
             watcher.join(timeout=10)
             self.exporter.stop()
             remove_config_problems(self._data_dirs.values())
-            self.close()
 
     def reload(self) -> None:
         """Look at the configs again now (any thread, also a signal handler)."""
@@ -110,12 +107,11 @@ class CollectorService:
 
     def stop(self) -> None:
         self._stop.set()
-        self.collector.stop()
+        self._session.stop()
 
     def close(self) -> None:
-        for metastore in self._metastores.values():
-            metastore.close()
-        self._metastores.clear()
+        """Close the metastores of a service that will not run."""
+        self._session.close()
 
     def _watch(self) -> None:
         while not self._stop.is_set():
@@ -149,20 +145,14 @@ class CollectorService:
         for event in self._source.changes():
             log.info("pipeline %s %s", event.name, event.change.value)
             if event.change is ConfigChange.REMOVED:
-                self.collector.remove_pipeline(event.name)
+                self._session.remove(event.name)
                 continue
             assert event.config is not None
             self._data_dirs[event.name] = event.config.data_dir
             if event.change is ConfigChange.ADDED:
-                self.collector.add_pipeline(event.config, self._metastore(event.config))
+                self._session.add(event.config)
             else:
-                self.collector.replace_pipeline(event.config, self._metastore(event.config))
-
-    def _metastore(self, config: PipelineConfig) -> Metastore:
-        url = config.metastore_url
-        if url not in self._metastores:
-            self._metastores[url] = Metastore.open(url)
-        return self._metastores[url]
+                self._session.replace(event.config)
 
     def _data_dir_of(self, pipeline: str) -> Path:
         return self._data_dirs.get(pipeline, Path("data"))

@@ -13,7 +13,6 @@ from pipeline_core._compat import StrEnum
 from pipeline_core.metastore import CheckpointState
 
 if TYPE_CHECKING:
-    from pipeline_core.metastore import Metastore
     from pipeline_core.operations import CheckpointInfo
 
 
@@ -42,23 +41,17 @@ class SealLook:
 class SealOperations(Protocol):
     """What :func:`look_sealed` needs of a pipeline (``PipelineOperations`` has it)."""
 
-    def checkpoint(
-        self, checkpoint_id: int, *, metastore: Metastore | None = None
-    ) -> CheckpointInfo:
+    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
         """The checkpoint now; raises ``CheckpointError`` for an unknown one."""
         ...
 
-    def excuse_lapsed_hosts(
-        self, checkpoint_id: int, *, metastore: Metastore | None = None
-    ) -> tuple[str, ...]:
+    def excuse_lapsed_hosts(self, checkpoint_id: int) -> tuple[str, ...]:
         """Stop waiting for the hosts whose lease lapsed, sealing the checkpoint if that
         completes it; returns them."""
         ...
 
 
-def look_sealed(
-    operations: SealOperations, checkpoint_id: int, *, metastore: Metastore | None = None
-) -> SealLook:
+def look_sealed(operations: SealOperations, checkpoint_id: int) -> SealLook:
     """Look once at the checkpoint a run waits for, and decide.
 
     A REQUESTED checkpoint first stops waiting for every host whose collector lease has lapsed
@@ -71,18 +64,18 @@ def look_sealed(
     (nothing of it is recorded, and the landing reads only recorded batches): either way its
     lines land once.
 
-    ``metastore``: an open metastore (a poller keeps one); by default each call opens one.
+    A poller keeps one metastore open by looking inside a ``with open_pipeline(...)`` block.
 
     Raises:
         CheckpointError: an unknown checkpoint, or one of another pipeline.
         MetastoreError: the metastore cannot be reached (look again later).
     """
-    info = operations.checkpoint(checkpoint_id, metastore=metastore)
+    info = operations.checkpoint(checkpoint_id)
     excused: tuple[str, ...] = ()
     if info.state is CheckpointState.REQUESTED:
-        excused = operations.excuse_lapsed_hosts(checkpoint_id, metastore=metastore)
+        excused = operations.excuse_lapsed_hosts(checkpoint_id)
         if excused:
-            info = operations.checkpoint(checkpoint_id, metastore=metastore)
+            info = operations.checkpoint(checkpoint_id)
     if info.state.landable:
         wait = SealWait.LANDABLE
     elif info.state is CheckpointState.FAILED:

@@ -155,20 +155,14 @@ def wait_sealed(
     operations: PipelineOperations, checkpoint_id: int, *collectors: CollectorProcess
 ) -> CheckpointInfo:
     """Wait until every host the checkpoint waits for has sealed its batch."""
-    metastore = operations.open_metastore()
-    try:
+    with operations:
         wait_for(
-            lambda: (
-                operations.checkpoint(checkpoint_id, metastore=metastore).state
-                is CheckpointState.SEALED
-            ),
+            lambda: operations.checkpoint(checkpoint_id).state is CheckpointState.SEALED,
             SEAL_TIMEOUT,
             f"checkpoint {checkpoint_id} to be sealed",
             *collectors,
         )
-        return operations.checkpoint(checkpoint_id, metastore=metastore)
-    finally:
-        metastore.close()
+        return operations.checkpoint(checkpoint_id)
 
 
 def lake_paths_by_host(lake: LakeLocation) -> dict[str, Counter[str]]:

@@ -22,7 +22,12 @@ from pipeline_core.errors import CheckpointError, CollectorBusyError, LandingErr
 from pipeline_core.lake import REJECTS_TABLE, LandingMode, lake_location
 from pipeline_core.landing import LANDING_APPLICATION
 from pipeline_core.metastore import CheckpointFailedError, Metastore
-from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
+from pipeline_core.operations import (
+    CheckpointInfo,
+    CheckpointState,
+    PipelineOperations,
+    open_pipeline,
+)
 from pipeline_core.staging_contract import LAKE_SQL_CONF, MANIFEST_NAME
 from tests.support.lake import append_rows, table_rows
 from tests.support.lease_holders import HolderProcess
@@ -120,6 +125,21 @@ def test_should_return_the_same_checkpoint_for_a_retried_run(
         f"{first.checkpoint_id:08d}"
     )
     assert (first.line_count, first.byte_count, first.batch_ids) == (0, 0, ())
+
+
+def test_should_hold_one_metastore_for_a_block_and_close_it_on_leaving(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    with open_pipeline(write_config(tmp_path, metastore_url)) as pipeline:
+        with pipeline.context.metastore() as first, pipeline.context.metastore() as second:
+            assert first is second
+        requested = pipeline.request_checkpoint("run-1")
+        assert pipeline.checkpoint(requested.checkpoint_id) == requested
+        with pipeline.context.metastore() as again:
+            assert again is first
+    with pipeline.context.metastore() as outside:
+        assert outside is not first  # a metastore of its own, per call, after the block
+    assert pipeline.checkpoint(requested.checkpoint_id) == requested
 
 
 def test_should_raise_for_an_unknown_checkpoint(operations: PipelineOperations) -> None:
@@ -579,11 +599,18 @@ def test_should_forget_committed_checkpoints_past_the_metastores_retention(
     committed_at = old.committed_at
     assert committed_at is not None
 
-    assert operations.forget_old_checkpoints(now=committed_at + kept - timedelta(minutes=1)) == []
-    forgotten = operations.forget_old_checkpoints(now=committed_at + kept + timedelta(minutes=1))
+    assert (
+        operations.retention.forget_old_checkpoints(now=committed_at + kept - timedelta(minutes=1))
+        == []
+    )
+    forgotten = operations.retention.forget_old_checkpoints(
+        now=committed_at + kept + timedelta(minutes=1)
+    )
 
     assert forgotten == [old.checkpoint_id]
-    assert [c.checkpoint_id for c in operations.status().checkpoints] == [sealed.checkpoint_id]
+    assert [c.checkpoint_id for c in operations.checkpoints.status().checkpoints] == [
+        sealed.checkpoint_id
+    ]
 
 
 def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention(
@@ -597,15 +624,15 @@ def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention
     retention = timedelta(hours=operations.config.handoff.retain_hours)
     between = old.sealed_at + (recent.sealed_at - old.sealed_at) / 2
 
-    removed = operations.remove_committed_staging(now=between + retention)
+    removed = operations.retention.remove_committed_staging(now=between + retention)
 
     assert removed == [old.checkpoint_id]
     assert not old.staging_dir.exists()
     assert recent.staging_dir.is_dir()
     assert old_but_sealed.staging_dir.is_dir()
-    assert operations.remove_committed_staging(now=between + retention) == []
+    assert operations.retention.remove_committed_staging(now=between + retention) == []
     much_later = datetime.now(timezone.utc) + retention + timedelta(days=1)
-    assert operations.remove_committed_staging(now=much_later) == [recent.checkpoint_id]
+    assert operations.retention.remove_committed_staging(now=much_later) == [recent.checkpoint_id]
     assert old_but_sealed.staging_dir.is_dir()
     assert operations.checkpoint(old_but_sealed.checkpoint_id).state is CheckpointState.SEALED
     assert (old.state, recent.state) == (CheckpointState.COMMITTED, CheckpointState.COMMITTED)
@@ -645,7 +672,7 @@ def test_should_report_files_checkpoints_and_the_lease(
 ) -> None:
     info = sealed_checkpoint(operations, log, 5)
 
-    status = operations.status()
+    status = operations.checkpoints.status()
 
     assert (status.pipeline, status.host, status.lease_holder) == ("web_access", "test-host", None)
     (record,) = status.files
@@ -707,7 +734,7 @@ def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_co
     sealed = sealed_checkpoint(operations, log, 20)
     folder = f"staging/web_access/{sealed.checkpoint_id:08d}"
     assert sealed.staging == f"{s3_bucket.url('staging')}/web_access/{sealed.checkpoint_id:08d}"
-    assert operations.status().checkpoints[-1].staging == sealed.staging
+    assert operations.checkpoints.status().checkpoints[-1].staging == sealed.staging
     assert (
         operations.config.staging_area.missing_batches(sealed.checkpoint_id, sealed.hosts) is None
     )
@@ -716,10 +743,10 @@ def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_co
     assert committed.sealed_at is not None
     later = datetime.now(timezone.utc) + timedelta(hours=operations.config.handoff.retain_hours + 1)
 
-    assert operations.remove_committed_staging(now=later) == [sealed.checkpoint_id]
+    assert operations.retention.remove_committed_staging(now=later) == [sealed.checkpoint_id]
 
     assert s3_bucket.keys(folder) == []
-    assert operations.remove_committed_staging(now=later) == []
+    assert operations.retention.remove_committed_staging(now=later) == []
 
 
 @pytest.mark.timeout(120)
@@ -736,7 +763,7 @@ def test_should_point_the_landing_job_at_the_checkpoint_in_the_store(
     assert spec is not None
     assert spec.application_args[:2] == ["--checkpoint", f"{sealed.staging_url}=test-host"]
     assert spec.application_args[2:4] == ["--lake", str(operations.config.lake_dir)]
-    command = operations.spark_submit_command(spec)
+    command = operations.landing.command(spec)
     for name in ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID"):  # the store's credentials
         assert os.environ[name] not in command
         assert name not in spec.env_vars

@@ -41,7 +41,7 @@ class LakeMaintenanceOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         day = date.fromisoformat(self.day) if self.day else None
-        report = SluiceHook(config_path=self.config_path).operations.maintain(day)
+        report = SluiceHook(config_path=self.config_path).operations.retention.maintain(day)
         compacted = [
             {
                 "table": c.table,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -17,7 +16,7 @@ from sluice_airflow.hooks.sluice import SluiceHook
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from pipeline_core.collector import Collector
+    from pipeline_core.collector import CollectorSession
 
 DEFAULT_RUN_FOR = timedelta(hours=1)
 LEASE_POLL_SECONDS = 1.0
@@ -26,7 +25,7 @@ LEASE_POLL_SECONDS = 1.0
 class CollectorWorkerOperator(BaseOperator):
     """Tail a pipeline's files for ``run_for``, sealing each checkpoint a DAG run requests.
 
-    Runs ``Collector.run()`` (the mailbox loop) on the task's thread. The collector's control
+    Runs a ``CollectorSession`` (the mailbox loop) on the task's thread. The collector's control
     thread turns each checkpoint request found in the metastore into a max-priority mail, so
     while this task runs, the pipeline DAG's ``request_checkpoint`` leaves sealing to it and
     its sensor waits for the barrier. When ``run_for`` is up the task calls
@@ -36,8 +35,9 @@ class CollectorWorkerOperator(BaseOperator):
     and ``max_active_runs=1`` and the next run takes over at once.
 
     ``on_kill`` (the task marked failed or cleared, ``execution_timeout``, the worker told
-    to stop) asks the collector to stop the same way, from a helper thread because Airflow
-    calls it from a signal handler; the task ends as soon as the seal is written. A worker
+    to stop) asks the collector to stop the same way (the session stops it from a thread of
+    its own: Airflow calls ``on_kill`` from a signal handler); the task ends as soon as the
+    seal is written. A worker
     killed without warning (``SIGKILL``, a lost machine) seals nothing. The next worker on the
     same machine sees that the lease's holder process is gone and takes the lease over at
     once; elsewhere the lease expires ``collector.lease_seconds`` (60 s by default) after its
@@ -76,87 +76,48 @@ class CollectorWorkerOperator(BaseOperator):
         self.host = host
         self.run_for = _seconds(run_for)
         self.lease_wait = None if lease_wait is None else _seconds(lease_wait)
-        self._collector: Collector | None = None
-        self._stop_reason: str | None = None
+        self._session: CollectorSession | None = None
         self._killed = False
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from pipeline_core.collector import CollectorSession, StopCause
+
         hook = SluiceHook(config_path=self.config_path, host=self.host)
-        operations = hook.operations
-        self._wait_for_lease(hook, operations.config.collector.lease_seconds)
-        metastore = operations.open_metastore()
+        config = hook.operations.config
+        self._wait_for_lease(hook, config.collector.lease_seconds)
+        session = self._session = CollectorSession([config])
+        if self._killed:  # on_kill came while the session was being built
+            session.stop()
+        self.log.info(
+            "Collecting pipeline %s as host %s on %s for %.0f s (until stopped)",
+            config.name,
+            config.collector.host,
+            socket.gethostname(),
+            self.run_for,
+        )
         try:
-            collector = operations.collector(metastore)
-            self._collector = collector
-            if self._killed:  # on_kill came while the collector was being built
-                self._stop("on_kill")
-            ended = threading.Event()
-            stopper = threading.Thread(
-                target=self._stop_when_run_for_is_up,
-                args=(time.monotonic() + self.run_for, ended),
-                name="sluice-worker-run-for",
-                daemon=True,
-            )
-            stopper.start()
-            self.log.info(
-                "Collecting pipeline %s as host %s on %s for %.0f s (until stopped)",
-                operations.config.name,
-                operations.config.collector.host,
-                socket.gethostname(),
-                self.run_for,
-            )
-            try:
-                result = collector.run()
-            finally:
-                ended.set()
-                self._collector = None
+            result = session.run(until=time.monotonic() + self.run_for)
         finally:
-            metastore.close()
-        sealed = [checkpoint.checkpoint_id for checkpoint in result.sealed]
+            self._session = None
         summary = {
-            "host": operations.config.collector.host,
+            "host": config.collector.host,
             "files": result.files,
             "lines": result.lines,
             "bytes": result.bytes,
             "seconds": round(result.seconds, 3),
-            "checkpoints_sealed": sealed,
-            "stopped_by": self._stop_reason or "run_for",
+            "checkpoints_sealed": [checkpoint.checkpoint_id for checkpoint in result.sealed],
+            "stopped_by": "on_kill" if session.stopped_by is StopCause.REQUEST else "run_for",
         }
         self.log.info("Collector stopped: %s", summary)
         return summary
 
     def on_kill(self) -> None:
-        """Stop the collector (seal and release the lease) without blocking the caller.
-
-        Airflow calls this from its SIGTERM handler on the task's main thread, which is the
-        collector's mailbox thread; ``Collector.stop()`` must not run there (it could wait on
-        a lock that the interrupted thread holds), so a helper thread delivers it.
-        """
+        """Stop the collector (seal and release the lease) without blocking the caller."""
         self._killed = True
-        threading.Thread(
-            target=self._stop, args=("on_kill",), name="sluice-worker-stop", daemon=True
-        ).start()
-
-    def _stop_when_run_for_is_up(self, deadline: float, ended: threading.Event) -> None:
-        """Stop the collector at ``deadline`` (monotonic), unless it ends first.
-
-        Not ``threading.Timer``: a timed wait may end early when the wall clock steps forward
-        (Python 3.10 times lock waits on the system clock), and a timer fires whenever its
-        one wait ends. This waits again until the monotonic clock says the time is up.
-        """
-        while not ended.wait(max(0.0, deadline - time.monotonic())):
-            if time.monotonic() >= deadline:
-                self._stop("run_for")
-                return
-
-    def _stop(self, reason: str) -> None:
-        collector = self._collector
-        if collector is None:
-            return
-        if self._stop_reason is None:
-            self._stop_reason = reason
-        self.log.info("Stopping the collector (%s)", reason)
-        collector.stop()
+        session = self._session
+        if session is not None:
+            self.log.info("Stopping the collector (on_kill)")
+            session.stop()
 
     def _wait_for_lease(self, hook: SluiceHook, lease_seconds: float) -> None:
         """Wait while another live collector holds the lease (a killed worker's lease expiring,

@@ -11,7 +11,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sluice_airflow.hooks.sluice import SluiceHook
 
 if TYPE_CHECKING:
-    from pipeline_core.metastore import Metastore
     from pipeline_core.operations import CheckpointInfo, PipelineOperations
     from pipeline_core.runs import SealLook
 
@@ -69,7 +68,7 @@ class CheckpointSealedTrigger(BaseTrigger):
         hook = SluiceHook(config_path=self.config_path)
         try:
             operations: PipelineOperations = await asyncio.to_thread(hook.get_conn)
-            metastore: Metastore = await asyncio.to_thread(operations.open_metastore)
+            await asyncio.to_thread(operations.context.hold)  # one metastore for every look
         except (ConfigError, MetastoreError, ValueError) as exc:
             yield self._event(ERROR, reason=str(exc))
             return
@@ -77,7 +76,7 @@ class CheckpointSealedTrigger(BaseTrigger):
             while True:
                 try:
                     look: SealLook = await asyncio.to_thread(
-                        look_sealed, operations, self.checkpoint_id, metastore=metastore
+                        look_sealed, operations, self.checkpoint_id
                     )
                 except CheckpointError as exc:
                     yield self._event(ERROR, reason=str(exc))
@@ -96,7 +95,7 @@ class CheckpointSealedTrigger(BaseTrigger):
                     self.log.info("Checkpoint %d is %s", self.checkpoint_id, info.state.value)
                 await asyncio.sleep(self.poll_interval)
         finally:
-            metastore.close()
+            operations.context.release()
 
     def _event(
         self, status: str, info: CheckpointInfo | None = None, *, reason: str | None = None

@@ -161,7 +161,7 @@ def test_a_yarn_or_kubernetes_spark_submit_carries_no_metastore_password(
     operations.land([1], progress=progress)
 
     [run] = submitted
-    assert_no_secret(*run.argv, *progress.commands, operations.spark_submit_command(SPEC))
+    assert_no_secret(*run.argv, *progress.commands, operations.landing.command(SPEC))
     assert METASTORE_URL_ENV not in run.env
     assert run.url_file is not None, "the driver is told where the URL is"
     assert run.url_file_text == URL
@@ -207,7 +207,7 @@ def test_the_shown_command_masks_secret_settings_and_url_secrets(
         }
     )
 
-    command = operations.spark_submit_command(spec)
+    command = operations.landing.command(spec)
 
     assert_no_secret(command)
     for secret in ("AKIAS3CRET", "EndpointPW", "S1GNATURE"):

@@ -104,7 +104,8 @@ def test_should_seal_with_the_live_hosts_batches_once_a_hosts_lease_lapsed(
     seal(store, requested, "host-a")
     time.sleep(SHORT_LEASE + 0.1)  # host-b died: its lease lapses
 
-    look = look_sealed(operations, requested, metastore=store)
+    with operations:  # one metastore held for the looks, as a poller does
+        look = look_sealed(operations, requested)
 
     assert look.wait is SealWait.LANDABLE
     assert look.excused == ("host-b",)

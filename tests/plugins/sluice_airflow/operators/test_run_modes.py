@@ -74,7 +74,8 @@ def backfill_context(start: datetime, end: datetime, **params: Any) -> Any:
 
 def states(config: Path) -> dict[int, CheckpointState]:
     return {
-        info.checkpoint_id: info.state for info in PipelineOperations(config).status().checkpoints
+        info.checkpoint_id: info.state
+        for info in PipelineOperations(config).checkpoints.status().checkpoints
     }
 
 
@@ -95,7 +96,7 @@ def test_normal_records_the_run_data_interval_and_seals_in_process(config: Path,
     assert info.state == CheckpointState.SEALED
     assert info.run_id == "scheduled-1"
     assert info.line_count == 5
-    assert operations.data_interval(checkpoint_id) == (T0, T0 + FIVE_MINUTES)
+    assert operations.checkpoints.data_interval(checkpoint_id) == (T0, T0 + FIVE_MINUTES)
     assert ti.pushed == {CHECKPOINT_DIR_KEY: str(info.staging_dir)}
 
 
