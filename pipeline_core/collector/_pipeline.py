@@ -68,7 +68,7 @@ class PipelineRuntime:
         self.name = config.name
         self.host = tuning.host
         self.holder = holder
-        staging = config.staging_location
+        staging = config.staging_area
         self.spool: SpoolBudget | None = None
         """With staging in an object store: the local spool's bytes against its bound."""
         self.uploads: UploadWorker | None = None

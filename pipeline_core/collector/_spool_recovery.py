@@ -13,7 +13,7 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import CheckpointError, CorruptBatchError, StorageError
 from pipeline_core.metastore import BatchRecord, ByteRange, Metastore
 from pipeline_core.sinks import ReadBack, upload_sealed_batch, verify_local_batch
-from pipeline_core.staging_contract import Manifest, batch_key
+from pipeline_core.staging_contract import Manifest
 from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
@@ -50,16 +50,16 @@ def recover_spool(
             in the spool for the next start).
         MetastoreError: the metastore could not be reached.
     """
-    location = config.staging_location
+    staging = config.staging_area
     batches = spooled_batches(config.seal_dir, config.name, host)
-    if location.is_local or not batches:
+    if staging.is_local or not batches:
         return []
     if not take_lease():
         log.warning("%s: another collector holds the lease; its spool is left alone", config.name)
         return []
     outcomes = []
     for batch in batches:
-        target = location.child(*batch_key(config.name, batch.checkpoint_id, host).split("/"))
+        target = staging.batch(batch.checkpoint_id, host)
         outcome = _recover(config, metastore, host, batch, target)
         log.warning(
             "%s: checkpoint %d's batch left in the spool by the last run: %s",

@@ -15,7 +15,7 @@ from pipeline_core.collector._spool import SpooledBatch
 from pipeline_core.config import mask_url_passwords
 from pipeline_core.errors import StorageError
 from pipeline_core.sinks import ReadBack, SpoolBudget, upload_sealed_batch
-from pipeline_core.staging_contract import batch_key
+from pipeline_core.staging_contract import StagingArea
 from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class UploadWorker:
         self,
         pipeline: str,
         host: str,
-        staging: StorageLocation,
+        staging: StagingArea,
         budget: SpoolBudget,
         on_uploaded: Callable[[int, str], None],
         on_failed: Callable[[BaseException], None],
@@ -110,7 +110,7 @@ class UploadWorker:
 
     def target(self, checkpoint_id: int) -> StorageLocation:
         """Where the batch of ``checkpoint_id`` is uploaded to."""
-        return self._staging.child(*batch_key(self._pipeline, checkpoint_id, self._host).split("/"))
+        return self._staging.batch(checkpoint_id, self._host)
 
     # -- mailbox thread --------------------------------------------------------------------
 

@@ -15,19 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from zlib_ng import zlib_ng
-
 from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core._file_modes import (
     PRIVATE,
     FileModes,
     make_private,
     make_private_dirs,
-    open_private,
 )
 from pipeline_core.config import SourceConfig
 from pipeline_core.errors import SealError, StagingFullError
 from pipeline_core.sinks import _writeback
+from pipeline_core.sinks._handoff_part import OpenPart
 from pipeline_core.sinks._spool_budget import SpoolBudget
 from pipeline_core.source import Chunk
 from pipeline_core.staging_contract import (
@@ -35,8 +33,6 @@ from pipeline_core.staging_contract import (
     Manifest,
     ManifestPart,
     ManifestRange,
-    Segment,
-    SegmentKind,
     SourceSpec,
     batch_dir,
     inflight_dir,
@@ -45,10 +41,6 @@ from pipeline_core.staging_contract import (
 )
 
 log = logging.getLogger(__name__)
-
-SEGMENT_BYTES = 8 * 1024 * 1024
-"""Consecutive chunks of a file are indexed as one segment up to this size: the landing job's
-unit of parallel work."""
 
 
 @dataclass(frozen=True)
@@ -72,136 +64,6 @@ class SealedBatch:
     checksum: str
     event_count: int
     """The events the lines make (``Manifest.event_count``)."""
-
-
-@dataclass(frozen=True)
-class _PartMark:
-    """An open part's size, rows, checksum and index at one moment (:meth:`_OpenPart.mark`)."""
-
-    size: int
-    rows: int
-    crc: int
-    segments: int
-    last: Segment | None
-    extendable: bool
-
-
-class _OpenPart:
-    """A part file being written: its descriptor, running CRC-32 and segment index."""
-
-    def __init__(self, path: Path, source: str, modes: FileModes) -> None:
-        self.path = path
-        self.source = source
-        self.fd = open_private(path, os.O_WRONLY | os.O_TRUNC, modes)
-        self.writeback = _writeback.IncrementalWriteback(self.fd)
-        self.size = 0
-        self.rows = 0
-        self.crc = 0
-        self.segments: list[Segment] = []
-        self._extendable = False  # the last segment may take the next chunk of its file
-
-    def mark(self) -> _PartMark:
-        """Where the part stands now, to :meth:`rewind` to."""
-        last = self.segments[-1] if self.segments else None
-        return _PartMark(self.size, self.rows, self.crc, len(self.segments), last, self._extendable)
-
-    def rewind(self, mark: _PartMark) -> None:
-        """Take back everything written since ``mark``: the file is cut back to its size then
-        and the index is as it was."""
-        os.ftruncate(self.fd, mark.size)
-        os.lseek(self.fd, mark.size, os.SEEK_SET)
-        self.size, self.rows, self.crc = mark.size, mark.rows, mark.crc
-        del self.segments[mark.segments :]
-        if mark.last is not None:
-            self.segments[-1] = mark.last  # it may have been extended since
-        self._extendable = mark.extendable
-
-    def write(self, chunks: Sequence[Chunk]) -> None:
-        """Append ``chunks`` (of this part's source), a ``write`` each.
-
-        One ``write`` per chunk, not one ``writev`` for them all: the kernel copies a
-        many-buffer ``writev`` into the page cache several times slower (measured: 2.5 s
-        against 0.8 s of system time per GiB). The CRC-32 is zlib-ng's (SIMD, about 20 GB/s,
-        the same checksum as ``zlib.crc32``).
-        """
-        for chunk in chunks:
-            data = memoryview(chunk.data)
-            written = os.write(self.fd, data)
-            while written < len(data):  # a short write (signal, disk nearly full)
-                written += os.write(self.fd, data[written:])
-            self.crc = zlib_ng.crc32(data, self.crc)
-            self._index(chunk)
-            self.size += len(data)
-            self.rows += chunk.lines
-        self.writeback.written(self.size)
-
-    def _index(self, chunk: Chunk) -> None:
-        if chunk.long_line is not None:
-            # A segment of its own, never extended: its bytes are a prefix of a longer line.
-            self.segments.append(
-                Segment(
-                    chunk.fingerprint,
-                    chunk.start,
-                    self.size,
-                    len(chunk.data),
-                    chunk.lines,
-                    SegmentKind.LONG_LINE,
-                    chunk.long_line.length,
-                )
-            )
-            self._extendable = False
-            return
-        last = self.segments[-1] if self.segments else None
-        if (
-            last is not None
-            and self._extendable
-            and last.file_fingerprint == chunk.fingerprint
-            and last.start_offset + last.length == chunk.start
-            and last.length + len(chunk.data) <= SEGMENT_BYTES
-        ):
-            self.segments[-1] = Segment(
-                last.file_fingerprint,
-                last.start_offset,
-                last.part_offset,
-                last.length + len(chunk.data),
-                last.lines + chunk.lines,
-                events=last.events + chunk.events.shifted(last.lines),
-            )
-        else:
-            self.segments.append(
-                Segment(
-                    chunk.fingerprint,
-                    chunk.start,
-                    self.size,
-                    len(chunk.data),
-                    chunk.lines,
-                    events=chunk.events,
-                )
-            )
-        self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
-
-    def close(self) -> ManifestPart:
-        """Fsync and close; the part as the manifest lists it."""
-        try:
-            os.fsync(self.fd)
-        finally:
-            os.close(self.fd)
-        return ManifestPart(
-            self.path.name,
-            self.source,
-            self.rows,
-            self.size,
-            f"{self.crc:08x}",
-            tuple(self.segments),
-        )
-
-    def abandon(self) -> None:
-        os.close(self.fd)
-
-    def discard(self) -> None:
-        """Close and remove the part (nothing of it is kept)."""
-        self.abandon()
-        self.path.unlink(missing_ok=True)
 
 
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -247,7 +109,7 @@ class HandoffWriter:
         self._sources = {s.name: s for s in sources}
         self._max_part_bytes = max_part_bytes
         self._inflight = inflight_dir(staging_root, pipeline, host)
-        self._open: dict[str, _OpenPart] = {}
+        self._open: dict[str, OpenPart] = {}
         self._closed: list[ManifestPart] = []
         self._sequence: dict[str, int] = {}
 
@@ -328,11 +190,11 @@ class HandoffWriter:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _new_part(self, source: str) -> _OpenPart:
+    def _new_part(self, source: str) -> OpenPart:
         make_private_dirs(self._inflight, self._modes)
         number = self._sequence.get(source, 0)
         self._sequence[source] = number + 1
-        return _OpenPart(self._inflight / part_name(source, number), source, self._modes)
+        return OpenPart(self._inflight / part_name(source, number), source, self._modes)
 
     def _publish(self, barrier: Barrier) -> SealedBatch:
         """Write the manifest and move the batch in place. A full filesystem before the move

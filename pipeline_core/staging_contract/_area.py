@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline_core.errors import StorageError
-from pipeline_core.staging_contract._layout import MANIFEST_NAME, path_segment
+from pipeline_core.staging_contract._layout import MANIFEST_NAME, batch_key, path_segment
 from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
@@ -22,8 +22,8 @@ class StagingArea:
     batch.
 
     The collector seals into a local folder (with staging in an object store, its spool, from
-    which batches are uploaded): this says where they are once sealed and uploaded, which the
-    landing job reads, the landing plan checks and retention removes.
+    which batches are uploaded to :meth:`batch`): this says where they are once sealed and
+    uploaded, which the landing job reads, the landing plan checks and retention removes.
     """
 
     location: StorageLocation
@@ -39,6 +39,11 @@ class StagingArea:
     def checkpoint(self, checkpoint_id: int) -> StorageLocation:
         """``<staging>/<pipeline>/<checkpoint:08d>``: the checkpoint's batches, one per host."""
         return self.location.child(self.pipeline, f"{checkpoint_id:08d}")
+
+    def batch(self, checkpoint_id: int, host: str) -> StorageLocation:
+        """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch, where the
+        collector uploads it from its spool."""
+        return self.location.child(*batch_key(self.pipeline, checkpoint_id, host).split("/"))
 
     def where(self, checkpoint_id: int) -> str:
         """Where the landing job reads the checkpoint: a local folder's path (as the collectors

@@ -32,6 +32,18 @@ def test_should_name_a_local_checkpoint_by_its_path_and_no_url(tmp_path: Path) -
     )
 
 
+def test_should_name_a_hosts_batch_where_the_collector_seals_or_uploads_it(
+    tmp_path: Path,
+) -> None:
+    assert area(tmp_path).batch(7, "web-1").local_path == batch_dir(
+        tmp_path / "staging", "web", 7, "web-1"
+    )
+    s3 = StagingArea(StorageLocation.parse("s3://bucket/staging?region=eu-west-1"), "web")
+    assert s3.batch(7, "web-1").url == "s3://bucket/staging/web/00000007/web-1?region=eu-west-1"
+    with pytest.raises(ValueError, match="host"):
+        s3.batch(7, "../web-2")
+
+
 def test_should_name_the_recorded_batches_not_sealed_and_know_nothing_without_staging(
     tmp_path: Path,
 ) -> None:

@@ -240,7 +240,7 @@ def test_should_roll_parts_at_max_part_bytes(tmp_path: Path) -> None:
 def test_should_merge_consecutive_chunks_of_a_file_into_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pipeline_core.sinks._handoff.SEGMENT_BYTES", 50)
+    monkeypatch.setattr("pipeline_core.sinks._handoff_part.SEGMENT_BYTES", 50)
     sink = writer(tmp_path)
     chunks = [
         chunk(lines("a", 2), 0),  # 0: starts a segment
