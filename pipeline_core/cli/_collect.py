@@ -14,7 +14,7 @@ from pipeline_core._stop_request import StopRequest
 from pipeline_core.cli._exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from pipeline_core.collector import CollectorResult
+    from pipeline_core.collector import CollectorResult, CollectorService
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -80,15 +80,8 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
             print(checkpoint_line(info))
         return _interrupted(stop, [info.checkpoint_id for info in report.sealed])
 
-    from pipeline_core.collector import CollectorService
-
     _warn_about_sources_without_files(_configs_of_folder(args.config))
-    service = CollectorService(
-        args.config,
-        metrics_address=args.metrics_address,
-        metrics_port=args.metrics_port,
-        metrics_file_labels=args.metrics_file_labels,
-    )
+    service = _service(args)
     if stop.requested:
         service.close()
         return _stopped_before_collecting(once=True)
@@ -112,18 +105,11 @@ def _interrupted(stop: StopRequest, sealed: list[int]) -> int:
 
 def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
     """Tail until a stop signal; one that came before the service was built ends it unread."""
-    from pipeline_core.collector import CollectorService
-
     if stop.requested:
         return _stopped_before_collecting()
     if args.config.is_dir():
         _warn_about_sources_without_files(_configs_of_folder(args.config))
-    service = CollectorService(
-        args.config,
-        metrics_address=args.metrics_address,
-        metrics_port=args.metrics_port,
-        metrics_file_labels=args.metrics_file_labels,
-    )
+    service = _service(args)
     if stop.requested:
         service.close()
         return _stopped_before_collecting()
@@ -141,6 +127,18 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
     )
     _print_result(service.run())
     return ExitCode.OK
+
+
+def _service(args: argparse.Namespace) -> CollectorService:
+    """The collector of the configs ``sluice collect`` was given, serving metrics as asked."""
+    from pipeline_core.collector import CollectorService
+
+    return CollectorService(
+        args.config,
+        metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port,
+        metrics_file_labels=args.metrics_file_labels,
+    )
 
 
 def _stopped_before_collecting(*, once: bool = False) -> int:

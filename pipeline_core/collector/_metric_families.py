@@ -33,6 +33,7 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import generate_latest
@@ -48,6 +49,7 @@ from pipeline_core.collector._metrics import PipelineMetrics, UploadMetrics
 
 DISTRIBUTION = "sluice"
 BASE_LABELS = ("pipeline", "host")
+_Family = TypeVar("_Family", CounterMetricFamily, GaugeMetricFamily)
 
 
 class PipelineMetricFamilies(Collector):
@@ -274,23 +276,21 @@ class _Families:
     def counter(
         self, name: str, documentation: str, labels: tuple[str, ...] = ()
     ) -> CounterMetricFamily:
-        family = self._by_name.get(name)
-        if family is None:
-            family = self._by_name[name] = CounterMetricFamily(
-                name, documentation, labels=[*BASE_LABELS, *labels]
-            )
-        assert isinstance(family, CounterMetricFamily)
-        return family
+        return self._family(CounterMetricFamily, name, documentation, labels)
 
     def gauge(
         self, name: str, documentation: str, labels: tuple[str, ...] = ()
     ) -> GaugeMetricFamily:
+        return self._family(GaugeMetricFamily, name, documentation, labels)
+
+    def _family(
+        self, kind: type[_Family], name: str, documentation: str, labels: tuple[str, ...]
+    ) -> _Family:
+        """Family ``name`` of ``kind``, made on first use with the base labels."""
         family = self._by_name.get(name)
         if family is None:
-            family = self._by_name[name] = GaugeMetricFamily(
-                name, documentation, labels=[*BASE_LABELS, *labels]
-            )
-        assert isinstance(family, GaugeMetricFamily)
+            family = self._by_name[name] = kind(name, documentation, labels=[*BASE_LABELS, *labels])
+        assert isinstance(family, kind)
         return family
 
     def all(self) -> list[Metric]:

@@ -13,7 +13,7 @@ from zlib_ng import zlib_ng
 from pipeline_core._file_modes import FileModes, open_private
 from pipeline_core.sinks import _writeback
 from pipeline_core.source import Chunk
-from pipeline_core.staging_contract import ManifestPart, Segment, SegmentKind
+from pipeline_core.staging_contract import NO_EVENTS, EventRuns, ManifestPart, Segment, SegmentKind
 
 SEGMENT_BYTES = 8 * 1024 * 1024
 """Consecutive chunks of a file are indexed as one segment up to this size: the landing job's
@@ -114,17 +114,27 @@ class OpenPart:
                 events=last.events + chunk.events.shifted(last.lines),
             )
         else:
-            self.segments.append(
-                Segment(
-                    chunk.fingerprint,
-                    chunk.start,
-                    self.size,
-                    len(chunk.data),
-                    chunk.lines,
-                    events=chunk.events,
-                )
-            )
+            self.segments.append(self._segment(chunk, events=chunk.events))
         self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
+
+    def _segment(
+        self,
+        chunk: Chunk,
+        kind: SegmentKind = SegmentKind.LINES,
+        line_bytes: int | None = None,
+        events: EventRuns = NO_EVENTS,
+    ) -> Segment:
+        """A new segment of ``chunk``, written at the part's current size."""
+        return Segment(
+            chunk.fingerprint,
+            chunk.start,
+            self.size,
+            len(chunk.data),
+            chunk.lines,
+            kind,
+            line_bytes,
+            events,
+        )
 
     def close(self) -> ManifestPart:
         """Fsync and close; the part as the manifest lists it."""
