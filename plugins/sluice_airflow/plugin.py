@@ -31,13 +31,13 @@ PAGE_HREF = URL_PREFIX.lstrip("/") + "/"
 def checkpoint_dir(config_path: str, checkpoint_id: int | str) -> str:
     """Staging directory of a checkpoint (``<staging>/<pipeline>/<checkpoint:08d>``)."""
     hook = SluiceHook(config_path=config_path)
-    return hook.checkpoint(parse_checkpoint_id(checkpoint_id)).staging
+    return hook.operations.checkpoint(parse_checkpoint_id(checkpoint_id)).staging
 
 
 def checkpoint_state(config_path: str, checkpoint_id: int | str) -> str:
     """State of a checkpoint: ``requested``, ``sealed``, ``committed`` or ``failed``."""
     hook = SluiceHook(config_path=config_path)
-    return str(hook.checkpoint(parse_checkpoint_id(checkpoint_id)).state.value)
+    return str(hook.operations.checkpoint(parse_checkpoint_id(checkpoint_id)).state.value)
 
 
 class SluicePlugin(AirflowPlugin):

@@ -15,7 +15,6 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk import DAG
 from airflow.utils.state import DagRunState, TaskInstanceState
-from sluice_airflow.hooks.sluice import SluiceHook
 
 from pipeline_core.operations import CheckpointState
 from tests.support.airflow_env import REPO_ROOT
@@ -31,8 +30,6 @@ def pipeline_dag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: 
     (pipelines / "web_access.yaml").write_text("name: web_access\n")
     # dag.test() re-parses the DAG folder (its bundle) with this environment.
     monkeypatch.setenv("SLUICE_PIPELINES_DIR", str(pipelines))
-    # The fake pipeline has no config; the commit task asks for the lake path of its asset event.
-    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/lake"))
     dag = DagBag(dag_folder=REPO_ROOT / "dags").dags["sluice_web_access"]
     assert isinstance(dag, DAG)
     return dag

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -99,6 +100,11 @@ class FakePipelineOperations:
         self.pipeline = pipeline
         self.config_path = config_path
 
+    @property
+    def config(self) -> SimpleNamespace:
+        """What the operators read of the config: the name and the lake's root."""
+        return SimpleNamespace(name=self.pipeline.name, lake_warehouse=self.pipeline.lake)
+
     def request_checkpoint(
         self,
         run_id: str | None = None,
@@ -132,7 +138,7 @@ class FakePipelineOperations:
         lines = self.pipeline.lines_per_collect
         return CollectReport(tuple(sealed), files=1, lines=lines, bytes=100 * lines, seconds=0.01)
 
-    def checkpoint(self, checkpoint_id: int, *, metastore: object = None) -> CheckpointInfo:
+    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
         self.pipeline.calls.append(("checkpoint", checkpoint_id))
         script = self.pipeline.state_script.get(checkpoint_id)
         if script:
@@ -140,9 +146,7 @@ class FakePipelineOperations:
             self.pipeline.set_state(checkpoint_id, state)
         return self.pipeline.checkpoints[checkpoint_id]
 
-    def excuse_lapsed_hosts(
-        self, checkpoint_id: int, *, metastore: object = None
-    ) -> tuple[str, ...]:
+    def excuse_lapsed_hosts(self, checkpoint_id: int) -> tuple[str, ...]:
         """Excuse ``FakePipeline.lapsed_hosts[checkpoint_id]`` once, sealing the checkpoint."""
         self.pipeline.calls.append(("excuse_lapsed_hosts", checkpoint_id))
         excused = self.pipeline.lapsed_hosts.pop(checkpoint_id, ())

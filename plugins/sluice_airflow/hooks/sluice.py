@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Connection
 
     from pipeline_core.lake import LandingMode
-    from pipeline_core.operations import CheckpointInfo, PipelineOperations, SparkJobSpec
+    from pipeline_core.operations import PipelineOperations, SparkJobSpec
     from pipeline_core.runs import PlanResult, RunPlan, SealLook
 
 METASTORE_CONN_ID = "sluice_metastore"
@@ -169,20 +168,12 @@ class SluiceHook(BaseHook):
 
         return execute_plan(plan, self.operations)
 
-    def checkpoint(self, checkpoint_id: int) -> CheckpointInfo:
-        """The checkpoint now (the sensor's poke, the ``checkpoint_*`` macros)."""
-        return self.operations.checkpoint(checkpoint_id)
-
     def look_sealed(self, checkpoint_id: int) -> SealLook:
         """One look of a run waiting for its checkpoint (``pipeline_core.runs.look_sealed``):
         hosts whose collector lease lapsed are no longer waited for."""
         from pipeline_core.runs import look_sealed
 
         return look_sealed(self.operations, checkpoint_id)
-
-    def worker_is_live(self) -> bool:
-        """True while a long-running collector holds the pipeline's lease on this host."""
-        return self.operations.worker_is_live()
 
     def landing_job(
         self, checkpoint_ids: Sequence[int], landing_id: str, mode: LandingMode
@@ -218,15 +209,6 @@ class SluiceHook(BaseHook):
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         return SparkConnectHook(conn_id=spark_conn_id).get_connection_url()
-
-    def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
-        """Mark landed checkpoints committed, with what the lake tables hold of them."""
-        return self.operations.commit(checkpoint_ids)
-
-    def lake_dir(self) -> Path | str:
-        """The root of the pipeline's lake tables, as the landing job writes them: a folder,
-        or an object store's URL."""
-        return self.operations.config.lake_warehouse
 
 
 def sqlalchemy_url(connection: Connection) -> str:

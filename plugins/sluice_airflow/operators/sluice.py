@@ -324,7 +324,7 @@ class CommitCheckpointOperator(BaseOperator):
 
         hook = SluiceHook(config_path=self.config_path)
         checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)
-        committed = hook.commit(checkpoint_ids) if checkpoint_ids else []
+        committed = hook.operations.commit(checkpoint_ids) if checkpoint_ids else []
         summary = commit_summary(committed, single=names_one_checkpoint(self.checkpoint_id))
         self.log.info("Committed: %s", run_note(summary))
         partitions = interval_keys(committed, _data_interval(context))
@@ -342,7 +342,7 @@ class CommitCheckpointOperator(BaseOperator):
         extra = {key: value for key, value in summary.items() if key != "checkpoints"}
         from pipeline_core.config import mask_url_passwords
 
-        extra["lake"] = mask_url_passwords(str(hook.lake_dir()))
+        extra["lake"] = mask_url_passwords(str(hook.operations.config.lake_warehouse))
         events = context["outlet_events"]
         for asset in assets:
             events[asset].extra.update(extra)

@@ -124,7 +124,7 @@ class CollectorWorkerOperator(BaseOperator):
         when this machine cannot tell that the worker is dead)."""
         wait = self.lease_wait if self.lease_wait is not None else lease_seconds + 10.0
         deadline = time.monotonic() + wait
-        while hook.worker_is_live():
+        while hook.operations.worker_is_live():
             if self._killed:
                 raise AirflowException("killed while waiting for the collector lease")
             if time.monotonic() >= deadline:

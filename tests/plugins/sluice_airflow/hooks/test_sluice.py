@@ -58,8 +58,8 @@ def test_config_path_is_keyword_only() -> None:
 def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
 
-    hook.worker_is_live()
-    hook.worker_is_live()
+    hook.operations.worker_is_live()
+    hook.operations.worker_is_live()
 
     assert fake_pipeline.opened == ["/etc/sluice/web_access.yaml"]
     assert hook.get_conn() is hook.operations
@@ -86,26 +86,15 @@ def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
     ]
 
 
-def test_methods_delegate_to_the_pipeline(fake_pipeline: FakePipeline) -> None:
+def test_landing_job_asks_the_pipeline_for_the_spec(fake_pipeline: FakePipeline) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
 
-    live = hook.worker_is_live()
-    sealed = hook.checkpoint(1)
     spec = hook.landing_job([1, 2], "run-1", LandingMode.REPLACE)
-    committed = hook.commit([1, 2])
 
-    assert live is False
-    assert sealed.state == CheckpointState.SEALED
     assert spec is not None and spec.application.endswith("land.py")
-    assert [info.state for info in committed] == [CheckpointState.COMMITTED] * 2
-    assert fake_pipeline.calls == [
-        ("worker_is_live",),
-        ("checkpoint", 1),
-        ("landing_job", [1, 2], "run-1", LandingMode.REPLACE),
-        ("commit", [1, 2]),
-    ]
+    assert fake_pipeline.calls == [("landing_job", [1, 2], "run-1", LandingMode.REPLACE)]
 
 
 def test_landing_a_checkpoint_that_lost_its_batch_fails_without_retries(
@@ -122,7 +111,7 @@ def test_landing_a_checkpoint_that_lost_its_batch_fails_without_retries(
     with pytest.raises(AirflowFailException, match="can no longer be sealed or landed"):
         hook.landing_job([sealed.checkpoint_id], "run-1", LandingMode.APPEND)  # a retry
 
-    assert hook.checkpoint(sealed.checkpoint_id).state is CheckpointState.FAILED
+    assert hook.operations.checkpoint(sealed.checkpoint_id).state is CheckpointState.FAILED
 
 
 def test_landing_a_committed_checkpoint_whose_staging_was_removed_lands_nothing(
@@ -140,7 +129,7 @@ def test_landing_a_committed_checkpoint_whose_staging_was_removed_lands_nothing(
     shutil.rmtree(sealed.staging_dir)
 
     assert hook.landing_job([sealed.checkpoint_id], "reprocess-1", LandingMode.REPLACE) is None
-    assert hook.checkpoint(sealed.checkpoint_id).state is CheckpointState.COMMITTED
+    assert hook.operations.checkpoint(sealed.checkpoint_id).state is CheckpointState.COMMITTED
 
 
 @pytest.mark.parametrize(("value", "expected"), [(7, 7), ("7", 7), (" 12 ", 12)])
@@ -280,7 +269,7 @@ def test_connections_fill_in_what_the_config_leaves_out(
     requested = request_checkpoint(hook, "run-1")
 
     assert hook.operations.config.metastore_url == metastore_url
-    assert hook.lake_dir() == tmp_path / "shared"
+    assert hook.operations.config.lake_warehouse == tmp_path / "shared"
     engine = sa.create_engine(metastore_url)
     with engine.connect() as conn:
         run_ids = conn.execute(sa.text("SELECT run_id FROM sluice_checkpoints")).scalars().all()
@@ -326,7 +315,7 @@ def test_a_lake_connection_may_name_an_object_store(
 
     hook = SluiceHook(config_path=config)
 
-    assert hook.lake_dir() == "s3://bucket/lake"
+    assert hook.operations.config.lake_warehouse == "s3://bucket/lake"
     assert not hook.operations.config.lake_location.is_local
 
 
@@ -336,7 +325,7 @@ def test_connections_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.Mon
 
     hook = SluiceHook(config_path=config, lake_conn_id=None, metastore_conn_id=None)
 
-    assert hook.lake_dir() == tmp_path / "data" / "lake"
+    assert hook.operations.config.lake_warehouse == tmp_path / "data" / "lake"
 
 
 def test_a_spark_connect_connection_gives_the_url_to_land_on(

@@ -100,5 +100,5 @@ def test_a_task_stages_into_the_store_with_credentials_only_in_the_connection(
     requested = hook.operations.request_checkpoint("run-1")
     hook.operations.collect_once()
 
-    assert hook.checkpoint(requested.checkpoint_id).state is CheckpointState.SEALED
+    assert hook.operations.checkpoint(requested.checkpoint_id).state is CheckpointState.SEALED
     assert len(manifests_in(s3_bucket)) == 1

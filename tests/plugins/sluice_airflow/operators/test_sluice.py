@@ -14,7 +14,6 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
-from sluice_airflow.hooks.sluice import SluiceHook
 from sluice_airflow.operators.sluice import (
     CHECKPOINT_DIR_KEY,
     CommitCheckpointOperator,
@@ -448,7 +447,7 @@ def test_commit_of_an_empty_list_commits_nothing(fake_pipeline: FakePipeline) ->
 def test_commit_describes_what_landed_on_its_asset_events(
     fake_pipeline: FakePipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/data/lake"))
+    fake_pipeline.lake = Path("/data/lake")
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
     fake_pipeline.set_state(1, CheckpointState.SEALED, line_count=10, byte_count=1000)
     asset = Asset(name="sluice_web_access_lake", uri="sluice://lake/web_access")
@@ -476,7 +475,7 @@ def test_commit_describes_what_landed_on_its_asset_events(
 def test_commit_keys_the_interval_asset_events_by_data_interval(
     fake_pipeline: FakePipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(SluiceHook, "lake_dir", lambda self: Path("/data/lake"))
+    fake_pipeline.lake = Path("/data/lake")
     fake_pipeline.add_checkpoint(CheckpointState.SEALED)
     lake, intervals = lake_asset("web_access"), lake_interval_asset("web_access")
     operator = CommitCheckpointOperator(
