@@ -8,7 +8,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from pipeline_core import testing
 from pipeline_core.mailbox import MIN_PRIORITY, Mail, MailboxDefaultAction, TaskMailbox
 
 JOIN_TIMEOUT = 10.0
@@ -68,10 +67,6 @@ def after(delay: float, action: Callable[[], object], name: str = "later") -> Wo
 def run_on_other_thread(target: Callable[[], _T]) -> _T:
     """Run ``target`` on a fresh thread, wait, and return its result (or raise its error)."""
     return Worker(target, name="other").start().join()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> None:
-    testing.wait_until(predicate, timeout, "the mailbox's condition", poll=0.001)
 
 
 def mail(

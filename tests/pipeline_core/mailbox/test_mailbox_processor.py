@@ -19,6 +19,7 @@ from pipeline_core.mailbox import (
     ReportedThrowableError,
     TaskMailbox,
 )
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.mailbox.support import (
     JOIN_TIMEOUT,
     LockHolder,
@@ -30,7 +31,6 @@ from tests.pipeline_core.mailbox.support import (
     noop,
     run_on_other_thread,
     suspend,
-    wait_until,
 )
 
 Controller = MailboxDefaultAction.Controller

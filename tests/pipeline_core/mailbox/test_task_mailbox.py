@@ -17,6 +17,7 @@ from pipeline_core.mailbox import (
     MailboxState,
     TaskMailbox,
 )
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.mailbox.support import (
     LockHolder,
     Worker,
@@ -24,7 +25,6 @@ from tests.pipeline_core.mailbox.support import (
     logging_mail,
     mail,
     run_on_other_thread,
-    wait_until,
 )
 
 State = MailboxState

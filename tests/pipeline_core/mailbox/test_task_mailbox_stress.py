@@ -8,7 +8,8 @@ from functools import partial
 import pytest
 
 from pipeline_core.mailbox import MIN_PRIORITY, Mail, MailboxClosedException, TaskMailbox
-from tests.pipeline_core.mailbox.support import Worker, wait_until
+from pipeline_core.testing import wait_until
+from tests.pipeline_core.mailbox.support import Worker
 
 PRODUCERS = 8
 MAILS_PER_PRODUCER = 12_500  # 100k mails in all

@@ -20,7 +20,7 @@ from pipeline_core.ring import (
     Sequence,
     WaitStrategy,
 )
-from pipeline_core.testing import holds_within
+from pipeline_core.testing import wait_until
 
 JOIN_TIMEOUT = 10.0
 
@@ -45,11 +45,6 @@ def publish_values(ring: RingBuffer[StubEvent], values: Iterable[int]) -> int:
         ring.get(sequence).value = value
         ring.publish(sequence)
     return sequence
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes; return whether it held."""
-    return holds_within(predicate, timeout)
 
 
 @dataclass
@@ -151,7 +146,8 @@ def running(*processors: BatchEventProcessor[StubEvent]) -> Iterator[list[Proces
     for thread in threads:
         thread.start()
     try:
-        assert all(wait_until(processor.is_running) for processor in processors)
+        for processor in processors:
+            wait_until(processor.is_running, what="every processor running")
         yield threads
     finally:
         for thread in threads:

@@ -21,6 +21,7 @@ from pipeline_core.ring import (
     WaitStrategy,
     YieldingWaitStrategy,
 )
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.ring.support import (
     JOIN_TIMEOUT,
     Call,
@@ -31,7 +32,6 @@ from tests.pipeline_core.ring.support import (
     make_processor,
     publish_values,
     running,
-    wait_until,
 )
 
 
@@ -57,11 +57,11 @@ def test_should_notify_start_before_events_and_shutdown_after_halt() -> None:
     processor = make_processor(ring, handler)
     assert not processor.is_running()
     with running(processor):
-        assert wait_until(lambda: handler.lifecycle == ["start"])
+        wait_until(lambda: handler.lifecycle == ["start"])
         assert processor.is_running()
         running_state = processor.state
         publish_values(ring, [7])
-        assert wait_until(lambda: processor.sequence.get() == 0)
+        wait_until(lambda: processor.sequence.get() == 0)
     assert running_state is ProcessorState.RUNNING
     assert handler.lifecycle == ["start", "shutdown"]
     assert processor.state is ProcessorState.IDLE
@@ -99,10 +99,10 @@ def test_should_resume_after_last_processed_event_when_run_again() -> None:
     processor = make_processor(ring, handler)
     with running(processor):
         publish_values(ring, [10, 11])
-        assert wait_until(lambda: processor.sequence.get() == 1)
+        wait_until(lambda: processor.sequence.get() == 1)
     publish_values(ring, [12])
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 2)
+        wait_until(lambda: processor.sequence.get() == 2)
     assert handler.values == [10, 11, 12]
     assert handler.lifecycle == ["start", "shutdown", "start", "shutdown"]
 
@@ -126,7 +126,7 @@ def test_should_halt_a_processor_waiting_for_events(strategy: WaitStrategy) -> N
     processor = make_processor(ring, handler)
     publish_values(ring, [1])
     with running(processor) as threads:
-        assert wait_until(lambda: processor.sequence.get() == 0)
+        wait_until(lambda: processor.sequence.get() == 0)
         threads[0].join(0.05)  # now waiting for sequence 1
     assert not threads[0].is_alive()
     assert threads[0].error is None
@@ -160,7 +160,7 @@ def test_should_deliver_available_events_as_one_batch_with_end_of_batch_on_last(
     processor = make_processor(ring, handler)
     publish_values(ring, [10, 11, 12])
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 2)
+        wait_until(lambda: processor.sequence.get() == 2)
     assert handler.calls == [Call(10, 0, False), Call(11, 1, False), Call(12, 2, True)]
     assert handler.batches == [(3, 3)]
 
@@ -172,7 +172,7 @@ def test_should_bound_batches_by_max_batch_size_and_report_queue_depth() -> None
     processor = make_processor(ring, handler, max_batch_size=3)
     publish_values(ring, range(10))
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 9)
+        wait_until(lambda: processor.sequence.get() == 9)
     assert handler.batches == [(3, 10), (3, 7), (3, 4), (1, 1)]
     assert [c.sequence for c in handler.calls if c.end_of_batch] == [2, 5, 8, 9]
     assert handler.values == list(range(10))
@@ -190,7 +190,7 @@ def test_should_advance_sequence_only_after_whole_batch() -> None:
     processor = make_processor(ring, Handler())
     publish_values(ring, range(4))
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 3)
+        wait_until(lambda: processor.sequence.get() == 3)
     assert seen == [-1, -1, -1, -1]
 
 
@@ -219,9 +219,9 @@ def test_should_skip_poison_event_and_continue_with_ignore_exception_handler() -
     processor = make_processor(ring, handler, exception_handler=IgnoreExceptionHandler())
     publish_values(ring, range(5))
     with running(processor) as threads:
-        assert wait_until(lambda: processor.sequence.get() == 4)
+        wait_until(lambda: processor.sequence.get() == 4)
         publish_values(ring, [5])
-        assert wait_until(lambda: processor.sequence.get() == 5)
+        wait_until(lambda: processor.sequence.get() == 5)
     assert threads[0].error is None
     assert handler.values == [0, 1, 3, 4, 5]
     assert handler.batches == [(5, 5), (2, 2), (1, 1)]
@@ -235,7 +235,7 @@ def test_should_give_exception_handler_the_failing_sequence_and_event() -> None:
     processor = make_processor(ring, handler, exception_handler=errors)
     publish_values(ring, [40, 41, 42])
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 2)
+        wait_until(lambda: processor.sequence.get() == 2)
     [(exc, sequence, value)] = errors.event_errors
     assert isinstance(exc, RuntimeError)
     assert (sequence, value) == (1, 41)
@@ -249,7 +249,7 @@ def test_should_treat_rewindable_exception_from_ordinary_handler_as_error() -> N
     processor = make_processor(ring, handler, exception_handler=errors)
     publish_values(ring, [0, 1, 2])
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 2)
+        wait_until(lambda: processor.sequence.get() == 2)
     assert [(type(e), s) for e, s, _ in errors.event_errors] == [(RewindableException, 1)]
     assert handler.values == [0, 2], "an ordinary handler's batch must not be replayed"
 
@@ -269,7 +269,7 @@ def test_should_report_exception_in_on_batch_start_without_an_event() -> None:
     processor = make_processor(ring, handler, exception_handler=errors)
     publish_values(ring, [0, 1, 2])
     with running(processor):
-        assert wait_until(lambda: processor.sequence.get() == 2)
+        wait_until(lambda: processor.sequence.get() == 2)
     [(exc, sequence, value)] = errors.event_errors
     assert isinstance(exc, ValueError)
     assert (sequence, value) == (0, None)
@@ -292,7 +292,7 @@ def test_should_route_lifecycle_exceptions_to_exception_handler_and_keep_running
     processor = make_processor(ring, handler, exception_handler=errors)
     with running(processor) as threads:
         publish_values(ring, [1])
-        assert wait_until(lambda: processor.sequence.get() == 0)
+        wait_until(lambda: processor.sequence.get() == 0)
     assert threads[0].error is None
     assert [str(e) for e in errors.start_errors] == ["start failed"]
     assert [str(e) for e in errors.shutdown_errors] == ["shutdown failed"]
@@ -308,11 +308,11 @@ def test_should_call_on_timeout_with_processor_sequence_when_wait_times_out() ->
     handler = RecordingHandler()
     processor = make_processor(ring, handler)
     with running(processor):
-        assert wait_until(lambda: len(handler.timeouts) >= 2)
+        wait_until(lambda: len(handler.timeouts) >= 2)
         publish_values(ring, [5, 6])
-        assert wait_until(lambda: processor.sequence.get() == 1)
+        wait_until(lambda: processor.sequence.get() == 1)
         count = len(handler.timeouts)
-        assert wait_until(lambda: len(handler.timeouts) >= count + 1)
+        wait_until(lambda: len(handler.timeouts) >= count + 1)
     assert handler.values == [5, 6]
     assert set(handler.timeouts[:2]) == {-1}
     assert handler.timeouts[-1] == 1
@@ -329,7 +329,7 @@ def test_should_give_on_timeout_exceptions_to_exception_handler() -> None:
 
     processor = make_processor(ring, Handler(), exception_handler=errors)
     with running(processor):
-        assert wait_until(lambda: len(errors.event_errors) >= 1)
+        wait_until(lambda: len(errors.event_errors) >= 1)
     exc, sequence, value = errors.event_errors[0]
     assert str(exc) == "flush failed"
     assert (sequence, value) == (-1, None)
@@ -363,7 +363,7 @@ def test_should_report_running_until_loop_has_ended() -> None:
     processor = make_processor(ring, Handler())
     thread = ProcessorThread(processor)
     thread.start()
-    assert wait_until(lambda: processor.state is ProcessorState.RUNNING)
+    wait_until(lambda: processor.state is ProcessorState.RUNNING)
     processor.halt()
     assert processor.is_running(), "still shutting down"
     release.set()

@@ -16,6 +16,7 @@ from pipeline_core.ring import (
     RewindAction,
     RingBuffer,
 )
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.ring.support import (
     JOIN_TIMEOUT,
     ProcessorThread,
@@ -25,7 +26,6 @@ from tests.pipeline_core.ring.support import (
     make_processor,
     publish_values,
     running,
-    wait_until,
 )
 
 
@@ -48,7 +48,7 @@ def process(events: int, handler: RewindingHandler, **options: object) -> Rewind
     processor = make_processor(ring, handler, **options)  # type: ignore[arg-type]
     publish_values(ring, range(events))
     with running(processor) as threads:
-        assert wait_until(lambda: processor.sequence.get() == events - 1)
+        wait_until(lambda: processor.sequence.get() == events - 1)
     assert threads[0].error is None
     return handler
 

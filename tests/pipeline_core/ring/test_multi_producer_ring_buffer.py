@@ -7,12 +7,12 @@ import threading
 import pytest
 
 from pipeline_core.ring import InsufficientCapacityException, RingBuffer, Sequence
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.ring.support import (
     RecordingHandler,
     StubEvent,
     make_processor,
     running,
-    wait_until,
 )
 
 
@@ -82,7 +82,7 @@ def test_should_deliver_every_event_of_concurrent_producers_once_in_producer_ord
         for thread in threads:
             thread.join(30)
             assert not thread.is_alive()
-        assert wait_until(lambda: processor.sequence.get() == producers * per_producer - 1)
+        wait_until(lambda: processor.sequence.get() == producers * per_producer - 1)
 
     assert handler.sequences == list(range(producers * per_producer))
     for producer in range(producers):

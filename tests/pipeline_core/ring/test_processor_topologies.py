@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pipeline_core.ring import EventHandler, RingBuffer, Sequence
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.ring.support import (
     JOIN_TIMEOUT,
     RecordingHandler,
@@ -16,7 +17,6 @@ from tests.pipeline_core.ring.support import (
     make_processor,
     publish_values,
     running,
-    wait_until,
 )
 
 
@@ -46,7 +46,7 @@ def test_should_deliver_every_event_to_each_fan_out_consumer() -> None:
     processors = [make_processor(ring, first), make_processor(ring, second)]
     with running(*processors):
         publish_values(ring, range(500))
-        assert wait_until(lambda: all(p.sequence.get() == 499 for p in processors))
+        wait_until(lambda: all(p.sequence.get() == 499 for p in processors))
     assert first.values == list(range(500))
     assert second.values == list(range(500))
 
@@ -60,7 +60,7 @@ def test_should_let_pipeline_stage_see_an_event_only_after_its_upstream() -> Non
     downstream = make_processor(ring, downstream_handler, upstream.sequence)
     with running(upstream, downstream):
         publish_values(ring, range(300))
-        assert wait_until(lambda: downstream.sequence.get() == 299)
+        wait_until(lambda: downstream.sequence.get() == 299)
     assert downstream_handler.violations == []
     assert upstream_handler.values == downstream_handler.values == list(range(300))
 
@@ -74,7 +74,7 @@ def test_should_join_a_diamond_after_both_branches() -> None:
     join = make_processor(ring, join_handler, left.sequence, right.sequence)
     with running(left, right, join):
         publish_values(ring, range(400))
-        assert wait_until(lambda: join.sequence.get() == 399)
+        wait_until(lambda: join.sequence.get() == 399)
     assert join_handler.violations == []
     assert join_handler.values == list(range(400))
 
@@ -96,7 +96,7 @@ def test_slow_consumer_should_back_pressure_the_producer_without_being_overrun()
             ring.get(sequence).value = value
             ring.publish(sequence)
         produced_in = time.monotonic() - started
-        assert wait_until(lambda: slow.sequence.get() == events - 1)
+        wait_until(lambda: slow.sequence.get() == events - 1)
     assert max(lags) <= size, "the producer claimed a slot the slow consumer still needed"
     assert produced_in >= (events - size) * delay * 0.9, "the producer was not held back"
     assert slow_handler.values == list(range(events)), "a slot was overwritten before reading"
@@ -111,7 +111,7 @@ def test_halting_a_stage_should_leave_its_sequence_where_it_stopped() -> None:
     processor = make_processor(ring, handler)
     with running(processor):
         publish_values(ring, range(5))
-        assert wait_until(lambda: processor.sequence.get() == 4)
+        wait_until(lambda: processor.sequence.get() == 4)
     blocked = threading.Thread(target=lambda: publish_values(ring, range(5, 20)))
     blocked.start()
     blocked.join(0.1)
@@ -119,5 +119,5 @@ def test_halting_a_stage_should_leave_its_sequence_where_it_stopped() -> None:
     with running(processor):
         blocked.join(JOIN_TIMEOUT)
         assert not blocked.is_alive()
-        assert wait_until(lambda: processor.sequence.get() == 19)
+        wait_until(lambda: processor.sequence.get() == 19)
     assert handler.values == list(range(20))

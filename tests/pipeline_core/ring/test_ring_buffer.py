@@ -13,7 +13,8 @@ from pipeline_core.ring import (
     Sequence,
     YieldingWaitStrategy,
 )
-from tests.pipeline_core.ring.support import StubEvent, publish_values, wait_until
+from pipeline_core.testing import wait_until
+from tests.pipeline_core.ring.support import StubEvent, publish_values
 
 
 def make_ring(size: int = 8) -> RingBuffer[StubEvent]:
@@ -184,4 +185,4 @@ def test_should_hand_values_to_a_consumer_thread_in_order() -> None:
     thread.join(10)
     assert not thread.is_alive()
     assert received == list(range(1000))
-    assert wait_until(lambda: ring.remaining_capacity() == 16)
+    wait_until(lambda: ring.remaining_capacity() == 16)

@@ -17,12 +17,12 @@ from pipeline_core.ring import (
     WaitStrategy,
     YieldingWaitStrategy,
 )
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.ring.support import (
     JOIN_TIMEOUT,
     StubEvent,
     make_processor,
     running,
-    wait_until,
 )
 
 EVENTS = 200_000
@@ -93,7 +93,7 @@ def test_should_deliver_every_event_once_in_order_to_every_consumer(
         assert not producer.is_alive(), "producer stuck"
         for handler in handlers:
             assert handler.done.wait(60), "a consumer did not see the last event"
-        assert wait_until(lambda: all(p.sequence.get() == EVENTS - 1 for p in processors))
+        wait_until(lambda: all(p.sequence.get() == EVENTS - 1 for p in processors))
 
     for handler in handlers:
         assert handler.errors == []
@@ -129,7 +129,7 @@ def test_should_deliver_every_event_of_concurrent_producers_once() -> None:
         for thread in threads:
             thread.join(JOIN_TIMEOUT * 20)
             assert not thread.is_alive()
-        assert wait_until(lambda: all(p.sequence.get() == EVENTS - 1 for p in processors))
+        wait_until(lambda: all(p.sequence.get() == EVENTS - 1 for p in processors))
 
     for values in seen:
         assert sorted(values) == list(range(EVENTS)), "lost or duplicated events"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TypeVar
 
 from pipeline_core.sinks import (
@@ -17,7 +17,7 @@ from pipeline_core.sinks import (
     Status,
 )
 from pipeline_core.source import Chunk, LongLine, count_lines
-from pipeline_core.testing import StubSink, holds_within
+from pipeline_core.testing import StubSink
 
 FP_A = "00000000000000aa"
 FP_B = "00000000000000bb"
@@ -125,11 +125,6 @@ class RecordingStateStore(InMemorySinkStateStore):
     def save(self, group: str, sink: str, health: SinkHealth) -> None:
         self.saves.append((group, sink, health))
         super().save(group, sink, health)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = JOIN_TIMEOUT) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes; return whether it held."""
-    return holds_within(predicate, timeout)
 
 
 # -- destination sinks (http, sql, file, trial) --------------------------------------------------

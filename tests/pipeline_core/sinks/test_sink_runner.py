@@ -16,13 +16,12 @@ from pipeline_core.sinks import (
     SinkRunner,
     Status,
 )
-from pipeline_core.testing import BackoffSink, FakeClock, RecordingSink, SlowSink
+from pipeline_core.testing import BackoffSink, FakeClock, RecordingSink, SlowSink, wait_until
 from tests.pipeline_core.sinks.support import (
     JOIN_TIMEOUT,
     ScriptedProcessor,
     make_batch,
     sequences,
-    wait_until,
     wire,
 )
 
@@ -219,9 +218,9 @@ def test_should_poll_on_its_own_named_daemon_thread_until_stopped() -> None:
     )
 
     runner.start()
-    assert wait_until(lambda: sequences(sink) == [1])
+    wait_until(lambda: sequences(sink) == [1])
     channel.put(make_batch(2))
-    assert wait_until(lambda: sequences(sink) == [1, 2])
+    wait_until(lambda: sequences(sink) == [1, 2])
     threads = [t for t in threading.enumerate() if t.name == "sluice-sink-runner-web"]
     assert len(threads) == 1 and threads[0].daemon
     assert runner.running
@@ -240,7 +239,7 @@ def test_should_start_the_processor_first_and_stop_it_on_the_runner_thread() -> 
     runner = SinkRunner(processor, backoff_sleep_increment=0.001, max_backoff_sleep=0.001)
 
     runner.start()
-    assert wait_until(lambda: processor.calls >= 3)
+    wait_until(lambda: processor.calls >= 3)
     runner.stop(timeout=JOIN_TIMEOUT)
 
     caller = threading.current_thread().name
@@ -254,7 +253,7 @@ def test_should_end_a_long_backoff_at_once_when_stopped() -> None:
         DefaultSinkProcessor("group", sink), backoff_sleep_increment=60, max_backoff_sleep=60
     )
     runner.start()
-    assert wait_until(lambda: runner.counters.backoffs == 1)
+    wait_until(lambda: runner.counters.backoffs == 1)
 
     began = time.monotonic()
     assert runner.stop(timeout=JOIN_TIMEOUT) is True
@@ -269,7 +268,7 @@ def test_should_keep_polling_after_failures() -> None:
     runner = SinkRunner(processor, backoff_sleep_increment=0.001, max_backoff_sleep=0.001)
 
     runner.start()
-    assert wait_until(lambda: runner.counters.deliveries >= 1)
+    wait_until(lambda: runner.counters.deliveries >= 1)
     runner.stop(timeout=JOIN_TIMEOUT)
 
     assert runner.counters.errors == 2
