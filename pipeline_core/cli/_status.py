@@ -4,7 +4,6 @@ the metastore must exist and be migrated (``sluice db upgrade``)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
@@ -20,24 +19,23 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline_core._file_names import shown_path
     from pipeline_core.cli._output import open_operations
     from pipeline_core.collector import read_metrics
+    from pipeline_core.state import file_snapshots
 
     operations = open_operations(args.config, migrate=False)
     status = operations.checkpoints.status()
     live = read_metrics(operations.config.data_dir, status.pipeline)
     files = [
         {
-            "fingerprint": record.fingerprint,
-            "state": record.state.value,
-            "sealed_offset": record.sealed_offset,
-            "path": shown_path(record.path),  # any bytes, escaped to one printable line
-            "unsealed_bytes": None
-            if (size := _size(record.path)) is None
-            else max(0, size - record.sealed_offset),
+            "fingerprint": snapshot.fingerprint,
+            "state": snapshot.state.value,
+            "sealed_offset": snapshot.sealed_offset,
+            "path": snapshot.path,  # any bytes, escaped to one printable line
+            "unsealed_bytes": snapshot.unread_bytes,
+            "note": snapshot.note,
         }
-        for record in status.files
+        for snapshot in file_snapshots(operations.config, {status.host: status.files})
     ]
     if args.json:
         print_json(
@@ -57,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
         print_live_metrics(live)
     print(f"  files ({len(files)}):")
     for file in files:
-        behind = file["unsealed_bytes"]
+        behind, note = file["unsealed_bytes"], file["note"]
         print(
-            f"    {file['fingerprint']} {file['state']:8} sealed to {file['sealed_offset']}"
+            f"    {file['fingerprint'] or '-'} {file['state']:9} sealed to {file['sealed_offset']}"
             + ("" if behind is None else f", {behind} bytes unsealed")
+            + ("" if note is None else f" ({note})")
             + f"  {file['path']}"
         )
     print(f"  checkpoints (newest {len(status.checkpoints)}):")
@@ -98,10 +97,3 @@ def print_live_metrics(live: dict[str, Any]) -> None:
             f"    {file['unread_bytes']:>12} bytes unread  {file['path']}"
             + ("" if held is None else f"  (an unfinished event held back {held:.1f} s)")
         )
-
-
-def _size(path: str) -> int | None:
-    try:
-        return Path(path).stat().st_size
-    except OSError:
-        return None

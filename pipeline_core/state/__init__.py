@@ -23,6 +23,7 @@ trees it saved at its last checkpoint or time slice come from the metastore.
 Every model is a frozen pydantic model; ``to_dict()`` gives its JSON form.
 """
 
+from pipeline_core.state._files import file_snapshots
 from pipeline_core.state._models import (
     AckerTreesSnapshot,
     BatchSnapshot,
@@ -83,6 +84,7 @@ __all__ = [
     "SinkSnapshot",
     "StageQueueSnapshot",
     "checkpoint_of_run",
+    "file_snapshots",
     "find_pipeline",
     "pipeline_configs",
     "pipeline_name",

@@ -68,6 +68,32 @@ def test_should_print_status_and_report_as_json(
 
 
 @pytest.mark.timeout(60)
+def test_should_count_the_bytes_no_seal_covers_and_list_files_not_tracked_yet(
+    tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="raw")
+    sealed = tmp_path / "logs" / "sealed.log"
+    append(sealed, b"a", b"b")
+    assert main(["collect", str(path), "--once"]) == ExitCode.OK
+    append(sealed, b"written after the seal")
+    append(tmp_path / "logs" / "new.log", b"never collected")
+    capsys.readouterr()
+
+    assert main(["status", "--json", str(path)]) == ExitCode.OK
+    status = json.loads(capsys.readouterr().out)
+
+    by_name = {Path(f["path"]).name: f for f in status["files"]}
+    assert (by_name["sealed.log"]["state"], by_name["sealed.log"]["unsealed_bytes"]) == (
+        "live",
+        len(b"written after the seal\n"),
+    )
+    assert (by_name["new.log"]["state"], by_name["new.log"]["unsealed_bytes"]) == (
+        "untracked",
+        len(b"never collected\n"),
+    )
+
+
+@pytest.mark.timeout(60)
 def test_should_show_file_names_escaped_so_none_breaks_or_forges_a_line(
     tmp_path: Path, metastore_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
