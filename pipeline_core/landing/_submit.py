@@ -19,6 +19,13 @@ gets the spec's ``env_vars`` in its environment whatever the master); in cluster
 travels with ``--files`` and the variable names it relative to the driver's working directory,
 where YARN and Kubernetes (Spark 3.4 and later) put such files. A Kubernetes cluster needs
 ``spark.kubernetes.file.upload.path`` for ``--files`` of local files, as for any.
+
+Three members of the provider's hook that it keeps private are read here, because it has no
+public form of them and writing them again would fork its connection rules: ``_connection``
+(the master and deploy mode it resolved: where ``env_vars`` go), ``_build_spark_submit_command``
+(the command shown, masked, before the submit) and ``_submit_sp`` (spark-submit's process, whose
+tree an interrupt stops). ``tests/pipeline_core/landing/test_submit.py`` runs each of them
+against the pinned provider.
 """
 
 from __future__ import annotations
