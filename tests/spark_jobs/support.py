@@ -158,11 +158,16 @@ def staged_items(received: Received) -> list[Line]:
 
 
 def landed(
-    staging_rows: StagingRows, lines: Sequence[Line], fmt: str, **options: Any
+    staging_rows: StagingRows,
+    lines: Sequence[Line],
+    fmt: str,
+    *,
+    source: str = "syslog",
+    **options: Any,
 ) -> list[dict[str, Any] | str]:
     """Each line (or multiline event) parsed as ``fmt`` (with ``parse``'s ``options``), in
     order: its row, or its reject's reason; exactly one for each."""
-    parsed, rejects = parse(staging_rows(list(lines), source="syslog"), fmt, **options)
+    parsed, rejects = parse(staging_rows(list(lines), source=source), fmt, **options)
     found: dict[int, dict[str, Any] | str] = {}
     for row in parsed.collect():
         found[row["byte_offset"]] = row.asDict()
@@ -172,6 +177,33 @@ def landed(
     offsets = line_offsets(lines, 0)
     assert sorted(found) == offsets
     return [found[offset] for offset in offsets]
+
+
+class ParsedOnce:
+    """The ``parsed_once`` fixture: each line's outcome under a format (its row, or its
+    reject's reason), every line of one list parsed together in one Spark job the first time
+    any of them is asked for. A parametrized test of one line a case asks for its case's line
+    of the list of all its cases: one parse for the test instead of one a case (the format
+    reads each line on its own, so the outcomes are the same)."""
+
+    def __init__(self, staging_rows: StagingRows) -> None:
+        self._staging_rows = staging_rows
+        self._done: dict[tuple[Any, ...], dict[bytes, dict[str, Any] | str]] = {}
+
+    def of(
+        self, lines: Sequence[bytes], fmt: str, *, source: str, **options: Any
+    ) -> dict[bytes, dict[str, Any] | str]:
+        key = (tuple(lines), fmt, source, repr(sorted(options.items())))
+        if key not in self._done:
+            assert len(set(lines)) == len(lines), "each line is its own case"
+            outcomes = landed(self._staging_rows, lines, fmt, source=source, **options)
+            self._done[key] = dict(zip(lines, outcomes, strict=True))
+        return self._done[key]
+
+
+def reason_of(outcome: dict[str, Any] | str) -> str | None:
+    """A reject's reason; None for a row."""
+    return outcome if isinstance(outcome, str) else None
 
 
 def format_columns(names: Sequence[str], row: dict[str, Any] | str) -> dict[str, Any] | str:

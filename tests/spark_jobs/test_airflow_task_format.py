@@ -18,7 +18,7 @@ from pipeline_core.lake import LakeLocation
 from pipeline_core.staging_contract import checkpoint_dir
 from spark_jobs.formats import RejectReason, parse
 from spark_jobs.landing import land
-from tests.spark_jobs.support import PIPELINE, StagingRows, landing
+from tests.spark_jobs.support import PIPELINE, ParsedOnce, StagingRows, landing, reason_of
 from tests.support.airflow_task_log import AirflowTaskLogs, run_airflow_tasks
 from tests.support.lake import table_rows
 from tests.support.staging import write_batch
@@ -108,30 +108,30 @@ def test_should_land_each_record_of_a_task_log_with_what_the_task_logged(
     assert printed["extra"] == {}
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b'{"timestamp":"2026-11-28T20:19:09.253470Z","level":"info","event":"x"}', None),
-        (b'{"timestamp":"2026-11-28T20:19:09.253470Z","event":"x"} trailing', "invalid_json"),
-        (b'{"timestamp":"2026-11-28T20:19:09.253470Z","event":"x"', "invalid_json"),
-        (b'{"timestamp":"2026-11-28T20:19:09Z","event":"x","event":"y"}', "invalid_json"),
-        (b"Task failed with exception", "invalid_json"),
-        (b'["2026-11-28T20:19:09.253470Z", "x"]', "no_match"),
-        (b'"2026-11-28T20:19:09.253470Z"', "no_match"),
-        (b"null", "no_match"),
-        (b'{"level":"info","event":"no time"}', "bad_timestamp"),
-        (b'{"timestamp":"yesterday","event":"x"}', "bad_timestamp"),
-        (b'{"timestamp":1795897149,"event":"x"}', "bad_timestamp"),
-        (b'{"timestamp":"2026-11-28T20:19:09Z","event":"caf\xff"}', "invalid_utf8"),
-    ],
-)
-def test_should_reject_what_is_no_task_log_record_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: str | None
-) -> None:
-    parsed, rejects = parse(staging_rows([line], source="tasks"), "airflow_task")
+TASK_LOG_CASES: list[tuple[bytes, str | None]] = [
+    (b'{"timestamp":"2026-11-28T20:19:09.253470Z","level":"info","event":"x"}', None),
+    (b'{"timestamp":"2026-11-28T20:19:09.253470Z","event":"x"} trailing', "invalid_json"),
+    (b'{"timestamp":"2026-11-28T20:19:09.253470Z","event":"x"', "invalid_json"),
+    (b'{"timestamp":"2026-11-28T20:19:09Z","event":"x","event":"y"}', "invalid_json"),
+    (b"Task failed with exception", "invalid_json"),
+    (b'["2026-11-28T20:19:09.253470Z", "x"]', "no_match"),
+    (b'"2026-11-28T20:19:09.253470Z"', "no_match"),
+    (b"null", "no_match"),
+    (b'{"level":"info","event":"no time"}', "bad_timestamp"),
+    (b'{"timestamp":"yesterday","event":"x"}', "bad_timestamp"),
+    (b'{"timestamp":1795897149,"event":"x"}', "bad_timestamp"),
+    (b'{"timestamp":"2026-11-28T20:19:09Z","event":"caf\xff"}', "invalid_utf8"),
+]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason] if reason else [])
-    assert parsed.count() == (0 if reason else 1)
+
+@pytest.mark.parametrize(("line", "reason"), TASK_LOG_CASES)
+def test_should_reject_what_is_no_task_log_record_with_its_reason(
+    parsed_once: ParsedOnce, line: bytes, reason: str | None
+) -> None:
+    lines = [case[0] for case in TASK_LOG_CASES]
+    outcome = parsed_once.of(lines, "airflow_task", source="tasks")[line]
+
+    assert reason_of(outcome) == reason
     assert reason is None or RejectReason(reason)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.formats import RejectReason, parse
-from tests.spark_jobs.support import StagingRows
+from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of
 from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
 
 pytestmark = [pytest.mark.spark]
@@ -88,25 +88,25 @@ def test_should_parse_each_record_of_a_spark_jobs_json_log_as_log4j_recorded_it(
     assert any("(Unknown Source)" in (row["stack_trace"] or "") for row in rows)
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b'{"ts":"2026-11-28T20:24:53.504Z","level":"INFO","msg":"x","logger":"Utils"}', None),
-        (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"x"', RejectReason.INVALID_JSON),
-        (b"26/11/28 20:24:53 INFO Utils: the pattern layout", RejectReason.INVALID_JSON),
-        (b'["2026-11-28T20:24:53.504Z"]', RejectReason.NO_MATCH),
-        (b'{"level":"INFO","msg":"no time"}', RejectReason.BAD_TIMESTAMP),
-        (b'{"ts":"2026-13-28T20:24:53.504Z","msg":"13th month"}', RejectReason.BAD_TIMESTAMP),
-        (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"caf\xff"}', RejectReason.INVALID_UTF8),
-    ],
-)
-def test_should_reject_what_spark_did_not_write_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
-) -> None:
-    parsed, rejects = parse(staging_rows([line], source="spark"), "spark_json")
+SPARK_JSON_CASES: list[tuple[bytes, RejectReason | None]] = [
+    (b'{"ts":"2026-11-28T20:24:53.504Z","level":"INFO","msg":"x","logger":"Utils"}', None),
+    (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"x"', RejectReason.INVALID_JSON),
+    (b"26/11/28 20:24:53 INFO Utils: the pattern layout", RejectReason.INVALID_JSON),
+    (b'["2026-11-28T20:24:53.504Z"]', RejectReason.NO_MATCH),
+    (b'{"level":"INFO","msg":"no time"}', RejectReason.BAD_TIMESTAMP),
+    (b'{"ts":"2026-13-28T20:24:53.504Z","msg":"13th month"}', RejectReason.BAD_TIMESTAMP),
+    (b'{"ts":"2026-11-28T20:24:53.504Z","msg":"caf\xff"}', RejectReason.INVALID_UTF8),
+]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
-    assert parsed.count() == (0 if reason else 1)
+
+@pytest.mark.parametrize(("line", "reason"), SPARK_JSON_CASES)
+def test_should_reject_what_spark_did_not_write_with_its_reason(
+    parsed_once: ParsedOnce, line: bytes, reason: RejectReason | None
+) -> None:
+    lines = [case[0] for case in SPARK_JSON_CASES]
+    outcome = parsed_once.of(lines, "spark_json", source="spark")[line]
+
+    assert reason_of(outcome) == (reason.value if reason else None)
 
 
 def test_should_read_a_record_into_its_columns(staging_rows: StagingRows) -> None:

@@ -21,7 +21,7 @@ from pipeline_core.staging_contract import checkpoint_dir
 from spark_jobs.formats import RejectReason, parse
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
 from spark_jobs.landing import land
-from tests.spark_jobs.support import PIPELINE, StagingRows, landing
+from tests.spark_jobs.support import PIPELINE, ParsedOnce, StagingRows, landing, reason_of
 from tests.support.lake import table_rows
 from tests.support.staging import write_batch
 from tests.support.syslog_programs import (
@@ -213,32 +213,33 @@ def test_should_land_bsd_lines_with_the_fields_logger_sent(
         assert_sent_time(syslog, row["event_time"], whole_seconds=not precise)
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b'<34>1 2026-11-28T10:00:00.5+01:00 host app 12 ID [a@1 k="v"] fine', None),
-        (b"<34>1 2026-11-28T10:00:00Z host app - - -", None),
-        (b"not syslog at all", RejectReason.NO_MATCH),
-        (b"<192>1 2026-11-28T10:00:00Z host app - - - over 191", RejectReason.NO_MATCH),
-        (b'<34>1 2026-11-28T10:00:00Z host app - - [a@1 k="v] open quote', RejectReason.NO_MATCH),
-        (b"<34>1 2026-11-28T10:00:00Z host app - - [a@1 k=v] unquoted", RejectReason.NO_MATCH),
-        (b"<34>1 2026-11-28T10:00:00Z host app - - - ", None),
-        (b"<34>1 2026-11-28T10:00:00Z host app - - -\xc2\x85", RejectReason.NO_MATCH),  # NEL
-        (b"<34>1 2026-11-28T10:00:00Z host app - -  no structured data", RejectReason.NO_MATCH),
-        (b"<34>1 2026-13-28T10:00:00Z host app - - - a 13th month", RejectReason.BAD_TIMESTAMP),
-        (b"<34>1 2026-11-28T10:00:00 host app - - - no offset", RejectReason.BAD_TIMESTAMP),
-        (b"<34>1 2026-11-28T10:00:00.1234567Z h a - - - 7 digits", RejectReason.BAD_TIMESTAMP),
-        (b"<34>1 yesterday host app - - - what time", RejectReason.BAD_TIMESTAMP),
-        (b"<34>1 2026-11-28T10:00:00Z host app - - - caf\xff", RejectReason.INVALID_UTF8),
-    ],
-)
-def test_should_reject_what_is_no_rfc5424_message_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
-) -> None:
-    parsed, rejects = parse(staging_rows([line], source="syslog"), "syslog_rfc5424")
+RFC5424_CASES: list[tuple[bytes, RejectReason | None]] = [
+    (b'<34>1 2026-11-28T10:00:00.5+01:00 host app 12 ID [a@1 k="v"] fine', None),
+    (b"<34>1 2026-11-28T10:00:00Z host app - - -", None),
+    (b"not syslog at all", RejectReason.NO_MATCH),
+    (b"<192>1 2026-11-28T10:00:00Z host app - - - over 191", RejectReason.NO_MATCH),
+    (b'<34>1 2026-11-28T10:00:00Z host app - - [a@1 k="v] open quote', RejectReason.NO_MATCH),
+    (b"<34>1 2026-11-28T10:00:00Z host app - - [a@1 k=v] unquoted", RejectReason.NO_MATCH),
+    (b"<34>1 2026-11-28T10:00:00Z host app - - - ", None),
+    (b"<34>1 2026-11-28T10:00:00Z host app - - -\xc2\x85", RejectReason.NO_MATCH),  # NEL
+    (b"<34>1 2026-11-28T10:00:00Z host app - -  no structured data", RejectReason.NO_MATCH),
+    (b"<34>1 2026-13-28T10:00:00Z host app - - - a 13th month", RejectReason.BAD_TIMESTAMP),
+    (b"<34>1 2026-11-28T10:00:00 host app - - - no offset", RejectReason.BAD_TIMESTAMP),
+    (b"<34>1 2026-11-28T10:00:00.1234567Z h a - - - 7 digits", RejectReason.BAD_TIMESTAMP),
+    (b"<34>1 yesterday host app - - - what time", RejectReason.BAD_TIMESTAMP),
+    (b"<34>1 2026-11-28T10:00:00Z host app - - - caf\xff", RejectReason.INVALID_UTF8),
+]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
-    assert parsed.count() == (0 if reason else 1)
+
+@pytest.mark.parametrize(("line", "reason"), RFC5424_CASES)
+def test_should_reject_what_is_no_rfc5424_message_with_its_reason(
+    parsed_once: ParsedOnce, line: bytes, reason: RejectReason | None
+) -> None:
+    outcome = parsed_once.of(
+        [case[0] for case in RFC5424_CASES], "syslog_rfc5424", source="syslog"
+    )[line]
+
+    assert reason_of(outcome) == (reason.value if reason else None)
 
 
 def test_should_read_an_rfc5424_message_into_its_columns(staging_rows: StagingRows) -> None:
@@ -281,29 +282,30 @@ def test_should_read_an_rfc5424_message_into_its_columns(staging_rows: StagingRo
     )
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b"Nov 28 10:00:00 host app[12]: fine", None),
-        (b"<13>Nov  8 10:00:00 host app: with a PRI", None),
-        (b"2026-11-28T10:00:00.123456+01:00 host app[1]: RFC 3339", None),
-        (b"not syslog at all", RejectReason.NO_MATCH),
-        (b"<192>Nov 28 10:00:00 host app: over 191", RejectReason.NO_MATCH),
-        (b"Nov 28 10:00 host app: no seconds", RejectReason.NO_MATCH),
-        (b"Noe 28 10:00:00 host app: no month", RejectReason.BAD_TIMESTAMP),
-        (b"Nov 31 10:00:00 host app: no 31st", RejectReason.BAD_TIMESTAMP),
-        (b"Nov 28 24:00:00 host app: hour 24", RejectReason.BAD_TIMESTAMP),
-        (b"2026-11-28T10:00:00 host app: no offset", RejectReason.BAD_TIMESTAMP),
-        (b"Nov 28 10:00:00 host app: caf\xff", RejectReason.INVALID_UTF8),
-    ],
-)
-def test_should_reject_what_is_no_bsd_line_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
-) -> None:
-    parsed, rejects = parse(staging_rows([line], source="syslog"), "syslog_rfc3164")
+BSD_CASES: list[tuple[bytes, RejectReason | None]] = [
+    (b"Nov 28 10:00:00 host app[12]: fine", None),
+    (b"<13>Nov  8 10:00:00 host app: with a PRI", None),
+    (b"2026-11-28T10:00:00.123456+01:00 host app[1]: RFC 3339", None),
+    (b"not syslog at all", RejectReason.NO_MATCH),
+    (b"<192>Nov 28 10:00:00 host app: over 191", RejectReason.NO_MATCH),
+    (b"Nov 28 10:00 host app: no seconds", RejectReason.NO_MATCH),
+    (b"Noe 28 10:00:00 host app: no month", RejectReason.BAD_TIMESTAMP),
+    (b"Nov 31 10:00:00 host app: no 31st", RejectReason.BAD_TIMESTAMP),
+    (b"Nov 28 24:00:00 host app: hour 24", RejectReason.BAD_TIMESTAMP),
+    (b"2026-11-28T10:00:00 host app: no offset", RejectReason.BAD_TIMESTAMP),
+    (b"Nov 28 10:00:00 host app: caf\xff", RejectReason.INVALID_UTF8),
+]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
-    assert parsed.count() == (0 if reason else 1)
+
+@pytest.mark.parametrize(("line", "reason"), BSD_CASES)
+def test_should_reject_what_is_no_bsd_line_with_its_reason(
+    parsed_once: ParsedOnce, line: bytes, reason: RejectReason | None
+) -> None:
+    outcome = parsed_once.of([case[0] for case in BSD_CASES], "syslog_rfc3164", source="syslog")[
+        line
+    ]
+
+    assert reason_of(outcome) == (reason.value if reason else None)
 
 
 @pytest.mark.parametrize(
