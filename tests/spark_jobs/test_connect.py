@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.landing import java_functions_jar
 from spark_jobs.connect import _with_session_id, landing_session_id
+from tests.support.jvm import landing_jar
 from tests.support.spark_connect import run_connect_client
 
 CLIENT = """
@@ -166,7 +166,7 @@ def test_a_session_given_the_jar_reads_local_parts_in_the_server_jvm(
 ) -> None:
     part = tmp_path / "part-access-00000.lines"
     part.write_bytes(b"a\nbb\nccc\ndddd")
-    jar = java_functions_jar(tmp_path / "jars")
+    jar = landing_jar()
     assert jar is not None
 
     code = JVM_CLIENT.format(url=spark_connect_url, part=str(part), jar=str(jar))

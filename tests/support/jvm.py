@@ -53,6 +53,21 @@ def quick_start_jvms() -> None:
 def class_archive() -> Path:
     """Where the archive of this Java's and this pyspark's classes is (made or not): an
     archive is only valid for the JVM and the jars it was made with."""
+    return ARCHIVES / f"spark-{_java_and_spark()}.jsa"
+
+
+def landing_jar() -> Path | None:
+    """The jar of the landing's Java functions, compiled once for this Java and pyspark
+    (``javac`` costs some 8 s of CPU) and shared by every test process of every run: the
+    tests' session, their pipelines' landings, the archive's warm-up. ``java_functions_jar``
+    names it by its sources' hash and writes it whole; None without a ``javac``."""
+    from pipeline_core.landing import java_functions_jar
+
+    return java_functions_jar(ARCHIVES / "jars" / _java_and_spark())
+
+
+def _java_and_spark() -> str:
+    """A digest naming this Java and this pyspark's jars."""
     java = shutil.which("java", path=_java_path())
     identity = "\n".join(
         (
@@ -61,7 +76,7 @@ def class_archive() -> Path:
             pyspark.__version__,
         )
     )
-    return ARCHIVES / f"spark-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
 def _java_path() -> str:
@@ -74,7 +89,6 @@ def write_class_archive() -> Path:
     """Land a staged checkpoint with spark-submit under ``-XX:ArchiveClassesAtExit`` and keep
     the archive it leaves (replaced whole, never half-written); returns its path."""
     from pipeline_core.lake import LakeLocation
-    from pipeline_core.landing import java_functions_jar
     from pipeline_core.metastore import Metastore
     from spark_jobs import land
     from tests.spark_jobs.support import spark_submit_landing, stage
@@ -87,7 +101,7 @@ def write_class_archive() -> Path:
         Metastore.open(url).close()
         lake = LakeLocation(url, folder / "lake", "warm_up")
         staged = stage(folder / "staging", 1)
-        jar = java_functions_jar(folder / "jars")
+        jar = landing_jar()
         written = target.with_name(f"{target.stem}.{os.getpid()}.part")
         env = {
             **os.environ,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +62,9 @@ def place_landing_jar(folder: Path) -> None:
 
 @functools.cache
 def _compiled_landing_jar() -> Path | None:
-    from pipeline_core.landing import java_functions_jar
+    from tests.support.jvm import landing_jar
 
-    scratch = Path(tempfile.mkdtemp(prefix="sluice-test-jar-"))
-    atexit.register(shutil.rmtree, scratch, True)
-    return java_functions_jar(scratch)
+    return landing_jar()
 
 
 def load(folder: Path, metastore_url: str, **kwargs: Any) -> PipelineConfig:

@@ -12,12 +12,11 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline_core.landing import java_functions_jar
+from tests.support.jvm import landing_jar
 
 SPARK_TEST_CONF = {
     "spark.master": "local[2]",
@@ -43,7 +42,7 @@ def spark() -> Iterator[SparkSession]:
         )
         for key, value in SPARK_TEST_CONF.items():
             builder = builder.config(key, value)
-        jar = java_functions_jar(Path(scratch))
+        jar = landing_jar()
         if jar is not None:  # the landing's Java functions, as spark-submit gets it
             builder = builder.config("spark.jars", str(jar))
         session = builder.getOrCreate()
