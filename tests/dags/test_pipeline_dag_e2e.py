@@ -19,6 +19,10 @@ checkpoint 1 again, replacing its rows in one commit, and the lake holds the sam
 ``spark_only`` lands a checkpoint sealed outside any DAG run (``sluice collect --once``)
 without collecting. Each commit records an asset event on ``sluice://lake/web_access`` saying
 what landed.
+
+The first run's land task runs a real spark-submit (a JVM of its own, some 40 s of CPU); the
+later runs' land tasks run the same job (``spark_jobs.landing.land``, from the arguments the
+task gives spark-submit) on the test run's SparkSession, in this process.
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import DAG
 from airflow.utils.session import create_session
 from airflow.utils.state import DagRunState
+from pyspark.sql import SparkSession
 from sqlalchemy import select
 
 from pipeline_core.config import load_pipeline_config
-from pipeline_core.lake import REJECTS_TABLE, LakeLocation, lake_location
+from pipeline_core.lake import REJECTS_TABLE, LakeLocation, LandingMode, lake_location
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.lake import snapshot_operations, table_rows
@@ -151,9 +156,32 @@ def markers(table_rows: list[dict[str, object]]) -> list[int]:
     return sorted(found)
 
 
+def land_in_this_process(monkeypatch: pytest.MonkeyPatch, spark: SparkSession) -> None:
+    """From now on a land task's spark-submit runs its job on ``spark`` instead, in this
+    process: the arguments and the metastore URL it would give spark-submit, read as
+    ``spark_jobs/land.py`` reads them."""
+    from pipeline_core.landing import METASTORE_URL_ENV
+    from spark_jobs.land import parse_args
+    from spark_jobs.landing import Landing, land
+
+    def submit(hook: SparkSubmitHook, application: str = "", **kwargs: Any) -> None:
+        args = parse_args(hook._application_args)
+        lake = LakeLocation(
+            (hook._env_vars or {})[METASTORE_URL_ENV], Path(args.lake), args.namespace
+        )
+        checkpoints = tuple(dict.fromkeys(args.checkpoint))
+        land(spark, Landing(checkpoints, lake, args.landing_id, LandingMode(args.mode)))
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+
+
 @pytest.mark.postgres_pass  # make test's lanes balance: the PostgreSQL lane is the shorter
 def test_two_runs_land_every_line_once_across_rotations(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_home: Path, metastore_url: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_home: Path,
+    metastore_url: str,
+    spark: SparkSession,
 ) -> None:
     write_config(tmp_path, metastore_url)
     logs = tmp_path / "logs"
@@ -167,6 +195,7 @@ def test_two_runs_land_every_line_once_across_rotations(
     append(log, [nginx_line(i) for i in range(0, 20)] + [MALFORMED[0]])
     append(log, [nginx_line(i) for i in range(20, 40)])
     first = run_dag(dag)
+    land_in_this_process(monkeypatch, spark)
 
     # An unread tail, then copytruncate: access.log.1 is the copy; the truncated inode is
     # written again (lines 60-84) and so is a new file.
