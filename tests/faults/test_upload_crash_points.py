@@ -68,7 +68,7 @@ def test_a_crash_while_uploading_shows_no_partial_batch_and_the_next_run_lands_e
     operations = PipelineOperations(config_path)
     metastore = Metastore.open(config.metastore_url)
     try:
-        run = crash_a_collection(config_path, metastore, fault_seed, point, (300, 1500))
+        run = crash_a_collection(config_path, metastore, fault_seed, point, (250, 600))
         before, crashed, after, crashed_id = run.before, run.crashed, run.after, run.crashed_id
         key = batch_key(config.name, crashed_id, host)
         spooled = config.seal_dir / key
