@@ -12,7 +12,7 @@ import pytest
 
 from pipeline_core.config import MultilinePreset
 from spark_jobs.formats import RejectReason, parse
-from tests.spark_jobs.support import StagingRows, staged_items
+from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of, staged_items
 from tests.support.log_programs import PYTHON_FORMATS, read_truth_fields, write_python_log
 from tests.support.reading import read_framed
 
@@ -75,28 +75,29 @@ def test_should_land_each_record_with_the_attributes_logging_gave_it(
     assert any(row["exception"] is None for row in rows)
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b"2026-11-28 10:00:00,123 INFO app: fine", None),
-        (b"not a record", RejectReason.NO_MATCH),
-        (b"2026-13-28 10:00:00,123 INFO app: a 13th month", RejectReason.BAD_TIMESTAMP),
-        (b"2026-11-28 10:00:00,123 INFO app: caf\xff", RejectReason.INVALID_UTF8),
-    ],
-)
+PYTHON_LOGGING_CASES: list[tuple[bytes, RejectReason | None]] = [
+    (b"2026-11-28 10:00:00,123 INFO app: fine", None),
+    (b"not a record", RejectReason.NO_MATCH),
+    (b"2026-13-28 10:00:00,123 INFO app: a 13th month", RejectReason.BAD_TIMESTAMP),
+    (b"2026-11-28 10:00:00,123 INFO app: caf\xff", RejectReason.INVALID_UTF8),
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), PYTHON_LOGGING_CASES)
 def test_should_reject_what_the_format_did_not_write_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
+    parsed_once: ParsedOnce, line: bytes, reason: RejectReason | None
 ) -> None:
-    parsed, rejects = parse(
-        staging_rows([line], source="app"),
+    row = parsed_once.of(
+        [case[0] for case in PYTHON_LOGGING_CASES],
         "python_logging",
+        source="app",
         log_format=PYTHON_FORMATS["common"],
         timezone="Europe/Zurich",
-    )
+    )[line]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
+    assert reason_of(row) == (reason.value if reason else None)
     if reason is None:
-        (row,) = parsed.collect()
+        assert isinstance(row, dict)
         assert (row["level"], row["logger"], row["message"]) == ("INFO", "app", "fine")
         assert row["event_time"].astimezone(timezone.utc) == datetime(
             2026, 11, 28, 9, 0, 0, 123000, timezone.utc

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline_core.config import MultilinePreset
 from spark_jobs.formats import RejectReason, parse
-from tests.spark_jobs.support import StagingRows, staged_items
+from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of, staged_items
 from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
 from tests.support.reading import read_framed
 
@@ -61,25 +61,24 @@ def test_should_land_each_record_of_a_spark_jobs_log_with_what_log4j_recorded(
     assert sum(row["exception"] is not None for row in rows) >= 4
 
 
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        (b"26/11/28 10:00:00 INFO SparkContext: Running Spark version 4.0.0", None),
-        (b"Running Spark version", RejectReason.NO_MATCH),
-        (b"26/13/28 10:00:00 INFO SparkContext: a 13th month", RejectReason.BAD_TIMESTAMP),
-        (b"26/11/28 10:00:00 INFO SparkContext: caf\xff", RejectReason.INVALID_UTF8),
-    ],
-)
-def test_should_reject_what_spark_did_not_write_with_its_reason(
-    staging_rows: StagingRows, line: bytes, reason: RejectReason | None
-) -> None:
-    parsed, rejects = parse(
-        staging_rows([line], source="spark"), "spark_log4j", timezone="Asia/Tokyo"
-    )
+LOG4J_CASES: list[tuple[bytes, RejectReason | None]] = [
+    (b"26/11/28 10:00:00 INFO SparkContext: Running Spark version 4.0.0", None),
+    (b"Running Spark version", RejectReason.NO_MATCH),
+    (b"26/13/28 10:00:00 INFO SparkContext: a 13th month", RejectReason.BAD_TIMESTAMP),
+    (b"26/11/28 10:00:00 INFO SparkContext: caf\xff", RejectReason.INVALID_UTF8),
+]
 
-    assert [row["reason"] for row in rejects.collect()] == ([reason.value] if reason else [])
+
+@pytest.mark.parametrize(("line", "reason"), LOG4J_CASES)
+def test_should_reject_what_spark_did_not_write_with_its_reason(
+    parsed_once: ParsedOnce, line: bytes, reason: RejectReason | None
+) -> None:
+    lines = [case[0] for case in LOG4J_CASES]
+    row = parsed_once.of(lines, "spark_log4j", source="spark", timezone="Asia/Tokyo")[line]
+
+    assert reason_of(row) == (reason.value if reason else None)
     if reason is None:
-        (row,) = parsed.collect()
+        assert isinstance(row, dict)
         assert (row["level"], row["logger"]) == ("INFO", "SparkContext")
         assert row["message"] == "Running Spark version 4.0.0"
         assert row["exception"] is None
