@@ -18,6 +18,9 @@ folder (the staging folder is in it; the metastore is not), then a program appen
   then a file fills it and a checkpoint is requested: the batch's manifest cannot be written.
   The collector keeps its parts and tries the seal again; once the file is removed the
   checkpoint is sealed with every line, once.
+* ``seal-stop``: as ``seal``, but the collector is stopped while its seal waits for room: it
+  stops within its stop deadline without sealing, and a new run (once the file is removed)
+  stages every line once, as after ``stop``.
 
 Each way the collector's log says that the filesystem is full, each time it tries again.
 Skipped where the namespaces cannot be made.
@@ -53,7 +56,10 @@ LINES = 100
 FULL_FOR_S = 6.0
 
 
-@pytest.mark.parametrize("ending", ["room", "stop", "seal"])
+ENDINGS = ["room", "stop", "seal", "seal-stop"]
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
 def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
     tmp_path: Path, ending: str
 ) -> None:
@@ -71,7 +77,7 @@ def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
     assert any("filesystem is full" in message for message in result["warnings"]), result[
         "warnings"
     ][:5]
-    if ending == "stop":
+    if ending in ("stop", "seal-stop"):
         assert result["stop_seconds"] < 40, result["stop_seconds"]
         assert any("stopping without sealing" in m for m in result["warnings"])
 
@@ -110,7 +116,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
 
     data = folder / "data"
     data.mkdir(parents=True)
-    size = GROWN if ending == "seal" else SPACE
+    size = GROWN if ending.startswith("seal") else SPACE
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(data)], check=True)
     warnings = ChildWarnings.install()
     metastore_url = f"sqlite:///{folder / 'sluice.db'}"
@@ -141,14 +147,24 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
             written += lines
             append(folder / "logs" / "app.log", *lines)
             time.sleep(0.05)
-        if ending == "seal":
+        if ending.startswith("seal"):
             staged_bytes = sum(len(line) + 1 for line in written)
             wait_until(lambda: in_parts(data) >= staged_bytes, 90, "every line in part files")
             filler = fill(data)
             metastore.request_checkpoint(config.name)
             time.sleep(FULL_FOR_S)  # the seal keeps trying
             assert not staged_all(), "sealed on a full filesystem"
-            filler.unlink()
+            if ending == "seal-stop":
+                started = time.monotonic()
+                tailing.stop()
+                stop_seconds = time.monotonic() - started
+                filler.unlink()
+                again = Collector(config, metastore)
+                tailing = Tailing(again.run, again.stop)
+                wait_until(read_all(again), 90, "every line read by the next run")
+                metastore.request_checkpoint(config.name)
+            else:
+                filler.unlink()
             wait_until(staged_all, 90, "every line sealed once there is room")
             tailing.stop()
         elif ending == "room":
@@ -192,6 +208,6 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
-    parser.add_argument("ending", choices=["room", "stop", "seal"])
+    parser.add_argument("ending", choices=ENDINGS)
     arguments = parser.parse_args()
     print(json.dumps(child(arguments.folder, arguments.ending)))
