@@ -28,6 +28,7 @@ pytest_plugins = [
     "tests.support.spark",
     "tests.support.spark_connect",
 ]
+METASTORE_FIXTURES = {"metastore_url", "module_metastore_url"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,5 +38,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if "metastore_url" in getattr(item, "fixturenames", ()):
+        if METASTORE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.metastore)

@@ -10,8 +10,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -46,11 +48,16 @@ TABLES = (*SOURCES, "_rejects")
 HOSTS = ("web-1", "web-2")
 
 
+def lake_in(metastore_url: str, bucket: S3Bucket) -> LakeLocation:
+    """A lake whose warehouse is ``s3://<bucket>/lake`` on the metastore (migrated)."""
+    Metastore.open(metastore_url).close()
+    return LakeLocation(metastore_url, bucket.url("lake"), NAMESPACE)
+
+
 @pytest.fixture
 def store_lake(metastore_url: str, s3_bucket: S3Bucket) -> LakeLocation:
     """A lake whose warehouse is ``s3://<bucket>/lake`` on the test's metastore."""
-    Metastore.open(metastore_url).close()
-    return LakeLocation(metastore_url, s3_bucket.url("lake"), NAMESPACE)
+    return lake_in(metastore_url, s3_bucket)
 
 
 def staged(bucket: S3Bucket, tmp_path: Path, checkpoint_id: int) -> CheckpointInput:
@@ -59,12 +66,37 @@ def staged(bucket: S3Bucket, tmp_path: Path, checkpoint_id: int) -> CheckpointIn
     return CheckpointInput(bucket.upload(folder, f"staging/{PIPELINE}/{checkpoint_id:08d}"), HOSTS)
 
 
-def test_checkpoints_staged_in_the_store_land_into_a_lake_in_the_store_exactly_once(
-    spark: SparkSession, store_lake: LakeLocation, s3_bucket: S3Bucket, tmp_path: Path
-) -> None:
-    inputs = [staged(s3_bucket, tmp_path, i) for i in (1, 2)]
+@dataclass(frozen=True)
+class StoreLanding:
+    """Checkpoints staged in a bucket and landed into a lake in it, and the landing's summary."""
 
-    summary = land(spark, landing(store_lake, *inputs))
+    lake: LakeLocation
+    bucket: S3Bucket
+    inputs: dict[int, CheckpointInput]
+    summary: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def landed_1_2(
+    spark: SparkSession,
+    module_metastore_url: str,
+    module_s3_bucket: S3Bucket,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> StoreLanding:
+    """Checkpoints 1 and 2 staged in the module's bucket and landed together into a lake in it,
+    once for the tests that read it. None of them changes what the landing committed: one
+    lands checkpoint 1 again, which commits nothing."""
+    lake = lake_in(module_metastore_url, module_s3_bucket)
+    folder = tmp_path_factory.mktemp("store-landing")
+    inputs = {i: staged(module_s3_bucket, folder, i) for i in (1, 2)}
+    summary = land(spark, landing(lake, *inputs.values()))
+    return StoreLanding(lake, module_s3_bucket, inputs, summary)
+
+
+def test_checkpoints_staged_in_the_store_land_into_a_lake_in_the_store_exactly_once(
+    landed_1_2: StoreLanding,
+) -> None:
+    store_lake, s3_bucket, summary = landed_1_2.lake, landed_1_2.bucket, landed_1_2.summary
 
     for checkpoint_id in (1, 2):
         found = checkpoint_summary(summary, checkpoint_id)
@@ -97,19 +129,19 @@ def test_checkpoints_staged_in_the_store_land_into_a_lake_in_the_store_exactly_o
 
 
 def test_landing_a_committed_checkpoint_again_commits_nothing(
-    spark: SparkSession, store_lake: LakeLocation, s3_bucket: S3Bucket, tmp_path: Path
+    spark: SparkSession, landed_1_2: StoreLanding
 ) -> None:
-    checkpoint = staged(s3_bucket, tmp_path, 3)
-    land(spark, landing(store_lake, checkpoint))
+    store_lake, checkpoint, first = landed_1_2.lake, landed_1_2.inputs[1], landed_1_2.summary
     before = {table: snapshot_operations(store_lake, table) for table in TABLES}
 
     again = land(spark, landing(store_lake, checkpoint, landing_id="landing-2"))
 
     assert {table: snapshot_operations(store_lake, table) for table in TABLES} == before
     for table in TABLES:
-        assert again["tables"][table]["already_committed"] == [3]
+        assert again["tables"][table]["already_committed"] == [1]
         assert "committed" not in again["tables"][table]
-    assert assert_exactly_once(store_lake, "access", 3) == 6
+        assert again["tables"][table]["snapshot_id"] == first["tables"][table]["snapshot_id"]
+    assert assert_exactly_once(store_lake, "access", 1) == 6
 
 
 def test_a_reprocess_replaces_a_checkpoint_in_the_store_in_one_commit(
@@ -129,9 +161,9 @@ def test_a_reprocess_replaces_a_checkpoint_in_the_store_in_one_commit(
 
 
 def test_no_credential_is_written_into_the_catalog_or_the_table_metadata(
-    spark: SparkSession, store_lake: LakeLocation, s3_bucket: S3Bucket, tmp_path: Path
+    landed_1_2: StoreLanding,
 ) -> None:
-    land(spark, landing(store_lake, staged(s3_bucket, tmp_path, 4)))
+    store_lake, s3_bucket = landed_1_2.lake, landed_1_2.bucket
 
     metadata = [key for key in s3_bucket.keys("lake") if "/metadata/" in key]
     assert metadata

@@ -99,11 +99,48 @@ def event_ids(lake: LakeLocation, table: str, checkpoint_id: int) -> list[str]:
     return sorted(table_rows(lake, table, checkpoint_id).column("event_id").to_pylist())
 
 
+@dataclasses.dataclass(frozen=True)
+class Landed:
+    """A landing the module's tests share, made once: its lake, its checkpoints and its summary.
+    The tests that use it only read its lake."""
+
+    lake: LakeLocation
+    inputs: tuple[CheckpointInput, ...]
+    summary: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def landed_3(
+    spark: SparkSession, module_lake: LakeLocation, tmp_path_factory: pytest.TempPathFactory
+) -> Landed:
+    """``stage``'s checkpoint 3 (hosts ``web-1``, ``web-2``) landed into a lake of its own."""
+    staged = CheckpointInput(str(stage(tmp_path_factory.mktemp("checkpoint-3"), 3)))
+    return Landed(module_lake, (staged,), land(spark, landing(module_lake, staged)))
+
+
+@pytest.fixture(scope="module")
+def landed_together(
+    spark: SparkSession, module_lake: LakeLocation, tmp_path_factory: pytest.TempPathFactory
+) -> Landed:
+    """Checkpoints 1 (``web-1``), 2 (``web-1``, ``web-2``) and 3 (``web-1`` and ``web-3`` of
+    the three hosts staged) landed together, in one landing, into a lake of their own."""
+    folder = tmp_path_factory.mktemp("together")
+    lake = dataclasses.replace(module_lake, warehouse=folder / "lake", namespace="together")
+    staging = folder / "staging"
+    stage(staging, 1, ("web-1",))
+    stage(staging, 2, ("web-1", "web-2"))
+    stage(staging, 3, ("web-1", "web-2", "web-3"))
+    inputs = (
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 1))),
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 2))),
+        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 3)), ("web-1", "web-3")),
+    )
+    return Landed(lake, inputs, land(spark, landing(lake, *inputs)))
+
+
 @pytest.mark.spark
-def test_land_writes_rows_rejects_and_summary(
-    spark: SparkSession, lake: LakeLocation, tmp_path: Path
-) -> None:
-    summary = land(spark, landing(lake, stage(tmp_path / "staging", 3)))
+def test_land_writes_rows_rejects_and_summary(landed_3: Landed) -> None:
+    lake, summary = landed_3.lake, landed_3.summary
 
     assert (summary["landing_id"], summary["mode"]) == ("landing-1", "append")
     assert summary["checkpoints"] == [
@@ -159,32 +196,25 @@ def test_land_writes_rows_rejects_and_summary(
 
 @pytest.mark.spark
 def test_a_session_without_the_java_functions_lands_the_same_rows(
-    spark: SparkSession, lake: LakeLocation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, landed_3: Landed, lake: LakeLocation, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    staged = stage(tmp_path / "staging", 3)
-    in_jvm = land(spark, landing(lake, staged))
+    in_jvm = landed_3.summary
     for module in (staging, nginx):  # as in a session without the jar
         monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
-    other = dataclasses.replace(lake, warehouse=tmp_path / "other-lake", namespace="other")
-    in_python = land(spark, landing(other, staged))
+    in_python = land(spark, landing(lake, *landed_3.inputs))
 
     assert (in_jvm["segment_reader"], in_python["segment_reader"]) == ("jvm", "python")
     assert (in_jvm["nginx_scanner"], in_python["nginx_scanner"]) == ("jvm", "regex")
     assert in_jvm["checkpoints"] == in_python["checkpoints"]
     for table in TABLES:
-        jvm_rows, python_rows = table_rows(lake, table), table_rows(other, table)
+        jvm_rows, python_rows = table_rows(landed_3.lake, table), table_rows(lake, table)
         assert jvm_rows.num_rows > 0
         assert jvm_rows.sort_by("event_id").equals(python_rows.sort_by("event_id"))
 
 
 @pytest.mark.spark
-def test_checkpoints_landed_together_make_one_snapshot_per_table(
-    spark: SparkSession, lake: LakeLocation, tmp_path: Path
-) -> None:
-    staging = tmp_path / "staging"
-    folders = [stage(staging, 1, ("web-1",)), stage(staging, 2), stage(staging, 3, ("web-2",))]
-
-    summary = land(spark, landing(lake, *folders))
+def test_checkpoints_landed_together_make_one_snapshot_per_table(landed_together: Landed) -> None:
+    lake, summary = landed_together.lake, landed_together.summary
 
     assert [c["checkpoint_id"] for c in summary["checkpoints"]] == [1, 2, 3]
     for table in TABLES:
@@ -192,50 +222,19 @@ def test_checkpoints_landed_together_make_one_snapshot_per_table(
         assert summary["tables"][table]["committed"] == [1, 2, 3]
         assert "already_committed" not in summary["tables"][table]
         assert table_commits(lake, table) == 1
-    assert rows_by_checkpoint(lake, "access") == {1: 3, 2: 6, 3: 3}
+    assert rows_by_checkpoint(lake, "access") == {1: 3, 2: 6, 3: 6}  # 3: two hosts of three
     for checkpoint in summary["checkpoints"]:
         for table, rows in checkpoint["rows"].items():
             assert assert_exactly_once(lake, table, checkpoint["checkpoint_id"]) == rows
 
 
 @pytest.mark.spark
-def test_landing_the_same_checkpoints_again_commits_nothing(
+def test_append_leaves_out_the_checkpoints_a_table_holds_and_landing_them_again_commits_nothing(
     spark: SparkSession, lake: LakeLocation, tmp_path: Path
 ) -> None:
-    """A retried landing (the job crashed after its commits, before the metastore's) finds
-    every checkpoint in the tables: the files it wrote again are orphans, never read."""
-    staging = tmp_path / "staging"
-    folders = [stage(staging, 4), stage(staging, 5, ("web-1",))]
-    first = land(spark, landing(lake, *folders))
-    files = {table: table_files(lake, table) for table in TABLES}
-
-    second = land(spark, landing(lake, *folders, landing_id="landing-2"))
-
-    assert second["checkpoints"] == first["checkpoints"]
-    for table in TABLES:
-        assert second["tables"][table] == {
-            "snapshot_id": first["tables"][table]["snapshot_id"],
-            "already_committed": [4, 5],
-        }
-        assert snapshot_operations(lake, table) == [("append", "4,5")]
-        assert table_files(lake, table) == files[table]
-    for table in SOURCES:
-        total = sum(c["rows"][table] for c in first["checkpoints"])
-        assert assert_exactly_once(lake, table) == total
-    assert assert_exactly_once(lake, "_rejects") == sum(
-        sum(c["rejects"].values()) for c in first["checkpoints"]
-    )
-    with open_lake(lake) as catalog:
-        access = catalog.load("access")
-        assert access is not None
-        data = Path(urlparse(access.location()).path) / "data"
-    assert len(list(data.glob("landing-*"))) == 2  # both landings wrote; one was committed
-
-
-@pytest.mark.spark
-def test_append_leaves_out_the_checkpoints_a_table_holds(
-    spark: SparkSession, lake: LakeLocation, tmp_path: Path
-) -> None:
+    """An append lands the checkpoints its tables do not hold yet. A retried landing (the job
+    crashed after its commits, before the metastore's) finds every checkpoint in the tables:
+    the files it wrote again are orphans, never read."""
     staging = tmp_path / "staging"
     one, two = stage(staging, 1, hosts=("web-1",)), stage(staging, 2)
     first = land(spark, landing(lake, one))
@@ -252,6 +251,29 @@ def test_append_leaves_out_the_checkpoints_a_table_holds(
     assert rows_by_checkpoint(lake, "access") == {1: 3, 2: 6}
     for table in TABLES:
         assert assert_exactly_once(lake, table) == sum(rows_by_checkpoint(lake, table).values())
+    files = {table: table_files(lake, table) for table in TABLES}
+
+    again = land(spark, landing(lake, one, two, landing_id="landing-3"))  # landing-2, retried
+
+    assert again["checkpoints"] == both["checkpoints"]
+    for table in TABLES:
+        assert again["tables"][table] == {
+            "snapshot_id": both["tables"][table]["snapshot_id"],
+            "already_committed": [1, 2],
+        }
+        assert snapshot_operations(lake, table) == [("append", "1"), ("append", "2")]
+        assert table_files(lake, table) == files[table]
+    for table in SOURCES:
+        total = sum(c["rows"][table] for c in both["checkpoints"])
+        assert assert_exactly_once(lake, table) == total
+    assert assert_exactly_once(lake, "_rejects") == sum(
+        sum(c["rejects"].values()) for c in both["checkpoints"]
+    )
+    with open_lake(lake) as catalog:
+        access = catalog.load("access")
+        assert access is not None
+        data = Path(urlparse(access.location()).path) / "data"
+    assert len(list(data.glob("landing-*"))) == 3  # every landing wrote; two were committed
 
 
 @pytest.mark.spark
@@ -349,20 +371,8 @@ def test_a_column_the_declared_schema_gained_is_added_and_old_rows_read_it_as_nu
 
 
 @pytest.mark.spark
-def test_rows_and_rejects_of_each_checkpoint_are_its_staged_lines(
-    spark: SparkSession, lake: LakeLocation, tmp_path: Path
-) -> None:
-    staging = tmp_path / "staging"
-    stage(staging, 1, ("web-1",))
-    stage(staging, 2, ("web-1", "web-2"))
-    stage(staging, 3, ("web-1", "web-2", "web-3"))
-    inputs = [
-        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 1))),
-        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 2))),
-        CheckpointInput(str(checkpoint_dir(staging, PIPELINE, 3)), ("web-1", "web-3")),
-    ]
-
-    summary = land(spark, landing(lake, *inputs))
+def test_rows_and_rejects_of_each_checkpoint_are_its_staged_lines(landed_together: Landed) -> None:
+    lake, inputs, summary = landed_together.lake, landed_together.inputs, landed_together.summary
 
     staged: Counter[FileKey] = Counter()
     for item in inputs:

@@ -2,7 +2,9 @@
 without Spark.
 
 ``lake`` is a :class:`LakeLocation` on the test's metastore (SQLite, or a fresh PostgreSQL
-database in the PostgreSQL pass), migrated, with its warehouse in the test's folder.
+database in the PostgreSQL pass), migrated, with its warehouse in the test's folder;
+``module_lake`` is one for a whole test module (on ``module_metastore_url``), for a landing its
+tests share.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ NAMESPACE = "web_access"
 def lake(metastore_url: str, tmp_path: Path) -> LakeLocation:
     Metastore.open(metastore_url).close()  # migrated: the catalog tables exist
     return LakeLocation(metastore_url, tmp_path / "lake", NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def module_lake(
+    module_metastore_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> LakeLocation:
+    Metastore.open(module_metastore_url).close()
+    return LakeLocation(module_metastore_url, tmp_path_factory.mktemp("module") / "lake", NAMESPACE)
 
 
 def table_rows(lake: LakeLocation, table: str, checkpoint_id: int | None = None) -> pa.Table:

@@ -3,12 +3,16 @@
 In the PostgreSQL pass (``SLUICE_TEST_POSTGRES_URL`` set, see :mod:`tests.support.postgres`)
 every test that asks for ``metastore_url`` gets its own database, created from the pass's server
 and dropped afterwards, so tests never see each other's checkpoints.
+
+``module_metastore_url`` is the same for a whole test module: for the tests that share one
+costly state (a landing whose lake they all read), built by a module-scoped fixture.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,11 +22,13 @@ from pipeline_core.metastore import Metastore
 from tests.support.postgres import postgres_url
 
 
-@pytest.fixture
-def metastore_url(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def metastore_database(folder: Path) -> Iterator[str]:
+    """The URL of an empty metastore: a SQLite file in ``folder``, or in the PostgreSQL pass a
+    database of its own on the pass's server, dropped when the block ends."""
     server = postgres_url()
     if server is None:
-        yield f"sqlite:///{tmp_path / 'sluice.db'}"
+        yield f"sqlite:///{folder / 'sluice.db'}"
         return
     name = f"t_{uuid.uuid4().hex[:16]}"
     admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
@@ -34,6 +40,19 @@ def metastore_url(tmp_path: Path) -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def metastore_url(tmp_path: Path) -> Iterator[str]:
+    with metastore_database(tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_metastore_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A metastore shared by the tests of one module (``metastore_url``'s, created once)."""
+    with metastore_database(tmp_path_factory.mktemp("metastore")) as url:
+        yield url
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ group of its own, waits until it answers, and stops it at the end of the session
 ``s3_bucket`` (per test) creates a fresh bucket on it and sets the environment a Sluice
 process reads its credentials and endpoint from (``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``), so a pipeline file names only
-``s3://<bucket>/<prefix>``.
+``s3://<bucket>/<prefix>``. ``module_s3_bucket`` is the same for a whole test module (its
+variables set until the module's last test ends).
 """
 
 from __future__ import annotations
@@ -161,17 +162,31 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         stop_group(process, signal.SIGTERM, timeout=10)
 
 
-@pytest.fixture
-def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
-    """A fresh bucket on the session's server, and the AWS variables that reach it set in this
-    process's environment (child processes inherit them)."""
-    for name, value in s3_server.environment.items():
+def new_bucket(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+    """A fresh bucket on ``server``, and the AWS variables that reach it set in this process's
+    environment through ``monkeypatch`` (child processes inherit them)."""
+    for name, value in server.environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     name = f"sluice-{uuid.uuid4().hex[:12]}"
-    s3_server.filesystem().create_dir(name)
-    return S3Bucket(s3_server, name)
+    server.filesystem().create_dir(name)
+    return S3Bucket(server, name)
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Bucket:
+    """A fresh bucket on the session's server, and the AWS variables that reach it set in this
+    process's environment (child processes inherit them)."""
+    return new_bucket(s3_server, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_s3_bucket(s3_server: S3Server) -> Iterator[S3Bucket]:
+    """``s3_bucket`` for the whole test module: the variables stay set until its last test
+    ends (a test's own ``s3_bucket`` sets the same values and gives them back)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield new_bucket(s3_server, monkeypatch)
 
 
 def s3_environment(server: S3Server) -> dict[str, str]:
