@@ -42,6 +42,7 @@ class PipelineContext:
         self._default_lake = str(lake_dir) if lake_dir is not None else None
         self._host = host
         self._held: Metastore | None = None
+        self._holds = 0
 
     @property
     def config(self) -> PipelineConfig:
@@ -68,13 +69,18 @@ class PipelineContext:
 
     def hold(self) -> None:
         """Open the metastore (migrated unless ``migrate`` is False) and use it for every call
-        until :meth:`release`; a second hold is one more use of the same (no nesting count)."""
+        until the matching :meth:`release`; holds nest (a block inside a block shares the
+        outer one's metastore, closed when the outer one releases it)."""
         if self._held is None:
             self._held = Metastore.open(self.config.metastore_url, migrate=self._migrate)
+        self._holds += 1
 
     def release(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds == 0 and self._held is not None:
+            held, self._held = self._held, None
             held.close()
 
     @contextmanager

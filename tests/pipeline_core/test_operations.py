@@ -142,6 +142,21 @@ def test_should_hold_one_metastore_for_a_block_and_close_it_on_leaving(
     assert pipeline.checkpoint(requested.checkpoint_id) == requested
 
 
+def test_should_keep_the_outer_blocks_metastore_through_a_nested_block(
+    tmp_path: Path, metastore_url: str
+) -> None:
+    with open_pipeline(write_config(tmp_path, metastore_url)) as pipeline:
+        with pipeline.context.metastore() as outer:
+            pass
+        with pipeline, pipeline.context.metastore() as inner:
+            assert inner is outer
+        with pipeline.context.metastore() as after_inner:
+            assert after_inner is outer  # still held: the outer block has not ended
+        assert pipeline.request_checkpoint("run-1").state is CheckpointState.REQUESTED
+    with pipeline.context.metastore() as outside:
+        assert outside is not outer
+
+
 def test_should_raise_for_an_unknown_checkpoint(operations: PipelineOperations) -> None:
     with pytest.raises(CheckpointError, match="no checkpoint 4242"):
         operations.checkpoint(4242)
