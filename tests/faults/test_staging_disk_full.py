@@ -137,7 +137,10 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
         """Whether ``collector`` read every line written: a checkpoint requested then seals
         them all (one requested earlier seals what was read at its barrier, and a new run
         seals the checkpoints pending at its start before it reads)."""
-        return lambda: [m.unread_bytes for m in collector.metrics()] == [0]
+        log = folder / "logs" / "app.log"
+        return lambda: [f.read_offset for m in collector.metrics() for f in m.files] == [
+            log.stat().st_size
+        ]
 
     try:
         collector = Collector(config, metastore)
