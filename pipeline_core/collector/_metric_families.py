@@ -95,12 +95,18 @@ def metrics_registry(
     """A registry of its own (never prometheus-client's global one) holding the pipelines'
     families (with ``file_labels``, the per-file series too), ``sluice_build_info`` and, with
     ``process``, the process and platform collectors."""
-    registry = CollectorRegistry()
+    registry = process_registry() if process else CollectorRegistry()
     registry.register(PipelineMetricFamilies(snapshot, file_labels=file_labels))
     registry.register(BuildInfo())
-    if process:
-        ProcessCollector(registry=registry)
-        PlatformCollector(registry=registry)
+    return registry
+
+
+def process_registry() -> CollectorRegistry:
+    """A registry of its own holding the process and platform collectors (CPU, memory,
+    descriptors; the Python)."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
     return registry
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -126,21 +127,28 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
     blocked = runtime.blocked_seconds
     files = []
     now = time.monotonic()
+    known = _FILE_METRICS.get(runtime, {})
+    kept: dict[str, tuple[tuple[Any, ...], FileMetrics]] = {}
     for tracked in list(runtime.watcher.files):
         held_since = tracked.held_since
-        files.append(
-            FileMetrics(
-                path=shown_path(tracked.path),  # any bytes: shown escaped (a label, JSON)
-                fingerprint=tracked.fingerprint,
-                state=tracked.state.value,
-                size=_size(tracked),
-                read_offset=tracked.read_offset,
-                sealed_offset=tracked.sealed_offset,
-                committed_offset=committed.get(tracked.fingerprint),
-                source=tracked.source,
-                held_event_s=None if held_since is None else max(now - held_since, 0.0),
-            )
+        fields = (
+            _shown(tracked.path),  # any bytes: shown escaped (a label, JSON)
+            tracked.fingerprint,
+            tracked.state.value,
+            _size(tracked),
+            tracked.read_offset,
+            tracked.sealed_offset,
+            committed.get(tracked.fingerprint),
+            tracked.source,
+            None if held_since is None else max(now - held_since, 0.0),
         )
+        previous = known.get(tracked.fingerprint)
+        file = (
+            previous[1] if previous is not None and previous[0] == fields else FileMetrics(*fields)
+        )
+        kept[tracked.fingerprint] = (fields, file)
+        files.append(file)
+    _FILE_METRICS[runtime] = kept
     return PipelineMetrics(
         pipeline=runtime.name,
         host=runtime.host,
@@ -171,6 +179,28 @@ def pipeline_metrics(runtime: PipelineRuntime, queues: Mapping[str, QueueStats])
         files=tuple(files),
         uploads=_upload_metrics(runtime),
     )
+
+
+_FILE_METRICS: weakref.WeakKeyDictionary[
+    PipelineRuntime, dict[str, tuple[tuple[Any, ...], FileMetrics]]
+] = weakref.WeakKeyDictionary()
+"""By pipeline, the :class:`FileMetrics` of its last snapshot and the fields they were made
+of, by fingerprint: a file whose fields are the same is the same object (a snapshot of 100
+pipelines' 1,000 idle files every 5 s made and compared 1,000 frozen objects: a third of an
+idle collector's metrics thread)."""
+
+_SHOWN_PATHS: dict[str, str] = {}
+SHOWN_PATHS_KEPT = 65536
+
+
+def _shown(path: str) -> str:
+    """:func:`shown_path` of ``path``, remembered (the paths of tracked files seldom change)."""
+    shown = _SHOWN_PATHS.get(path)
+    if shown is None:
+        if len(_SHOWN_PATHS) >= SHOWN_PATHS_KEPT:
+            _SHOWN_PATHS.clear()
+        shown = _SHOWN_PATHS[path] = shown_path(path)
+    return shown
 
 
 def _upload_metrics(runtime: PipelineRuntime) -> UploadMetrics | None:

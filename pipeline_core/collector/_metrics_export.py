@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, write_to_textfile
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from pipeline_core._file_modes import make_private, make_private_dirs, write_private_file
-from pipeline_core.collector._metric_families import metrics_registry
+from pipeline_core._file_modes import make_private_dirs, write_private_file
+from pipeline_core.collector._metric_families import metrics_registry, process_registry
 from pipeline_core.collector._metrics import PipelineMetrics
 from pipeline_core.collector._ops_server import ListenAddress, OpsServer
 from pipeline_core.collector._readiness import HealthProbes
@@ -97,6 +97,16 @@ class MetricsExporter:
         """The snapshot being written (the text file's families are made from it, not from
         a second snapshot of every pipeline)."""
         self.registry = metrics_registry(self._pipelines_now, file_labels=file_labels)
+        self._families = metrics_registry(
+            self._pipelines_now, process=False, file_labels=file_labels
+        )
+        """The registry's pipeline families alone (the textfile's, made again only when one
+        of its pipelines changed) ..."""
+        self._process = process_registry()
+        """... and its process families (made at every refresh)."""
+        self._families_text: dict[Path, tuple[tuple[PipelineMetrics, ...], bytes]] = {}
+        """By ``metrics.prom``: the pipelines' metrics its pipeline families were made of,
+        and their text."""
         self._server = OpsServer(address, self.registry, probes) if address is not None else None
 
     @property
@@ -133,21 +143,23 @@ class MetricsExporter:
             self._writing = None
 
     def _write(self, metrics: list[PipelineMetrics]) -> None:
-        folders: dict[Path, set[str]] = {}
+        folders: dict[Path, dict[str, PipelineMetrics]] = {}
         written: dict[Path, PipelineMetrics] = {}
         changed: set[Path] = set()
         for item in metrics:
             folder = self._data_dir_of(item.pipeline) / METRICS_FOLDER
             pipelines = folders.get(folder)
             if pipelines is None:
-                pipelines = folders[folder] = set()
+                pipelines = folders[folder] = {}
                 _make_folder(folder)
-            pipelines.add(item.pipeline)
+            pipelines[item.pipeline] = item
             path = folder / f"{item.pipeline}.json"
             same = self._written.get(path) == item
             if not same:
                 changed.add(folder)
-            if (same and _touch(path)) or _write_atomically(path, json.dumps(item.to_dict())):
+            if (same and _touch(path)) or _write_atomically(
+                path, json.dumps(item.to_dict()).encode()
+            ):
                 written[path] = item
         self._written = written
         now = time.monotonic()
@@ -161,14 +173,20 @@ class MetricsExporter:
                 and _touch(textfile)
             ):
                 continue
+            items = tuple(pipelines[name] for name in sorted(pipelines))
             try:
-                write_to_textfile(
-                    str(folder / "metrics.prom"), _Pipelines(self.registry, pipelines)
-                )
-                make_private(folder / "metrics.prom")  # in the 0700 folder meanwhile
-                self._textfile_made[textfile] = now
+                known = self._families_text.get(textfile)
+                if known is None or known[0] != items:
+                    families = generate_latest(_Pipelines(self._families, set(pipelines)))
+                    known = self._families_text[textfile] = (items, families)
+                text = known[1] + generate_latest(self._process)
             except Exception as exc:  # written again at the next interval
-                log.warning("cannot write %s: %s", folder / "metrics.prom", exc)
+                log.warning("cannot write %s: %s", textfile, exc)
+                continue
+            if _write_atomically(textfile, text):
+                self._textfile_made[textfile] = now
+        for textfile in [t for t in self._families_text if t.parent not in folders]:
+            del self._families_text[textfile]
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
@@ -177,7 +195,7 @@ class MetricsExporter:
 
 class _Pipelines(Collector):
     """``registry``'s families with only the samples of ``pipelines`` (and those of no
-    pipeline: the process's)."""
+    pipeline: the build's, the process's)."""
 
     def __init__(self, registry: CollectorRegistry, pipelines: set[str]) -> None:
         self._registry = registry
@@ -185,10 +203,11 @@ class _Pipelines(Collector):
 
     def collect(self) -> Iterator[Metric]:
         for family in self._registry.collect():
+            pipelines = self._pipelines
             samples = [
                 s
                 for s in family.samples
-                if s.labels.get("pipeline", None) in (None, *self._pipelines)
+                if (pipeline := s.labels.get("pipeline")) is None or pipeline in pipelines
             ]
             if samples or not family.samples:
                 kept = copy.copy(family)  # a collector may hand out the same family each time
@@ -225,11 +244,11 @@ def _touch(path: Path) -> bool:
     return True
 
 
-def _write_atomically(path: Path, text: str) -> bool:
+def _write_atomically(path: Path, text: bytes) -> bool:
     """Write ``path`` whole or not at all; whether it was written (a failure is logged)."""
     try:
         temporary = path.with_suffix(path.suffix + ".tmp")
-        write_private_file(temporary, text.encode())
+        write_private_file(temporary, text)
         os.replace(temporary, path)
     except OSError as exc:
         log.warning("cannot write %s: %s", path, exc)

@@ -122,14 +122,23 @@ class DescriptorBudget:
 
     def room_for(self, tracked: TrackedFile, now: float) -> bool:
         """Outside a scan: a descriptor for ``tracked`` (released, written) to be opened with:
-        at ``max_open_files`` the file read to its end and idle longest gives its own up;
-        False if none can."""
-        if self._max_open is not None and self.open_files >= self._max_open:
-            victims = self._victims(now, exclude=tracked)
-            if not victims:
-                return False
-            self._release(victims[0])
-        return True
+        at ``max_open_files`` the file read to its end (its size now, not at its last read)
+        and idle longest gives its own up; False if none can."""
+        if self._max_open is None or self.open_files < self._max_open:
+            return True
+        for victim in self._victims(now, exclude=tracked):
+            # Its sizes are those of its last read: it may have been written since (its event
+            # taken a moment ago). Released with lines unread, it would wait for the next
+            # whole scan (file_events_fallback_s) with nothing to hand it a descriptor.
+            try:
+                size = victim.size()
+            except OSError:
+                continue
+            if victim.read_offset < size:
+                continue
+            release_descriptor(victim, size)
+            return True
+        return False
 
     def settle(self, now: float) -> None:
         """After a scan: release the files idle for ``close_idle_after``; then, within

@@ -16,6 +16,7 @@ from inotify_simple import INotify
 from inotify_simple import flags as inotify_flags
 
 from pipeline_core.source._file_events import FileChange, FileChanges, FileEvents
+from pipeline_core.source._filesystems import remote_filesystem
 from pipeline_core.source._watch_targets import WatchTarget
 
 __all__ = ["InotifyFileEvents"]
@@ -52,6 +53,8 @@ class _Watch:
     spelling (two spellings can lead to one folder)."""
 
     wd: int
+    remote: str | None = None
+    """The network or FUSE filesystem the folder is on (its files change without events)."""
     targets: dict[tuple[str, str], WatchTarget] = field(default_factory=dict)
     """``(key, folder as spelt)`` -> the key's target."""
 
@@ -72,6 +75,10 @@ class InotifyFileEvents(FileEvents):
     watched folder deleted or moved away records SCAN for its keys and drops the watch (the
     owner watches it again once it is back). ``IN_Q_OVERFLOW`` (events were lost) records
     READ and SCAN for every key.
+
+    A folder on a network or FUSE filesystem (:func:`remote_filesystem`) is watched but does
+    not cover its keys (:meth:`watch` returns False, with one warning per filesystem): other
+    machines' writes there raise no event.
 
     Threading model: :class:`FileEvents`'. The watch tables and what is recorded are guarded
     by one lock; a watch is added and entered in the tables under it, so the thread never
@@ -102,6 +109,7 @@ class InotifyFileEvents(FileEvents):
         self._failed = False  # the thread ended on an error: every key is polled
         self._pending: dict[str, _Pending] = {}
         self._missing: dict[str, int] = {}  # key -> folders not there at its last watch
+        self._remote_warned: set[str] = set()
         self._notified = False  # on_changes was called and nothing was taken since
         self._warned = False
         self._thread = threading.Thread(target=self._run, name="sluice-file-events", daemon=True)
@@ -125,6 +133,8 @@ class InotifyFileEvents(FileEvents):
                     if known[1] != target:
                         watched[folder] = (known[0], target)
                         self._watches[known[0]].targets[(key, folder)] = target
+                    if self._watches[known[0]].remote is not None:
+                        covered = False
                     continue
                 try:
                     wd = self._inotify.add_watch(folder, WATCH_MASK)
@@ -136,8 +146,15 @@ class InotifyFileEvents(FileEvents):
                         covered = False
                         self._warn_once(folder, exc)
                     continue
-                self._watches.setdefault(wd, _Watch(wd)).targets[(key, folder)] = target
+                watch = self._watches.get(wd)
+                if watch is None:
+                    watch = self._watches[wd] = _Watch(wd, remote_filesystem(folder))
+                    if watch.remote is not None:
+                        self._warn_remote(folder, watch.remote)
+                watch.targets[(key, folder)] = target
                 watched[folder] = (wd, target)
+                if watch.remote is not None:
+                    covered = False
             self._missing[key] = missing
             return covered
 
@@ -193,6 +210,18 @@ class InotifyFileEvents(FileEvents):
             del self._watches[wd]
             with contextlib.suppress(OSError):  # the folder is gone: its watch is too
                 self._inotify.rm_watch(wd)
+
+    def _warn_remote(self, folder: str, filesystem: str) -> None:
+        if filesystem in self._remote_warned:
+            return
+        self._remote_warned.add(filesystem)
+        log.warning(
+            "%s is on a %s filesystem, whose files other machines (or a daemon) change "
+            "without file events: its pipelines' files are polled (read every 0.2 s, globbed "
+            "every discovery_interval_s; said once per filesystem)",
+            folder,
+            filesystem,
+        )
 
     def _warn_once(self, folder: str, exc: OSError) -> None:
         if self._warned:

@@ -138,9 +138,9 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
         them all (one requested earlier seals what was read at its barrier, and a new run
         seals the checkpoints pending at its start before it reads)."""
         log = folder / "logs" / "app.log"
-        return lambda: [f.read_offset for m in collector.metrics() for f in m.files] == [
-            log.stat().st_size
-        ]
+        return lambda: (
+            [f.read_offset for m in collector.metrics() for f in m.files] == [log.stat().st_size]
+        )
 
     try:
         collector = Collector(config, metastore)

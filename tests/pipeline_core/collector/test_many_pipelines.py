@@ -3,6 +3,7 @@ and removing pipelines while running, config reload and metrics."""
 
 from __future__ import annotations
 
+import logging
 import time
 import urllib.request
 from pathlib import Path
@@ -18,6 +19,7 @@ from pipeline_core.collector import (
     ConfigSource,
     prometheus_text,
 )
+from pipeline_core.collector import _service as service_module
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._scheduler import ReadScheduler
 from pipeline_core.config import PipelineConfig
@@ -243,6 +245,44 @@ def test_should_reload_a_folder_of_configs_and_serve_metrics(
     assert staged_one == sorted(lines("one", 400) + lines("one-after", 100))
     assert staged_two == lines("two", 250)
     assert (configs / "data" / "collector" / "one.json").exists()
+
+
+@pytest.mark.timeout(90)
+def test_should_follow_config_changes_by_file_events_without_a_reload_or_a_poll(
+    tmp_path: Path,
+    metastore_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A config added to the folder, and one changed as Kubernetes changes a ConfigMap's (its
+    files are symlinks through ``..data``, which is swapped by a rename), are served within
+    seconds though the configs are looked at every minute only."""
+    monkeypatch.setattr(service_module, "RELOAD_FALLBACK_SECONDS", 60.0)
+    monkeypatch.setattr(service_module, "RELOAD_POLL_SECONDS", 60.0)
+    caplog.set_level(logging.INFO, logger=service_module.__name__)
+    configs = tmp_path / "pipelines"
+    version = configs / "..v1"
+    write_config(version, metastore_url, name="one", pattern=f"{tmp_path}/one/*.log")
+    configs.mkdir(exist_ok=True)
+    (configs / "..data").symlink_to("..v1")
+    (configs / "one.yaml").symlink_to("..data/one.yaml")
+    append(tmp_path / "one" / "app.log", *lines("one", 50))
+    service = CollectorService(configs)
+    tailing = Tailing(service.run, service.stop)
+    wait_until(lambda: any(m.lines_read >= 50 for m in service.collector.metrics()))
+
+    write_config(configs, metastore_url, name="two", pattern=f"{tmp_path}/two/*.log")
+    wait_until(lambda: "two" in service.collector.pipelines, timeout=10)
+
+    changed = yaml.safe_load((version / "one.yaml").read_text())
+    changed["collector"]["read_chunk_bytes"] = 8192
+    (configs / "..v2").mkdir()
+    (configs / "..v2" / "one.yaml").write_text(yaml.safe_dump(changed))
+    (configs / "..data_tmp").symlink_to("..v2")
+    (configs / "..data_tmp").rename(configs / "..data")
+
+    wait_until(lambda: "pipeline one changed" in caplog.messages, timeout=10)
+    tailing.stop()
 
 
 def _get(url: str) -> str:

@@ -242,6 +242,34 @@ def test_should_give_up_a_key_with_one_warning_when_the_watch_limit_is_reached(
     assert len(warnings) == 1
 
 
+def test_should_not_cover_a_key_whose_folder_is_on_a_network_filesystem(
+    tmp_path: Path,
+    events: InotifyFileEvents,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Writes from other machines to an NFS folder raise no event here: its keys are polled
+    (the folder is still watched: this machine's writes wake reading at once)."""
+    nfs = tmp_path / "nfs"
+    local = tmp_path / "local"
+    for folder in (nfs, local, tmp_path / "nfs2"):
+        folder.mkdir()
+    monkeypatch.setattr(
+        _inotify, "remote_filesystem", lambda path: "nfs" if "nfs" in path else None
+    )
+
+    with caplog.at_level(logging.WARNING):
+        on_nfs = events.watch("web", [WatchTarget(str(nfs), ("*.log",))])
+        on_nfs_again = events.watch("web", [WatchTarget(str(nfs), ("*.log",))])
+        on_other_nfs = events.watch("api", [WatchTarget(str(tmp_path / "nfs2"), ("*.log",))])
+        on_local = events.watch("db", [WatchTarget(str(local), ("*.log",))])
+
+    assert (on_nfs, on_nfs_again, on_other_nfs, on_local) == (False, False, False, True)
+    warnings = [r.getMessage() for r in caplog.records if "nfs filesystem" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert str(nfs) in warnings[0]
+
+
 @pytest.mark.timeout(30)
 def test_should_fall_back_to_polling_with_one_warning_when_inotify_is_unavailable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
