@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pipeline_core._file_modes import GROUP, PRIVATE, FileModes, make_private_dirs
 from pipeline_core.collector._blocked_time import BlockedClock
@@ -27,7 +27,7 @@ from pipeline_core.errors import ConfigError
 from pipeline_core.metastore import Metastore
 from pipeline_core.ring import BatchEventProcessor, ExceptionHandler, RingBuffer
 from pipeline_core.sinks import HandoffWriter, ReadBack, Sink, SpoolBudget
-from pipeline_core.source import FileWatcher, TimeSlicedReader
+from pipeline_core.source import FileWatcher, TimeSlicedReader, TrackedFile
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,11 @@ class PipelineRuntime:
     def record_progress(self) -> None:
         """Sample what was read and what is left to read into the metastore (see
         :class:`ReadProgressSampler`)."""
-        self.progress.sample(self.lines, self.bytes, list(self.watcher.files))
+        self.progress.sample(*self.read_totals())
+
+    def read_totals(self) -> tuple[int, int, list[TrackedFile]]:
+        """What a read-progress sample counts: the lines and bytes read, and the files."""
+        return self.lines, self.bytes, list(self.watcher.files)
 
     def mark_blocked(self, blocked: bool) -> None:
         """Reading is held back (or not) from now on (mailbox thread)."""
@@ -316,3 +320,26 @@ def seal_modes(config: PipelineConfig) -> FileModes:
     folder; the owner's alone in the spool (an object store's staging)."""
     shared = config.handoff.staging_access is StagingAccess.GROUP
     return GROUP if shared and config.staging_location.is_local else PRIVATE
+
+
+def save_in_flight(runtimes: Sequence[PipelineRuntime]) -> list[PipelineRuntime]:
+    """:meth:`PipelineRuntime.save_in_flight` of several pipelines, those of one metastore in
+    one transaction (each commit wakes every collector watching the metastore for requests);
+    returns those saved. A metastore that refuses is warned of: retried at the next
+    snapshot."""
+    by_metastore: dict[int, list[PipelineRuntime]] = {}
+    for runtime in runtimes:
+        runtime.last_snapshot = time.monotonic()
+        by_metastore.setdefault(id(runtime.metastore), []).append(runtime)
+    saved: list[PipelineRuntime] = []
+    for batch in by_metastore.values():
+        try:
+            batch[0].metastore.save_acker_trees_many(
+                [(r.name, r.host, r.tracking.records()) for r in batch]
+            )
+        except Exception as exc:  # retried at the next snapshot
+            names = ", ".join(r.name for r in batch)
+            log.warning("%s: cannot save the acker's in-flight trees: %s", names, exc)
+            continue
+        saved += batch
+    return saved

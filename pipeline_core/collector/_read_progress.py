@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from pipeline_core.collector._metrics import unread_bytes
 from pipeline_core.metastore import Metastore, ReadProgressRecord, utcnow
@@ -55,36 +56,95 @@ class ReadProgressSampler:
         self._mark_unread: int | None = None
         """The unread bytes of the last recorded sample (None: none recorded yet)."""
 
-    def due(self, now: float) -> bool:
-        """Whether a sample is due at monotonic time ``now`` (the first one is, at once)."""
-        return self._last_try is None or now - self._last_try >= self._every_s
+    def due(self, now: float, *, early: float = 0.0) -> bool:
+        """Whether a sample is due at monotonic time ``now`` (the first one is, at once);
+        ``early``: or at least this share of its period early."""
+        return self._last_try is None or now - self._last_try >= self._every_s * (1 - early)
 
-    def sample(self, lines_read: int, bytes_read: int, files: Iterable[TrackedFile]) -> bool:
-        """Record a sample, given the collector's running totals of lines and bytes read for
-        the pipeline and its tracked files (unless it holds nothing new: see
-        ``QUIET_SAMPLE_SECONDS``); False when the metastore refused it."""
+    @property
+    def metastore(self) -> Metastore:
+        return self._metastore
+
+    @property
+    def pipeline(self) -> str:
+        return self._pipeline
+
+    def take(
+        self, lines_read: int, bytes_read: int, files: Iterable[TrackedFile]
+    ) -> ProgressSample | None:
+        """The sample to record now, given the collector's running totals of lines and bytes
+        read for the pipeline and its tracked files; None when it holds nothing new (see
+        ``QUIET_SAMPLE_SECONDS``). Once the metastore holds it, :meth:`recorded`; if it
+        refused it, nothing: what it counted goes into the next one."""
         now = self._clock()
         self._last_try = now
+        unread = unread_bytes(files)
+        if (
+            unread == self._mark_unread
+            and (lines_read, bytes_read) == (self._mark_lines, self._mark_bytes)
+            and now - self._mark_at < QUIET_SAMPLE_SECONDS
+        ):
+            return None
+        record = ReadProgressRecord(
+            host=self._host,
+            sampled_at=utcnow(),
+            elapsed_s=max(now - self._mark_at, 0.0),
+            bytes_read=bytes_read - self._mark_bytes,
+            lines_read=lines_read - self._mark_lines,
+            unread_bytes=unread,
+        )
+        return ProgressSample(record, now, lines_read, bytes_read)
+
+    def recorded(self, sample: ProgressSample) -> None:
+        """The metastore holds ``sample`` (from :meth:`take`): the next counts from it."""
+        self._mark_at, self._mark_lines, self._mark_bytes = sample.at, sample.lines, sample.bytes
+        self._mark_unread = sample.record.unread_bytes
+
+    def sample(self, lines_read: int, bytes_read: int, files: Iterable[TrackedFile]) -> bool:
+        """Record a sample now (:meth:`take`, then the metastore); False when the metastore
+        refused it."""
         try:
-            unread = unread_bytes(files)
-            if (
-                unread == self._mark_unread
-                and (lines_read, bytes_read) == (self._mark_lines, self._mark_bytes)
-                and now - self._mark_at < QUIET_SAMPLE_SECONDS
-            ):
+            taken = self.take(lines_read, bytes_read, files)
+            if taken is None:
                 return True
-            record = ReadProgressRecord(
-                host=self._host,
-                sampled_at=utcnow(),
-                elapsed_s=max(now - self._mark_at, 0.0),
-                bytes_read=bytes_read - self._mark_bytes,
-                lines_read=lines_read - self._mark_lines,
-                unread_bytes=unread,
-            )
-            self._metastore.record_read_progress(self._pipeline, record)
+            self._metastore.record_read_progress(self._pipeline, taken.record)
         except Exception as exc:  # counted again in the next sample
             log.warning("%s: cannot record the read progress: %s", self._pipeline, exc)
             return False
-        self._mark_at, self._mark_lines, self._mark_bytes = now, lines_read, bytes_read
-        self._mark_unread = unread
+        self.recorded(taken)
         return True
+
+
+@dataclass(frozen=True)
+class ProgressSample:
+    """A sample :meth:`ReadProgressSampler.take` made, and the totals it counts up to."""
+
+    record: ReadProgressRecord
+    at: float
+    """When it was taken (the sampler's clock)."""
+    lines: int
+    bytes: int
+
+
+def record_samples(taken: Sequence[tuple[ReadProgressSampler, ProgressSample]]) -> None:
+    """Record samples taken together, those of one metastore in one transaction (each commit
+    wakes every collector watching the metastore for requests: a hundred pipelines' samples
+    one by one were a hundred). A metastore that refuses them is warned of; their counts go
+    into the next ones."""
+    by_metastore: dict[int, list[tuple[ReadProgressSampler, ProgressSample]]] = {}
+    for sampler, sample in taken:
+        by_metastore.setdefault(id(sampler.metastore), []).append((sampler, sample))
+    for batch in by_metastore.values():
+        try:
+            batch[0][0].metastore.record_read_progress_many(
+                [(sampler.pipeline, sample.record) for sampler, sample in batch]
+            )
+        except Exception as exc:  # counted again in the next samples
+            log.warning(
+                "cannot record the read progress of %s: %s",
+                ", ".join(sampler.pipeline for sampler, _ in batch),
+                exc,
+            )
+            continue
+        for sampler, sample in batch:
+            sampler.recorded(sample)

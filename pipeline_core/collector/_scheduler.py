@@ -9,7 +9,8 @@ from enum import Enum
 from pipeline_core.collector._checkpoint_driver import CheckpointDriver
 from pipeline_core.collector._file_event_router import FileEventRouter
 from pipeline_core.collector._lifecycle import CollectorMode
-from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.collector._pipeline import PipelineRuntime, save_in_flight
+from pipeline_core.collector._read_progress import record_samples
 from pipeline_core.collector._registry import PipelineRegistry
 from pipeline_core.collector._stages import StageQueues
 from pipeline_core.mailbox import MailboxDefaultAction, TaskMailbox
@@ -30,6 +31,10 @@ within it are globbed at one wake-up, not each at its own (every wake-up looks a
 pipeline). Their next globs are then due together: a hundred pipelines at rest, whose globs
 came due one after the other (0.25 s of slack at most), woke the mailbox thread four times a
 second; after two intervals they are globbed at one wake-up an interval."""
+
+EARLY_SHARE = 0.5
+"""Once a pipeline's acker snapshot or read progress sample is due, those of the others that
+are at least this share of their period old are saved with it, in the same transaction."""
 
 QUIET_SNAPSHOT_SECONDS = 600.0
 """A pipeline that had nothing in flight at its last acker snapshot and has read nothing
@@ -101,6 +106,8 @@ class ReadScheduler(MailboxDefaultAction):
             return
         for runtime in reading:
             self._housekeeping(runtime, now)
+        self._save_snapshots(self._snapshots_due(reading, now), now)
+        self._record_samples(reading, now)
         rounds = self._read_rounds(reading, now)
         if rounds is None:
             return  # the slice ended
@@ -195,8 +202,8 @@ class ReadScheduler(MailboxDefaultAction):
         return confirming
 
     def _housekeeping(self, runtime: PipelineRuntime, now: float) -> None:
-        """Discovery, acker snapshots and read progress samples: for every pipeline, blocked or
-        not (the acker's timeout sweep comes by mail, reading or not)."""
+        """Discovery, for every pipeline, blocked or not (the acker's timeout sweep comes by
+        mail, reading or not)."""
         events = self._file_events
         since_scan = now - runtime.last_scan
         discovery = (
@@ -217,32 +224,63 @@ class ReadScheduler(MailboxDefaultAction):
             if within is None:
                 runtime.last_scan = now
             events.follow(runtime)
-        if now - runtime.last_snapshot >= runtime.config.collector.acker_snapshot_s:
-            self._snapshot(runtime, now)
-        if runtime.progress.due(now):
-            runtime.record_progress()
 
-    def _snapshot(self, runtime: PipelineRuntime, now: float) -> None:
-        """Save the acker's in-flight trees, unless the metastore holds them already: nothing
-        was in flight at the last snapshot and no tree was started since (nothing read,
-        nothing replayed), so every seal since saved none either (at most
-        :data:`QUIET_SNAPSHOT_SECONDS` long)."""
-        tracking = runtime.tracking
-        read = (runtime.lines, runtime.bytes, tracking.replayed, len(tracking.replays))
-        quiet = self._quiet.get(runtime.name)
-        if (
-            quiet is not None
-            and quiet[0] == read
-            and tracking.acker.pending == 0
-            and now - quiet[1] < QUIET_SNAPSHOT_SECONDS
-        ):
-            runtime.last_snapshot = now
+    def _snapshots_due(self, reading: list[PipelineRuntime], now: float) -> list[PipelineRuntime]:
+        """The pipelines whose acker snapshot is to be saved now: once one is due
+        (``acker_snapshot_s``), every one at least half due comes with it, so that a
+        metastore's are saved together (:meth:`_save_snapshots`); the quiet are left out."""
+        ages = [(now - r.last_snapshot) / r.config.collector.acker_snapshot_s for r in reading]
+        if all(age < 1 for age in ages):
+            return []
+        due: list[PipelineRuntime] = []
+        for runtime, age in zip(reading, ages, strict=True):
+            if age < EARLY_SHARE:
+                continue
+            if self._quiet_since_snapshot(runtime, now):
+                runtime.last_snapshot = now
+            else:
+                due.append(runtime)
+        return due
+
+    def _record_samples(self, reading: list[PipelineRuntime], now: float) -> None:
+        """Take and record the read progress samples due, a metastore's together (once one
+        is due, every one at least half due comes with it: :func:`record_samples`)."""
+        if not any(runtime.progress.due(now) for runtime in reading):
             return
-        runtime.save_in_flight()
-        if tracking.acker.pending == 0:
-            self._quiet[runtime.name] = (read, now)
-        else:
-            self._quiet.pop(runtime.name, None)
+        record_samples(
+            [
+                (runtime.progress, taken)
+                for runtime in reading
+                if runtime.progress.due(now, early=EARLY_SHARE)
+                and (taken := runtime.progress.take(*runtime.read_totals())) is not None
+            ]
+        )
+
+    def _quiet_since_snapshot(self, runtime: PipelineRuntime, now: float) -> bool:
+        """Whether the metastore holds the acker's in-flight trees already: nothing was in
+        flight at the last snapshot and no tree was started since (nothing read, nothing
+        replayed), so every seal since saved none either (at most
+        :data:`QUIET_SNAPSHOT_SECONDS` long)."""
+        quiet = self._quiet.get(runtime.name)
+        return (
+            quiet is not None
+            and quiet[0] == _read_marks(runtime)
+            and runtime.tracking.acker.pending == 0
+            and now - quiet[1] < QUIET_SNAPSHOT_SECONDS
+        )
+
+    def _save_snapshots(self, runtimes: list[PipelineRuntime], now: float) -> None:
+        """Save the acker's in-flight trees of ``runtimes``, a metastore's in one transaction
+        (each commit wakes every collector watching the metastore for requests: a hundred
+        pipelines' snapshots one by one were a hundred)."""
+        if not runtimes:
+            return
+        marks = {runtime.name: _read_marks(runtime) for runtime in runtimes}
+        for runtime in save_in_flight(runtimes):
+            if runtime.tracking.acker.pending == 0:
+                self._quiet[runtime.name] = (marks[runtime.name], now)
+            else:
+                self._quiet.pop(runtime.name, None)
 
     def _serve(self, runtime: PipelineRuntime) -> _Turn:
         if not self._push_replays(runtime):
@@ -297,3 +335,9 @@ class ReadScheduler(MailboxDefaultAction):
             replays.popleft()
             runtime.tracking.started(chunk)
         return True
+
+
+def _read_marks(runtime: PipelineRuntime) -> tuple[int, ...]:
+    """What changes when a tree is started: lines and bytes read, ranges replayed."""
+    tracking = runtime.tracking
+    return (runtime.lines, runtime.bytes, tracking.replayed, len(tracking.replays))

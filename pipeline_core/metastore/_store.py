@@ -260,17 +260,30 @@ class Metastore:
     def save_acker_trees(self, pipeline: str, host: str, trees: Iterable[AckerTreeRecord]) -> None:
         """Replace the saved in-flight trees of (pipeline, host) by ``trees``, in one
         transaction."""
+        self.save_acker_trees_many([(pipeline, host, trees)])
+
+    def save_acker_trees_many(
+        self, saved: Sequence[tuple[str, str, Iterable[AckerTreeRecord]]]
+    ) -> None:
+        """:meth:`save_acker_trees` for several (pipeline, host), in one transaction."""
         with self._repositories() as r:
-            r.acker_trees.replace(pipeline, host, trees, utcnow())
+            now = utcnow()
+            for pipeline, host, trees in saved:
+                r.acker_trees.replace(pipeline, host, trees, now)
 
     def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
         """Add a sample of what the collector of ``sample.host`` read, and remove that host's
         samples older than :data:`READ_PROGRESS_RETENTION`, in one transaction."""
+        self.record_read_progress_many([(pipeline, sample)])
+
+    def record_read_progress_many(self, samples: Sequence[tuple[str, ReadProgressRecord]]) -> None:
+        """:meth:`record_read_progress` for several pipelines' samples, in one transaction."""
         with self._repositories() as r:
-            r.read_progress.add(pipeline, sample)
-            r.read_progress.prune(
-                pipeline, sample.host, before=sample.sampled_at - READ_PROGRESS_RETENTION
-            )
+            for pipeline, sample in samples:
+                r.read_progress.add(pipeline, sample)
+                r.read_progress.prune(
+                    pipeline, sample.host, before=sample.sampled_at - READ_PROGRESS_RETENTION
+                )
 
     # -- leases ------------------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ def filesystem_magic(path: str) -> int | None:
     info = _StatFs()
     if _libc.statfs(os.fsencode(path), ctypes.byref(info)) != 0:
         return None
-    return info.f_type & 0xFFFFFFFF
+    return int(info.f_type) & 0xFFFFFFFF
 
 
 def remote_filesystem(path: str) -> str | None:

@@ -180,13 +180,14 @@ def test_should_not_save_the_same_empty_acker_snapshot_again_and_again(
     tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     saves: list[int] = []
-    save = Metastore.save_acker_trees
+    save = Metastore.save_acker_trees_many
 
-    def counted(self: Metastore, pipeline: str, host: str, trees: list[object]) -> None:
-        saves.append(len(trees))
-        save(self, pipeline, host, trees)  # type: ignore[arg-type]
+    def counted(self: Metastore, saved: list[tuple[str, str, list[object]]]) -> None:
+        saved = [(pipeline, host, list(trees)) for pipeline, host, trees in saved]
+        saves.extend(len(trees) for _, _, trees in saved)
+        save(self, saved)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Metastore, "save_acker_trees", counted)
+    monkeypatch.setattr(Metastore, "save_acker_trees_many", counted)
     config = with_stub_group(tmp_path, metastore_url, collector={"acker_snapshot_s": 0.1})
     append(tmp_path / "logs" / "access.log", *lines("first", 20))
     sink = RecordingSink("stub")
@@ -205,3 +206,37 @@ def test_should_not_save_the_same_empty_acker_snapshot_again_and_again(
 
     assert at_rest <= 1  # 20 at 0.1 s
     assert len(saves) - before > at_rest  # reading again snapshots again
+
+
+@pytest.mark.timeout(60)
+def test_should_save_the_acker_snapshots_of_many_pipelines_in_one_transaction(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each commit wakes every collector watching the metastore for requests: a hundred
+    pipelines' snapshots after their backlog, one transaction each, were a hundred."""
+    transactions: list[list[str]] = []
+    save = Metastore.save_acker_trees_many
+
+    def counted(self: Metastore, saved: list[tuple[str, str, list[object]]]) -> None:
+        transactions.append([pipeline for pipeline, _, _ in saved])
+        save(self, saved)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Metastore, "save_acker_trees_many", counted)
+    configs = [
+        with_stub_group(
+            tmp_path / name, metastore_url, name=name, collector={"acker_snapshot_s": 0.2}
+        )
+        for name in ("one", "two", "three", "four")
+    ]
+    for config in configs:
+        append(tmp_path / config.name / "logs" / "access.log", *lines(config.name, 20))
+    sinks = [RecordingSink("stub") for _ in configs]
+    collector = Collector()
+    for config, sink in zip(configs, sinks, strict=True):
+        collector.add_pipeline(config, metastore, sinks={"stub": sink})
+    tailing = tail(collector)
+    try:
+        wait_until(lambda: all(len(delivered(sink)) >= 20 for sink in sinks), 20)
+        wait_until(lambda: any(len(names) == 4 for names in transactions), 10)
+    finally:
+        tailing.stop()

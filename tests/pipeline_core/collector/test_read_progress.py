@@ -9,7 +9,11 @@ from typing import cast
 import pytest
 
 from pipeline_core.collector import Collector
-from pipeline_core.collector._read_progress import QUIET_SAMPLE_SECONDS, ReadProgressSampler
+from pipeline_core.collector._read_progress import (
+    QUIET_SAMPLE_SECONDS,
+    ReadProgressSampler,
+    record_samples,
+)
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import Metastore, ReadProgressRecord, open_view
 from pipeline_core.source import TrackedFile
@@ -27,12 +31,18 @@ class RecordingMetastore:
         self.outages = outages
         self.samples: list[ReadProgressRecord] = []
 
+        self.transactions = 0
+
     def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
-        assert pipeline == PIPELINE
+        self.record_read_progress_many([(pipeline, sample)])
+
+    def record_read_progress_many(self, samples: list[tuple[str, ReadProgressRecord]]) -> None:
+        assert all(pipeline.startswith(PIPELINE) for pipeline, _ in samples)
         if self.outages:
             self.outages -= 1
             raise MetastoreError("the metastore is unreachable")
-        self.samples.append(sample)
+        self.transactions += 1
+        self.samples += [sample for _, sample in samples]
 
 
 def sampler(
@@ -83,6 +93,36 @@ def test_should_carry_a_refused_sample_over_to_the_next(caplog: pytest.LogCaptur
     (only,) = store.samples
     assert (only.elapsed_s, only.lines_read, only.bytes_read) == (60, 8, 800)
     assert "cannot record the read progress" in caplog.text
+
+
+def test_should_record_the_samples_of_one_metastore_in_one_transaction(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A hundred idle pipelines' samples one commit each were a hundred wake-ups of every
+    collector watching the metastore for requests."""
+    clock = FakeClock()
+    shared, other = RecordingMetastore(outages=1), RecordingMetastore()
+    samplers = [
+        ReadProgressSampler(
+            cast(Metastore, store), f"{PIPELINE}_{n}", HOST, every_s=30, clock=clock.time
+        )
+        for n, store in enumerate([shared, shared, shared, other])
+    ]
+    clock.now += 5
+
+    def take_all(lines: int) -> None:
+        taken = [(s, s.take(lines, lines * 100, [])) for s in samplers]
+        record_samples([(s, sample) for s, sample in taken if sample is not None])
+
+    take_all(10)  # the shared metastore refuses its three: counted again in the next
+    clock.now += 30
+    take_all(12)
+
+    assert (shared.transactions, other.transactions) == (1, 2)
+    assert [s.lines_read for s in shared.samples] == [12, 12, 12]
+    assert [s.lines_read for s in other.samples] == [10, 2]
+    assert [s.elapsed_s for s in shared.samples] == [35, 35, 35]
+    assert "cannot record the read progress of web_access_0, web_access_1" in caplog.text
 
 
 def stored(url: str) -> list[ReadProgressRecord]:

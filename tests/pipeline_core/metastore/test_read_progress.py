@@ -74,6 +74,24 @@ def test_should_remove_a_hosts_samples_older_than_the_retention(
     assert everything == [other_host, kept, sample(NOON)]  # web-2's wait for its own next sample
 
 
+def test_should_record_several_pipelines_samples_at_once_and_prune_each(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    old = sample(NOON - READ_PROGRESS_RETENTION - timedelta(seconds=1))
+    metastore.record_read_progress(PIPELINE, old)
+    metastore.record_read_progress("other_pipeline", old)
+
+    metastore.record_read_progress_many(
+        [(PIPELINE, sample(NOON)), ("other_pipeline", sample(NOON, read=3))]
+    )
+
+    assert stored(metastore_url, since=NOON - timedelta(days=30)) == [sample(NOON)]
+    with open_view(metastore_url) as view:
+        assert view is not None
+        other = view.read_progress("other_pipeline", NOON - timedelta(days=30))
+    assert other == [sample(NOON, read=3)]
+
+
 def test_should_tell_where_the_span_of_a_sample_began() -> None:
     assert sample(NOON).follows_at == NOON - timedelta(seconds=30)
 
