@@ -13,6 +13,10 @@ from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._registry import PipelineRegistry
 from pipeline_core.mailbox import MailboxProcessor, RejectedExecutionError
 
+IDLE_SWEEP_SECONDS = 10.0
+"""How often the acker's timeout sweep is mailed while no tree is in flight (the liveness
+heartbeat: see ``MAILBOX_STALL_SECONDS``)."""
+
 
 class Feedback:
     """What other threads tell the mailbox thread that may let reading go on, one mail each.
@@ -59,7 +63,10 @@ class Feedback:
         )
         self.last_sweep = time.monotonic()
         """When the mailbox thread last handled a sweep (the control loop sends one a second
-        at most): written on the mailbox thread, read by the liveness probe."""
+        at most, every ``IDLE_SWEEP_SECONDS`` at least): written on the mailbox thread, read by
+        the liveness probe."""
+        self._sweep_sent = float("-inf")
+        """When the control thread last mailed a sweep (control thread)."""
 
     # -- other threads: mail only ------------------------------------------------------------
 
@@ -86,7 +93,17 @@ class Feedback:
             self._mail.wake()
 
     def sweep(self) -> None:
-        """Time for the acker's timeout sweep (control thread)."""
+        """Time for the acker's timeout sweep (control thread). While no pipeline has a tree
+        in flight (read without a lock, as the metrics are: a tree started meanwhile is swept
+        at the next turn) it is mailed every ``IDLE_SWEEP_SECONDS`` only, as the liveness
+        probe's heartbeat: every second, it woke an idle collector's mailbox thread for
+        nothing."""
+        now = time.monotonic()
+        if now - self._sweep_sent < IDLE_SWEEP_SECONDS and not any(
+            r.tracking.acker.pending for r in self._registry.runtimes()
+        ):
+            return
+        self._sweep_sent = now
         self._send(self._on_sweep, "acker timeout sweep")
 
     def _file_events_arrived(self) -> None:

@@ -17,7 +17,8 @@ that succeeded (one failed poll is a blip, ten seconds of them an outage)."""
 
 MAILBOX_STALL_SECONDS = 60.0
 """The collector is not live when its mailbox thread has not handled the control loop's
-sweep (sent every second at most) for this long: a stuck loop, not a slow seal."""
+sweep (sent every second at most, every 10 s at least) for this long: a stuck loop, not a
+slow seal."""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_core.collector import Collector, MetricsExporter
+from pipeline_core.collector import _feedback as feedback
 from pipeline_core.collector import _readiness as readiness
 from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
 from pipeline_core.errors import CollectorBusyError, MetastoreError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import wait_until
-from tests.pipeline_core.collector.support import Tailing
+from pipeline_core.testing import SwitchableSink, wait_until
+from tests.pipeline_core.collector.support import Tailing, with_stub_group
 from tests.support.faults import metastore_write_lock, take_database_down
 from tests.support.lease_holders import HolderProcess
 from tests.support.pipelines import append, lines, load
@@ -205,3 +206,44 @@ def test_should_not_be_ready_while_the_metastore_is_unreachable_and_be_again_aft
         tailing.stop()
 
     assert any("metastore" in reason or "expired" in reason for reason in reasons), reasons
+
+
+@pytest.mark.timeout(60)
+def test_should_sweep_every_second_only_while_trees_are_in_flight_and_stay_live_idle(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acker's timeout sweep is mail to the mailbox thread: every second, it woke an idle
+    collector for nothing. Idle, it is the liveness probe's heartbeat alone."""
+    monkeypatch.setattr(feedback, "IDLE_SWEEP_SECONDS", 3.0)
+    monkeypatch.setattr(readiness, "MAILBOX_STALL_SECONDS", 4.0)
+    sweeps: list[float] = []
+    on_sweep = feedback.Feedback._on_sweep
+
+    def counted(self: feedback.Feedback) -> None:
+        sweeps.append(time.monotonic())
+        on_sweep(self)
+
+    monkeypatch.setattr(feedback.Feedback, "_on_sweep", counted)
+    sink = SwitchableSink("stub", up=False)  # deliveries fail: the trees stay in flight
+    config = with_stub_group(tmp_path, metastore_url)
+    append(tmp_path / "logs" / "access.log", *lines("a", 10))
+    collector = Collector(config, metastore, sinks={"stub": sink})
+    tailing = Tailing(collector.run, collector.stop)
+    try:
+        wait_until(lambda: collector.metrics()[0].trees_in_flight > 0)
+        started = len(sweeps)
+        time.sleep(3.0)
+        in_flight = len(sweeps) - started
+        sink.up = True
+        wait_until(lambda: collector.metrics()[0].trees_in_flight == 0, 20)
+        time.sleep(1.5)
+        started = len(sweeps)
+        time.sleep(6.0)
+        idle = len(sweeps) - started
+        live = collector.liveness()
+    finally:
+        tailing.stop()
+
+    assert in_flight >= 2, in_flight
+    assert idle <= 3, idle  # 6 at one a second
+    assert live.ok, live.reason
