@@ -1,17 +1,19 @@
 """Case 15: what a collector costs when nothing is written: 100 pipelines of 10 files each.
 
-A folder of 100 pipeline configs (``p000.yaml`` ...), each following the 10 files of its own
-log folder (``logs/pNNN/*.log``, about 2 KB each, written before the collector starts), all
-with one data directory and one SQLite metastore, as configs written side by side in a folder
-share them by default. One ``sluice collect FOLDER`` process (continuous mode, every other key
-at its default: ``file_events: inotify``) serves them. Once every pipeline has read its files
-(each pipeline's metrics file says nothing is left unread) and ``SETTLE_SECONDS`` more have
-passed, the collector's CPU time (``/proc/<pid>/stat`` utime + stime) is read at the start and
-the end of a window of ``IDLE_SECONDS`` (``--quick``: ``QUICK_IDLE_SECONDS``) during which
-nothing is written: the figure is that CPU time as a share of one core. Its resident memory
-(``VmRSS``) is read at the end of the window. The baseline is a ``tail -F`` of the same 1,000
-files over the same window (the floor of following them: the kernel's inotify, no wake-ups).
-Targets: at most 0.5 % of a core, and at most 150 MB resident.
+A folder of 100 pipeline configs (``p000.yaml`` ...), each following the 10 files of its own log
+folder (``logs/pNNN/*.log``, about 2 KB each, written before the collector starts), all with one
+data directory and one SQLite metastore, as configs written side by side in a folder share them
+by default. One ``sluice collect FOLDER`` process (continuous mode, every other key at its
+default: ``file_events: inotify``) serves them. Once every pipeline has read its files (each
+pipeline's metrics file says nothing is left unread) and ``SETTLE_SECONDS`` more have passed
+(past the first read progress sample after the backlog, due 30 s after the first: the samples
+and acker snapshots that close a backlog are not rest; the CPU of the settling time is in the
+details, ``settle_percent``), the collector's CPU time (``/proc/<pid>/stat`` utime + stime) is
+read at the start and the end of a window of ``IDLE_SECONDS`` (``--quick``:
+``QUICK_IDLE_SECONDS``) during which nothing is written: the figure is that CPU time as a share
+of one core. Its resident memory (``VmRSS``) is read at the end of the window. The baseline is a
+``tail -F`` of the same 1,000 files over the same window (the floor of following them: the
+kernel's inotify, no wake-ups). Targets: at most 0.5 % of a core, and at most 150 MB resident.
 
 The details record the collector's open descriptors on the log files and its inotify watches
 (``/proc/<pid>/fdinfo``) at the end of the window, and, where py-spy is installed, its CPU
@@ -40,7 +42,7 @@ TARGET_MB = 150.0
 PIPELINES = 100
 FILES_PER_PIPELINE = 10
 FILE_BYTES = 2048
-SETTLE_SECONDS = 5.0
+SETTLE_SECONDS = 35.0
 IDLE_SECONDS = 60.0
 QUICK_IDLE_SECONDS = 20.0
 READ_TIMEOUT_S = 180.0
@@ -71,7 +73,9 @@ def run(ctx: Context) -> list[Row]:
             baseline_name="tail -F",
             target=f"<= {TARGET_PERCENT}% core",
             met=share.median <= TARGET_PERCENT,
-            note="descriptors on the logs "
+            note="the settling 35 s after the backlog "
+            f"{Stat([d['settle_percent'] for d in details], '% core', places=2).text().strip()}; "
+            "descriptors on the logs "
             f"{Stat([d['log_descriptors'] for d in details], '').text().strip()}, inotify "
             f"watches {Stat([d['inotify_watches'] for d in details], '').text().strip()}; "
             "by thread (% core, first run): "
@@ -129,7 +133,14 @@ def idle_once(work: Path, pipelines: int, files: int, seconds: float) -> dict[st
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        settle_started = time.perf_counter()
+        settle_used = common.cpu_seconds(collector.pid)
         time.sleep(SETTLE_SECONDS)
+        settle_percent = (
+            100
+            * (common.cpu_seconds(collector.pid) - settle_used)
+            / (time.perf_counter() - settle_started)
+        )
         names = thread_names(collector.pid)
         started = time.perf_counter()
         used = common.cpu_seconds(collector.pid)
@@ -154,6 +165,7 @@ def idle_once(work: Path, pipelines: int, files: int, seconds: float) -> dict[st
         "collector_percent": 100 * used / wall,
         "tail_percent": 100 * tail_used / wall,
         "rss_mb": rss,
+        "settle_percent": settle_percent,
         "log_descriptors": descriptors,
         "inotify_watches": watches,
         "threads_percent": {
