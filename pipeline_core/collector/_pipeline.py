@@ -242,11 +242,7 @@ class PipelineRuntime:
     # -- bookkeeping ---------------------------------------------------------------------------
 
     def save_in_flight(self) -> None:
-        self.last_snapshot = time.monotonic()
-        try:
-            self.metastore.save_acker_trees(self.name, self.host, self.tracking.records())
-        except Exception as exc:  # retried at the next snapshot
-            log.warning("%s: cannot save the acker's in-flight trees: %s", self.name, exc)
+        save_in_flight([self])
 
     def record_progress(self) -> None:
         """Sample what was read and what is left to read into the metastore (see

@@ -103,16 +103,8 @@ class ReadProgressSampler:
     def sample(self, lines_read: int, bytes_read: int, files: Iterable[TrackedFile]) -> bool:
         """Record a sample now (:meth:`take`, then the metastore); False when the metastore
         refused it."""
-        try:
-            taken = self.take(lines_read, bytes_read, files)
-            if taken is None:
-                return True
-            self._metastore.record_read_progress(self._pipeline, taken.record)
-        except Exception as exc:  # counted again in the next sample
-            log.warning("%s: cannot record the read progress: %s", self._pipeline, exc)
-            return False
-        self.recorded(taken)
-        return True
+        taken = self.take(lines_read, bytes_read, files)
+        return taken is None or bool(record_samples([(self, taken)]))
 
 
 @dataclass(frozen=True)
@@ -126,11 +118,14 @@ class ProgressSample:
     bytes: int
 
 
-def record_samples(taken: Sequence[tuple[ReadProgressSampler, ProgressSample]]) -> None:
+def record_samples(
+    taken: Sequence[tuple[ReadProgressSampler, ProgressSample]],
+) -> list[ReadProgressSampler]:
     """Record samples taken together, those of one metastore in one transaction (each commit
     wakes every collector watching the metastore for requests: a hundred pipelines' samples
-    one by one were a hundred). A metastore that refuses them is warned of; their counts go
-    into the next ones."""
+    one by one were a hundred); returns the samplers recorded. A metastore that refuses them
+    is warned of; their counts go into the next ones."""
+    recorded: list[ReadProgressSampler] = []
     by_metastore: dict[int, list[tuple[ReadProgressSampler, ProgressSample]]] = {}
     for sampler, sample in taken:
         by_metastore.setdefault(id(sampler.metastore), []).append((sampler, sample))
@@ -148,3 +143,5 @@ def record_samples(taken: Sequence[tuple[ReadProgressSampler, ProgressSample]]) 
             continue
         for sampler, sample in batch:
             sampler.recorded(sample)
+            recorded.append(sampler)
+    return recorded
