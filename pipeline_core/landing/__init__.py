@@ -22,10 +22,14 @@ from pipeline_core.landing._spec import (
 )
 from pipeline_core.landing._submit import (
     METASTORE_URL_FILE_ENV,
+    SUBMIT_ID_ENV,
     SparkSubmitJob,
+    SubmitTarget,
     masked_arguments,
     private_file,
+    spark_submit_command,
 )
+from pipeline_core.landing._submitters import SubmitSettings, landing_submitter
 
 __all__ = [
     "LANDING_APPLICATION",
@@ -34,6 +38,7 @@ __all__ = [
     "METASTORE_URL_FILE_ENV",
     "SPARK_CONNECT_CONN_TYPE",
     "SPARK_CONNECT_URL_ENV",
+    "SUBMIT_ID_ENV",
     "JarBuildError",
     "JobSubmitter",
     "LandingInput",
@@ -42,11 +47,15 @@ __all__ = [
     "SparkConnectSubmitter",
     "SparkJobSpec",
     "SparkSubmitJob",
+    "SubmitSettings",
+    "SubmitTarget",
     "java_functions_jar",
     "landing_job_spec",
+    "landing_submitter",
     "masked_arguments",
     "private_file",
     "spark_connect_command",
     "spark_jobs_archive",
     "spark_submit_binary",
+    "spark_submit_command",
 ]

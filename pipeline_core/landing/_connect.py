@@ -45,15 +45,18 @@ log = logging.getLogger(__name__)
 
 
 class JobSubmitter(Protocol):
-    """Runs one landing job (the Spark provider's ``SparkSubmitHook`` is one).
+    """Runs one landing job.
 
     ``submit(application)`` runs the job to its end and raises if it failed (the lake tables
-    then hold nothing committed of it); ``on_kill()``, from another thread, stops a running job.
+    then hold nothing committed of it); ``on_kill()``, from another thread, stops a running job;
+    ``command_line(application)`` is what ``submit`` runs, fit for a log (secrets masked).
     """
 
     def submit(self, application: str = "") -> object: ...
 
     def on_kill(self) -> None: ...
+
+    def command_line(self, application: str = "") -> str: ...
 
 
 class JobLog(Protocol):
@@ -92,7 +95,8 @@ class SparkConnectSubmitter:
         """The driver's command line (no secret: the URLs go in its environment)."""
         return spark_connect_command(self.spec)
 
-    def command_line(self) -> str:
+    def command_line(self, application: str = "") -> str:
+        """The driver's command line (``application`` is the spec's)."""
         return shlex.join(self.command())
 
     def submit(self, application: str = "") -> None:

@@ -16,14 +16,9 @@ from pipeline_core._pipeline_checkpoints import PipelineCheckpoints
 from pipeline_core._pipeline_context import PipelineContext
 from pipeline_core._pipeline_views import CheckpointInfo
 from pipeline_core.errors import LandingError
-from pipeline_core.landing._connect import JobSubmitter, SparkConnectSubmitter
-from pipeline_core.landing._spec import (
-    LandingInput,
-    SparkJobSpec,
-    landing_job_spec,
-    spark_submit_binary,
-)
-from pipeline_core.landing._submit import SparkSubmitJob
+from pipeline_core.landing._connect import JobSubmitter
+from pipeline_core.landing._spec import LandingInput, SparkJobSpec, landing_job_spec
+from pipeline_core.landing._submitters import SubmitSettings, landing_submitter
 from pipeline_core.metastore import CheckpointFailedError, CheckpointState, Metastore
 
 LOCAL_MASTER = "local[*]"
@@ -130,7 +125,7 @@ class PipelineLanding:
         if spec is not None:
             hook = _submitter(spec, spark_connect)
             if progress is not None:
-                progress.submitting(self.command(spec, spark_connect))
+                progress.submitting(hook.command_line(spec.application))
             started = time.monotonic()
             try:
                 hook.submit(spec.application)
@@ -150,9 +145,7 @@ class PipelineLanding:
         """The command line :meth:`land` would run for ``spec`` (secrets masked): spark-submit,
         or with ``spark_connect`` the job's driver (the URL goes in its environment). The
         metastore URL is never on spark-submit's command line (``SparkSubmitJob``)."""
-        if spark_connect is not None:
-            return SparkConnectSubmitter(spec, spark_connect).command_line()
-        return _spark_submit_job(spec).command_line(spec.application)
+        return _submitter(spec, spark_connect).command_line(spec.application)
 
     def commit(self, checkpoint_ids: Sequence[int]) -> list[CheckpointInfo]:
         """Mark landed checkpoints committed, with what the lake tables hold of each (rows per
@@ -199,16 +192,11 @@ class PipelineLanding:
 
 
 def _submitter(spec: SparkJobSpec, spark_connect: str | None) -> JobSubmitter:
-    if spark_connect is not None:
-        return SparkConnectSubmitter(spec, spark_connect, logger=log)
-    return _spark_submit_job(spec)
-
-
-def _spark_submit_job(spec: SparkJobSpec) -> SparkSubmitJob:
-    """``spec`` through the Spark provider's hook on ``spark_default`` (``local[*]`` when
-    Airflow knows no such connection), with the spark-submit of this environment."""
-    arguments = {**spec.hook_arguments(), "spark_binary": spark_submit_binary()}
-    return SparkSubmitJob(arguments, default_master=LOCAL_MASTER)
+    """``spec`` on the Spark Connect server at ``spark_connect``, else through the Spark
+    provider's hook on ``spark_default`` (``local[*]`` when Airflow knows no such connection),
+    with the spark-submit of this environment."""
+    settings = SubmitSettings(spark_connect=spark_connect, default_master=LOCAL_MASTER)
+    return landing_submitter(spec, settings, logger=log)
 
 
 def _sealed_events(metastore: Metastore, info: CheckpointInfo) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 from airflow.plugins_manager import AirflowPlugin
 
 from sluice_airflow import listeners as sluice_listeners
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_id
+from sluice_airflow.hooks.sluice import SluiceHook
 from sluice_airflow.web import URL_PREFIX, web_app
 
 PAGE_HREF = URL_PREFIX.lstrip("/") + "/"
@@ -30,12 +30,16 @@ PAGE_HREF = URL_PREFIX.lstrip("/") + "/"
 
 def checkpoint_dir(config_path: str, checkpoint_id: int | str) -> str:
     """Staging directory of a checkpoint (``<staging>/<pipeline>/<checkpoint:08d>``)."""
+    from pipeline_core.runs import parse_checkpoint_id
+
     hook = SluiceHook(config_path=config_path)
     return hook.operations.checkpoint(parse_checkpoint_id(checkpoint_id)).staging
 
 
 def checkpoint_state(config_path: str, checkpoint_id: int | str) -> str:
     """State of a checkpoint: ``requested``, ``sealed``, ``committed`` or ``failed``."""
+    from pipeline_core.runs import parse_checkpoint_id
+
     hook = SluiceHook(config_path=config_path)
     return str(hook.operations.checkpoint(parse_checkpoint_id(checkpoint_id)).state.value)
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from pipeline_core.lake import LandingMode
     from pipeline_core.operations import PipelineOperations, SparkJobSpec
-    from pipeline_core.runs import PlanResult, RunPlan, SealLook
 
 METASTORE_CONN_ID = "sluice_metastore"
 """Airflow connection naming the metastore when a pipeline config does not."""
@@ -159,22 +158,6 @@ class SluiceHook(BaseHook):
         self.log.info("Using Airflow connection %r for what the config leaves out", conn_id)
         return connection
 
-    def execute_plan(self, plan: RunPlan) -> PlanResult:
-        """Carry out a run's plan against the pipeline (``pipeline_core.runs.execute_plan``).
-
-        :raises RunPlanError: the plan names a checkpoint that cannot be landed.
-        """
-        from pipeline_core.runs import execute_plan
-
-        return execute_plan(plan, self.operations)
-
-    def look_sealed(self, checkpoint_id: int) -> SealLook:
-        """One look of a run waiting for its checkpoint (``pipeline_core.runs.look_sealed``):
-        hosts whose collector lease lapsed are no longer waited for."""
-        from pipeline_core.runs import look_sealed
-
-        return look_sealed(self.operations, checkpoint_id)
-
     def landing_job(
         self, checkpoint_ids: Sequence[int], landing_id: str, mode: LandingMode
     ) -> SparkJobSpec | None:
@@ -285,28 +268,3 @@ def _extra(connection: Connection) -> dict[str, Any]:
     except ValueError:
         return {}
     return dict(value) if isinstance(value, dict) else {}
-
-
-def parse_checkpoint_id(value: int | str) -> int:
-    """A checkpoint id from a rendered template (``pipeline_core.runs.parse_checkpoint_id``).
-
-    Imported when called, so that importing this module at DAG-parse time imports no
-    ``pipeline_core``.
-
-    :raises ValueError: the value is not a positive integer.
-    """
-    from pipeline_core.runs import parse_checkpoint_id as parse
-
-    return parse(value)
-
-
-def parse_checkpoint_ids(value: int | str | list[int] | tuple[int, ...]) -> list[int]:
-    """One checkpoint id or a list of them (``pipeline_core.runs.parse_checkpoint_ids``).
-
-    Imported when called, like :func:`parse_checkpoint_id`.
-
-    :raises ValueError: neither one id nor a list of them.
-    """
-    from pipeline_core.runs import parse_checkpoint_ids as parse
-
-    return parse(value)

@@ -19,17 +19,12 @@ from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from pipeline_core._compat import StrEnum
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
+from sluice_airflow.hooks.sluice import SluiceHook
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from pipeline_core.landing import (
-        JobSubmitter,
-        SparkConnectSubmitter,
-        SparkJobSpec,
-        SparkSubmitJob,
-    )
+    from pipeline_core.landing import JobSubmitter
     from pipeline_core.runs import RunPlan
 
 CHECKPOINT_DIR_KEY = "checkpoint_dir"
@@ -93,25 +88,11 @@ def run_plan(context: Context, *, collect_if_idle: bool = True) -> RunPlan:
 class RequestCheckpointOperator(BaseOperator):
     """Decide which checkpoints this DAG run lands; request and seal a new one if it is due.
 
-    The decision is ``pipeline_core.runs.plan_run`` (its package documents the table); this
-    task reads the run's kind and params, has the hook carry the plan out and returns what
-    the run lands:
-
-    * **normal** (every scheduled run): the checkpoint requested for the run's ``run_id`` (a
-      retried task gets the same one) and data interval, sealed in this task when it still
-      waits, no collector worker holds the pipeline's lease and ``collect_if_idle`` is true
-      (one-shot mode), else by the worker while the downstream sensor waits; earlier
-      checkpoints sealed but not committed (a worker sealing as it stopped) land with it.
-    * **force_seal**: the same, collecting at once whatever ``collect_if_idle`` says; a worker
-      that holds the lease keeps the request and seals it.
-    * **reprocess**: the sealed or committed checkpoint the ``checkpoint_id`` param names.
-    * **spark_only**: every sealed checkpoint not committed yet.
-    * **backfill runs** (``airflow backfill create``), whatever the mode: the sealed or
-      committed checkpoints of the run's data interval; an interval without any is an empty,
-      successful run.
-
-    Only normal and force_seal runs request or collect anything. A run that cannot be planned
-    (an unknown mode, a bad ``checkpoint_id``) fails at once, without retries.
+    The decision is ``pipeline_core.runs.plan_run``: which checkpoints each kind of run (its
+    ``mode`` param, or a backfill) lands, and when it requests or collects, is the table in
+    ``pipeline_core.runs``. This task reads the run's kind and params, has the hook carry the
+    plan out and returns what the run lands. A run that cannot be planned (an unknown mode, a bad
+    ``checkpoint_id``) fails at once, without retries.
 
     Returns (XCom ``return_value``) the checkpoint id for **normal** (a list when earlier
     sealed checkpoints land with it), **force_seal** and **reprocess**, a list of ids (maybe
@@ -132,11 +113,11 @@ class RequestCheckpointOperator(BaseOperator):
         self.collect_if_idle = collect_if_idle
 
     def execute(self, context: Context) -> int | list[int]:
-        from pipeline_core.runs import RunPlanError
+        from pipeline_core.runs import RunPlanError, execute_plan
 
         plan = run_plan(context, collect_if_idle=self.collect_if_idle)
         try:
-            result = SluiceHook(config_path=self.config_path).execute_plan(plan)
+            result = execute_plan(plan, SluiceHook(config_path=self.config_path).operations)
         except RunPlanError as exc:
             raise AirflowFailException(str(exc)) from exc
         if result.checkpoint is not None:
@@ -218,6 +199,7 @@ class LandCheckpointOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         from pipeline_core.lake import LandingMode
+        from pipeline_core.runs import parse_checkpoint_ids
 
         checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)
         if not checkpoint_ids:
@@ -230,55 +212,31 @@ class LandCheckpointOperator(BaseOperator):
         if spec is None:
             self.log.info("Nothing left to land of checkpoints %s", checkpoint_ids)
             return
-        from pipeline_core.landing import masked_arguments
+        from pipeline_core.landing import SubmitSettings, landing_submitter
 
         url = hook.spark_connect_url(self.conn_id)
+        settings = SubmitSettings(
+            spark_connect=url,
+            conn_id=self.conn_id,
+            conf=self.conf or {},
+            env_vars=self.env_vars or {},
+            spark_binary=self.spark_binary,
+            hook_arguments=self.spark_submit_kwargs,
+        )
+        submitter = landing_submitter(spec, settings, logger=self.log)
         where = "in one Spark application" if url is None else "on Spark Connect"
         self.log.info(
-            "Landing checkpoints %s %s (%s): %s %s",
+            "Landing checkpoints %s %s (%s): %s",
             checkpoint_ids,
             where,
             mode.value,
-            spec.application,
-            masked_arguments(spec.application_args),
-        )
-        submitter: JobSubmitter = (
-            self.submit_job(spec) if url is None else self.connect_job(spec, url)
+            submitter.command_line(spec.application),
         )
         self._submitting = submitter
         try:
             submitter.submit(spec.application)
         finally:
             self._submitting = None
-
-    def submit_job(self, spec: SparkJobSpec) -> SparkSubmitJob:
-        """The spark-submit of one landing job (through the provider's ``SparkSubmitHook``):
-        the pipeline's spec under this operator's settings, the metastore URL kept off the
-        command line."""
-        from pipeline_core.landing import SparkSubmitJob, spark_submit_binary
-
-        arguments = {
-            **spec.hook_arguments(),
-            "conn_id": self.conn_id,
-            "conf": {**spec.conf, **(self.conf or {})},
-            "env_vars": {**spec.env_vars, **(self.env_vars or {})},
-            "spark_binary": self.spark_binary or spark_submit_binary(),
-            **self.spark_submit_kwargs,
-        }
-        return SparkSubmitJob(arguments)
-
-    def connect_job(self, spec: SparkJobSpec, url: str) -> SparkConnectSubmitter:
-        """The landing job on the Spark Connect server at ``url``: the pipeline's spec with
-        this operator's ``env_vars``."""
-        from pipeline_core.landing import SparkConnectSubmitter
-
-        if self.conf or self.spark_binary or self.spark_submit_kwargs:
-            self.log.warning(
-                "conf, spark_binary and spark_submit_kwargs are spark-submit's: on Spark "
-                "Connect they do not apply (the server has its own settings)"
-            )
-        env = {key: str(value) for key, value in (self.env_vars or {}).items()}
-        return SparkConnectSubmitter(spec, url, env_vars=env, logger=self.log)
 
     def on_kill(self) -> None:
         if self._submitting is not None:
@@ -320,7 +278,12 @@ class CommitCheckpointOperator(BaseOperator):
         self.checkpoint_id = checkpoint_id
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from pipeline_core.runs import commit_summary, interval_keys, names_one_checkpoint
+        from pipeline_core.runs import (
+            commit_summary,
+            interval_keys,
+            names_one_checkpoint,
+            parse_checkpoint_ids,
+        )
 
         hook = SluiceHook(config_path=self.config_path)
         checkpoint_ids = parse_checkpoint_ids(self.checkpoint_id)

@@ -10,7 +10,7 @@ from airflow.providers.common.compat.sdk import conf
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from sluice_airflow.hooks.sluice import SluiceHook, parse_checkpoint_ids
+from sluice_airflow.hooks.sluice import SluiceHook
 from sluice_airflow.triggers.sluice import FAILED, SEALED, CheckpointSealedTrigger
 
 if TYPE_CHECKING:
@@ -120,11 +120,11 @@ class CheckpointSealedSensor(BaseSensorOperator):
 
     def _first_unsealed(self) -> int | None:
         """The first checkpoint not sealed yet (``None`` when all are); raises on a failed one."""
-        from pipeline_core.runs import SealWait
+        from pipeline_core.runs import SealWait, look_sealed, parse_checkpoint_ids
 
-        hook = SluiceHook(config_path=self.config_path)
+        operations = SluiceHook(config_path=self.config_path).operations
         for checkpoint_id in parse_checkpoint_ids(self.checkpoint_id):
-            look = hook.look_sealed(checkpoint_id)
+            look = look_sealed(operations, checkpoint_id)
             info = look.checkpoint
             if look.wait is SealWait.FAILED:
                 reason = f": {info.error}" if info.error else " (no error was recorded)"

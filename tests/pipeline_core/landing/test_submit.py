@@ -16,7 +16,13 @@ import pytest
 from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from pipeline_core.landing import METASTORE_URL_ENV, SparkJobSpec, SparkSubmitJob
+from pipeline_core.landing import (
+    METASTORE_URL_ENV,
+    SUBMIT_ID_ENV,
+    SparkJobSpec,
+    SparkSubmitJob,
+    masked_arguments,
+)
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.testing import wait_until
 
@@ -294,3 +300,43 @@ def running(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+PARITY_CONNECTIONS = {
+    **CLUSTER_MASTERS,
+    "yarn-queue": connection("yarn", "cluster", queue="etl"),
+    "local": connection("local[2]", "client"),
+    "standalone": json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}),
+    "no-connection": None,
+}
+
+
+@pytest.mark.parametrize("name", list(PARITY_CONNECTIONS))
+def test_the_shown_command_is_the_one_the_provider_runs(
+    monkeypatch: pytest.MonkeyPatch, submitted: list[Submitted], name: str
+) -> None:
+    """The command shown before a submit is made from the job's arguments and the connection
+    read by the provider's rules (its public surface only): it must be the command the pinned
+    provider builds, wherever the job goes."""
+    document = PARITY_CONNECTIONS[name]
+    if document is None:
+        monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", document)
+    spec = SparkJobSpec(**{**SPEC.__dict__, "env_vars": {"PYSPARK_PYTHON": "/venv/bin/python"}})
+    arguments = {**spec.hook_arguments(), "executor_memory": "2g", "spark_binary": "spark-submit"}
+    job = SparkSubmitJob(arguments)
+
+    job.submit(spec.application)
+
+    (run,) = submitted
+    token = run.env[SUBMIT_ID_ENV]  # in spark-submit's environment, whatever the master
+    ran: list[str] = []
+    for argument in run.argv:
+        if argument == f"spark.yarn.appMasterEnv.{SUBMIT_ID_ENV}={token}" or argument == (
+            f"spark.kubernetes.driverEnv.{SUBMIT_ID_ENV}={token}"
+        ):
+            ran.pop()  # its --conf: the token of a submit is not shown before it
+        else:
+            ran.append(argument)
+    assert job.command(spec.application) == masked_arguments(ran)

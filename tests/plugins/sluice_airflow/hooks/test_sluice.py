@@ -1,4 +1,4 @@
-"""SluiceHook: lazy facade, run plans, delegation, Airflow connections, checkpoint id parsing."""
+"""SluiceHook: lazy facade, run plans on its pipeline, delegation, Airflow connections."""
 
 from __future__ import annotations
 
@@ -18,22 +18,20 @@ from sluice_airflow.hooks.sluice import (
     METASTORE_CONN_ID,
     SluiceHook,
     lake_path,
-    parse_checkpoint_id,
-    parse_checkpoint_ids,
     sqlalchemy_url,
 )
 
 from pipeline_core.lake import LandingMode
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState
-from pipeline_core.runs import Collection, RunMode, plan_run
+from pipeline_core.runs import Collection, RunMode, execute_plan, plan_run
 from tests.support.fake_pipeline import FakePipeline
 from tests.support.pipelines import append, write_config
 
 
 def request_checkpoint(hook: SluiceHook, run_id: str) -> CheckpointInfo:
     """Request the run's checkpoint through the hook, collecting nothing."""
-    result = hook.execute_plan(plan_run(run_id=run_id, collect_if_idle=False))
+    result = execute_plan(plan_run(run_id=run_id, collect_if_idle=False), hook.operations)
     assert result.checkpoint is not None
     return result.checkpoint
 
@@ -65,7 +63,7 @@ def test_operations_are_created_once_on_first_use(fake_pipeline: FakePipeline) -
     assert hook.get_conn() is hook.operations
 
 
-def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
+def test_a_run_plan_is_carried_out_on_the_hooks_pipeline(
     fake_pipeline: FakePipeline,
 ) -> None:
     hook = SluiceHook(config_path="/etc/sluice/web_access.yaml")
@@ -74,7 +72,8 @@ def test_execute_plan_carries_out_a_run_plan_on_the_pipeline(
         datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc),
     )
 
-    result = hook.execute_plan(plan_run(RunMode.NORMAL, run_id="run-1", data_interval=interval))
+    plan = plan_run(RunMode.NORMAL, run_id="run-1", data_interval=interval)
+    result = execute_plan(plan, hook.operations)
 
     assert result.lands == 1
     assert result.collection is Collection.IN_PROCESS
@@ -130,31 +129,6 @@ def test_landing_a_committed_checkpoint_whose_staging_was_removed_lands_nothing(
 
     assert hook.landing_job([sealed.checkpoint_id], "reprocess-1", LandingMode.REPLACE) is None
     assert hook.operations.checkpoint(sealed.checkpoint_id).state is CheckpointState.COMMITTED
-
-
-@pytest.mark.parametrize(("value", "expected"), [(7, 7), ("7", 7), (" 12 ", 12)])
-def test_parse_checkpoint_id_accepts_rendered_integers(value: int | str, expected: int) -> None:
-    assert parse_checkpoint_id(value) == expected
-
-
-@pytest.mark.parametrize("value", ["None", "", "x", "0", "-1", "1.5"])
-def test_parse_checkpoint_id_rejects_anything_else(value: str) -> None:
-    with pytest.raises(ValueError, match="checkpoint id must be a positive integer"):
-        parse_checkpoint_id(value)
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(7, [7]), ("7", [7]), ("[]", []), ("[3, 4]", [3, 4]), ([3, 4], [3, 4]), ((5,), [5])],
-)
-def test_parse_checkpoint_ids_accepts_one_id_or_a_list(value: Any, expected: list[int]) -> None:
-    assert parse_checkpoint_ids(value) == expected
-
-
-@pytest.mark.parametrize("value", ["None", "[1, 1.5]", "[true]", '["1"]', "[1,", "[0]", '{"a": 1}'])
-def test_parse_checkpoint_ids_rejects_anything_else(value: str) -> None:
-    with pytest.raises(ValueError, match="checkpoint id"):
-        parse_checkpoint_ids(value)
 
 
 # --- connections --------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from sluice_airflow.pipeline_configs import lake_asset, lake_interval_asset
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.errors import CollectorBusyError
 from pipeline_core.lake import LandingMode, lake_location
+from pipeline_core.landing import SUBMIT_ID_ENV
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.runs import RunMode as PlannedMode
 from pipeline_core.runs import plan_run
@@ -213,7 +214,8 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 "conf": dict(self._conf or {}),
                 "py_files": self._py_files,
                 "command": self._build_spark_submit_command(application),
-                "env": dict(self._env or {}),
+                "env": {k: v for k, v in (self._env or {}).items() if k != SUBMIT_ID_ENV},
+                "submit_id": (self._env or {}).get(SUBMIT_ID_ENV),
                 "binary": self._connection["spark_binary"],
                 "master": self._connection["master"],
             }
@@ -258,6 +260,7 @@ def test_land_submits_the_pipeline_landing_job(
     assert "spark.sql.session.timeZone=UTC" in command
     assert "/repo/dist/pipeline_core.zip" in command
     assert job["env"] == {"PYSPARK_PYTHON": "/venv/bin/python"}
+    assert job["submit_id"]  # how an interrupt finds the job's processes
 
 
 def test_land_lays_operator_conf_and_env_over_the_pipeline_ones(
