@@ -30,12 +30,17 @@ from pipeline_core.collector._metrics import (
 )
 from pipeline_core.collector._metrics_export import MetricsExporter, metrics_file, read_metrics
 from pipeline_core.collector._ops_server import ListenAddress, OpsServer
-from pipeline_core.collector._readiness import HealthProbes, ProbeResult
+from pipeline_core.collector._readiness import (
+    METASTORE_GRACE_SECONDS,
+    HealthProbes,
+    ProbeResult,
+)
 from pipeline_core.collector._results import AckerStats, CollectorResult, PipelineResult
 from pipeline_core.collector._service import CollectorService
 from pipeline_core.collector._session import CollectorSession, StopCause
 
 __all__ = [
+    "METASTORE_GRACE_SECONDS",
     "AckerStats",
     "CheckpointCoordinator",
     "Collector",

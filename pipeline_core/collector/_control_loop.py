@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
+from pipeline_core.collector._outage_log import OutageLog
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
 from pipeline_core.collector._request_watch import REQUEST_PROBE_SECONDS, RequestWatch
@@ -132,6 +133,7 @@ class ControlLoop:
         self._thread = threading.Thread(target=self._run, name="sluice-control", daemon=True)
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
+        self._outages = OutageLog(log)
         self._forwarded: dict[tuple[str, int], float] = {}
         self._requests = RequestWatch(continuous=mode is CollectorMode.CONTINUOUS)
         self._leases: dict[str, LeaseStatus] = {}
@@ -287,7 +289,7 @@ class ControlLoop:
         self._publish()
 
     def _failed(self, pipeline: WatchedPipeline, exc: Exception) -> None:
-        log.warning("control loop, pipeline %s: %s", pipeline.name, exc)
+        self._outages.failed(pipeline.name, exc, time.monotonic())
         self._note(pipeline, functools.partial(LeaseStatus.failed, error=exc))
 
     def _note(
@@ -336,6 +338,7 @@ class ControlLoop:
             self._lease_lost(pipeline.name)
             return
         self._note(pipeline, lambda status: status.renewed(now, pipeline.lease_seconds))
+        self._outages.reached(pipeline.name, time.monotonic())
         self._renewals[pipeline.name] = time.monotonic() + every
 
     def _forward_requests(self, pipelines: list[WatchedPipeline]) -> None:
@@ -352,6 +355,7 @@ class ControlLoop:
 
     def _forward(self, pipeline: WatchedPipeline, waiting: list[int], asked: float) -> None:
         self._note(pipeline, lambda status: status.reached(asked))
+        self._outages.reached(pipeline.name, time.monotonic())
         now = time.monotonic()
         for checkpoint_id in waiting:
             key = (pipeline.name, checkpoint_id)

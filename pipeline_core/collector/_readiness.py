@@ -81,12 +81,14 @@ class LeaseStatus:
         name = f"{self.pipeline} on {self.host}"
         if self.lost:
             return f"lease of {name} lost: another collector took it over"
+        unreachable = f"unreachable for {now - self.reached_at:.1f} s: {self.error}"
         if now >= self.lease_until:
-            return f"lease of {name} expired {now - self.lease_until:.1f} s ago (not renewed)"
+            expired = f"lease of {name} expired {now - self.lease_until:.1f} s ago (not renewed)"
+            if self.error is not None:  # the cause, not only its consequence
+                return f"{expired}: metastore {unreachable}"
+            return expired
         if self.error is not None and now - self.reached_at >= grace:
-            return (
-                f"metastore of {name} unreachable for {now - self.reached_at:.1f} s: {self.error}"
-            )
+            return f"metastore of {name} {unreachable}"
         return None
 
 

@@ -59,6 +59,19 @@ def test_should_not_be_ready_with_a_lease_lost_or_expired() -> None:
     )
 
 
+def test_should_name_the_metastore_when_a_lease_expired_because_it_cannot_be_reached() -> None:
+    """A metastore down longer than the lease: the reason is the outage, not only the lease
+    it made expire (first seen with the metastore's PostgreSQL stopped under a collector)."""
+    unreachable = ControlStatus(
+        (lease(lease_until=104.0).failed(MetastoreError("connection refused")),)
+    )
+
+    assert unreachable.readiness(now=105.0, grace=10.0).reason == (
+        "lease of web on node-1 expired 1.0 s ago (not renewed): metastore unreachable for "
+        "5.0 s: MetastoreError: connection refused"
+    )
+
+
 def test_should_ride_out_a_metastore_blip_and_not_an_outage() -> None:
     failing = ControlStatus((lease().failed(MetastoreError("connection refused\nmore")),))
 

@@ -1,0 +1,165 @@
+"""The metastore's PostgreSQL server stopped (``pg_ctl stop -m fast``) and started again under a
+running collector: during a seal's transaction, and while the collector renews its lease. No
+line is lost or sealed twice, the collector goes on by itself once the server is back, and
+what an operator sees names the fault (a warning in the log, ``/ready``'s reason).
+
+Each test runs a server of its own (``tests/support/postgres_server.py``), since the pass's
+server is shared; they run in the PostgreSQL pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline_core import _fault_points as fault_points
+from pipeline_core._fault_points import FaultPoint
+from pipeline_core.collector import METASTORE_GRACE_SECONDS, ProbeResult
+from pipeline_core.config import PipelineConfig
+from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.testing import staged_lines, wait_until
+from tests.support.faults import FaultLines, FaultSeed, RunningCollector
+from tests.support.pipelines import append, load
+from tests.support.postgres_server import PrivatePostgres, private_postgres
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres_pass]
+
+COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1, "rotated_grace_s": 0.5}
+
+
+@pytest.fixture
+def server() -> Iterator[PrivatePostgres]:
+    with private_postgres() as started:
+        yield started
+
+
+@pytest.fixture
+def metastore(server: PrivatePostgres) -> Iterator[Metastore]:
+    store = Metastore.open(server.url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def no_fault_handler() -> Iterator[None]:
+    yield
+    fault_points.install(None)
+
+
+def sealed(metastore: Metastore, checkpoint_id: int) -> bool:
+    """Whether ``checkpoint_id`` is sealed (False while the server is down)."""
+    try:
+        return metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
+    except Exception:  # the server is down: ask again later
+        return False
+
+
+def assert_staged_once(config: PipelineConfig, expected: list[bytes], seed: FaultSeed) -> None:
+    staged = staged_lines(config)
+    assert sorted(s.line for s in staged) == sorted(expected), seed.note(
+        f"{len(staged)} lines staged, {len(expected)} written"
+    )
+    assert len({(s.fingerprint, s.offset) for s in staged}) == len(staged)
+
+
+@pytest.mark.timeout(180)
+def test_a_server_stopped_inside_a_seals_transaction_is_waited_out_and_the_seal_recorded_once(
+    tmp_path: Path,
+    server: PrivatePostgres,
+    metastore: Metastore,
+    fault_seed: FaultSeed,
+    no_fault_handler: None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = load(tmp_path, server.url, collector=COLLECTOR)
+    log = tmp_path / "logs" / "access.log"
+    source = FaultLines(fault_seed.value)
+    before, during = source.lines(0, 3000), source.lines(3000, 2000)
+    outage_seconds = fault_seed.rng.uniform(3.0, 6.0)
+    outages: list[threading.Event] = []
+
+    def stop_the_server_once(point: FaultPoint) -> None:
+        # Inside the transaction: the batch and its ranges inserted, nothing committed.
+        if point is FaultPoint.SEAL_TRANSACTION_OPEN and not outages:
+            outages.append(server.outage(outage_seconds))
+
+    fault_points.install(stop_the_server_once)
+    append(log, *before)
+    caplog.set_level(logging.WARNING, logger="pipeline_core")
+    with RunningCollector(config, metastore) as running:
+        down_id = metastore.request_checkpoint(config.name, "outage-run").checkpoint_id
+        wait_until(lambda: bool(outages), 60, "the seal to begin")
+        wait_until(lambda: outages[0].is_set(), 60, "the server to be back")
+        append(log, *during)
+        wait_until(
+            lambda: not running.alive or sealed(metastore, down_id), 90, "the seal after the stop"
+        )
+        assert running.alive, fault_seed.note(f"the collector died: {running.error!r}")
+        next_id = metastore.request_checkpoint(config.name, "next-run").checkpoint_id
+        wait_until(lambda: sealed(metastore, next_id), 60, "the next checkpoint")
+    running.raise_error()
+
+    assert_staged_once(config, before + during, fault_seed)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("metastore is unreachable" in w for w in warnings), warnings
+    batches = [b for c in (down_id, next_id) for b in metastore.batches(c)]
+    assert len(batches) == len({(b.checkpoint_id, b.host) for b in batches})
+
+
+@pytest.mark.timeout(180)
+def test_a_server_stopped_while_the_collector_renews_its_lease_makes_it_unready_until_back(
+    tmp_path: Path,
+    server: PrivatePostgres,
+    metastore: Metastore,
+    fault_seed: FaultSeed,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Longer than the lease and than the readiness grace: ``/ready`` says the metastore is
+    unreachable, the log says so once (its control loop retries every second), and once the
+    server is back the collector holds its lease again and seals what was written
+    meanwhile."""
+    caplog.set_level(logging.INFO, logger="pipeline_core.collector")
+    config = load(tmp_path, server.url, collector=COLLECTOR)
+    log = tmp_path / "logs" / "access.log"
+    source = FaultLines(fault_seed.value)
+    before, during, after = source.lines(0, 2000), source.lines(2000, 1000), source.lines(3000, 500)
+    append(log, *before)
+    with RunningCollector(config, metastore) as running:
+        collector = running.collector
+        wait_until(lambda: collector.readiness().ok, 60, "the collector to be ready")
+        first = metastore.request_checkpoint(config.name, "before-run").checkpoint_id
+        wait_until(lambda: sealed(metastore, first), 60, "the first checkpoint")
+        back = server.outage(METASTORE_GRACE_SECONDS + fault_seed.rng.uniform(2.0, 4.0))
+        append(log, *during)
+        unready: list[ProbeResult] = []
+
+        def not_ready() -> bool:
+            answer = collector.readiness()
+            if not answer.ok:
+                unready.append(answer)
+            return not answer.ok
+
+        wait_until(not_ready, 60, "the collector to say it is not ready")
+        assert "metastore" in unready[0].reason, unready[0].reason
+        assert running.alive and collector.liveness().ok
+        wait_until(back.is_set, 60, "the server to be back")
+        wait_until(lambda: collector.readiness().ok, 60, "the collector ready again")
+        assert metastore.lease_holder(config.name, config.collector.host) is not None
+        append(log, *after)
+        last = metastore.request_checkpoint(config.name, "after-run").checkpoint_id
+        wait_until(lambda: not running.alive or sealed(metastore, last), 60, "the next seal")
+        assert running.alive, fault_seed.note(f"the collector died: {running.error!r}")
+    running.raise_error()
+
+    assert_staged_once(config, before + during + after, fault_seed)
+    control = [r.getMessage() for r in caplog.records if r.name.endswith("_control_loop")]
+    assert [m for m in control if "cannot be reached" in m] == [
+        next(m for m in control if "cannot be reached" in m)
+    ], control
+    assert any("reachable again after" in m for m in control), control

@@ -1,0 +1,100 @@
+"""A PostgreSQL server of a test's own, to stop and start under a running collector.
+
+The suite's PostgreSQL pass shares one server between its tests; a test that restarts the
+server (``pg_ctl stop -m fast``, then start) gets its own instead: a throwaway cluster made
+by ``scripts/postgres.sh`` in a temporary folder, on a free port, removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "postgres.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PrivatePostgres:
+    """One throwaway PostgreSQL server (``scripts/postgres.sh`` with its own data folder and
+    port). ``url`` is its ``sluice`` database's SQLAlchemy URL once started."""
+
+    def __init__(self, folder: Path) -> None:
+        self._env = {
+            **os.environ,
+            "SLUICE_PG_DIR": str(folder / "cluster"),
+            "SLUICE_PG_PORT": str(_free_port()),
+        }
+        self.url = ""
+        self.outages: list[tuple[float, float]] = []
+        """Each stop and the start that ended it, as ``time.monotonic()`` instants."""
+
+    def _script(self, command: str) -> str:
+        done = subprocess.run(
+            ["bash", str(SCRIPT), command],
+            env=self._env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"postgres.sh {command} failed: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def start(self) -> str:
+        """Start the server (creating the cluster the first time); its URL."""
+        self.url = self._script("start")
+        return self.url
+
+    def stop(self) -> None:
+        """Stop the server as ``pg_ctl stop -m fast`` does: sessions are ended, open
+        transactions rolled back, new connections refused until :meth:`start`."""
+        self._script("stop")
+
+    def outage(self, seconds: float) -> threading.Event:
+        """Stop the server now and start it again ``seconds`` later, on a thread of its own.
+        Returns an event set once it is up again (the outage is then in :attr:`outages`)."""
+        stopped = time.monotonic()
+        self.stop()
+        back = threading.Event()
+
+        def restart() -> None:
+            time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
+            try:
+                self.start()
+            finally:
+                self.outages.append((stopped, time.monotonic()))
+                back.set()
+
+        threading.Thread(target=restart, name="postgres-restart", daemon=True).start()
+        return back
+
+
+@contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A started :class:`PrivatePostgres`, stopped and deleted when the block ends. Its folder
+    is under ``/tmp``: a Unix socket's path must stay short."""
+    folder = Path(tempfile.mkdtemp(prefix="sluice-pg-", dir="/tmp"))
+    folder.chmod(0o755)  # run as root, the server's user must reach the cluster
+    server = PrivatePostgres(folder)
+    try:
+        server.start()
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
