@@ -1,17 +1,19 @@
 """PipelineCheckpoints: one pipeline's checkpoints as views (``CheckpointInfo``), the commands
-that request and excuse them, collecting, and the pipeline's status.
+that request and excuse them, and collecting once.
 
 Each method uses the context's metastore: the one held for a ``with open_pipeline(...)`` block
-(a poller keeps one open that way), else one opened and closed for the call.
+(a poller keeps one open that way), else one opened and closed for the call. A list of views
+reads the checkpoints' batches in one query, whatever their number.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 
 from pipeline_core._pipeline_context import PipelineContext
-from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, PipelineStatus
+from pipeline_core._pipeline_views import CheckpointInfo, CollectReport, checkpoint_views
 from pipeline_core._stop_request import StopRequest
 from pipeline_core.collector import CollectorSession
 from pipeline_core.errors import CheckpointError
@@ -19,10 +21,9 @@ from pipeline_core.metastore import (
     CheckpointRecord,
     CheckpointState,
     LeaseHolder,
-    Metastore,
     as_utc,
+    view_of,
 )
-from pipeline_core.staging_contract import checkpoint_dir
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +42,17 @@ class PipelineCheckpoints:
         """Ask for a checkpoint; idempotent per ``run_id`` (a retried task gets the same one)."""
         with self._context.metastore() as metastore:
             record = metastore.request_checkpoint(self._context.config.name, run_id, data_interval)
-            return self.info(metastore, record)
+            return self.views([record])[0]
 
     def get(self, checkpoint_id: int) -> CheckpointInfo:
         """Raises CheckpointError for an unknown id or one of another pipeline."""
-        with self._context.metastore() as metastore:
-            return self.info(metastore, self.record(metastore, checkpoint_id))
+        with self._context.metastore():
+            return self.views([self.record(checkpoint_id)])[0]
 
-    def record(self, metastore: Metastore, checkpoint_id: int) -> CheckpointRecord:
+    def record(self, checkpoint_id: int) -> CheckpointRecord:
         """The checkpoint's row. Raises CheckpointError: unknown, or of another pipeline."""
-        record = metastore.checkpoint(checkpoint_id)
+        with self._context.metastore() as metastore:
+            record = metastore.checkpoint(checkpoint_id)
         name = self._context.config.name
         if record.pipeline != name:
             raise CheckpointError(
@@ -68,7 +70,7 @@ class PipelineCheckpoints:
             CheckpointError: an unknown id or one of another pipeline.
         """
         with self._context.metastore() as metastore:
-            if self.record(metastore, checkpoint_id).state is not CheckpointState.REQUESTED:
+            if self.record(checkpoint_id).state is not CheckpointState.REQUESTED:
                 return ()
             excused = tuple(metastore.transitions.excuse_lapsed_hosts(checkpoint_id))
         if excused:
@@ -91,16 +93,9 @@ class PipelineCheckpoints:
         return info
 
     def data_interval(self, checkpoint_id: int) -> tuple[datetime, datetime] | None:
-        """The data interval of the DAG run that requested the checkpoint, if one was recorded."""
-        name = self._context.config.name
-        with self._context.metastore() as metastore:
-            try:
-                record = metastore.checkpoint(checkpoint_id)
-            except CheckpointError:
-                record = None
-        if record is None or record.pipeline != name:
-            raise CheckpointError(f"there is no checkpoint {checkpoint_id} of pipeline {name!r}")
-        return record.data_interval
+        """The data interval of the DAG run that requested the checkpoint, if one was recorded.
+        Raises CheckpointError: unknown, or of another pipeline."""
+        return self.record(checkpoint_id).data_interval
 
     def in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
         """The sealed or committed checkpoints that belong to ``[start, end)``, oldest first.
@@ -116,13 +111,17 @@ class PipelineCheckpoints:
             raise ValueError(f"the interval ends ({end}) before it starts ({start})")
         with self._context.metastore() as metastore:
             records = metastore.checkpoints_in_interval(self._context.config.name, start, end)
-            return [self.info(metastore, record) for record in records]
+            return self.views(records)
 
     def in_states(self, *states: CheckpointState) -> list[CheckpointInfo]:
         """The checkpoints in one of ``states``, oldest first."""
         with self._context.metastore() as metastore:
-            records = metastore.checkpoints(self._context.config.name, list(states))
-            return [self.info(metastore, record) for record in records]
+            return self.views(metastore.checkpoints(self._context.config.name, list(states)))
+
+    def newest(self, limit: int = 20) -> list[CheckpointInfo]:
+        """The newest ``limit`` checkpoints, oldest first."""
+        with self._context.metastore() as metastore:
+            return self.views(metastore.checkpoints(self._context.config.name, limit=limit))
 
     def worker_is_live(self) -> bool:
         """True while a collector holds this pipeline's lease on this host, unless this
@@ -147,44 +146,15 @@ class PipelineCheckpoints:
             stop.when_requested(session.stop)
         result = session.run(once=True)
         with self._context.metastore() as metastore:
-            sealed = tuple(
-                self.info(metastore, metastore.checkpoint(s.checkpoint_id)) for s in result.sealed
-            )
+            records = [metastore.checkpoint(s.checkpoint_id) for s in result.sealed]
+            sealed = tuple(self.views(records))
         return CollectReport(sealed, result.files, result.lines, result.bytes, result.seconds)
 
-    def status(self, limit: int = 20) -> PipelineStatus:
-        """The pipeline on this host: its files, its last ``limit`` checkpoints, its lease."""
-        config = self._context.config
-        host = config.collector.host
-        with self._context.metastore() as metastore:
-            records = metastore.checkpoints(config.name, limit=limit)
-            return PipelineStatus(
-                pipeline=config.name,
-                host=host,
-                files=tuple(metastore.files(config.name, host)),
-                checkpoints=tuple(self.info(metastore, r) for r in records),
-                lease_holder=metastore.lease_holder(config.name, host),
-            )
-
-    def info(self, metastore: Metastore, record: CheckpointRecord) -> CheckpointInfo:
-        """The view of ``record``, with its batches' hosts and counts."""
-        config = self._context.config
-        batches = metastore.batches(record.checkpoint_id)
-        return CheckpointInfo(
-            checkpoint_id=record.checkpoint_id,
-            pipeline=record.pipeline,
-            state=record.state,
-            run_id=record.run_id,
-            staging_dir=checkpoint_dir(config.seal_dir, config.name, record.checkpoint_id),
-            staging_url=config.staging_area.checkpoint_url(record.checkpoint_id),
-            line_count=sum(b.line_count for b in batches),
-            byte_count=sum(b.byte_count for b in batches),
-            batch_ids=tuple(b.batch_id for b in batches if b.batch_id is not None),
-            hosts=tuple(sorted(b.host for b in batches)),
-            requested_at=record.requested_at,
-            sealed_at=record.sealed_at,
-            committed_at=record.committed_at,
-            landing=record.landing,
-            error=record.error,
-            data_interval=record.data_interval,
-        )
+    def views(self, records: Sequence[CheckpointRecord]) -> list[CheckpointInfo]:
+        """The views of ``records``, in their order, with their batches' hosts and counts
+        (the batches of them all read in one query)."""
+        if not records:
+            return []
+        with self._context.metastore() as metastore, view_of(metastore) as view:
+            batches = view.batches([record.checkpoint_id for record in records])
+        return checkpoint_views(records, batches, self._context.config.staging_area)

@@ -1,16 +1,18 @@
 """PipelineContext: what every role service of one pipeline shares: its config, filled in with
-the caller's defaults, and its metastore: one held for a block (:meth:`PipelineContext.hold`),
-else one opened per call."""
+the caller's defaults, and its metastore: one held for a block (:meth:`PipelineContext.hold`,
+what ``with open_pipeline(...)`` does), else one opened per call and shared by the calls it
+makes."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pipeline_core.config import PipelineConfig, load_pipeline_config
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import Metastore, MetastoreView, view_of
 
 
 class PipelineContext:
@@ -43,6 +45,8 @@ class PipelineContext:
         self._host = host
         self._held: Metastore | None = None
         self._holds = 0
+        self._lock = threading.Lock()
+        """Guards ``_held`` and ``_holds``: an operator's threads may share the context."""
 
     @property
     def config(self) -> PipelineConfig:
@@ -67,31 +71,46 @@ class PipelineContext:
             update["collector"] = config.collector.model_copy(update={"host": self._host})
         return config.model_copy(update=update) if update else config
 
-    def hold(self) -> None:
+    def hold(self) -> Metastore:
         """Open the metastore (migrated unless ``migrate`` is False) and use it for every call
-        until the matching :meth:`release`; holds nest (a block inside a block shares the
-        outer one's metastore, closed when the outer one releases it)."""
-        if self._held is None:
-            self._held = Metastore.open(self.config.metastore_url, migrate=self._migrate)
-        self._holds += 1
+        until the matching :meth:`release`; returns it. Holds nest (a block inside a block
+        shares the outer one's metastore, closed when the outer one releases it).
+
+        Raises:
+            MetastoreError: the metastore cannot be opened (``MetastoreNotReadyError``: it is
+                not there, or not migrated, and ``migrate`` is False).
+        """
+        with self._lock:
+            if self._held is None:
+                self._held = Metastore.open(self.config.metastore_url, migrate=self._migrate)
+            self._holds += 1
+            return self._held
 
     def release(self) -> None:
-        if self._holds == 0:
-            return
-        self._holds -= 1
-        if self._holds == 0 and self._held is not None:
-            held, self._held = self._held, None
+        with self._lock:
+            if self._holds == 0:
+                return
+            self._holds -= 1
+            held = self._held if self._holds == 0 else None
+            if held is not None:
+                self._held = None
+        if held is not None:
             held.close()
 
     @contextmanager
     def metastore(self) -> Iterator[Metastore]:
-        """The pipeline's metastore for a block: the held one, else one opened (and migrated
-        unless ``migrate`` is False) and closed at the block's end."""
-        if self._held is not None:
-            yield self._held
-            return
-        metastore = Metastore.open(self.config.metastore_url, migrate=self._migrate)
+        """The pipeline's metastore, held for the block: the one held already, else one
+        opened (and migrated unless ``migrate`` is False) and closed at the block's end; the
+        calls inside the block share it."""
+        metastore = self.hold()
         try:
             yield metastore
         finally:
-            metastore.close()
+            self.release()
+
+    @contextmanager
+    def view(self) -> Iterator[MetastoreView]:
+        """The pipeline's metastore (:meth:`metastore`) read through a view, in one
+        transaction: what ``pipeline_core.state`` reads."""
+        with self.metastore() as metastore, view_of(metastore) as view:
+            yield view

@@ -1,15 +1,16 @@
-"""What the operations on a pipeline report: a checkpoint with what it holds, what one collect
-did, and the pipeline's status."""
+"""What the operations on a pipeline report: a checkpoint with what it holds (built from its
+record and its batches by :func:`checkpoint_views`), and what one collect did."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline_core.metastore import CheckpointState, LandingCounts
-from pipeline_core.source import FileRecord
+from pipeline_core.metastore import BatchRecord, CheckpointRecord, CheckpointState, LandingCounts
+from pipeline_core.staging_contract import StagingArea
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class CheckpointInfo:
     """The data interval of the DAG run that requested it, when one was recorded."""
     staging_url: str | None = None
     """With staging in an object store: ``<staging>/<pipeline>/<checkpoint:08d>`` there."""
+    event_count: int = 0
+    """The events its batches hold, which land as its rows + rejects: its lines, less the
+    lines that continue a multiline event."""
 
     @property
     def staging(self) -> str:
@@ -64,12 +68,36 @@ class CollectReport:
     seconds: float
 
 
-@dataclass(frozen=True)
-class PipelineStatus:
-    """Files and offsets, checkpoints and who holds the collector lease."""
+def checkpoint_views(
+    records: Sequence[CheckpointRecord], batches: Iterable[BatchRecord], staging: StagingArea
+) -> list[CheckpointInfo]:
+    """The views of ``records``, in their order, each with its batches (``batches`` holds
+    those of them all, read in one query) and its locations in ``staging``."""
+    own: dict[int, list[BatchRecord]] = {record.checkpoint_id: [] for record in records}
+    for batch in batches:
+        own.setdefault(batch.checkpoint_id, []).append(batch)
+    return [_view(record, own[record.checkpoint_id], staging) for record in records]
 
-    pipeline: str
-    host: str
-    files: tuple[FileRecord, ...]
-    checkpoints: tuple[CheckpointInfo, ...]
-    lease_holder: str | None
+
+def _view(
+    record: CheckpointRecord, batches: list[BatchRecord], staging: StagingArea
+) -> CheckpointInfo:
+    return CheckpointInfo(
+        checkpoint_id=record.checkpoint_id,
+        pipeline=record.pipeline,
+        state=record.state,
+        run_id=record.run_id,
+        staging_dir=staging.sealed_dir(record.checkpoint_id),
+        staging_url=staging.checkpoint_url(record.checkpoint_id),
+        line_count=sum(b.line_count for b in batches),
+        byte_count=sum(b.byte_count for b in batches),
+        event_count=sum(b.event_count for b in batches),
+        batch_ids=tuple(b.batch_id for b in batches if b.batch_id is not None),
+        hosts=tuple(sorted(b.host for b in batches)),
+        requested_at=record.requested_at,
+        sealed_at=record.sealed_at,
+        committed_at=record.committed_at,
+        landing=record.landing,
+        error=record.error,
+        data_interval=record.data_interval,
+    )

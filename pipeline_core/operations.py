@@ -4,13 +4,13 @@ It names the role services of one pipeline and hands each call of a run to its o
 rarer calls go to the service itself (``pipeline.retention.maintain()``):
 
     context      PipelineContext: the config (with the caller's defaults), the metastore
-    checkpoints  PipelineCheckpoints: checkpoint views and commands, collecting once, status
-    landing      PipelineLanding: the landing plan, the Spark job's submission, the commit
-    retention    PipelineRetention: staging and metastore retention, the lake's maintenance
+    checkpoints  PipelineCheckpoints: checkpoint views and commands, collecting once
+    landing      PipelineLanding (landing/): the landing plan, the Spark job, the commit
+    retention    PipelineRetention (lake/): staging and metastore retention, maintenance
 
-Every call opens what it needs (the metastore, a collector) and closes it again, so an instance
-is cheap to create and safe to create inside an Airflow task (never do I/O in an operator's
-``__init__``). A block of many calls holds one metastore for all of them::
+The status (``sluice status``, ``report``) is ``pipeline_core.state``'s. Every call opens what
+it needs and closes it again: an instance is cheap to create, in an Airflow task too (no I/O
+in an operator's ``__init__``). A block of calls holds one metastore::
 
     with open_pipeline("pipeline.yaml") as pipeline:
         info = pipeline.checkpoint(7)
@@ -21,17 +21,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pipeline_core._landing_mode import LandingMode
 from pipeline_core._pipeline_checkpoints import PipelineCheckpoints
 from pipeline_core._pipeline_context import PipelineContext
-from pipeline_core._pipeline_retention import PipelineRetention
 from pipeline_core._pipeline_views import CheckpointInfo, CollectReport
 from pipeline_core._stop_request import StopRequest
 from pipeline_core.config import PipelineConfig
 from pipeline_core.landing import LandingProgress, PipelineLanding, SparkJobSpec
 from pipeline_core.metastore import CheckpointState
+
+if TYPE_CHECKING:
+    from pipeline_core.lake import PipelineRetention
 
 __all__ = [
     "CheckpointInfo",
@@ -46,8 +48,7 @@ __all__ = [
 
 class PipelineOperations:
     """Operations on one pipeline, named by its config file; the options are
-    :class:`PipelineContext`'s (defaults for the metastore and the lake, the host collected
-    as, and whether opening the metastore migrates it)."""
+    :class:`PipelineContext`'s (metastore and lake defaults, host, whether to migrate)."""
 
     def __init__(
         self,
@@ -62,25 +63,29 @@ class PipelineOperations:
             config_path, metastore_url=metastore_url, lake_dir=lake_dir, host=host, migrate=migrate
         )
         self.checkpoints = PipelineCheckpoints(self.context)
-        self.retention = PipelineRetention(self.context)
         self.landing = PipelineLanding(
-            self.context, self.checkpoints, after_commit=self.retention.remove_committed_staging
+            self.context, self.checkpoints, lambda: self.retention.remove_committed_staging()
         )
+
+    @property
+    def retention(self) -> PipelineRetention:
+        """Imported on first use: the lake's libraries are never a collector's."""
+        from pipeline_core.lake import PipelineRetention
+
+        return PipelineRetention(self.context)
 
     def __enter__(self) -> PipelineOperations:
         """Hold one metastore for the block. Raises MetastoreError when it cannot be opened."""
         self.context.hold()
         return self
 
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.context.release()
 
     @property
     def config(self) -> PipelineConfig:
         """The validated config (read on first use). Raises ConfigError."""
         return self.context.config
-
-    # -- checkpoints (PipelineCheckpoints) ---------------------------------------------------
 
     def request_checkpoint(
         self, run_id: str | None = None, data_interval: tuple[datetime, datetime] | None = None
@@ -99,8 +104,7 @@ class PipelineOperations:
     def checkpoints_in_interval(self, start: datetime, end: datetime) -> list[CheckpointInfo]:
         return self.checkpoints.in_interval(start, end)
 
-    def pending_landings(self) -> list[CheckpointInfo]:
-        """Sealed checkpoints not yet committed, oldest first."""
+    def pending_landings(self) -> list[CheckpointInfo]:  # sealed, not committed; oldest first
         return self.checkpoints.in_states(CheckpointState.SEALED)
 
     def worker_is_live(self) -> bool:
@@ -108,8 +112,6 @@ class PipelineOperations:
 
     def collect_once(self, stop: StopRequest | None = None) -> CollectReport:
         return self.checkpoints.collect_once(stop)
-
-    # -- landing (PipelineLanding) -----------------------------------------------------------
 
     def landing_job(
         self,

@@ -67,11 +67,11 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
         operations = open_operations(args.config, migrate=True)
         _warn_about_sources_without_files([operations.config])
         with operations:  # the metastore opened (and migrated) first: its failure comes first
-            pass
-        if stop.requested:
-            return _stopped_before_collecting(once=True)
-        progress(f"collecting pipeline {operations.config.name} once (Ctrl-C seals what was read)")
-        report = operations.collect_once(stop)
+            if stop.requested:
+                return _stopped_before_collecting(once=True)
+            name = operations.config.name
+            progress(f"collecting pipeline {name} once (Ctrl-C seals what was read)")
+            report = operations.collect_once(stop)
         print(
             f"collected {report.lines} lines ({report.bytes} bytes) from {report.files} files "
             f"in {report.seconds:.1f} s"

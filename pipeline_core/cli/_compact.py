@@ -29,7 +29,8 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipeline_core.cli._output import open_operations
 
-    report = open_operations(args.config, migrate=True).retention.maintain(args.day)
+    with open_operations(args.config, migrate=True) as operations:
+        report = operations.retention.maintain(args.day)
     for compaction in report.compactions:
         if compaction.committed:
             print(

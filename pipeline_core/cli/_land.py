@@ -63,10 +63,17 @@ def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipeline_core.cli._output import open_operations
-    from pipeline_core.lake import LandingMode
 
     spark_connect = spark_connect_url(args.spark_connect)
-    operations = open_operations(args.config, migrate=not args.dry_run)
+    with open_operations(args.config, migrate=not args.dry_run) as operations:
+        return _land(args, operations, spark_connect)
+
+
+def _land(
+    args: argparse.Namespace, operations: PipelineOperations, spark_connect: str | None
+) -> int:
+    from pipeline_core.lake import LandingMode
+
     mode = LandingMode.REPLACE if args.replace else LandingMode.APPEND
     if args.checkpoint:
         infos = [operations.checkpoint(checkpoint_id) for checkpoint_id in args.checkpoint]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -74,4 +75,18 @@ def config_command(
         name, parents=[common], help=text, description=text
     )
     parser.add_argument("config", type=Path, help=config_help)
+    return parser
+
+
+def json_config_command(
+    commands: Any,
+    common: argparse.ArgumentParser,
+    name: str,
+    text: str,
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """A :func:`config_command` with ``--json``, run by ``handler``."""
+    parser = config_command(commands, common, name, text)
+    add_json(parser)
+    parser.set_defaults(handler=handler)
     return parser

@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from pipeline_core.config import PipelineConfig
+    from pipeline_core.metastore import MetastoreView
     from pipeline_core.operations import CheckpointInfo, PipelineOperations
 
 
 def open_operations(config: Path, *, migrate: bool) -> PipelineOperations:
     """The operations on the pipeline of ``config``, its config read and its metastore URL
-    checked (``migrate``: see :class:`PipelineOperations`).
+    checked (``migrate``: see :class:`PipelineOperations`); a command making several calls
+    makes them in its ``with`` block, on one metastore.
 
     Raises:
         ConfigError: the config is invalid, or its metastore URL is unusable.
@@ -31,6 +34,19 @@ def open_operations(config: Path, *, migrate: bool) -> PipelineOperations:
         path = str(operations.config.config_path or config)
         raise ConfigError(path, [f"metastore.url: {problem}"])
     return operations
+
+
+@contextmanager
+def read_only_view(config: Path) -> Iterator[tuple[PipelineConfig, MetastoreView]]:
+    """The config of ``config`` and its metastore read through a view, for a command that
+    changes nothing: the metastore is neither created nor migrated.
+
+    Raises:
+        ConfigError: as :func:`open_operations`.
+        MetastoreNotReadyError: the metastore does not exist, or is not migrated.
+    """
+    with open_operations(config, migrate=False) as pipeline, pipeline.context.view() as view:
+        yield pipeline.config, view
 
 
 def progress(text: str) -> None:

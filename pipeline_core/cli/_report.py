@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json, config_command
+from pipeline_core.cli._options import json_config_command
 from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json
 
 COMMITTED_SHOWN = 3
@@ -15,24 +15,23 @@ COMMITTED_SHOWN = 3
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
     text = "what the lake holds: rows, rows per HTTP status, rejects"
-    parser = config_command(commands, common, "report", text)
-    add_json(parser)
-    parser.set_defaults(handler=run)
+    json_config_command(commands, common, "report", text, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline_core.cli._output import open_operations
+    from pipeline_core.cli._output import read_only_view
     from pipeline_core.lake import summarize_lake
+    from pipeline_core.state import newest_checkpoints
 
-    operations = open_operations(args.config, migrate=False)
-    # The status checks that the metastore, whose database holds the catalog, is there.
-    checkpoints = operations.checkpoints.status(limit=5).checkpoints
+    # Reading it checks that the metastore, whose database holds the catalog, is there.
+    with read_only_view(args.config) as (config, view):
+        checkpoints = newest_checkpoints(config, view, limit=5)
     committed = [c for c in checkpoints if c.committed_at][-COMMITTED_SHOWN:]
-    summary = summarize_lake(operations.config)
+    summary = summarize_lake(config)
     if args.json:
         print_json(
             {
-                "pipeline": operations.config.name,
+                "pipeline": config.name,
                 "rows": summary.rows,
                 "rejects": summary.rejects,
                 "statuses": {t: dict(c) for t, c in summary.statuses.items()},

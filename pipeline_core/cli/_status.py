@@ -7,25 +7,23 @@ import argparse
 from typing import Any
 
 from pipeline_core.cli._exit_codes import ExitCode
-from pipeline_core.cli._options import add_json, config_command
+from pipeline_core.cli._options import json_config_command
 from pipeline_core.cli._output import checkpoint_json, checkpoint_line, print_json
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
     text = "files and offsets, checkpoints and batches, the collector lease, live metrics"
-    parser = config_command(commands, common, "status", text)
-    add_json(parser)
-    parser.set_defaults(handler=run)
+    json_config_command(commands, common, "status", text, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline_core.cli._output import open_operations
+    from pipeline_core.cli._output import read_only_view
     from pipeline_core.collector import read_metrics
-    from pipeline_core.state import file_snapshots
+    from pipeline_core.state import pipeline_status
 
-    operations = open_operations(args.config, migrate=False)
-    status = operations.checkpoints.status()
-    live = read_metrics(operations.config.data_dir, status.pipeline)
+    with read_only_view(args.config) as (config, view):
+        status = pipeline_status(config, view)
+    live = read_metrics(config.data_dir, status.pipeline)
     files = [
         {
             "fingerprint": snapshot.fingerprint,
@@ -35,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
             "unsealed_bytes": snapshot.unread_bytes,
             "note": snapshot.note,
         }
-        for snapshot in file_snapshots(operations.config, {status.host: status.files})
+        for snapshot in status.files
     ]
     if args.json:
         print_json(

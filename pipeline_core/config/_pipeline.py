@@ -157,8 +157,10 @@ class PipelineConfig(_Strict):
     @property
     def staging_area(self) -> StagingArea:
         """Where the pipeline's sealed checkpoints are (``staging_location``, then
-        ``<pipeline>/<checkpoint:08d>``)."""
-        return StagingArea(self.staging_location, self.name)
+        ``<pipeline>/<checkpoint:08d>``), and the spool they are sealed into first when
+        staging is in an object store (``seal_dir``)."""
+        location = self.staging_location
+        return StagingArea(location, self.name, None if location.is_local else self.seal_dir)
 
     @property
     def staging_dir(self) -> Path:

@@ -12,10 +12,12 @@ object store's URL (``s3://``, ``gs://``, ``abfs://``), read and written through
   files into a table (``LandingMode.APPEND`` or ``REPLACE``).
 * :mod:`._reading`: what landed per checkpoint and a summary of the tables, read from them.
 * :mod:`._maintenance`: compaction, snapshot expiry and orphan file removal.
+* :mod:`._retention`: :class:`PipelineRetention`, what one pipeline keeps and for how long
+  (its staging, its metastore rows) and its lake's maintenance (:func:`maintain_lake`).
 
 The landing job (``spark_jobs``) imports the catalog, schemas and commits on its driver, so
 those modules import nothing of the rest of ``pipeline_core`` but ``errors``, ``storage`` and
-``_landing_mode``.
+``_landing_mode`` (``_retention`` imports the metastore only where it uses it).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from pipeline_core.lake._reading import (
     summarize_tables,
     table_names,
 )
+from pipeline_core.lake._retention import PipelineRetention
 from pipeline_core.lake._schemas import (
     CHECKPOINT_COLUMN,
     MANAGED_PROPERTIES,
@@ -95,6 +98,7 @@ __all__ = [
     "LandedCheckpoint",
     "LandingMode",
     "MaintenanceReport",
+    "PipelineRetention",
     "TableCommit",
     "catalog_url",
     "check_evolution",

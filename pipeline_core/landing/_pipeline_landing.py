@@ -19,7 +19,7 @@ from pipeline_core.errors import LandingError
 from pipeline_core.landing._connect import JobSubmitter
 from pipeline_core.landing._spec import LandingInput, SparkJobSpec, landing_job_spec
 from pipeline_core.landing._submitters import SubmitSettings, landing_submitter
-from pipeline_core.metastore import CheckpointFailedError, CheckpointState, Metastore
+from pipeline_core.metastore import CheckpointFailedError, CheckpointState
 
 LOCAL_MASTER = "local[*]"
 """The master of ``sluice land``'s spark-submit when Airflow knows no ``spark_default``."""
@@ -81,24 +81,25 @@ class PipelineLanding:
         """
         config = self._context.config
         inputs = []
-        for checkpoint_id in dict.fromkeys(checkpoint_ids):
-            info = self._checkpoints.landable(checkpoint_id)
-            missing = config.staging_area.missing_batches(checkpoint_id, info.hosts)
-            if missing is None:
-                if info.line_count or info.byte_count:
-                    inputs.append(LandingInput(checkpoint_id, info.hosts))
-            elif info.state is CheckpointState.COMMITTED:
-                log.warning(
-                    "checkpoint %d is not landed again: %s; its rows stay in the lake as they are",
-                    checkpoint_id,
-                    missing,
-                )
-            else:
-                if not dry_run:
-                    with self._context.metastore() as metastore:
+        with self._context.metastore() as metastore:  # one for every look and mark
+            for checkpoint_id in dict.fromkeys(checkpoint_ids):
+                info = self._checkpoints.landable(checkpoint_id)
+                missing = config.staging_area.missing_batches(checkpoint_id, info.hosts)
+                if missing is None:
+                    if info.line_count or info.byte_count:
+                        inputs.append(LandingInput(checkpoint_id, info.hosts))
+                elif info.state is CheckpointState.COMMITTED:
+                    log.warning(
+                        "checkpoint %d is not landed again: %s; its rows stay in the lake as "
+                        "they are",
+                        checkpoint_id,
+                        missing,
+                    )
+                else:
+                    if not dry_run:
                         metastore.transitions.fail_checkpoint(checkpoint_id, missing)
-                    log.error("checkpoint %d failed: %s", checkpoint_id, missing)
-                raise CheckpointFailedError(checkpoint_id, missing)
+                        log.error("checkpoint %d failed: %s", checkpoint_id, missing)
+                    raise CheckpointFailedError(checkpoint_id, missing)
         if not inputs:
             return None
         return landing_job_spec(config, inputs, landing_id, mode, write_archive=not dry_run)
@@ -160,18 +161,16 @@ class PipelineLanding:
         """
         config = self._context.config
         ids = list(dict.fromkeys(checkpoint_ids))
-        infos = [self._checkpoints.get(checkpoint_id) for checkpoint_id in ids]
+        with self._context.metastore():
+            infos = self._checkpoints.views([self._checkpoints.record(i) for i in ids])
         sources = [source.name for source in config.sources]
         # The lake (Iceberg, Arrow) is imported where it is read: a collecting process never is.
         from pipeline_core.lake import lake_location, landed_checkpoints, open_lake
 
         with open_lake(lake_location(config)) as lake:
             landed = landed_checkpoints(lake, sources, ids)
-        with self._context.metastore() as metastore:
-            events = {info.checkpoint_id: _sealed_events(metastore, info) for info in infos}
         for info in infos:
-            found = landed[info.checkpoint_id]
-            sealed = events[info.checkpoint_id]
+            found, sealed = landed[info.checkpoint_id], info.event_count
             if found.lines != sealed:
                 counted = "" if sealed == info.line_count else f" ({sealed} events)"
                 raise LandingError(
@@ -179,14 +178,14 @@ class PipelineLanding:
                     f"the lake tables hold {sum(found.rows.values())} rows and "
                     f"{sum(found.rejects.values())} rejects of it"
                 )
-        committed = []
         with self._context.metastore() as metastore:
+            records = []
             for info in infos:
                 summary = {**landed[info.checkpoint_id].to_json(), "input_lines": info.line_count}
-                if events[info.checkpoint_id] != info.line_count:
-                    summary["input_events"] = events[info.checkpoint_id]
-                record = metastore.commit_checkpoint(info.checkpoint_id, summary)
-                committed.append(self._checkpoints.info(metastore, record))
+                if info.event_count != info.line_count:
+                    summary["input_events"] = info.event_count
+                records.append(metastore.commit_checkpoint(info.checkpoint_id, summary))
+            committed = self._checkpoints.views(records)
         self._after_commit()
         return committed
 
@@ -197,9 +196,3 @@ def _submitter(spec: SparkJobSpec, spark_connect: str | None) -> JobSubmitter:
     with the spark-submit of this environment."""
     settings = SubmitSettings(spark_connect=spark_connect, default_master=LOCAL_MASTER)
     return landing_submitter(spec, settings, logger=log)
-
-
-def _sealed_events(metastore: Metastore, info: CheckpointInfo) -> int:
-    """The events a checkpoint's batches hold, which land as its rows + rejects: its lines,
-    less the lines that continue a multiline event (each batch's ``event_count``)."""
-    return sum(batch.event_count for batch in metastore.batches(info.checkpoint_id))

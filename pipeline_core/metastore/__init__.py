@@ -9,7 +9,8 @@ deployments. Only this package touches the tables::
       └─► Repositories on one connection: CheckpointRepository, BatchRepository,
           FileRepository, LeaseRepository, AckerTreeRepository, SinkStateRepository,
           ReadProgressRepository
-    MetastoreView (open_view: read-only, never creates or migrates) ──► the same repositories
+    MetastoreView (open_view: read-only, never creates or migrates; view_of: an open
+      Metastore read the same way, in one transaction) ──► the same repositories
 
 A checkpoint's lifecycle is :class:`CheckpointState` with its legal moves
 (:data:`TRANSITIONS`): every state change is checked there, and whether a checkpoint can be
@@ -64,7 +65,7 @@ from pipeline_core.metastore._request_probe import (
 from pipeline_core.metastore._sink_states import SinkStateRepository
 from pipeline_core.metastore._store import Metastore
 from pipeline_core.metastore._values import as_utc, redacted_url, utcnow
-from pipeline_core.metastore._view import MetastoreView, open_view
+from pipeline_core.metastore._view import MetastoreView, open_view, view_of
 
 __all__ = [
     "READ_PROGRESS_RETENTION",
@@ -110,4 +111,5 @@ __all__ = [
     "schema_version",
     "upgrade_to_head",
     "utcnow",
+    "view_of",
 ]

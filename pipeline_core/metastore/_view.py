@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,8 +25,11 @@ from pipeline_core.metastore._records import (
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
-from pipeline_core.metastore._values import redacted_url
+from pipeline_core.metastore._values import redacted_url, utcnow
 from pipeline_core.source import FileRecord
+
+if TYPE_CHECKING:
+    from pipeline_core.metastore._store import Metastore
 
 CONNECT_TIMEOUT_S = 5
 """How long opening a view waits for the database."""
@@ -33,14 +37,15 @@ CONNECT_TIMEOUT_S = 5
 
 class MetastoreView:
     """What a pipeline's rows hold, read through the repositories on one connection, with
-    SELECTs only. Made by :func:`open_view`, valid inside its ``with`` block."""
+    SELECTs only. Made by :func:`open_view` or :func:`view_of`, valid inside its ``with``
+    block."""
 
     def __init__(self, repositories: Repositories) -> None:
         self._r = repositories
 
-    def files(self, pipeline: str) -> dict[str, list[FileRecord]]:
-        """The tracked files of every host, per host."""
-        return self._r.files.by_host(pipeline)
+    def files(self, pipeline: str, host: str | None = None) -> dict[str, list[FileRecord]]:
+        """The tracked files of every host (only ``host``'s when given), per host."""
+        return self._r.files.by_host(pipeline, host)
 
     def newest_checkpoints(self, pipeline: str, limit: int) -> list[CheckpointRecord]:
         """The newest ``limit`` checkpoints, newest first."""
@@ -59,6 +64,10 @@ class MetastoreView:
 
     def leases(self, pipeline: str) -> list[LeaseRecord]:
         return self._r.leases.of_pipeline(pipeline)
+
+    def lease_holder(self, pipeline: str, host: str) -> str | None:
+        """The holder of an unexpired lease on (pipeline, host), if any."""
+        return self._r.leases.holder(pipeline, host, utcnow())
 
     def acker_tree_totals(self, pipeline: str) -> list[AckerTreeTotals] | None:
         """Per host, what the saved acker trees hold; None on a schema without them."""
@@ -101,3 +110,15 @@ def open_view(url: str) -> Iterator[MetastoreView | None]:
         raise MetastoreError(f"cannot read the metastore {redacted_url(url)}: {exc}") from exc
     finally:
         engine.dispose()
+
+
+@contextmanager
+def view_of(metastore: Metastore) -> Iterator[MetastoreView]:
+    """An open metastore read through a view, in one transaction for the block (what
+    ``pipeline_core.state`` is given by a caller that holds the metastore already).
+
+    Raises:
+        MetastoreError: the database cannot be reached or read.
+    """
+    with metastore.transaction() as connection:
+        yield MetastoreView(Repositories.on(connection))

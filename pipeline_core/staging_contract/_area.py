@@ -7,9 +7,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pipeline_core.errors import StorageError
-from pipeline_core.staging_contract._layout import MANIFEST_NAME, batch_key, path_segment
+from pipeline_core.staging_contract._layout import (
+    MANIFEST_NAME,
+    batch_key,
+    checkpoint_dir,
+    path_segment,
+)
 from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
@@ -28,6 +34,9 @@ class StagingArea:
 
     location: StorageLocation
     pipeline: str
+    spool: Path | None = None
+    """With staging in an object store, the local folder the collector seals batches into
+    before uploading them (``handoff.spool_dir``); unused with a local staging folder."""
 
     def __post_init__(self) -> None:
         path_segment(self.pipeline, "pipeline")
@@ -44,6 +53,19 @@ class StagingArea:
         """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch, where the
         collector uploads it from its spool."""
         return self.location.child(*batch_key(self.pipeline, checkpoint_id, host).split("/"))
+
+    def sealed_dir(self, checkpoint_id: int) -> Path:
+        """The local folder the collectors seal the checkpoint into: its folder in a local
+        staging folder, else ``<spool>/<pipeline>/<checkpoint:08d>``.
+
+        Raises:
+            StorageError: staging is in an object store and no ``spool`` was given.
+        """
+        if self.is_local:
+            return checkpoint_dir(self.location.local_path, self.pipeline, checkpoint_id)
+        if self.spool is None:
+            raise StorageError(f"the staging {self.location} has no spool folder")
+        return checkpoint_dir(self.spool, self.pipeline, checkpoint_id)
 
     def where(self, checkpoint_id: int) -> str:
         """Where the landing job reads the checkpoint: a local folder's path (as the collectors

@@ -21,6 +21,10 @@ that report is fresh, and is otherwise reported as not available, never guessed;
 trees it saved at its last checkpoint or time slice come from the metastore.
 
 Every model is a frozen pydantic model; ``to_dict()`` gives its JSON form.
+
+The status ``sluice status`` and ``sluice report`` show (:func:`pipeline_status`,
+:func:`newest_checkpoints`) is read the same way, through a view of the metastore the command
+holds (``PipelineContext.view``), which must exist and be migrated.
 """
 
 from pipeline_core.state._files import file_snapshots
@@ -59,6 +63,7 @@ from pipeline_core.state._snapshot import (
     take_snapshot,
     take_snapshots,
 )
+from pipeline_core.state._status import PipelineStatus, newest_checkpoints, pipeline_status
 
 __all__ = [
     "ACKER_TREES_NOT_STORED",
@@ -78,6 +83,7 @@ __all__ = [
     "LeaseSnapshot",
     "LiveCollectorSnapshot",
     "PipelineSnapshot",
+    "PipelineStatus",
     "PipelineSummary",
     "ReadProgressSnapshot",
     "SinkGroupSnapshot",
@@ -86,8 +92,10 @@ __all__ = [
     "checkpoint_of_run",
     "file_snapshots",
     "find_pipeline",
+    "newest_checkpoints",
     "pipeline_configs",
     "pipeline_name",
+    "pipeline_status",
     "pipelines_dir",
     "take_snapshot",
     "take_snapshots",

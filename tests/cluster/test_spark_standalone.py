@@ -109,7 +109,7 @@ def test_pipeline_dag_lands_through_a_standalone_cluster(
         assert summary.rows == {"access": WELL_FORMED}
         assert summary.distinct_event_ids == WELL_FORMED
         assert sum(summary.rejects.values()) == len(MALFORMED), summary.rejects
-        [checkpoint] = PipelineOperations(config_path).checkpoints.status().checkpoints
+        [checkpoint] = PipelineOperations(config_path).checkpoints.newest()
         assert checkpoint.state == CheckpointState.COMMITTED
         assert checkpoint.line_count == WELL_FORMED + len(MALFORMED)
 

@@ -250,7 +250,7 @@ def test_two_runs_land_every_line_once_across_rotations(
 
     # Reprocess checkpoint 1 from the trigger form: landed again, the lake is unchanged.
     operations = PipelineOperations(tmp_path / "pipelines" / "web_access.yaml")
-    before = operations.checkpoints.status().checkpoints
+    before = operations.checkpoints.newest()
     landed_before = snapshot_operations(lake, "access")
     reprocess = run_dag(dag, {"mode": "reprocess", "checkpoint_id": 1})
     assert committed(reprocess)["checkpoint_ids"] == [1]
@@ -259,7 +259,7 @@ def test_two_runs_land_every_line_once_across_rotations(
     assert replaced and {named for _, named in replaced} == {"1"}  # replaced in its own commit
     assert rows_per_checkpoint(lake) == {1: 40, 2: 60}
     assert sorted(lake_rows(lake).column("event_id").to_pylist()) == sorted(event_ids)
-    assert [info.checkpoint_id for info in operations.checkpoints.status().checkpoints] == [
+    assert [info.checkpoint_id for info in operations.checkpoints.newest()] == [
         info.checkpoint_id for info in before
     ]
 
@@ -273,7 +273,7 @@ def test_two_runs_land_every_line_once_across_rotations(
     assert rows_per_checkpoint(lake) == {1: 40, 2: 60, orphan.checkpoint_id: 10}
     assert markers(lake_rows(lake).to_pylist()) == list(range(110))
     assert operations.checkpoint(orphan.checkpoint_id).state == CheckpointState.COMMITTED
-    assert [info.checkpoint_id for info in operations.checkpoints.status().checkpoints][-1] == (
+    assert [info.checkpoint_id for info in operations.checkpoints.newest()][-1] == (
         orphan.checkpoint_id
     )
 

@@ -117,7 +117,7 @@ def test_a_backfill_run_of_an_interval_without_batches_succeeds_empty(
     assert xcom(run, "request_checkpoint") == []
     assert xcom(run, "commit")["checkpoint_ids"] == []
     # Nothing was requested or collected although the log has unread lines.
-    assert PipelineOperations(config).checkpoints.status().checkpoints == ()
+    assert PipelineOperations(config).checkpoints.newest() == []
 
 
 def test_a_backfill_run_re_lands_the_checkpoints_of_its_interval(
@@ -135,7 +135,7 @@ def test_a_backfill_run_re_lands_the_checkpoints_of_its_interval(
 
     assert run.state == DagRunState.SUCCESS, task_states(run)
     assert xcom(run, "request_checkpoint") == [requested.checkpoint_id]
-    assert [info.checkpoint_id for info in operations.checkpoints.status().checkpoints] == [
+    assert [info.checkpoint_id for info in operations.checkpoints.newest()] == [
         requested.checkpoint_id
     ]
 

@@ -303,7 +303,7 @@ def test_a_backfill_of_committed_intervals_lands_no_line_twice(
     assert retried["tables"]["access"]["already_committed"] == checkpoints
     assert pipeline.snapshots() == replaced
 
-    assert [
-        c.checkpoint_id for c in pipeline.operations.checkpoints.status(limit=100).checkpoints
-    ] == (checkpoints)
+    assert [c.checkpoint_id for c in pipeline.operations.checkpoints.newest(limit=100)] == (
+        checkpoints
+    )
     pipeline.assert_exactly_once(fault_seed)

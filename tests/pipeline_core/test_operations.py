@@ -9,6 +9,7 @@ import os
 import shutil
 import time
 import zipfile
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import CheckpointError, CollectorBusyError, LandingError
 from pipeline_core.lake import REJECTS_TABLE, LandingMode, lake_location
 from pipeline_core.landing import LANDING_APPLICATION
-from pipeline_core.metastore import CheckpointFailedError, Metastore
+from pipeline_core.metastore import BatchRecord, CheckpointFailedError, Metastore, MetastoreView
 from pipeline_core.operations import (
     CheckpointInfo,
     CheckpointState,
@@ -623,9 +624,7 @@ def test_should_forget_committed_checkpoints_past_the_metastores_retention(
     )
 
     assert forgotten == [old.checkpoint_id]
-    assert [c.checkpoint_id for c in operations.checkpoints.status().checkpoints] == [
-        sealed.checkpoint_id
-    ]
+    assert [c.checkpoint_id for c in operations.checkpoints.newest()] == [sealed.checkpoint_id]
 
 
 def test_should_remove_the_staging_of_committed_checkpoints_past_their_retention(
@@ -679,21 +678,44 @@ def test_should_remove_the_staging_at_commit_without_retention(
     assert operations.checkpoint(committed.checkpoint_id).state is CheckpointState.COMMITTED
 
 
-# -- status ------------------------------------------------------------------------------------
+# -- views ------------------------------------------------------------------------------------
 
 
-def test_should_report_files_checkpoints_and_the_lease(
-    operations: PipelineOperations, log: Path
+def test_should_read_the_batches_of_the_checkpoints_it_lists_in_one_query(
+    operations: PipelineOperations, log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    info = sealed_checkpoint(operations, log, 5)
+    for count in (2, 3, 4):
+        sealed_checkpoint(operations, log, count)
+    queries: list[list[int]] = []
+    batches = MetastoreView.batches
 
-    status = operations.checkpoints.status()
+    def counted(view: MetastoreView, checkpoint_ids: Sequence[int]) -> list[BatchRecord]:
+        queries.append(list(checkpoint_ids))
+        return batches(view, checkpoint_ids)
 
-    assert (status.pipeline, status.host, status.lease_holder) == ("web_access", "test-host", None)
-    (record,) = status.files
-    assert record.path == str(log)
-    assert record.sealed_offset == log.stat().st_size
-    assert [c.checkpoint_id for c in status.checkpoints] == [info.checkpoint_id]
+    monkeypatch.setattr(MetastoreView, "batches", counted)
+
+    listed = operations.checkpoints.newest()
+
+    assert [info.line_count for info in listed] == [2, 3, 4]
+    assert queries == [[info.checkpoint_id for info in listed]]
+
+
+def test_should_share_one_metastore_between_the_reads_of_one_call(
+    operations: PipelineOperations, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sealed = sealed_checkpoint(operations, log, 2)
+    opened: list[Metastore] = []
+    open_metastore = Metastore.open
+
+    def counted(url: str, *, migrate: bool = True) -> Metastore:
+        opened.append(open_metastore(url, migrate=migrate))
+        return opened[-1]
+
+    monkeypatch.setattr(Metastore, "open", counted)
+
+    assert operations.checkpoint(sealed.checkpoint_id) == sealed
+    assert len(opened) == 1
 
 
 def waiting_for_a_dead_host(
@@ -749,7 +771,7 @@ def test_should_tell_where_a_checkpoint_is_stored_and_remove_its_staging_once_co
     sealed = sealed_checkpoint(operations, log, 20)
     folder = f"staging/web_access/{sealed.checkpoint_id:08d}"
     assert sealed.staging == f"{s3_bucket.url('staging')}/web_access/{sealed.checkpoint_id:08d}"
-    assert operations.checkpoints.status().checkpoints[-1].staging == sealed.staging
+    assert operations.checkpoints.newest()[-1].staging == sealed.staging
     assert (
         operations.config.staging_area.missing_batches(sealed.checkpoint_id, sealed.hosts) is None
     )

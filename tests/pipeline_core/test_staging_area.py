@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_core.errors import StorageError
 from pipeline_core.staging_contract import MANIFEST_NAME, StagingArea, batch_dir
 from pipeline_core.storage import StorageLocation
 
@@ -30,6 +31,15 @@ def test_should_name_a_local_checkpoint_by_its_path_and_no_url(tmp_path: Path) -
     assert (
         s3.where(7) == s3.checkpoint_url(7) == "s3://bucket/staging/web/00000007?region=eu-west-1"
     )
+
+
+def test_should_name_the_local_folder_a_checkpoint_is_sealed_into(tmp_path: Path) -> None:
+    assert area(tmp_path).sealed_dir(7) == tmp_path / "staging" / "web" / "00000007"
+    store = StorageLocation.parse("s3://bucket/staging")
+    spooled = StagingArea(store, "web", spool=tmp_path / "spool")
+    assert spooled.sealed_dir(7) == tmp_path / "spool" / "web" / "00000007"
+    with pytest.raises(StorageError, match="no spool"):
+        StagingArea(store, "web").sealed_dir(7)
 
 
 def test_should_name_a_hosts_batch_where_the_collector_seals_or_uploads_it(

@@ -74,8 +74,7 @@ def backfill_context(start: datetime, end: datetime, **params: Any) -> Any:
 
 def states(config: Path) -> dict[int, CheckpointState]:
     return {
-        info.checkpoint_id: info.state
-        for info in PipelineOperations(config).checkpoints.status().checkpoints
+        info.checkpoint_id: info.state for info in PipelineOperations(config).checkpoints.newest()
     }
 
 

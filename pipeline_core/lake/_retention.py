@@ -1,6 +1,10 @@
 """PipelineRetention: what one pipeline keeps and for how long: the staging of committed
 checkpoints (``handoff.retain_hours``), their metastore rows (``metastore.retain_days``), and
-the lake's maintenance (compaction, snapshot expiry, orphan files)."""
+the lake's maintenance (compaction, snapshot expiry, orphan files: :mod:`._maintenance`).
+
+The landing job's driver imports this package without the metastore or the config: they are
+imported here where they are used.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,9 @@ import logging
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
-from pipeline_core._pipeline_context import PipelineContext
-from pipeline_core.metastore import CheckpointState, as_utc
-
 if TYPE_CHECKING:
-    from pipeline_core.lake import MaintenanceReport
+    from pipeline_core._pipeline_context import PipelineContext
+    from pipeline_core.lake._maintenance import MaintenanceReport
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,8 @@ class PipelineRetention:
     def remove_committed_staging(self, now: datetime | None = None) -> list[int]:
         """Delete the staging folders of committed checkpoints sealed more than
         ``handoff.retain_hours`` ago; returns their ids."""
+        from pipeline_core.metastore import CheckpointState, as_utc
+
         config = self._context.config
         cutoff = (now or datetime.now(timezone.utc)) - timedelta(hours=config.handoff.retain_hours)
         with self._context.metastore() as metastore:
@@ -70,6 +74,7 @@ class PipelineRetention:
         from pipeline_core.lake import maintain_lake
 
         report = maintain_lake(self._context.config, day)
-        self.remove_committed_staging()
-        report.forgotten_checkpoints = len(self.forget_old_checkpoints())
+        with self._context.metastore():  # one for the staging's and the rows' retention
+            self.remove_committed_staging()
+            report.forgotten_checkpoints = len(self.forget_old_checkpoints())
         return report
