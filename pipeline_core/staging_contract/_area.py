@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline_core.errors import StorageError
-from pipeline_core.staging_contract._layout import MANIFEST_NAME, batch_key, path_segment
+from pipeline_core.staging_contract._layout import (
+    MANIFEST_NAME,
+    batch_key,
+    checkpoint_key,
+    path_segment,
+)
 from pipeline_core.storage import StorageLocation
 
 log = logging.getLogger(__name__)
@@ -38,7 +43,7 @@ class StagingArea:
 
     def checkpoint(self, checkpoint_id: int) -> StorageLocation:
         """``<staging>/<pipeline>/<checkpoint:08d>``: the checkpoint's batches, one per host."""
-        return self.location.child(self.pipeline, f"{checkpoint_id:08d}")
+        return self.location.child(*checkpoint_key(self.pipeline, checkpoint_id).split("/"))
 
     def batch(self, checkpoint_id: int, host: str) -> StorageLocation:
         """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch, where the
