@@ -189,7 +189,9 @@ def _listing(folder: str) -> list[pafs.FileInfo] | None:
     """
     filesystem, path = _filesystem(folder)
     try:
-        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        infos: list[pafs.FileInfo] = filesystem.get_file_info(
+            pafs.FileSelector(path, allow_not_found=True)
+        )
     except NotADirectoryError:  # a file where the folder should be
         return None
     if not infos and filesystem.get_file_info(path).type is pafs.FileType.NotFound:
