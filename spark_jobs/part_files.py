@@ -4,11 +4,14 @@ A staging location is a path (``/data/staging/web/00000003``) or a URL
 (``s3://bucket/prefix/web/00000003``, ``gs://``, ``abfs://``); the driver and the executors
 read it through the same few calls: :func:`list_folders` and :func:`read_whole` (the
 manifests), :func:`file_sizes` (the parts' sizes) and :func:`open_part`, a
-:class:`PartReader` of ranged reads (the parts' bytes). A path is read with the operating
-system's calls (``os.pread``: the local fast path, as fast as before); a URL through its
-Arrow filesystem (``pipeline_core.storage``), each read one ranged request to the store. No
-Hadoop filesystem is involved: the cluster needs no S3 connector. Only a URL's reads import
-``pipeline_core.storage`` (shipped in the landing job's archive).
+:class:`PartReader` of ranged reads (the parts' bytes). Listings and manifests are read
+through the location's Arrow filesystem, resolved as the staging area resolves it
+(``pipeline_core.storage.StorageLocation``: a folder is the local filesystem). A part's
+bytes are read with ``os.pread`` when it is a path (the executors' local fast path: one
+descriptor per part, no copy, nothing of ``pipeline_core`` imported), else by one ranged
+request to the store each. No Hadoop filesystem is involved: the cluster needs no S3
+connector. ``pipeline_core.storage`` (shipped in the landing job's archive) is imported when
+a location is first resolved, not with the module.
 
 The store's credentials and endpoint come from the environment of the process that reads
 (``AWS_*``, ``AZURE_*``, Application Default Credentials), never from the URL; the driver hands
@@ -20,10 +23,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
+
+if TYPE_CHECKING:
+    from pipeline_core.storage import StorageLocation
 
 
 class PartReader(Protocol):
@@ -89,10 +95,7 @@ def local_path(location: str) -> str:
 
 def join(folder: str, name: str) -> str:
     """The location of ``name`` in ``folder`` (a path or a URL, whose query is kept)."""
-    if "://" not in folder:
-        return os.path.join(folder, name)
-    base, mark, query = folder.partition("?")
-    return f"{base.rstrip('/')}/{name}{mark}{query}"
+    return _location(folder).child(name).url
 
 
 def parent_and_name(location: str) -> tuple[str, str]:
@@ -112,9 +115,7 @@ def open_part(location: str) -> PartReader:
     """
     if is_local(location):
         return LocalPartReader(local_path(location))
-    folder, name = parent_and_name(location)
-    filesystem, path = _filesystem(folder)
-    return ArrowPartReader(filesystem, f"{path}/{name}")
+    return ArrowPartReader(*_file(location))
 
 
 def read_whole(location: str) -> bytes:
@@ -124,12 +125,8 @@ def read_whole(location: str) -> bytes:
         FileNotFoundError: there is none.
         OSError: it cannot be read.
     """
-    if is_local(location):
-        with open(local_path(location), "rb") as handle:
-            return handle.read()
-    folder, name = parent_and_name(location)
-    filesystem, path = _filesystem(folder)
-    with filesystem.open_input_stream(f"{path}/{name}") as stream:
+    filesystem, path = _file(location)
+    with filesystem.open_input_stream(path) as stream:
         return bytes(stream.read())
 
 
@@ -140,14 +137,8 @@ def list_folders(location: str) -> list[str] | None:
     Raises:
         OSError: it cannot be listed.
     """
-    if is_local(location):
-        path = local_path(location)
-        if not os.path.isdir(path):
-            return None
-        return sorted(entry.name for entry in os.scandir(path) if entry.is_dir())
-    filesystem, path = _filesystem(location)
-    infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    if not infos and filesystem.get_file_info(path).type is pafs.FileType.NotFound:
+    infos = _listing(location)
+    if infos is None:
         return None
     return sorted(info.base_name for info in infos if info.type is pafs.FileType.Directory)
 
@@ -159,15 +150,10 @@ def file_sizes(folder: str) -> dict[str, int]:
     Raises:
         OSError: it cannot be listed.
     """
-    if is_local(folder):
-        path = local_path(folder)
-        if not os.path.isdir(path):
-            return {}
-        return {entry.name: entry.stat().st_size for entry in os.scandir(path) if entry.is_file()}
-    filesystem, path = _filesystem(folder)
-    infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     return {
-        info.base_name: int(info.size or 0) for info in infos if info.type is pafs.FileType.File
+        info.base_name: int(info.size or 0)
+        for info in _listing(folder) or ()
+        if info.type is pafs.FileType.File
     }
 
 
@@ -194,11 +180,50 @@ def reader_environment(locations: Sequence[str]) -> dict[str, str]:
     return store_environment()
 
 
+def _listing(folder: str) -> list[pafs.FileInfo] | None:
+    """What is directly in the folder ``folder`` (symlinks followed); None when there is no
+    such folder.
+
+    Raises:
+        OSError: it cannot be listed.
+    """
+    filesystem, path = _filesystem(folder)
+    try:
+        infos: list[pafs.FileInfo] = filesystem.get_file_info(
+            pafs.FileSelector(path, allow_not_found=True)
+        )
+    except NotADirectoryError:  # a file where the folder should be
+        return None
+    if not infos and filesystem.get_file_info(path).type is pafs.FileType.NotFound:
+        return None
+    return infos
+
+
+def _file(location: str) -> tuple[pafs.FileSystem, str]:
+    """The Arrow filesystem of the file at ``location`` and its path there."""
+    folder, name = parent_and_name(location)
+    filesystem, path = _filesystem(folder)
+    return filesystem, f"{path}/{name}"
+
+
 @lru_cache(maxsize=64)
 def _filesystem(folder: str) -> tuple[pafs.FileSystem, str]:
-    """The Arrow filesystem of a store's folder and its path there, built once per folder and
-    process (a worker reads many segments of one batch folder). ``pipeline_core.storage`` is
-    imported here: executors that read local staging need nothing of ``pipeline_core``."""
-    from pipeline_core.storage import location_filesystem
+    """The Arrow filesystem of a folder and its path there, resolved as the staging area
+    resolves it (:meth:`StorageLocation.filesystem`: a path, or a ``file://`` URL, is the local
+    filesystem), built once per folder and process (a worker reads many segments of one batch
+    folder)."""
+    return _location(folder).filesystem()
 
-    return location_filesystem(folder)
+
+def _location(folder: str) -> StorageLocation:
+    """``folder`` as a :class:`StorageLocation`, taken as given (the landing plan's come parsed
+    already). ``pipeline_core.storage`` is imported here, not by the module: executors that
+    read local part files (:func:`open_part`) need nothing of ``pipeline_core``.
+
+    Raises:
+        LocationError: its scheme is not one Sluice reads.
+    """
+    from pipeline_core.storage import StorageLocation, StorageScheme
+
+    scheme = urlparse(folder).scheme if "://" in folder else ""
+    return StorageLocation(folder, StorageScheme.of(scheme))

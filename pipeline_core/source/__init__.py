@@ -8,6 +8,7 @@ changed, in the folders :func:`watch_targets` names.
 """
 
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._chunk_reading import read_chunk
 from pipeline_core.source._container_entries import (
     ContainerEvent,
     ContainerLogFormat,
@@ -85,6 +86,7 @@ __all__ = [
     "new_fingerprint",
     "open_file_events",
     "open_regular",
+    "read_chunk",
     "read_long_line",
     "read_signature",
     "signature_matches",

@@ -8,9 +8,9 @@ handed out only while the file still starts with its signature and still holds t
 read where they were read: a file truncated or cut under the reader is left to the watcher's
 next scan.
 
-:func:`next_chunk` reads; :meth:`TrackedFile.read_chunk` calls it and moves the file's
-offsets past what it read (every offset move is one of :class:`TrackedFile`'s methods). Runs
-on the thread that owns the tracked file (the collector's mailbox thread).
+:func:`read_chunk` reads, and moves the file's offsets past what it read through
+:meth:`TrackedFile.mark_read` (every offset move is one of :class:`TrackedFile`'s methods).
+Runs on the thread that owns the tracked file (the collector's mailbox thread).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._chunk import Chunk, LongLine, count_lines
+from pipeline_core.source._content_change import tail_intact
 from pipeline_core.source._fingerprint import signature_matches
 from pipeline_core.source._long_line import LongLineScan, first_long_line, prefix_bytes
 from pipeline_core.source._read_memory import TAIL_WINDOW_BYTES
@@ -36,7 +37,7 @@ log = logging.getLogger("pipeline_core.source._tracked_file")
 """The tracked file's logger: what a read says is said of the file."""
 
 
-def next_chunk(
+def read_chunk(
     tracked: TrackedFile,
     chunk_bytes: int,
     max_line_bytes: int,
@@ -45,10 +46,10 @@ def next_chunk(
     *,
     now: float = 0.0,
     flush: bool = False,
-) -> tuple[Chunk, bytes | bytearray] | None:
+) -> Chunk | None:
     """The whole lines at ``tracked``'s read offset (at most about ``chunk_bytes``) as a
-    chunk, with the last bytes read (up to :data:`TAIL_WINDOW_BYTES`, for its
-    :class:`ReadMemory`); :meth:`TrackedFile.read_chunk` moves the offsets past them.
+    chunk, the read offset moved past them (:meth:`TrackedFile.mark_read`, with the last bytes
+    read, up to :data:`TAIL_WINDOW_BYTES`, for its :class:`ReadMemory`).
 
     A last line without its newline waits for it, unless ``final`` is set (the file will not
     grow: a rotated file at its end). A line longer than ``max_line_bytes`` is one chunk of
@@ -81,7 +82,7 @@ def next_chunk(
             return None
         # Likewise a file cut below the read offset and written again past it: its new
         # bytes belong to a new generation that the next scan starts where the cut was.
-        if data and not tracked.tail_intact():
+        if data and not tail_intact(tracked):
             log.info(
                 "%s was cut below offset %d; leaving it to the next scan",
                 shown_path(tracked.path),
@@ -145,7 +146,8 @@ def next_chunk(
         long_line=long_line,
         events=spans,
     )
-    return chunk, last_bytes
+    tracked.mark_read(chunk, last_bytes)
+    return chunk
 
 
 def _frame(

@@ -152,7 +152,7 @@ class CopyAdoption:
                 candidate.open(path)
                 and candidate.still_same_file(self._signature_bytes)
                 and candidate.fd is not None
-                and tracked.holds_what_was_read(candidate.fd)
+                and tracked.memory.holds_what_was_read(candidate.fd)
             ):
                 self.adopt(tracked, candidate, rotated=True)
                 return
@@ -178,9 +178,7 @@ class CopyAdoption:
         original.cut_mid_event = original.held_since is not None
         assert copy.fd is not None
         self._lead_the_successor(original, copy.fd, size)
-        original.close()
-        original.fd, copy.fd = copy.fd, None
-        original.path, original.dev, original.ino = copy.path, copy.dev, copy.ino
+        original.follow_to(copy)
         original.detached_at = None
         original.still_same_file(self._signature_bytes)
         if rotated:

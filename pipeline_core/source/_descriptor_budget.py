@@ -24,9 +24,9 @@ import logging
 import os
 
 from pipeline_core._file_names import shown_path
+from pipeline_core.source._content_change import ContentChange, content_change
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._file_registry import FileRegistry
-from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._tracked_file import HEAD_BYTES, TrackedFile, open_regular
 
 log = logging.getLogger("pipeline_core.source._tracked_file")
@@ -175,7 +175,7 @@ class DescriptorBudget:
                 continue
             opened += 1
             tracked.active_at = now
-            if tracked.inspect(self._signature_bytes) is not ContentChange.SAME:
+            if content_change(tracked, self._signature_bytes) is not ContentChange.SAME:
                 tracked.checked_size = -1  # changed after all: the next scan looks at it
 
     def _make_room(self, now: float, exclude: TrackedFile | None = None) -> bool:
@@ -242,21 +242,20 @@ def release_descriptor(tracked: TrackedFile, size: int) -> None:
     try:
         if len(tracked.head) < min(HEAD_BYTES, tracked.signature.size):
             tracked.head = os.pread(tracked.fd, min(HEAD_BYTES, tracked.signature.size), 0)
-        tracked.waiting = unread > 0 and (
+        waiting = unread > 0 and (
             unread > _LINE_LOOK_BYTES or b"\n" in os.pread(tracked.fd, unread, tracked.read_offset)
         )
     except OSError:
-        tracked.waiting = unread > 0
+        waiting = unread > 0
     tracked.checked_size = size
     tracked.checked_offset = tracked.read_offset
-    tracked.close()
-    tracked.released = True
+    tracked.release(waiting=waiting)
 
 
 def reopen(tracked: TrackedFile, path: str | None = None) -> bool:
     """Open a released file again at ``path`` (default: where it was), if the regular file
     there is still this one by device and inode (:func:`open_regular`); whether its first
-    bytes and the last bytes read are still there is for :meth:`TrackedFile.inspect` or the
+    bytes and the last bytes read are still there is for :func:`content_change` or the
     next read to tell. False, quietly, when it is not there or not this file any more (a scan
     decides what became of it), or when no descriptor can be had now (``EMFILE``: tried again
     later)."""
@@ -272,7 +271,5 @@ def reopen(tracked: TrackedFile, path: str | None = None) -> bool:
         return False
     if fd is None:
         return False
-    tracked.fd = fd
-    tracked.path = where
-    tracked.released = tracked.waiting = False
+    tracked.attach(fd, where)
     return True

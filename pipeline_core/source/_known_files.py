@@ -23,13 +23,13 @@ from __future__ import annotations
 import logging
 
 from pipeline_core._file_names import shown_path
+from pipeline_core.source._content_change import ContentChange, content_change, kept_length
 from pipeline_core.source._copy_adoption import CopyAdoption
 from pipeline_core.source._descriptor_budget import DescriptorBudget, reopen
 from pipeline_core.source._discovery import Inode, siblings
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._file_registry import FileRegistry
 from pipeline_core.source._fingerprint import new_fingerprint
-from pipeline_core.source._read_memory import ContentChange
 from pipeline_core.source._scan_scope import ScanScope
 from pipeline_core.source._tracked_file import TrackedFile
 
@@ -144,7 +144,7 @@ class KnownFiles:
                     return False
                 if size <= tracked.read_offset:
                     tracked.move_to(FileState.KEPT)
-            tracked.path = path
+            tracked.found_at(path)
             return True
         was_open = tracked.fd is not None
         if tracked.released:
@@ -166,7 +166,7 @@ class KnownFiles:
         """``tracked`` was cut below its read offset with its first bytes kept: it ends where
         it was read to; the bytes from the cut on are a new generation under a new
         fingerprint (same inode, same descriptor)."""
-        kept = tracked.kept_length()
+        kept = kept_length(tracked)
         if kept.verified:
             log.warning(
                 "%s was cut below offset %d: its first %d bytes are the ones read; reading on "
@@ -197,7 +197,7 @@ class KnownFiles:
             follow_symlinks=tracked.follow_symlinks,
         )
         generation.seen_size = tracked.size()
-        generation.fd, tracked.fd = tracked.fd, None
+        generation.take_descriptor(tracked)
         tracked.move_to(FileState.DONE)
         self._files.add(generation)
 
@@ -227,7 +227,7 @@ class KnownFiles:
         """What became of the open file's content, acted on: REPLACED (truncated or reused)
         detaches it to wait for its copy, CUT starts a new generation; SAME is left to the
         caller."""
-        change = tracked.inspect(self._signature_bytes)
+        change = content_change(tracked, self._signature_bytes)
         if change is ContentChange.REPLACED:
             log.info("%s was truncated or replaced; waiting for its copy", shown_path(tracked.path))
             self._copies.detached(tracked)

@@ -159,7 +159,7 @@ class NewFiles:
                 state=FileState.LIVE,
                 follow_symlinks=source.follow_symlinks,
             )
-            tracked.fd, probe.fd = probe.fd, None
+            tracked.take_descriptor(probe)
             tracked.head = head
             tracked.seen_size = size  # the reader tells a file read to its end by it
             if not start:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from enum import Enum
 
 from pipeline_core.source._line_digest import LineDigest
 
@@ -19,18 +18,6 @@ TAIL_WINDOW_BYTES = 16 * 1024
 TAIL_CHECK_BYTES = 64
 """How many bytes just before the read offset are compared with what was read, before each read
 and at each scan: a file cut and written again past its read offset differs there."""
-
-
-class ContentChange(Enum):
-    """What became of an open file since it was last read (``TrackedFile.inspect``)."""
-
-    SAME = "same"
-    """Still the file read so far (it may have grown)."""
-    REPLACED = "replaced"
-    """Its first bytes changed: truncated and written again from its start, or another file."""
-    CUT = "cut"
-    """Its first bytes are kept, but it is shorter than what was read of it, or the bytes just
-    before the read offset changed: cut below the read offset (and perhaps written again)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline_core.source._chunk import Chunk
+from pipeline_core.source._chunk_reading import read_chunk
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._multiline import EventFraming
 from pipeline_core.source._tracked_file import TrackedFile
@@ -209,8 +210,8 @@ class TimeSlicedReader:
             if tracked.rotated_at is None:
                 tracked.rotated_at = now
             settled = now - tracked.rotated_at >= rotated_grace
-        chunk = tracked.read_chunk(
-            self._chunk_bytes, self._max_line_bytes, settled, framing, now=now, flush=flush
+        chunk = read_chunk(
+            tracked, self._chunk_bytes, self._max_line_bytes, settled, framing, now=now, flush=flush
         )
         if chunk is None and settled and tracked.read_offset >= tracked.size():
             if tracked.state is FileState.ROTATED:

@@ -11,14 +11,12 @@ from dataclasses import dataclass, field
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._chunk import Chunk
-from pipeline_core.source._chunk_reading import next_chunk
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._file_record import FileRecord
 from pipeline_core.source._fingerprint import Signature, read_signature, signature_matches
 from pipeline_core.source._line_digest import LineDigest
 from pipeline_core.source._long_line import LongLineScan
-from pipeline_core.source._multiline import EventFraming
-from pipeline_core.source._read_memory import ContentChange, KeptLength, ReadMemory
+from pipeline_core.source._read_memory import ReadMemory
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +201,13 @@ class TrackedFile:
 
     # -- offsets: every move of them is one of these ---------------------------------------
 
+    def mark_read(self, chunk: Chunk, last_bytes: bytes | bytearray) -> None:
+        """``chunk`` was just read, ending with ``last_bytes`` (kept to tell a cut from a file
+        that grew): the read offset moves past it."""
+        self.memory.remember(last_bytes, chunk.end)
+        self.read_offset = chunk.end
+        self.lines_since_barrier += chunk.lines
+
     def unread(self, chunk: Chunk) -> None:
         """``chunk``, just read, was refused downstream: it will be read again."""
         self.read_offset = chunk.start
@@ -252,11 +257,41 @@ class TrackedFile:
             why = "is no longer the regular file found at the scan: not read"
             log.warning("%s %s", shown_path(path), why)
             return False
+        self.attach(fd, path)
+        return True
+
+    def attach(self, fd: int, path: str) -> None:
+        """Read through ``fd`` from now on, a descriptor :func:`open_regular` opened on this
+        file at ``path`` (its name now); the one open before, if any, is closed, and a released
+        file is no longer."""
         self.close()
         self.fd = fd
         self.path = path
         self.released = self.waiting = False
-        return True
+
+    def take_descriptor(self, other: TrackedFile) -> None:
+        """Read through ``other``'s open descriptor from now on (``other`` is left without
+        one): a probe found to be a new file, a file cut whose new generation reads on. The
+        descriptor open before, if any, is closed."""
+        self.close()
+        self.fd, other.fd = other.fd, None
+
+    def follow_to(self, copy: TrackedFile) -> None:
+        """This file goes on in ``copy`` (an open probe: its copytruncate copy): the copy's
+        descriptor, path and identity (device and inode) are this file's now."""
+        self.take_descriptor(copy)
+        self.path, self.dev, self.ino = copy.path, copy.dev, copy.ino
+
+    def found_at(self, path: str) -> None:
+        """A scan found this file (the same by identity) at ``path``: its name now."""
+        self.path = path
+
+    def release(self, *, waiting: bool) -> None:
+        """Close the descriptor of a LIVE file not read now, to be opened again by identity
+        (:attr:`released`); ``waiting``: it has whole lines left to read."""
+        self.close()
+        self.released = True
+        self.waiting = waiting
 
     def move_to(self, state: FileState) -> None:
         """Move the file to ``state``; every change of its state is one of these.
@@ -306,65 +341,6 @@ class TrackedFile:
             return os.fstat(self.fd).st_size
         except OSError:
             return 0
-
-    # -- truncation --------------------------------------------------------------------------
-
-    def inspect(self, signature_bytes: int) -> ContentChange:
-        """What became of the open file: still the same, replaced, or cut below what was read.
-        Grows the signature while the file is shorter than ``signature_bytes``."""
-        if not self.still_same_file(signature_bytes):
-            return ContentChange.REPLACED
-        size = self.size()
-        if size < self.read_offset or not self.tail_intact():
-            # Seen after the signature was checked: a copytruncate between the two looks like
-            # a cut, so it is one only if the file still starts as it did now.
-            try:
-                if self.fd is None or not signature_matches(self.fd, self.signature):
-                    return ContentChange.REPLACED
-            except OSError:
-                return ContentChange.REPLACED
-            return ContentChange.CUT
-        self.seen_size = max(self.seen_size, size)
-        return ContentChange.SAME
-
-    def kept_length(self) -> KeptLength:
-        """Where the file, cut below its read offset with its first bytes kept, stops holding
-        the lines that were read (:meth:`ReadMemory.kept_length`)."""
-        return self.memory.kept_length(self.fd, self.size())
-
-    def holds_what_was_read(self, fd: int) -> bool:
-        """Whether the file at ``fd`` holds the last bytes read of this one where they were
-        read: what a copy of this file does."""
-        return self.memory.holds_what_was_read(fd)
-
-    def tail_intact(self) -> bool:
-        """Whether the open file still holds the last bytes read where they were read (True
-        when closed: nothing to compare)."""
-        return self.fd is None or self.memory.intact(self.fd, self.read_offset)
-
-    # -- reading -----------------------------------------------------------------------------
-
-    def read_chunk(
-        self,
-        chunk_bytes: int,
-        max_line_bytes: int,
-        final: bool,
-        framing: EventFraming | None = None,
-        *,
-        now: float = 0.0,
-        flush: bool = False,
-    ) -> Chunk | None:
-        """Read whole lines from ``read_offset`` (at most about ``chunk_bytes``), and move the
-        offset past them; None when there is nothing whole to read yet. What a read takes
-        (whole lines, over-long lines, whole events) is :func:`next_chunk`'s to say."""
-        read = next_chunk(self, chunk_bytes, max_line_bytes, final, framing, now=now, flush=flush)
-        if read is None:
-            return None
-        chunk, last_bytes = read
-        self.memory.remember(last_bytes, chunk.end)
-        self.read_offset = chunk.end
-        self.lines_since_barrier += chunk.lines
-        return chunk
 
 
 def probe_file(

@@ -14,6 +14,7 @@ from pipeline_core.staging_contract._layout import (
     MANIFEST_NAME,
     batch_key,
     checkpoint_dir,
+    checkpoint_key,
     path_segment,
 )
 from pipeline_core.storage import StorageLocation
@@ -47,7 +48,7 @@ class StagingArea:
 
     def checkpoint(self, checkpoint_id: int) -> StorageLocation:
         """``<staging>/<pipeline>/<checkpoint:08d>``: the checkpoint's batches, one per host."""
-        return self.location.child(self.pipeline, f"{checkpoint_id:08d}")
+        return self.location.child(*checkpoint_key(self.pipeline, checkpoint_id).split("/"))
 
     def batch(self, checkpoint_id: int, host: str) -> StorageLocation:
         """``<staging>/<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch, where the

@@ -43,7 +43,14 @@ def checkpoint_dir(staging_root: Path, pipeline: str, checkpoint_id: int) -> Pat
         ValueError: ``pipeline`` is not one path segment (:func:`path_segment`); so for every
             path below.
     """
-    return Path(staging_root) / path_segment(pipeline, "pipeline") / f"{checkpoint_id:08d}"
+    return Path(staging_root, *checkpoint_key(pipeline, checkpoint_id).split("/"))
+
+
+def checkpoint_key(pipeline: str, checkpoint_id: int) -> str:
+    """``<pipeline>/<checkpoint:08d>``: a checkpoint's folder below a staging root, as a
+    ``/``-separated key: the one place a checkpoint's folder is named (:func:`checkpoint_dir`,
+    :func:`batch_key`, :class:`StagingArea`)."""
+    return f"{path_segment(pipeline, 'pipeline')}/{checkpoint_id:08d}"
 
 
 def checkpoint_id_of(folder: Path) -> int:
@@ -65,7 +72,7 @@ def batch_dir(staging_root: Path, pipeline: str, checkpoint_id: int, host: str) 
 def batch_key(pipeline: str, checkpoint_id: int, host: str) -> str:
     """``<pipeline>/<checkpoint:08d>/<host>``: one host's sealed batch below a staging root,
     as a ``/``-separated key (an object store prefix's form of :func:`batch_dir`)."""
-    return f"{path_segment(pipeline, 'pipeline')}/{checkpoint_id:08d}/{path_segment(host, 'host')}"
+    return f"{checkpoint_key(pipeline, checkpoint_id)}/{path_segment(host, 'host')}"
 
 
 def inflight_dir(staging_root: Path, pipeline: str, host: str) -> Path:

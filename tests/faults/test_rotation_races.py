@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.source import TimeSlicedReader
+from pipeline_core.source import TimeSlicedReader, read_chunk
 from tests.support.faults import FaultLines, FaultSeed
 from tests.support.reading import MiB, Received, read_everything, watch
 
@@ -38,7 +38,7 @@ def test_a_copytruncate_between_two_scans_hands_no_new_line_to_the_old_file(
     watcher.scan()
     (tracked,) = watcher.files
     while sum(c.lines for c in chunks) < read_before_rotation:  # a reader behind the writer
-        chunk = tracked.read_chunk(4096, MiB, final=False)
+        chunk = read_chunk(tracked, 4096, MiB, final=False)
         assert chunk is not None
         chunks.publish(chunk)
     shutil.copyfile(live, tmp_path / "access.log.1")

@@ -18,6 +18,7 @@ from pipeline_core.source import (
     LongLine,
     Signature,
     TrackedFile,
+    read_chunk,
     read_signature,
 )
 from tests.support.pipelines import append
@@ -62,7 +63,7 @@ def read_all(
     tracked: TrackedFile, chunk_bytes: int = CHUNK, max_line_bytes: int = MAX_LINE
 ) -> list[Chunk]:
     chunks = []
-    while (chunk := tracked.read_chunk(chunk_bytes, max_line_bytes, final=False)) is not None:
+    while (chunk := read_chunk(tracked, chunk_bytes, max_line_bytes, final=False)) is not None:
         chunks.append(chunk)
     return chunks
 
@@ -125,7 +126,7 @@ def test_should_not_be_the_same_file_when_closed(log: Path) -> None:
     assert tracked.fd is None
     assert not tracked.still_same_file(1024)
     assert tracked.size() == 0
-    assert tracked.read_chunk(CHUNK, MAX_LINE, final=True) is None
+    assert read_chunk(tracked, CHUNK, MAX_LINE, final=True) is None
 
 
 # -- offsets -----------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ def test_should_start_reading_at_the_sealed_offset(log: Path, opened: list[Track
     opened.append(tracked)
 
     assert (tracked.sealed_offset, tracked.barrier_offset, tracked.read_offset) == (7, 7, 7)
-    chunk = tracked.read_chunk(CHUNK, MAX_LINE, final=False)
+    chunk = read_chunk(tracked, CHUNK, MAX_LINE, final=False)
     assert chunk is not None
     assert (chunk.start, chunk.data) == (7, b"unsealed\n")
 
@@ -172,12 +173,12 @@ def test_should_read_whole_lines_and_count_them(log: Path, opened: list[TrackedF
     tracked = track(log)
     opened.append(tracked)
 
-    chunk = tracked.read_chunk(CHUNK, MAX_LINE, final=False)
+    chunk = read_chunk(tracked, CHUNK, MAX_LINE, final=False)
 
     assert chunk == Chunk("access", "00000000000000aa", 0, b"one\ntwo\nthree\n", 3)
     assert tracked.read_offset == chunk.end == 14
     assert tracked.lines_since_barrier == 3
-    assert tracked.read_chunk(CHUNK, MAX_LINE, final=False) is None
+    assert read_chunk(tracked, CHUNK, MAX_LINE, final=False) is None
 
 
 def test_should_stop_a_chunk_at_the_last_newline_within_chunk_bytes(
@@ -201,13 +202,13 @@ def test_should_wait_for_the_newline_of_a_partial_last_line(
     tracked = track(log)
     opened.append(tracked)
 
-    first = tracked.read_chunk(CHUNK, MAX_LINE, final=False)
+    first = read_chunk(tracked, CHUNK, MAX_LINE, final=False)
     assert first is not None and first.data == b"whole\n"
-    assert tracked.read_chunk(CHUNK, MAX_LINE, final=False) is None
+    assert read_chunk(tracked, CHUNK, MAX_LINE, final=False) is None
     assert tracked.read_offset == 6
 
     append(log, b"done")
-    second = tracked.read_chunk(CHUNK, MAX_LINE, final=False)
+    second = read_chunk(tracked, CHUNK, MAX_LINE, final=False)
     assert second is not None
     assert (second.start, second.data, second.lines) == (6, b"half-done\n", 1)
 
@@ -219,8 +220,8 @@ def test_should_ship_an_unterminated_last_line_when_final(
     tracked = track(log)
     opened.append(tracked)
 
-    assert tracked.read_chunk(CHUNK, MAX_LINE, final=False) is None
-    chunk = tracked.read_chunk(CHUNK, MAX_LINE, final=True)
+    assert read_chunk(tracked, CHUNK, MAX_LINE, final=False) is None
+    chunk = read_chunk(tracked, CHUNK, MAX_LINE, final=True)
 
     assert chunk is not None
     assert (chunk.data, chunk.lines) == (b"tail without newline", 1)
@@ -297,7 +298,7 @@ def test_should_wait_for_the_end_of_an_over_long_line_without_moving_its_offset(
 
     assert [c.data for c in read_all(tracked, chunk_bytes=1024, max_line_bytes=1024)] == [b"a\n"]
     append(log, b"h" * 2000, newline=False)
-    assert tracked.read_chunk(1024, 1024, final=False) is None
+    assert read_chunk(tracked, 1024, 1024, final=False) is None
     assert (tracked.read_offset, tracked.lines_since_barrier) == (2, 1)
 
     append(log, b"", b"next")
@@ -316,8 +317,8 @@ def test_should_ship_an_unterminated_over_long_line_at_the_end_of_a_final_file(
     tracked = track(log)
     opened.append(tracked)
 
-    assert tracked.read_chunk(1024, 1024, final=False) is None
-    chunk = tracked.read_chunk(1024, 1024, final=True)
+    assert read_chunk(tracked, 1024, 1024, final=False) is None
+    chunk = read_chunk(tracked, 1024, 1024, final=True)
 
     assert chunk is not None
     assert (chunk.data, chunk.long_line) == (b"h" * 1024, LongLine(3000, False))

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_core.source import FileState, FileWatcher, Signature, TrackedFile, signature_matches
+from pipeline_core.source import (
+    FileState,
+    FileWatcher,
+    Signature,
+    TrackedFile,
+    read_chunk,
+    signature_matches,
+)
 from pipeline_core.source import _tracked_file as tracked_file
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
 from tests.support.faults import FaultLines
@@ -45,7 +52,7 @@ def read_lines(tracked: TrackedFile, into: Received, count: int) -> None:
     """Read about ``count`` lines of ``tracked`` in small chunks (a reader behind a writer)."""
     goal = sum(c.lines for c in into) + count
     while sum(c.lines for c in into) < goal:
-        chunk = tracked.read_chunk(2048, MiB, final=False)
+        chunk = read_chunk(tracked, 2048, MiB, final=False)
         assert chunk is not None
         into.publish(chunk)
 

@@ -18,6 +18,7 @@ from pipeline_core.source import (
     FileWatcher,
     Signature,
     TrackedFile,
+    read_chunk,
     read_signature,
 )
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
@@ -256,7 +257,7 @@ def test_should_start_after_the_last_complete_line_when_starting_at_the_end(
     (tracked,) = watcher.files
     assert tracked.sealed_offset == tracked.read_offset == len(b"old one\nold two\n")
     append(logs / "access.log", b" now whole")
-    chunk = tracked.read_chunk(4096, 4096, final=False)
+    chunk = read_chunk(tracked, 4096, 4096, final=False)
     assert chunk is not None and chunk.data == b"partial now whole\n"
 
 
@@ -380,7 +381,7 @@ def test_should_hand_a_detached_files_fingerprint_and_offset_to_its_copy(
     watcher = watch(watchers, source(logs))
     watcher.scan()
     (tracked,) = watcher.files
-    chunk = tracked.read_chunk(4096, 4096, final=False)
+    chunk = read_chunk(tracked, 4096, 4096, final=False)
     assert chunk is not None
     append(logs / "access.log", b"unread at the copy")
 
@@ -393,7 +394,7 @@ def test_should_hand_a_detached_files_fingerprint_and_offset_to_its_copy(
     copy = by_name(watcher)["access.log.1"]
     assert copy is tracked
     assert copy.read_offset == chunk.end
-    rest = copy.read_chunk(4096, 4096, final=False)
+    rest = read_chunk(copy, 4096, 4096, final=False)
     assert rest is not None and rest.data == b"unread at the copy\n"
 
 
