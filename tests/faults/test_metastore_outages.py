@@ -20,15 +20,14 @@ import sqlalchemy as sa
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import checkpoint_dir
-from pipeline_core.testing import staged_lines, wait_until
+from pipeline_core.testing import UniqueAccessLines, append, staged_lines, wait_until
 from tests.support.faults import (
-    FaultLines,
     FaultSeed,
     RunningCollector,
     metastore_write_lock,
     take_database_down,
 )
-from tests.support.pipelines import append, load
+from tests.support.pipelines import load
 from tests.support.postgres import postgres_url
 
 COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1, "rotated_grace_s": 0.5}
@@ -77,7 +76,7 @@ def test_a_collector_waits_out_a_write_lock_held_while_it_seals(
 ) -> None:
     config = load(tmp_path, metastore_url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during = source.lines(0, 3000), source.lines(3000, 2000)
     hold = fault_seed.rng.uniform(3.0, 5.0)
     append(log, *before)
@@ -134,7 +133,7 @@ def test_a_collector_rides_out_its_postgres_database_refusing_connections_while_
     assert database is not None
     config = load(tmp_path, metastore_url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during = source.lines(0, 3000), source.lines(3000, 2000)
     outage = fault_seed.rng.uniform(2.0, 4.0)
     seal = Metastore.seal

@@ -1,5 +1,6 @@
 """Helpers of the fault matrix (``tests/faults``): seeds, a log writer process, crash points,
-running ``sluice`` as a subprocess, landing with Spark and reading the lake back.
+running ``sluice`` as a subprocess, landing with Spark and reading the staging back (the lines
+themselves and the exactly-once check are in :mod:`pipeline_core.testing`).
 
 Every fault test takes the ``fault_seed`` fixture: its seed comes from ``SLUICE_FAULT_SEED``
 or is drawn, is printed, is added to the test's report, and should be quoted in assertion
@@ -11,19 +12,18 @@ This module is also a small program, run from the repository root::
         --done FILE
     python -m tests.support.faults crash-at POINT CONFIG
 
-``write-logs`` appends unique nginx lines to ``FOLDER/access.log`` at a steady pace, rotating
-it by rename (logrotate ``create``) and by copytruncate in turn; ``crash-at`` collects once
-and SIGKILLs itself at one of the sealing steps (:class:`SealCrashPoint`) or of the upload
-steps of a pipeline staging into an object store (:class:`UploadCrashPoint`).
+``write-logs`` (:func:`pipeline_core.testing.write_logs`) appends unique nginx lines to
+``FOLDER/access.log`` at a steady pace, rotating it by rename (logrotate ``create``) and by
+copytruncate in turn; ``crash-at`` collects once and SIGKILLs itself at one of the sealing
+steps (:class:`SealCrashPoint`) or of the upload steps of a pipeline staging into an object
+store (:class:`UploadCrashPoint`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -34,7 +34,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +48,7 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import read_manifest
-from pipeline_core.testing import access_lines, wait_until
-from tests.support.pipelines import append
+from pipeline_core.testing import UniqueAccessLines, append, wait_until, write_logs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,10 +63,6 @@ SEED_KEY = pytest.StashKey[int]()
 """Where the ``fault_seed`` fixture leaves the seed on the test item (for the report)."""
 FIGURES_KEY = pytest.StashKey[list[str]]()
 """Where tests leave figures for the run's "fault matrix" summary (see :func:`report_figures`)."""
-LINES_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
-"""The fault lines' times lie in the hour before this instant (the same day partitions in
-every run)."""
-_POOL_SIZE = 4096
 
 
 # -- seeds -----------------------------------------------------------------------------------------
@@ -111,110 +105,7 @@ def fault_megabytes(default: int) -> int:
     return int(raw) if raw else default
 
 
-# -- unique access lines ---------------------------------------------------------------------------
-
-
-class FaultLines:
-    """Line ``n`` of a seed: a realistic nginx "combined" line (from
-    :func:`pipeline_core.testing.access_lines`) whose ``remote_user`` is ``w<n:09d>``, so every
-    line is unique and the lake's rows name the line they came from."""
-
-    def __init__(self, seed: int) -> None:
-        self._pool = [
-            _split_user(line) for line in access_lines(_POOL_SIZE, seed=seed, end=LINES_END)
-        ]
-
-    def line(self, number: int) -> bytes:
-        head, tail = self._pool[number % _POOL_SIZE]
-        return b"%s - w%09d [%s" % (head, number, tail)
-
-    def lines(self, start: int, count: int) -> list[bytes]:
-        return [self.line(n) for n in range(start, start + count)]
-
-    def block(self, start: int, count: int) -> bytes:
-        """Lines ``start .. start + count - 1``, each with its ``\\n``."""
-        return b"".join(self.line(n) + b"\n" for n in range(start, start + count))
-
-
-def _split_user(line: bytes) -> tuple[bytes, bytes]:
-    address, _, rest = line.partition(b" - ")
-    _, _, tail = rest.partition(b" [")
-    return address, tail
-
-
 # -- the writer process ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WriterReport:
-    """What ``write-logs`` wrote: lines ``0 .. lines - 1`` of its seed."""
-
-    lines: int
-    bytes: int
-    rotations: list[str]
-
-    @classmethod
-    def read(cls, path: Path) -> WriterReport:
-        document = json.loads(path.read_text())
-        return cls(int(document["lines"]), int(document["bytes"]), list(document["rotations"]))
-
-
-def write_logs(
-    folder: Path, *, seed: int, total_bytes: int, seconds: float, rotations: int, done: Path
-) -> WriterReport:
-    """Append unique lines to ``folder/access.log`` until ``total_bytes``, spread over about
-    ``seconds``, rotating it ``rotations`` times (rename first, then copytruncate, in turn).
-
-    A rename rotation is logrotate's ``create``: the file is renamed to ``access.log.K``, a new
-    empty ``access.log`` is created, and the writer still appends one burst to the renamed file
-    before it reopens (as nginx does until it gets its USR1). A copytruncate copies the file to
-    ``access.log.K`` and truncates it; the writer's descriptor (``O_APPEND``) goes on at 0.
-    Nothing is written between the copy and the truncation, so no line is lost by the writer.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    live = folder / "access.log"
-    lines = FaultLines(seed)
-    burst = 1500
-    rotate_every = max(1, total_bytes // (rotations + 1))
-    handle = open(live, "ab")  # noqa: SIM115 - reopened at every rename rotation
-    started = time.monotonic()
-    written = number = since_rotation = 0
-    done_rotations: list[str] = []
-    try:
-        while written < total_bytes:
-            block = lines.block(number, burst)
-            handle.write(block)
-            handle.flush()
-            number += burst
-            written += len(block)
-            since_rotation += len(block)
-            if since_rotation >= rotate_every and len(done_rotations) < rotations:
-                since_rotation = 0
-                target = folder / f"access.log.{len(done_rotations) + 1}"
-                if len(done_rotations) % 2 == 0:
-                    os.rename(live, target)
-                    live.touch()
-                    late = lines.block(number, burst // 4)  # before the writer reopens
-                    handle.write(late)
-                    handle.close()
-                    number += burst // 4
-                    written += len(late)
-                    handle = open(live, "ab")  # noqa: SIM115
-                    done_rotations.append(f"rename to {target.name}")
-                else:
-                    shutil.copyfile(live, target)
-                    os.truncate(live, 0)
-                    done_rotations.append(f"copytruncate to {target.name}")
-            ahead = started + seconds * written / total_bytes - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    finally:
-        handle.close()
-    report = WriterReport(number, written, done_rotations)
-    temporary = done.with_name(f".{done.name}.tmp")
-    temporary.write_text(json.dumps(report.__dict__))
-    os.replace(temporary, done)
-    return report
 
 
 def start_writer(
@@ -598,7 +489,7 @@ def crash_a_collection(
     from pipeline_core.operations import PipelineOperations
 
     log = config_path.parent / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     sizes = [fault_seed.rng.randint(*line_counts) for _ in range(3)]
     before, crashed, after = (source.lines(sum(sizes[:i]), sizes[i]) for i in range(3))
     append(log, *before)
@@ -713,138 +604,6 @@ def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
                     )
                     tables.append(pa.table({"event_id": event_id, "line": line}))
     return pa.concat_tables(tables)
-
-
-def lake_table(lake: LakeLocation, table: str) -> pa.Table | None:
-    """One lake table (``access``, ``_rejects``) as its current snapshot holds it, read through
-    the catalog; None if it is missing or empty."""
-    from tests.support.lake import table_rows
-
-    rows = table_rows(lake, table)
-    return rows if rows.num_rows else None
-
-
-def nginx_lines(table: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """The nginx "combined" line each parsed lake row was read from (for lines written in
-    UTC with a user and a byte count, as :class:`FaultLines` writes them)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    seconds = table["event_time"].cast(pa.timestamp("s", tz="UTC"), safe=False)
-    stamp = pc.strftime(seconds, format="%d/%b/%Y:%H:%M:%S +0000", locale="C")
-    dash = pa.scalar("-")
-    return pc.binary_join_element_wise(
-        table["remote_addr"], " - ",
-        pc.coalesce(table["remote_user"], dash), " [", stamp, '] "',
-        table["request"], '" ', table["status"].cast(pa.string()), " ",
-        pc.coalesce(table["body_bytes_sent"].cast(pa.string()), dash), ' "',
-        table["http_referer"], '" "', table["http_user_agent"], '"',
-        "",
-    )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ExactlyOnce:
-    """How the lake's rows compare with the lines written."""
-
-    written: int
-    rows: int
-    distinct_event_ids: int
-    distinct_lines: int
-    missing: list[bytes]
-    """The first of the lines written that the lake lacks (at most 20)."""
-    unexpected: list[bytes]
-    mismatched_ids: int
-    """Rows whose event id names a staged line other than the row's line (or none)."""
-    rejects: int
-    lost: int
-    """Lines written that the lake lacks, all of them."""
-    expected_rejects: int = 0
-    """Lines written that cannot parse: each must be one reject."""
-    distinct_reject_ids: int = 0
-    rejects_match: bool = True
-    """The rejects' raw lines are exactly the lines expected to be rejected."""
-
-    @property
-    def duplicates(self) -> int:
-        """Rows beyond the first of their event id."""
-        return self.rows - self.distinct_event_ids
-
-    @property
-    def duplicated_lines(self) -> int:
-        """Rows beyond the first of their line."""
-        return self.rows - self.distinct_lines
-
-    @property
-    def holds(self) -> bool:
-        return (
-            self.rows == self.written
-            and self.duplicates == 0
-            and self.distinct_lines == self.rows
-            and not self.missing
-            and not self.unexpected
-            and self.mismatched_ids == 0
-            and self.rejects == self.expected_rejects
-            and self.distinct_reject_ids == self.rejects
-            and self.rejects_match
-        )
-
-    def describe(self) -> str:
-        return (
-            f"lines written {self.written}, rows in lake {self.rows}, duplicate event ids "
-            f"{self.duplicates}, distinct lines {self.distinct_lines}, missing "
-            f"{self.lost} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
-            f"{self.unexpected[:3]!r}, ids naming another line {self.mismatched_ids}, "
-            f"rejects {self.rejects} (expected {self.expected_rejects}, distinct ids "
-            f"{self.distinct_reject_ids}, raw lines as expected: {self.rejects_match})"
-        )
-
-
-def check_exactly_once(
-    lake: LakeLocation,
-    expected: Sequence[bytes],
-    staged: pa.Table | None = None,
-    rejected: Sequence[bytes] = (),
-) -> ExactlyOnce:
-    """Compare the lake's ``access`` table with ``expected`` lines, by line content, and its
-    ``_rejects`` with the ``rejected`` lines (each once); with ``staged`` (see
-    :func:`recorded_staging`), also check that each row's event id is the id its line was
-    staged under."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = lake_table(lake, "access")
-    rejects = lake_table(lake, "_rejects")
-    if table is None:
-        table = pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})
-        lines = table["line"]
-    else:
-        lines = nginx_lines(table).cast(pa.binary())
-    found = set(lines.to_pylist())
-    wanted = set(expected)
-    mismatched = 0
-    if staged is not None:
-        by_id = pa.table({"event_id": table["event_id"], "row_line": lines})
-        joined = by_id.join(staged, "event_id", join_type="left outer")
-        same = pc.fill_null(pc.equal(joined["row_line"], joined["line"]), False)
-        mismatched = len(same) - pc.sum(same.cast(pa.int64())).as_py() if len(same) else 0
-    rejected_raw = [] if rejects is None else rejects["raw_line"].to_pylist()
-    return ExactlyOnce(
-        written=len(expected),
-        rows=table.num_rows,
-        distinct_event_ids=pc.count_distinct(table["event_id"]).as_py(),
-        distinct_lines=len(found),
-        missing=sorted(wanted - found)[:20],
-        unexpected=sorted(found - wanted)[:20],
-        mismatched_ids=mismatched,
-        rejects=len(rejected_raw),
-        lost=len(wanted - found),
-        expected_rejects=len(rejected),
-        distinct_reject_ids=0
-        if rejects is None
-        else pc.count_distinct(rejects["event_id"]).as_py(),
-        rejects_match=sorted(rejected_raw) == sorted(line.decode() for line in rejected),
-    )
 
 
 # -- program ---------------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.sinks import ReadBack, UploadedBatch, upload_sealed_batch
 from pipeline_core.storage import StorageLocation
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import append, lines, wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in
 # them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.

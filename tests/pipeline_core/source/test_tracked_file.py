@@ -20,7 +20,7 @@ from pipeline_core.source import (
     TrackedFile,
     read_signature,
 )
-from tests.support.pipelines import append
+from pipeline_core.testing import append
 
 CHUNK = 4096
 MAX_LINE = 1024

@@ -31,6 +31,7 @@ from pipeline_core.lake import LandingMode, lake_location
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.runs import RunMode as PlannedMode
 from pipeline_core.runs import plan_run
+from pipeline_core.testing import append, table_rows
 from tests.support.fake_pipeline import (
     NOW,
     FakePipeline,
@@ -38,8 +39,7 @@ from tests.support.fake_pipeline import (
     FakeTaskInstance,
     make_context,
 )
-from tests.support.lake import table_rows
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
 LANDING = {
