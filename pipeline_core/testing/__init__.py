@@ -2,11 +2,13 @@
 distinct lines to append and a log writer rotating under a collector, tailing files without a
 collector, checkpoints requested while one runs, reading back what a pipeline staged and what
 landed (and whether every line landed exactly once), a fake clock and stub sinks for sink
-groups, and bounded waits for what another thread or process does.
+groups, the production code's named fault points, and bounded waits for what another thread or
+process does.
 
 Shipped with Sluice so users can test their own pipelines the way its suite does.
 """
 
+from pipeline_core._fault_points import FaultPoint
 from pipeline_core.testing._access_logs import (
     MALFORMED_SAMPLES,
     SampleWrite,
@@ -21,6 +23,7 @@ from pipeline_core.testing._exactly_once import (
     lake_table,
     nginx_lines,
 )
+from pipeline_core.testing._fault_hooks import at_fault_point, raising_at
 from pipeline_core.testing._lake import table_rows
 from pipeline_core.testing._lines import (
     ACCESS_LINES_END,
@@ -62,6 +65,7 @@ __all__ = [
     "ExactlyOnce",
     "FailingSink",
     "FakeClock",
+    "FaultPoint",
     "FlakySink",
     "MiB",
     "Received",
@@ -78,12 +82,14 @@ __all__ = [
     "append",
     "append_bytes",
     "append_sample_access_logs",
+    "at_fault_point",
     "check_exactly_once",
     "holds_within",
     "lake_table",
     "lines",
     "nginx_lines",
     "padded_lines",
+    "raising_at",
     "read_everything",
     "read_framed",
     "reader_of",
