@@ -2,9 +2,9 @@
 uploading it) or a failure (writing a file), where a test may make the process fail.
 
 Production code calls :func:`reached` at each; it does nothing unless a test has installed a
-handler (:func:`install`), which may kill the process there (``tests/support/faults.py``) or
-raise (:func:`pipeline_core.testing.raising_at`): the tests name the step they fail at, instead
-of replacing the methods around it.
+handler (:func:`install`), which may kill the process there (``tests/support/crash_points.py``)
+or raise (:func:`pipeline_core.testing.raising_at`): the tests name the step they fail at,
+instead of replacing the methods around it.
 
 Threading model: :func:`install` before the collector starts; :func:`reached` from any thread
 (the handler is called on the thread that reached the point).

@@ -21,12 +21,8 @@ from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import checkpoint_dir
 from pipeline_core.testing import UniqueAccessLines, append, staged_lines, wait_until
-from tests.support.faults import (
-    FaultSeed,
-    RunningCollector,
-    metastore_write_lock,
-    take_database_down,
-)
+from tests.support.faults import FaultSeed, RunningCollector
+from tests.support.metastore_outages import metastore_write_lock, take_database_down
 from tests.support.pipelines import load
 from tests.support.postgres import postgres_url
 

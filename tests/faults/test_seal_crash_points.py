@@ -16,12 +16,14 @@ from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.staging_contract import checkpoint_dir
 from pipeline_core.testing import UniqueAccessLines, append, check_exactly_once, staged_lines
-from tests.support.faults import (
-    FaultSeed,
+from tests.support.crash_points import (
     SealCrashPoint,
     assert_not_landable,
     crash_a_collection,
     crash_while_sealing,
+)
+from tests.support.faults import (
+    FaultSeed,
     land_and_commit_sealed,
     recorded_staging,
     wait_for_free_lease,

@@ -23,8 +23,8 @@ from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore
 from pipeline_core.testing import SwitchableSink, append, lines, wait_until
 from tests.pipeline_core.collector.support import Tailing, with_stub_group
-from tests.support.faults import metastore_write_lock, take_database_down
 from tests.support.lease_holders import HolderProcess
+from tests.support.metastore_outages import metastore_write_lock, take_database_down
 from tests.support.pipelines import load
 from tests.support.postgres import postgres_url
 
