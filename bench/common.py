@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pipeline_core.testing import access_line, access_lines
+from pipeline_core.testing import access_line, access_lines, wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -564,11 +564,9 @@ def status_kib(pid: int | str, key: str) -> int:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what} after {timeout:.0f} s")
-        time.sleep(0.05)
+    """:func:`pipeline_core.testing.wait_until`, polling at a pace that costs a measured
+    collector nothing."""
+    wait_until(condition, timeout, what, poll=0.05)
 
 
 # ---------------------------------------------------------------------------------- output

@@ -1,9 +1,10 @@
 """Named points on the paths that must survive a crash (sealing a batch, recording it,
-uploading it), where a test may make the process fail.
+uploading it) or a failure (writing a file), where a test may make the process fail.
 
 Production code calls :func:`reached` at each; it does nothing unless a test has installed a
-handler (:func:`install`), which may kill the process there (``tests/support/faults.py``): the
-crash tests name the step they crash at, instead of replacing the methods around it.
+handler (:func:`install`), which may kill the process there (``tests/support/crash_points.py``)
+or raise (:func:`pipeline_core.testing.raising_at`): the tests name the step they fail at,
+instead of replacing the methods around it.
 
 Threading model: :func:`install` before the collector starts; :func:`reached` from any thread
 (the handler is called on the thread that reached the point).
@@ -17,7 +18,8 @@ from pipeline_core._compat import StrEnum
 
 
 class FaultPoint(StrEnum):
-    """The steps, in the order a seal (then, with an object store, an upload) takes them."""
+    """The steps, in the order a seal (then, with an object store, an upload) takes them; then
+    the steps of other writes."""
 
     PARTS_WRITTEN = "parts-written"
     """The handoff writer fsynced every part; no manifest yet."""
@@ -39,6 +41,8 @@ class FaultPoint(StrEnum):
     """Inside that transaction: the batch and its ranges inserted, nothing committed."""
     SEAL_TRANSACTION_COMMITTED = "seal-transaction-committed"
     """The transaction committed; the collector has not acted on it yet."""
+    FILE_SINK_WRITING = "file-sink-writing"
+    """The rolling file sink is about to write (part of) a batch to its current file."""
 
 
 _handler: Callable[[FaultPoint], None] | None = None

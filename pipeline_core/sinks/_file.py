@@ -7,6 +7,7 @@ import logging
 import os
 from pathlib import Path
 
+from pipeline_core._fault_points import FaultPoint, reached
 from pipeline_core.errors import EventDeliveryException, SealError
 from pipeline_core.sinks._batch import DeliveryBatch, skip_long_lines
 from pipeline_core.sinks._handoff import Barrier, SealedBatch
@@ -121,6 +122,7 @@ class RollingFileSink(BatchSink):
 
     def _write(self, data: memoryview) -> None:
         assert self._file is not None
+        reached(FaultPoint.FILE_SINK_WRITING)
         while data:
             written = self._file.write(data) or 0
             self._size += written

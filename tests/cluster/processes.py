@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from pipeline_core.testing import holds_within
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.faults import sluice_command
 
@@ -114,9 +115,7 @@ class SparkStandalone:
             for pid in pids.values():
                 if pid_alive(pid):
                     os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while any(pid_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        holds_within(lambda: not any(pid_alive(pid) for pid in pids.values()), 30, 0.1)
         alive = {role: pid for role, pid in pids.items() if pid_alive(pid)}
         assert not alive, f"Spark daemons still running after stop: {alive}"
 

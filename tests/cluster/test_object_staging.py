@@ -23,11 +23,11 @@ from pipeline_core.collector import metrics_file, read_metrics
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import append, table_rows, wait_until
 from tests.cluster.processes import CollectorProcess
-from tests.support.lake import assert_exactly_once, table_rows
+from tests.support.lake import assert_exactly_once
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres_pass]
 

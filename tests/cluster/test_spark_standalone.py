@@ -32,11 +32,11 @@ from airflow.utils.state import DagRunState
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.lake import summarize_lake
 from pipeline_core.operations import CheckpointState, PipelineOperations
-from pipeline_core.testing import MALFORMED_SAMPLES, access_lines
+from pipeline_core.testing import MALFORMED_SAMPLES, access_lines, append
 from tests.cluster.processes import SparkStandalone
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = [
     pytest.mark.slow,

@@ -35,11 +35,11 @@ from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import LakeLocation, lake_location, summarize_lake
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState, PipelineOperations
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import append, lake_table, wait_until
 from tests.cluster.processes import CollectorProcess
 from tests.support.fake_pipeline import make_context
-from tests.support.faults import lake_table, land_and_commit_sealed
-from tests.support.pipelines import append, write_config
+from tests.support.faults import land_and_commit_sealed
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 

@@ -49,8 +49,9 @@ from sqlalchemy import select
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.lake import REJECTS_TABLE, LakeLocation, LandingMode, lake_location
 from pipeline_core.operations import CheckpointState, PipelineOperations
+from pipeline_core.testing import append, table_rows
 from tests.support.airflow_env import REPO_ROOT
-from tests.support.lake import snapshot_operations, table_rows
+from tests.support.lake import snapshot_operations
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(1200)]
 
@@ -69,11 +70,6 @@ def nginx_line(i: int) -> bytes:
         f'10.0.0.{i % 250 + 1} - - [{when} +0000] "GET /item/{i} HTTP/1.1" 200 {100 + i} '
         f'"https://example.test/" "sluice-test/1.0"'
     ).encode()
-
-
-def append(path: Path, lines: list[bytes]) -> None:
-    with path.open("ab") as log:
-        log.write(b"".join(line + b"\n" for line in lines))
 
 
 def copytruncate(path: Path, copy: Path) -> None:
@@ -192,22 +188,22 @@ def test_two_runs_land_every_line_once_across_rotations(
     assert isinstance(dag, DAG)
 
     # Run 1 reads lines 0-39 and one malformed line.
-    append(log, [nginx_line(i) for i in range(0, 20)] + [MALFORMED[0]])
-    append(log, [nginx_line(i) for i in range(20, 40)])
+    append(log, *[nginx_line(i) for i in range(0, 20)] + [MALFORMED[0]])
+    append(log, *[nginx_line(i) for i in range(20, 40)])
     first = run_dag(dag)
     land_in_this_process(monkeypatch, spark)
 
     # An unread tail, then copytruncate: access.log.1 is the copy; the truncated inode is
     # written again (lines 60-84) and so is a new file.
-    append(log, [nginx_line(i) for i in range(40, 50)] + [MALFORMED[1]])
-    append(log, [nginx_line(i) for i in range(50, 60)])
+    append(log, *[nginx_line(i) for i in range(40, 50)] + [MALFORMED[1]])
+    append(log, *[nginx_line(i) for i in range(50, 60)])
     copytruncate(log, logs / "access.log.1")
-    append(log, [nginx_line(i) for i in range(60, 85)])
+    append(log, *[nginx_line(i) for i in range(60, 85)])
     # Rename rotation: .1 -> .2, access.log -> .1, a new access.log (lines 85-99).
     (logs / "access.log.1").rename(logs / "access.log.2")
     log.rename(logs / "access.log.1")
-    append(log, [nginx_line(i) for i in range(85, 95)] + [MALFORMED[2]])
-    append(log, [nginx_line(i) for i in range(95, 100)])
+    append(log, *[nginx_line(i) for i in range(85, 95)] + [MALFORMED[2]])
+    append(log, *[nginx_line(i) for i in range(95, 100)])
     run_dag(dag)
 
     lake = lake_location(load_pipeline_config(tmp_path / "pipelines" / "web_access.yaml"))
@@ -264,9 +260,9 @@ def test_two_runs_land_every_line_once_across_rotations(
     ]
 
     # A checkpoint sealed outside any DAG run waits for a spark_only run, which collects nothing.
-    append(log, [nginx_line(i) for i in range(100, 110)])
+    append(log, *[nginx_line(i) for i in range(100, 110)])
     [orphan] = operations.collect_once().sealed
-    append(log, [nginx_line(i) for i in range(110, 115)])  # not collected by spark_only
+    append(log, *[nginx_line(i) for i in range(110, 115)])  # not collected by spark_only
     spark_only = run_dag(dag, {"mode": "spark_only"})
     assert committed(spark_only)["checkpoint_ids"] == [orphan.checkpoint_id]
     assert committed(spark_only)["rows"] == 10
@@ -296,7 +292,7 @@ def test_a_run_lands_on_spark_connect_when_spark_default_is_of_that_type(
     monkeypatch.setattr(SparkSubmitHook, "submit", lambda *a, **k: pytest.fail("spark-submit"))
     dag = DagBag(dag_folder=REPO_ROOT / "dags").dags["sluice_web_access"]
     assert isinstance(dag, DAG)
-    append(log, [nginx_line(i) for i in range(50)] + [MALFORMED[0]])
+    append(log, *[nginx_line(i) for i in range(50)] + [MALFORMED[0]])
 
     run = run_dag(dag)
 

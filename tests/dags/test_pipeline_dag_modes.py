@@ -33,9 +33,10 @@ from sqlalchemy import select
 
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.sinks import Barrier, HandoffWriter, SealedBatch
+from pipeline_core.testing import append, wait_until
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.fake_pipeline import make_context
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = [
     pytest.mark.airflow,
@@ -176,10 +177,7 @@ def test_the_sensor_defers_while_a_worker_seals_the_checkpoint(
     )
     thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while not operations.worker_is_live():
-            assert time.monotonic() < deadline, "the worker did not take the lease"
-            time.sleep(0.1)
+        wait_until(operations.worker_is_live, 30, "the worker to take the lease", poll=0.1)
 
         with caplog.at_level(logging.INFO):
             run = pipeline_dag.test(mark_success_pattern="land|commit")

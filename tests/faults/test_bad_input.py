@@ -30,17 +30,18 @@ from pipeline_core.source import (
     TimeSlicedReader,
 )
 from pipeline_core.staging_contract import MANIFEST_NAME, read_manifest
-from pipeline_core.testing import staged_lines, staging_folder, wait_until
-from tests.support.faults import (
-    FaultLines,
-    FaultSeed,
-    RunningCollector,
+from pipeline_core.testing import (
+    UniqueAccessLines,
+    append,
     lake_table,
-    land_and_commit_sealed,
     nginx_lines,
+    staged_lines,
+    staging_folder,
+    wait_until,
 )
+from tests.support.faults import FaultSeed, RunningCollector, land_and_commit_sealed
 from tests.support.file_names import NOT_UTF8, named
-from tests.support.pipelines import append, load, write_config
+from tests.support.pipelines import load, write_config
 
 MiB = 1 << 20
 BIG_LINE_BYTES = 50 * 1000 * 1000
@@ -52,7 +53,7 @@ class Logs:
 
     def __init__(self, folder: Path, seed: FaultSeed) -> None:
         self.folder = folder
-        self._source = FaultLines(seed.value)
+        self._source = UniqueAccessLines(seed.value)
         self._next = 0
         self.healthy: list[bytes] = []
         self.healthy_path = folder / "healthy.log"

@@ -22,19 +22,18 @@ from pyspark.sql import SparkSession
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
+from pipeline_core.testing import CheckpointRequests, lake_table
 from tests.support.container_runtime import run_container
 from tests.support.faults import (
     FaultSeed,
     checkpoint_states,
     collect_once_when_free,
-    lake_table,
     land_and_commit_sealed,
     report_figures,
     run_collectors,
 )
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
 from tests.support.pipelines import write_config
-from tests.support.tailing import CheckpointRequests
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 

@@ -23,8 +23,8 @@ import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import staged_lines, wait_until
-from tests.support.faults import FaultLines, FaultSeed, RunningCollector, report_figures
+from pipeline_core.testing import UniqueAccessLines, staged_lines, wait_until
+from tests.support.faults import FaultSeed, RunningCollector, report_figures
 from tests.support.pipelines import load
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ COLLECTOR = {"lease_seconds": 5.0, "rotated_grace_s": 0.5}
 class Writer(threading.Thread):
     """Appends lines ``0, 1, 2 …`` to ``path`` in small bursts, as a busy server does."""
 
-    def __init__(self, path: Path, lines: FaultLines) -> None:
+    def __init__(self, path: Path, lines: UniqueAccessLines) -> None:
         super().__init__(name="copytruncate-writer", daemon=True)
         self._path, self._lines = path, lines
         self._finished = threading.Event()
@@ -91,7 +91,7 @@ def test_copytruncate_under_live_writes_stages_every_surviving_line_once(
     logs = tmp_path / "logs"
     logs.mkdir()
     live = logs / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     writer = Writer(live, source)
     requester = Requester(metastore, config.name)
     with RunningCollector(config, metastore) as running:

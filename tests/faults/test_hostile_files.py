@@ -13,8 +13,8 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import staged_lines
-from tests.support.pipelines import append, load
+from pipeline_core.testing import append, staged_lines
+from tests.support.pipelines import load
 
 SECRET = b"root:$6$planted-secret-hash$:19000:0:99999:7:::"
 

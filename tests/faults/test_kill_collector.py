@@ -21,12 +21,10 @@ from pyspark.sql import SparkSession
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, LeaseHolder, Metastore
+from pipeline_core.testing import UniqueAccessLines, WriterReport, check_exactly_once
 from tests.support.faults import (
     REPO,
-    FaultLines,
     FaultSeed,
-    WriterReport,
-    check_exactly_once,
     checkpoint_states,
     fault_megabytes,
     is_busy,
@@ -253,7 +251,7 @@ def test_every_line_lands_exactly_once_across_sigkills_and_rotations(
 
         outcome = check_exactly_once(
             lake_location(config),
-            FaultLines(fault_seed.value).lines(0, written.lines),
+            UniqueAccessLines(fault_seed.value).lines(0, written.lines),
             recorded_staging(metastore, config.name),
         )
     finally:

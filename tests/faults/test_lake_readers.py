@@ -37,9 +37,10 @@ from pipeline_core.lake import (
     landed_checkpoints,
     open_lake,
 )
+from pipeline_core.testing import table_rows
 from spark_jobs.landing import CheckpointInput, Landing, land
 from tests.spark_jobs.support import LINES_PER_HOST, stage
-from tests.support.lake import assert_exactly_once, table_rows
+from tests.support.lake import assert_exactly_once
 from tests.support.processes import stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]

@@ -24,16 +24,11 @@ from pipeline_core.errors import LandingError
 from pipeline_core.lake import REJECTS_TABLE, LandingMode, commit_files, lake_location
 from pipeline_core.metastore import CheckpointState
 from pipeline_core.operations import CheckpointInfo, PipelineOperations
+from pipeline_core.testing import UniqueAccessLines, append, check_exactly_once, table_rows
 from spark_jobs import landing
-from tests.support.faults import (
-    FaultLines,
-    FaultSeed,
-    check_exactly_once,
-    land_and_commit_sealed,
-    land_checkpoints,
-)
-from tests.support.lake import snapshot_operations, table_rows
-from tests.support.pipelines import append, write_config
+from tests.support.faults import FaultSeed, land_and_commit_sealed, land_checkpoints
+from tests.support.lake import snapshot_operations
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
@@ -50,7 +45,7 @@ class Pipeline:
         self.config = self.operations.config
         self.lake = lake_location(self.config)
         self.log = folder / "logs" / "access.log"
-        self._source = FaultLines(seed.value)
+        self._source = UniqueAccessLines(seed.value)
         self._rng = seed.rng
         self.written: list[bytes] = []
         """The well-formed lines written: each must be one row of ``access``."""

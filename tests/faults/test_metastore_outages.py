@@ -17,18 +17,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import checkpoint_dir
-from pipeline_core.testing import staged_lines, wait_until
-from tests.support.faults import (
-    FaultLines,
-    FaultSeed,
-    RunningCollector,
-    metastore_write_lock,
-    take_database_down,
-)
-from tests.support.pipelines import append, load
+from pipeline_core.testing import UniqueAccessLines, append, wait_until
+from tests.support.faults import FaultSeed, RunningCollector, assert_staged_once
+from tests.support.metastore_outages import metastore_write_lock, take_database_down
+from tests.support.pipelines import load
 from tests.support.postgres import postgres_url
 
 COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1, "rotated_grace_s": 0.5}
@@ -63,21 +57,13 @@ def request_behind_a_write_lock(
     raise AssertionError("each checkpoint was sealed before the write lock could be taken")
 
 
-def assert_staged_once(config: PipelineConfig, expected: list[bytes], seed: FaultSeed) -> None:
-    staged = staged_lines(config)
-    assert sorted(s.line for s in staged) == sorted(expected), seed.note(
-        f"{len(staged)} lines staged, {len(expected)} written"
-    )
-    assert len({(s.fingerprint, s.offset) for s in staged}) == len(staged)
-
-
 @pytest.mark.timeout(120)
 def test_a_collector_waits_out_a_write_lock_held_while_it_seals(
     tmp_path: Path, metastore_url: str, metastore: Metastore, fault_seed: FaultSeed
 ) -> None:
     config = load(tmp_path, metastore_url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during = source.lines(0, 3000), source.lines(3000, 2000)
     hold = fault_seed.rng.uniform(3.0, 5.0)
     append(log, *before)
@@ -134,7 +120,7 @@ def test_a_collector_rides_out_its_postgres_database_refusing_connections_while_
     assert database is not None
     config = load(tmp_path, metastore_url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during = source.lines(0, 3000), source.lines(3000, 2000)
     outage = fault_seed.rng.uniform(2.0, 4.0)
     seal = Metastore.seal

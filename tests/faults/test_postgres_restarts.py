@@ -19,11 +19,10 @@ import pytest
 from pipeline_core import _fault_points as fault_points
 from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import METASTORE_GRACE_SECONDS, ProbeResult
-from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import staged_lines, wait_until
-from tests.support.faults import FaultLines, FaultSeed, RunningCollector
-from tests.support.pipelines import append, load
+from pipeline_core.testing import UniqueAccessLines, append, wait_until
+from tests.support.faults import FaultSeed, RunningCollector, assert_staged_once
+from tests.support.pipelines import load
 from tests.support.postgres_server import PrivatePostgres, private_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres_pass]
@@ -60,14 +59,6 @@ def sealed(metastore: Metastore, checkpoint_id: int) -> bool:
         return False
 
 
-def assert_staged_once(config: PipelineConfig, expected: list[bytes], seed: FaultSeed) -> None:
-    staged = staged_lines(config)
-    assert sorted(s.line for s in staged) == sorted(expected), seed.note(
-        f"{len(staged)} lines staged, {len(expected)} written"
-    )
-    assert len({(s.fingerprint, s.offset) for s in staged}) == len(staged)
-
-
 @pytest.mark.timeout(180)
 def test_a_server_stopped_inside_a_seals_transaction_is_waited_out_and_the_seal_recorded_once(
     tmp_path: Path,
@@ -79,7 +70,7 @@ def test_a_server_stopped_inside_a_seals_transaction_is_waited_out_and_the_seal_
 ) -> None:
     config = load(tmp_path, server.url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during = source.lines(0, 3000), source.lines(3000, 2000)
     outage_seconds = fault_seed.rng.uniform(3.0, 6.0)
     outages: list[threading.Event] = []
@@ -127,7 +118,7 @@ def test_a_server_stopped_while_the_collector_renews_its_lease_makes_it_unready_
     caplog.set_level(logging.INFO, logger="pipeline_core.collector")
     config = load(tmp_path, server.url, collector=COLLECTOR)
     log = tmp_path / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     before, during, after = source.lines(0, 2000), source.lines(2000, 1000), source.lines(3000, 500)
     append(log, *before)
     with RunningCollector(config, metastore) as running:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.source import TimeSlicedReader, read_chunk
-from tests.support.faults import FaultLines, FaultSeed
-from tests.support.reading import MiB, Received, read_everything, watch
+from pipeline_core.testing import MiB, Received, UniqueAccessLines, read_everything, watch
+from tests.support.faults import FaultSeed
 
 
 @pytest.mark.timeout(60)
@@ -29,7 +29,7 @@ def test_a_copytruncate_between_two_scans_hands_no_new_line_to_the_old_file(
     tmp_path: Path, fault_seed: FaultSeed, read_before_rotation: int
 ) -> None:
     live = tmp_path / "access.log"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     old, new = source.lines(0, 1000), source.lines(1000, 700)
     live.write_bytes(b"".join(line + b"\n" for line in old))
     watcher = watch(tmp_path)
@@ -60,7 +60,7 @@ def test_a_copy_caught_in_its_first_write_is_not_read_as_a_new_file(
     tmp_path: Path, fault_seed: FaultSeed
 ) -> None:
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     old, new = source.lines(0, 1000), source.lines(1000, 300)
     content = b"".join(line + b"\n" for line in old)
     live.write_bytes(content)

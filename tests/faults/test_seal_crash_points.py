@@ -15,20 +15,20 @@ from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.staging_contract import checkpoint_dir
-from pipeline_core.testing import staged_lines
-from tests.support.faults import (
-    FaultLines,
-    FaultSeed,
+from pipeline_core.testing import UniqueAccessLines, append, check_exactly_once, staged_lines
+from tests.support.crash_points import (
     SealCrashPoint,
     assert_not_landable,
-    check_exactly_once,
     crash_a_collection,
     crash_while_sealing,
+)
+from tests.support.faults import (
+    FaultSeed,
     land_and_commit_sealed,
     recorded_staging,
     wait_for_free_lease,
 )
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.postgres_pass]
 
@@ -99,7 +99,7 @@ def test_a_batch_folder_left_by_another_hosts_crash_is_not_landed(
         )
         for host in ("web-1", "web-2")
     }
-    source = FaultLines(fault_seed.value)
+    source = UniqueAccessLines(fault_seed.value)
     lines = {"web-1": source.lines(0, 300), "web-2": source.lines(300, 200)}
     for host, path in paths.items():
         append(path.parent / "logs" / "access.log", *lines[host])

@@ -110,9 +110,9 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
     """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``."""
     from pipeline_core.collector import Collector
     from pipeline_core.metastore import Metastore
-    from pipeline_core.testing import staged_payloads, wait_until
+    from pipeline_core.testing import append, staged_payloads, wait_until
     from tests.pipeline_core.collector.support import Tailing
-    from tests.support.pipelines import append, load
+    from tests.support.pipelines import load
 
     data = folder / "data"
     data.mkdir(parents=True)

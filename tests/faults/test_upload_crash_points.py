@@ -16,17 +16,11 @@ from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 from pipeline_core.staging_contract import MANIFEST_NAME, batch_key, read_manifest
-from tests.support.faults import (
-    FaultSeed,
-    UploadCrashPoint,
-    assert_not_landable,
-    check_exactly_once,
-    crash_a_collection,
-    land_and_commit_sealed,
-    wait_for_free_lease,
-)
+from pipeline_core.testing import append, check_exactly_once
+from tests.support.crash_points import UploadCrashPoint, assert_not_landable, crash_a_collection
+from tests.support.faults import FaultSeed, land_and_commit_sealed, wait_for_free_lease
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.sqlite_pass]
 

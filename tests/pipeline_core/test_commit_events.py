@@ -12,8 +12,9 @@ import pytest
 from pipeline_core.errors import LandingError
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.staging_contract import EVENTS_FORMAT_VERSION, MANIFEST_NAME
+from pipeline_core.testing import append
 from tests.pipeline_core.test_operations import land_rows
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.timeout(60)
 

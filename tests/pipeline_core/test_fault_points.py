@@ -12,7 +12,8 @@ from pipeline_core import _fault_points as fault_points
 from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
-from tests.support.pipelines import append, lines, load
+from pipeline_core.testing import append, lines
+from tests.support.pipelines import load
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from pipeline_core.metastore import Metastore
 from pipeline_core.sinks import upload_sealed_batch
 from pipeline_core.source import FileRecord, FileState
 from pipeline_core.storage import StorageLocation
+from pipeline_core.testing import append
 from tests.pipeline_core.collector.test_metric_families import metrics
 from tests.support.object_store import S3Bucket, sealed_batch
-from tests.support.pipelines import append
 
 
 @pytest.fixture(autouse=True)

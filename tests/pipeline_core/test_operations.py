@@ -30,10 +30,11 @@ from pipeline_core.operations import (
     open_pipeline,
 )
 from pipeline_core.staging_contract import LAKE_SQL_CONF, MANIFEST_NAME
-from tests.support.lake import append_rows, table_rows
+from pipeline_core.testing import append, lines, table_rows
+from tests.support.lake import append_rows
 from tests.support.lease_holders import HolderProcess
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, lines, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.timeout(60)
 

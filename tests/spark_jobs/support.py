@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import MANIFEST_NAME, checkpoint_dir
+from pipeline_core.testing import Received
 from spark_jobs.formats import parse
 from spark_jobs.landing import CheckpointInput, Landing
-from tests.support.reading import Received
 from tests.support.staging import Event, Line, line_offsets, write_batch
 
 FINGERPRINT = "9f1c00000000abcd"

@@ -16,11 +16,11 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation
 from pipeline_core.staging_contract import checkpoint_dir
+from pipeline_core.testing import table_rows
 from spark_jobs.formats import RejectReason, parse
 from spark_jobs.landing import land
 from tests.spark_jobs.support import PIPELINE, ParsedOnce, StagingRows, landing, reason_of
 from tests.support.airflow_task_log import AirflowTaskLogs, run_airflow_tasks
-from tests.support.lake import table_rows
 from tests.support.staging import write_batch
 
 pytestmark = [pytest.mark.spark]

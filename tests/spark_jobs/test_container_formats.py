@@ -13,11 +13,11 @@ import pytest
 
 from pipeline_core.config import MultilinePreset, SourceFormat
 from pipeline_core.staging_contract import EventCut
+from pipeline_core.testing import read_framed
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.container_runtime import cri_entry, docker_entry, run_container
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
-from tests.support.reading import read_framed
 from tests.support.staging import Event, Line, line_offsets
 
 pytestmark = pytest.mark.spark

@@ -17,10 +17,10 @@ from pipeline_core.config import load_pipeline_config
 from pipeline_core.errors import ConfigError
 from pipeline_core.lake import lake_location
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import table_rows
 from spark_jobs.formats import parse
 from tests.spark_jobs.support import StagingRows
 from tests.support.faults import land_and_commit_sealed
-from tests.support.lake import table_rows
 from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.sqlite_pass]  # the metastore only as the catalog

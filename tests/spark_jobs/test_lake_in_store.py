@@ -30,9 +30,10 @@ from pipeline_core.lake import (
     remove_orphan_files,
 )
 from pipeline_core.metastore import Metastore
+from pipeline_core.testing import table_rows
 from spark_jobs.landing import CheckpointInput, land
 from tests.spark_jobs.support import LINES_PER_HOST, PIPELINE, checkpoint_summary, landing, stage
-from tests.support.lake import NAMESPACE, assert_exactly_once, snapshot_operations, table_rows
+from tests.support.lake import NAMESPACE, assert_exactly_once, snapshot_operations
 from tests.support.object_store import SECRET_KEY, S3Bucket
 
 # The metastore is only the lake's catalog here (see tests/spark_jobs/test_landing.py).

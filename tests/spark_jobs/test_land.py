@@ -24,11 +24,12 @@ from pipeline_core.landing import (
     spark_jobs_archive,
 )
 from pipeline_core.staging_contract import checkpoint_dir
+from pipeline_core.testing import table_rows
 from spark_jobs import land as entry_point
 from spark_jobs.land import main, parse_args
 from spark_jobs.landing import CheckpointInput
 from tests.spark_jobs.support import LINES_PER_HOST, spark_submit_landing, stage
-from tests.support.lake import snapshot_operations, table_rows
+from tests.support.lake import snapshot_operations
 from tests.support.pipelines import load
 
 REPO = Path(__file__).resolve().parents[2]

@@ -35,6 +35,7 @@ from pipeline_core.staging_contract import (
     ManifestError,
     checkpoint_dir,
 )
+from pipeline_core.testing import table_rows
 from spark_jobs import landing as landing_module
 from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
@@ -54,7 +55,7 @@ from tests.spark_jobs.support import (
     stage,
     staged_event_ids,
 )
-from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
+from tests.support.lake import assert_exactly_once, snapshot_operations
 from tests.support.staging import (
     DEFAULT_SEALED_AT,
     Event,

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import ManifestError
+from pipeline_core.testing import table_rows
 from spark_jobs.checkpoint import read_checkpoint
 from spark_jobs.landing import CheckpointInput, land
 from spark_jobs.verification import PartChecksumError, PartSizeError
@@ -21,7 +22,7 @@ from tests.spark_jobs.support import (
     landing,
     stage,
 )
-from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
+from tests.support.lake import assert_exactly_once, snapshot_operations
 from tests.support.object_store import S3Bucket
 
 # The metastore is only the lake's catalog here (see tests/spark_jobs/test_landing.py).

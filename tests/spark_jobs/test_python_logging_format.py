@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pipeline_core.config import MultilinePreset
+from pipeline_core.testing import read_framed
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of, staged_items
 from tests.support.log_programs import PYTHON_FORMATS, read_truth_fields, write_python_log
-from tests.support.reading import read_framed
 
 pytestmark = pytest.mark.spark
 

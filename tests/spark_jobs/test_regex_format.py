@@ -16,13 +16,12 @@ from pyspark.sql import SparkSession
 from pipeline_core.config import MultilinePreset, load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import read_framed, table_rows
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import StagingRows, staged_items
 from tests.support.faults import land_and_commit_sealed
-from tests.support.lake import table_rows
 from tests.support.log_programs import read_truth_fields, write_python_log
 from tests.support.pipelines import write_config
-from tests.support.reading import read_framed
 
 pytestmark = [pytest.mark.spark, pytest.mark.sqlite_pass]  # the metastore only as the catalog
 

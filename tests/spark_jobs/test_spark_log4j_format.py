@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from pipeline_core.config import MultilinePreset
+from pipeline_core.testing import read_framed
 from spark_jobs.formats import RejectReason, parse
 from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of, staged_items
 from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
-from tests.support.reading import read_framed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

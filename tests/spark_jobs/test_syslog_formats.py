@@ -18,11 +18,11 @@ from pyspark.sql import SparkSession
 
 from pipeline_core.lake import LakeLocation, source_schema
 from pipeline_core.staging_contract import checkpoint_dir
+from pipeline_core.testing import table_rows
 from spark_jobs.formats import RejectReason, parse
 from spark_jobs.formats._syslog import SEVERITY_KEYWORDS
 from spark_jobs.landing import land
 from tests.spark_jobs.support import PIPELINE, ParsedOnce, StagingRows, landing, reason_of
-from tests.support.lake import table_rows
 from tests.support.staging import write_batch
 from tests.support.syslog_programs import (
     Rsyslog,

@@ -1,5 +1,7 @@
-"""Helpers of the fault matrix (``tests/faults``): seeds, a log writer process, crash points,
-running ``sluice`` as a subprocess, landing with Spark and reading the lake back.
+"""Helpers of the fault matrix (``tests/faults``): seeds, a log writer process, running
+``sluice`` as a subprocess, landing with Spark and reading the staging back (the lines
+themselves and the exactly-once check are in :mod:`pipeline_core.testing`, the crash points in
+:mod:`tests.support.crash_points`, metastore outages in :mod:`tests.support.metastore_outages`).
 
 Every fault test takes the ``fault_seed`` fixture: its seed comes from ``SLUICE_FAULT_SEED``
 or is drawn, is printed, is added to the test's report, and should be quoted in assertion
@@ -9,48 +11,36 @@ This module is also a small program, run from the repository root::
 
     python -m tests.support.faults write-logs FOLDER --seed N --mb M --seconds S --rotations R \
         --done FILE
-    python -m tests.support.faults crash-at POINT CONFIG
 
-``write-logs`` appends unique nginx lines to ``FOLDER/access.log`` at a steady pace, rotating
-it by rename (logrotate ``create``) and by copytruncate in turn; ``crash-at`` collects once
-and SIGKILLs itself at one of the sealing steps (:class:`SealCrashPoint`) or of the upload
-steps of a pipeline staging into an object store (:class:`UploadCrashPoint`).
+``write-logs`` (:func:`pipeline_core.testing.write_logs`) appends unique nginx lines to
+``FOLDER/access.log`` at a steady pace, rotating it by rename (logrotate ``create``) and by
+copytruncate in turn.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import sqlalchemy as sa
 
-from pipeline_core import _fault_points as fault_points
-from pipeline_core._compat import StrEnum
-from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import Collector, CollectorResult
 from pipeline_core.config import PipelineConfig
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.staging_contract import read_manifest
-from pipeline_core.testing import access_lines, wait_until
-from tests.support.pipelines import append
+from pipeline_core.testing import staged_lines, wait_until, write_logs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,10 +55,6 @@ SEED_KEY = pytest.StashKey[int]()
 """Where the ``fault_seed`` fixture leaves the seed on the test item (for the report)."""
 FIGURES_KEY = pytest.StashKey[list[str]]()
 """Where tests leave figures for the run's "fault matrix" summary (see :func:`report_figures`)."""
-LINES_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
-"""The fault lines' times lie in the hour before this instant (the same day partitions in
-every run)."""
-_POOL_SIZE = 4096
 
 
 # -- seeds -----------------------------------------------------------------------------------------
@@ -111,110 +97,7 @@ def fault_megabytes(default: int) -> int:
     return int(raw) if raw else default
 
 
-# -- unique access lines ---------------------------------------------------------------------------
-
-
-class FaultLines:
-    """Line ``n`` of a seed: a realistic nginx "combined" line (from
-    :func:`pipeline_core.testing.access_lines`) whose ``remote_user`` is ``w<n:09d>``, so every
-    line is unique and the lake's rows name the line they came from."""
-
-    def __init__(self, seed: int) -> None:
-        self._pool = [
-            _split_user(line) for line in access_lines(_POOL_SIZE, seed=seed, end=LINES_END)
-        ]
-
-    def line(self, number: int) -> bytes:
-        head, tail = self._pool[number % _POOL_SIZE]
-        return b"%s - w%09d [%s" % (head, number, tail)
-
-    def lines(self, start: int, count: int) -> list[bytes]:
-        return [self.line(n) for n in range(start, start + count)]
-
-    def block(self, start: int, count: int) -> bytes:
-        """Lines ``start .. start + count - 1``, each with its ``\\n``."""
-        return b"".join(self.line(n) + b"\n" for n in range(start, start + count))
-
-
-def _split_user(line: bytes) -> tuple[bytes, bytes]:
-    address, _, rest = line.partition(b" - ")
-    _, _, tail = rest.partition(b" [")
-    return address, tail
-
-
 # -- the writer process ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WriterReport:
-    """What ``write-logs`` wrote: lines ``0 .. lines - 1`` of its seed."""
-
-    lines: int
-    bytes: int
-    rotations: list[str]
-
-    @classmethod
-    def read(cls, path: Path) -> WriterReport:
-        document = json.loads(path.read_text())
-        return cls(int(document["lines"]), int(document["bytes"]), list(document["rotations"]))
-
-
-def write_logs(
-    folder: Path, *, seed: int, total_bytes: int, seconds: float, rotations: int, done: Path
-) -> WriterReport:
-    """Append unique lines to ``folder/access.log`` until ``total_bytes``, spread over about
-    ``seconds``, rotating it ``rotations`` times (rename first, then copytruncate, in turn).
-
-    A rename rotation is logrotate's ``create``: the file is renamed to ``access.log.K``, a new
-    empty ``access.log`` is created, and the writer still appends one burst to the renamed file
-    before it reopens (as nginx does until it gets its USR1). A copytruncate copies the file to
-    ``access.log.K`` and truncates it; the writer's descriptor (``O_APPEND``) goes on at 0.
-    Nothing is written between the copy and the truncation, so no line is lost by the writer.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    live = folder / "access.log"
-    lines = FaultLines(seed)
-    burst = 1500
-    rotate_every = max(1, total_bytes // (rotations + 1))
-    handle = open(live, "ab")  # noqa: SIM115 - reopened at every rename rotation
-    started = time.monotonic()
-    written = number = since_rotation = 0
-    done_rotations: list[str] = []
-    try:
-        while written < total_bytes:
-            block = lines.block(number, burst)
-            handle.write(block)
-            handle.flush()
-            number += burst
-            written += len(block)
-            since_rotation += len(block)
-            if since_rotation >= rotate_every and len(done_rotations) < rotations:
-                since_rotation = 0
-                target = folder / f"access.log.{len(done_rotations) + 1}"
-                if len(done_rotations) % 2 == 0:
-                    os.rename(live, target)
-                    live.touch()
-                    late = lines.block(number, burst // 4)  # before the writer reopens
-                    handle.write(late)
-                    handle.close()
-                    number += burst // 4
-                    written += len(late)
-                    handle = open(live, "ab")  # noqa: SIM115
-                    done_rotations.append(f"rename to {target.name}")
-                else:
-                    shutil.copyfile(live, target)
-                    os.truncate(live, 0)
-                    done_rotations.append(f"copytruncate to {target.name}")
-            ahead = started + seconds * written / total_bytes - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    finally:
-        handle.close()
-    report = WriterReport(number, written, done_rotations)
-    temporary = done.with_name(f".{done.name}.tmp")
-    temporary.write_text(json.dumps(report.__dict__))
-    os.replace(temporary, done)
-    return report
 
 
 def start_writer(
@@ -316,6 +199,16 @@ def wait_for_free_lease(metastore: Metastore, config: PipelineConfig, timeout: f
 # -- a collector in this process -------------------------------------------------------------------
 
 
+def assert_staged_once(config: PipelineConfig, expected: list[bytes], seed: FaultSeed) -> None:
+    """Every line of ``expected`` staged once by ``config``'s pipeline, and nothing else: no
+    line lost, none staged twice (by its file and offset)."""
+    staged = staged_lines(config)
+    assert sorted(s.line for s in staged) == sorted(expected), seed.note(
+        f"{len(staged)} lines staged, {len(expected)} written"
+    )
+    assert len({(s.fingerprint, s.offset) for s in staged}) == len(staged)
+
+
 class RunningCollector:
     """A tailing collector on a thread of this process (``with`` stops it and re-raises what
     it raised)."""
@@ -348,277 +241,6 @@ class RunningCollector:
     def raise_error(self) -> None:
         if self.error is not None:
             raise self.error
-
-
-# -- the metastore locked --------------------------------------------------------------------------
-
-
-@contextmanager
-def metastore_write_lock(
-    url: str, *, tables: tuple[str, ...] = ("sluice_checkpoints", "sluice_batches")
-) -> Iterator[None]:
-    """Hold the metastore's write lock until the block ends, as a long migration or a stuck
-    admin session would: SQLite ``BEGIN EXCLUSIVE`` on the database file (readers go on in WAL
-    mode), PostgreSQL ``LOCK TABLE ... IN EXCLUSIVE MODE`` on ``tables`` (the checkpoint and
-    batch tables: reads go on, writes wait)."""
-    parsed = sa.make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        assert parsed.database, url
-        locker = sqlite3.connect(parsed.database, isolation_level=None, timeout=30)
-        try:
-            locker.execute("BEGIN EXCLUSIVE")
-            yield
-            locker.execute("ROLLBACK")
-        finally:
-            locker.close()
-        return
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as connection:
-            connection.execute(sa.text(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE"))
-            yield
-    finally:
-        engine.dispose()
-
-
-def take_database_down(server_url: str, database: str, seconds: float) -> threading.Event:
-    """Take a PostgreSQL database down for ``seconds``: its sessions are terminated and new
-    connections refused (``ALLOW_CONNECTIONS false``) until a timer lets them in again; the
-    server and its other databases are not touched. Returns an event set when it is back."""
-    admin = sa.create_engine(server_url, isolation_level="AUTOCOMMIT")
-    name = sa.text(f'"{database}"').text
-    back = threading.Event()
-
-    def allow(allowed: bool) -> None:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f"ALTER DATABASE {name} ALLOW_CONNECTIONS {allowed}"))
-            if not allowed:
-                connection.execute(
-                    sa.text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = :name AND pid <> pg_backend_pid()"
-                    ),
-                    {"name": database},
-                )
-
-    def end() -> None:
-        try:
-            allow(True)
-        finally:
-            admin.dispose()
-            back.set()
-
-    allow(False)
-    timer = threading.Timer(seconds, end)
-    timer.daemon = True
-    timer.start()
-    return back
-
-
-# -- crash points in sealing -----------------------------------------------------------------------
-
-
-class SealCrashPoint(StrEnum):
-    """Where a process sealing a checkpoint dies, in the order of the sealing steps.
-
-    The handoff sink (``HandoffWriter.seal``) closes and fsyncs every part, writes and fsyncs
-    ``_manifest.json`` in ``_inflight/<host>``, renames that folder to ``<N>/<host>`` and fsyncs
-    the parent; the barrier passes to the mailbox thread as mail; ``CheckpointCoordinator``
-    records batch, ranges, offsets and the checkpoint's state in one metastore transaction.
-    """
-
-    PARTS_WRITTEN = "parts-written"
-    """Parts fsynced; no manifest yet."""
-    MANIFEST_WRITTEN = "manifest-written"
-    """Manifest fsynced in ``_inflight``; not renamed yet."""
-    RENAMED = "renamed"
-    """The batch folder is in place (``<N>/<host>``); the barrier has not been mailed."""
-    BEFORE_TRANSACTION = "before-transaction"
-    """On the mailbox thread, about to open the metastore transaction."""
-    MID_TRANSACTION = "mid-transaction"
-    """Inside the transaction: batch and ranges inserted, not committed."""
-    AFTER_TRANSACTION = "after-transaction"
-    """Committed; the collector has not advanced its offsets or released its lease."""
-
-    @property
-    def fault_point(self) -> FaultPoint:
-        """The production code's named point where the crash happens."""
-        return _SEAL_FAULT_POINTS[self]
-
-    @property
-    def folder_in_place(self) -> bool:
-        """Whether ``<N>/<host>`` exists after a crash here."""
-        return self not in (SealCrashPoint.PARTS_WRITTEN, SealCrashPoint.MANIFEST_WRITTEN)
-
-    @property
-    def recorded(self) -> bool:
-        """Whether the metastore holds the batch after a crash here."""
-        return self is SealCrashPoint.AFTER_TRANSACTION
-
-
-_SEAL_FAULT_POINTS = {
-    SealCrashPoint.PARTS_WRITTEN: FaultPoint.PARTS_WRITTEN,
-    SealCrashPoint.MANIFEST_WRITTEN: FaultPoint.MANIFEST_WRITTEN,
-    SealCrashPoint.RENAMED: FaultPoint.BATCH_IN_PLACE,
-    SealCrashPoint.BEFORE_TRANSACTION: FaultPoint.SEAL_TRANSACTION_BEGINS,
-    SealCrashPoint.MID_TRANSACTION: FaultPoint.SEAL_TRANSACTION_OPEN,
-    SealCrashPoint.AFTER_TRANSACTION: FaultPoint.SEAL_TRANSACTION_COMMITTED,
-}
-
-
-def _die() -> None:
-    sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def install_crash(point: SealCrashPoint) -> None:
-    """Make this process SIGKILL itself when sealing reaches ``point``."""
-    _die_at(point.fault_point)
-
-
-def _die_at(fault_point: FaultPoint) -> None:
-    """SIGKILL this process the first time it reaches ``fault_point``."""
-
-    def handler(reached: FaultPoint) -> None:
-        if reached is fault_point:
-            _die()
-
-    fault_points.install(handler)
-
-
-# -- crash points in uploads ----------------------------------------------------------------------
-
-
-class UploadCrashPoint(StrEnum):
-    """Where a collector staging into an object store dies, in the order of an upload's steps.
-
-    The handoff sink seals the batch into the spool (``<spool>/<pipeline>/<N:08d>/<host>``,
-    parts and ``_manifest.json``) and the barrier passes to the mailbox thread, which submits
-    the batch to the upload thread (``UploadWorker``). That thread saves the seal record
-    (``_seal_record.json``, the files' offsets at the barrier) beside the manifest, then
-    ``upload_sealed_batch`` deletes a manifest left in the store by an earlier attempt, stores
-    each part (checked), deletes strays and stores the manifest last; the thread mails the
-    URL to the mailbox thread, which records batch and offsets in one metastore transaction
-    (``Metastore.seal``) and then has the upload thread delete the spooled copy.
-    """
-
-    SEALED_IN_SPOOL = "sealed-in-spool"
-    """The batch is sealed in the spool; no seal record yet, nothing stored."""
-    RECORD_SAVED = "seal-record-saved"
-    """The seal record is saved; no part stored yet."""
-    SOME_PARTS_STORED = "some-parts-stored"
-    """The first part is stored (and checked); the others are not."""
-    PARTS_STORED = "parts-stored"
-    """Every part is stored and strays are deleted; no manifest yet."""
-    MANIFEST_STORED = "manifest-stored"
-    """The manifest is stored and the upload mailed; the mailbox thread is about to open the
-    metastore transaction."""
-    RECORDED = "recorded"
-    """The transaction committed; the spooled copy is not deleted yet."""
-
-    @property
-    def fault_point(self) -> FaultPoint:
-        """The production code's named point where the crash happens."""
-        return _UPLOAD_FAULT_POINTS[self]
-
-    @property
-    def record_saved(self) -> bool:
-        """Whether the spooled batch has its seal record after a crash here."""
-        return self is not UploadCrashPoint.SEALED_IN_SPOOL
-
-    @property
-    def manifest_stored(self) -> bool:
-        """Whether the store holds the batch's manifest after a crash here."""
-        return self in (UploadCrashPoint.MANIFEST_STORED, UploadCrashPoint.RECORDED)
-
-    @property
-    def recorded(self) -> bool:
-        """Whether the metastore holds the batch after a crash here."""
-        return self is UploadCrashPoint.RECORDED
-
-    def parts_stored(self, parts: int) -> int:
-        """How many of the batch's ``parts`` the store holds after a crash here."""
-        if self in (UploadCrashPoint.SEALED_IN_SPOOL, UploadCrashPoint.RECORD_SAVED):
-            return 0
-        return 1 if self is UploadCrashPoint.SOME_PARTS_STORED else parts
-
-
-_UPLOAD_FAULT_POINTS = {
-    UploadCrashPoint.SEALED_IN_SPOOL: FaultPoint.SEAL_RECORD_SAVING,
-    UploadCrashPoint.RECORD_SAVED: FaultPoint.PART_UPLOADING,
-    UploadCrashPoint.SOME_PARTS_STORED: FaultPoint.PART_UPLOADED,
-    UploadCrashPoint.PARTS_STORED: FaultPoint.STRAYS_DELETED,
-    UploadCrashPoint.MANIFEST_STORED: FaultPoint.SEAL_TRANSACTION_BEGINS,
-    UploadCrashPoint.RECORDED: FaultPoint.SEAL_TRANSACTION_COMMITTED,
-}
-
-
-def install_upload_crash(point: UploadCrashPoint) -> None:
-    """Make this process SIGKILL itself when an upload reaches ``point``."""
-    _die_at(point.fault_point)
-
-
-def crash_while_sealing(
-    config_path: Path, point: SealCrashPoint | UploadCrashPoint
-) -> subprocess.CompletedProcess[str]:
-    """Collect once in a subprocess that SIGKILLs itself at ``point`` (of a seal or of an
-    upload; the environment, the store's variables with it, is inherited)."""
-    return subprocess.run(
-        [sys.executable, "-m", "tests.support.faults", "crash-at", point.value, str(config_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-@dataclass(frozen=True)
-class CrashedCollection:
-    """Lines around a collection SIGKILLed at a crash point: ``before`` sealed and committed
-    first, ``crashed`` read by the killed run (checkpoint ``crashed_id``), ``after`` for the
-    caller to append once it has looked at what the crash left."""
-
-    before: list[bytes]
-    crashed: list[bytes]
-    after: list[bytes]
-    crashed_id: int
-
-
-def crash_a_collection(
-    config_path: Path,
-    metastore: Metastore,
-    fault_seed: FaultSeed,
-    point: SealCrashPoint | UploadCrashPoint,
-    line_counts: tuple[int, int],
-) -> CrashedCollection:
-    """Seal and commit a first batch (landed long ago as far as the test goes: only what the
-    crash touches is landed), append more lines and collect them in a process that SIGKILLs
-    itself at ``point``; each group has a random number of lines in ``line_counts``."""
-    from pipeline_core.operations import PipelineOperations
-
-    log = config_path.parent / "logs" / "access.log"
-    source = FaultLines(fault_seed.value)
-    sizes = [fault_seed.rng.randint(*line_counts) for _ in range(3)]
-    before, crashed, after = (source.lines(sum(sizes[:i]), sizes[i]) for i in range(3))
-    append(log, *before)
-    (first,) = PipelineOperations(config_path).collect_once().sealed
-    metastore.commit_checkpoint(first.checkpoint_id, {"rows": {}, "rejects": {}})
-    append(log, *crashed)
-    crash = crash_while_sealing(config_path, point)
-    assert crash.returncode == -signal.SIGKILL, fault_seed.note(
-        f"the collector did not die at {point}: {crash.returncode}\n{crash.stderr[-3000:]}"
-    )
-    return CrashedCollection(before, crashed, after, first.checkpoint_id + 1)
-
-
-def assert_not_landable(operations: PipelineOperations, checkpoint_id: int) -> None:
-    """An unrecorded checkpoint is never offered for landing, nor landed on request."""
-    from pipeline_core.errors import CheckpointError
-
-    assert checkpoint_id not in [i.checkpoint_id for i in operations.pending_landings()]
-    with pytest.raises(CheckpointError, match="only sealed or committed checkpoints"):
-        operations.landing_job([checkpoint_id], "run-1")
 
 
 # -- landing and reading back ----------------------------------------------------------------------
@@ -715,138 +337,6 @@ def recorded_staging(metastore: Metastore, pipeline: str) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def lake_table(lake: LakeLocation, table: str) -> pa.Table | None:
-    """One lake table (``access``, ``_rejects``) as its current snapshot holds it, read through
-    the catalog; None if it is missing or empty."""
-    from tests.support.lake import table_rows
-
-    rows = table_rows(lake, table)
-    return rows if rows.num_rows else None
-
-
-def nginx_lines(table: pa.Table) -> pa.ChunkedArray | pa.Array:
-    """The nginx "combined" line each parsed lake row was read from (for lines written in
-    UTC with a user and a byte count, as :class:`FaultLines` writes them)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    seconds = table["event_time"].cast(pa.timestamp("s", tz="UTC"), safe=False)
-    stamp = pc.strftime(seconds, format="%d/%b/%Y:%H:%M:%S +0000", locale="C")
-    dash = pa.scalar("-")
-    return pc.binary_join_element_wise(
-        table["remote_addr"], " - ",
-        pc.coalesce(table["remote_user"], dash), " [", stamp, '] "',
-        table["request"], '" ', table["status"].cast(pa.string()), " ",
-        pc.coalesce(table["body_bytes_sent"].cast(pa.string()), dash), ' "',
-        table["http_referer"], '" "', table["http_user_agent"], '"',
-        "",
-    )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ExactlyOnce:
-    """How the lake's rows compare with the lines written."""
-
-    written: int
-    rows: int
-    distinct_event_ids: int
-    distinct_lines: int
-    missing: list[bytes]
-    """The first of the lines written that the lake lacks (at most 20)."""
-    unexpected: list[bytes]
-    mismatched_ids: int
-    """Rows whose event id names a staged line other than the row's line (or none)."""
-    rejects: int
-    lost: int
-    """Lines written that the lake lacks, all of them."""
-    expected_rejects: int = 0
-    """Lines written that cannot parse: each must be one reject."""
-    distinct_reject_ids: int = 0
-    rejects_match: bool = True
-    """The rejects' raw lines are exactly the lines expected to be rejected."""
-
-    @property
-    def duplicates(self) -> int:
-        """Rows beyond the first of their event id."""
-        return self.rows - self.distinct_event_ids
-
-    @property
-    def duplicated_lines(self) -> int:
-        """Rows beyond the first of their line."""
-        return self.rows - self.distinct_lines
-
-    @property
-    def holds(self) -> bool:
-        return (
-            self.rows == self.written
-            and self.duplicates == 0
-            and self.distinct_lines == self.rows
-            and not self.missing
-            and not self.unexpected
-            and self.mismatched_ids == 0
-            and self.rejects == self.expected_rejects
-            and self.distinct_reject_ids == self.rejects
-            and self.rejects_match
-        )
-
-    def describe(self) -> str:
-        return (
-            f"lines written {self.written}, rows in lake {self.rows}, duplicate event ids "
-            f"{self.duplicates}, distinct lines {self.distinct_lines}, missing "
-            f"{self.lost} {self.missing[:3]!r}, unexpected {len(self.unexpected)} "
-            f"{self.unexpected[:3]!r}, ids naming another line {self.mismatched_ids}, "
-            f"rejects {self.rejects} (expected {self.expected_rejects}, distinct ids "
-            f"{self.distinct_reject_ids}, raw lines as expected: {self.rejects_match})"
-        )
-
-
-def check_exactly_once(
-    lake: LakeLocation,
-    expected: Sequence[bytes],
-    staged: pa.Table | None = None,
-    rejected: Sequence[bytes] = (),
-) -> ExactlyOnce:
-    """Compare the lake's ``access`` table with ``expected`` lines, by line content, and its
-    ``_rejects`` with the ``rejected`` lines (each once); with ``staged`` (see
-    :func:`recorded_staging`), also check that each row's event id is the id its line was
-    staged under."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    table = lake_table(lake, "access")
-    rejects = lake_table(lake, "_rejects")
-    if table is None:
-        table = pa.table({"event_id": pa.array([], pa.string()), "line": pa.array([], pa.binary())})
-        lines = table["line"]
-    else:
-        lines = nginx_lines(table).cast(pa.binary())
-    found = set(lines.to_pylist())
-    wanted = set(expected)
-    mismatched = 0
-    if staged is not None:
-        by_id = pa.table({"event_id": table["event_id"], "row_line": lines})
-        joined = by_id.join(staged, "event_id", join_type="left outer")
-        same = pc.fill_null(pc.equal(joined["row_line"], joined["line"]), False)
-        mismatched = len(same) - pc.sum(same.cast(pa.int64())).as_py() if len(same) else 0
-    rejected_raw = [] if rejects is None else rejects["raw_line"].to_pylist()
-    return ExactlyOnce(
-        written=len(expected),
-        rows=table.num_rows,
-        distinct_event_ids=pc.count_distinct(table["event_id"]).as_py(),
-        distinct_lines=len(found),
-        missing=sorted(wanted - found)[:20],
-        unexpected=sorted(found - wanted)[:20],
-        mismatched_ids=mismatched,
-        rejects=len(rejected_raw),
-        lost=len(wanted - found),
-        expected_rejects=len(rejected),
-        distinct_reject_ids=0
-        if rejects is None
-        else pc.count_distinct(rejects["event_id"]).as_py(),
-        rejects_match=sorted(rejected_raw) == sorted(line.decode() for line in rejected),
-    )
-
-
 # -- program ---------------------------------------------------------------------------------------
 
 
@@ -860,31 +350,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     writer.add_argument("--seconds", type=float, required=True)
     writer.add_argument("--rotations", type=int, required=True)
     writer.add_argument("--done", type=Path, required=True)
-    crash = commands.add_parser("crash-at")
-    crash.add_argument(
-        "point", choices=[p.value for p in SealCrashPoint] + [p.value for p in UploadCrashPoint]
-    )
-    crash.add_argument("config", type=Path)
     args = parser.parse_args(argv)
-    if args.command == "write-logs":
-        write_logs(
-            args.folder,
-            seed=args.seed,
-            total_bytes=int(args.mb * 1_000_000),
-            seconds=args.seconds,
-            rotations=args.rotations,
-            done=args.done,
-        )
-        return 0
-    from pipeline_core.operations import PipelineOperations
-
-    if args.point in {p.value for p in UploadCrashPoint}:
-        install_upload_crash(UploadCrashPoint(args.point))
-    else:
-        install_crash(SealCrashPoint(args.point))
-    PipelineOperations(args.config).collect_once()
-    print("collected without reaching the crash point", file=sys.stderr)
-    return 3
+    write_logs(
+        args.folder,
+        seed=args.seed,
+        total_bytes=int(args.mb * 1_000_000),
+        seconds=args.seconds,
+        rotations=args.rotations,
+        done=args.done,
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import pytest
 
 from pipeline_core.lake import REJECTS_TABLE, LakeLocation, open_lake
 from pipeline_core.metastore import Metastore
+from pipeline_core.testing import table_rows
 
 NAMESPACE = "web_access"
 
@@ -37,21 +38,6 @@ def module_lake(
 ) -> LakeLocation:
     Metastore.open(module_metastore_url).close()
     return LakeLocation(module_metastore_url, tmp_path_factory.mktemp("module") / "lake", NAMESPACE)
-
-
-def table_rows(lake: LakeLocation, table: str, checkpoint_id: int | None = None) -> pa.Table:
-    """The rows of ``table`` (of one checkpoint, or all), read through the catalog; an empty
-    table when it does not exist or holds nothing."""
-    with open_lake(lake) as catalog:
-        loaded = catalog.load(table)
-        if loaded is None or loaded.current_snapshot() is None:
-            return pa.table({})
-        scan = (
-            loaded.scan()
-            if checkpoint_id is None
-            else loaded.scan(row_filter=f"checkpoint_id == {checkpoint_id}")
-        )
-        return scan.to_arrow()
 
 
 def assert_exactly_once(lake: LakeLocation, table: str, checkpoint_id: int | None = None) -> int:

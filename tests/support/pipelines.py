@@ -1,4 +1,5 @@
-"""Writing pipeline configs and log files for tests."""
+"""Writing pipeline configs for tests (the lines to feed them are in
+:mod:`pipeline_core.testing`)."""
 
 from __future__ import annotations
 
@@ -69,14 +70,3 @@ def _compiled_landing_jar() -> Path | None:
 
 def load(folder: Path, metastore_url: str, **kwargs: Any) -> PipelineConfig:
     return load_pipeline_config(write_config(folder, metastore_url, **kwargs))
-
-
-def lines(prefix: str, count: int) -> list[bytes]:
-    """``count`` distinct lines (no newline) starting with ``prefix``."""
-    return [f"{prefix} line {i:05d}".encode() for i in range(count)]
-
-
-def append(path: Path, *lines: bytes, newline: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
-        handle.write(b"".join(line + (b"\n" if newline else b"") for line in lines))

@@ -1,9 +1,9 @@
-"""A long-running ``sluice collect`` in a subprocess, and checkpoints requested while it runs.
+"""A long-running ``sluice collect`` in a subprocess.
 
 :class:`TailingCollector` runs ``sluice --info collect CONFIG --metrics-port PORT`` in a process
 group of its own, its output in files (for the rotation messages it logs), and tells when it has
-read everything (its live metrics); :class:`CheckpointRequests` requests a checkpoint every few
-seconds, as scheduled DAG runs do, which the collector seals while it runs.
+read everything (its live metrics). :class:`pipeline_core.testing.CheckpointRequests` requests
+the checkpoints it seals while it runs.
 """
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 from pipeline_core.collector import read_metrics
 from pipeline_core.config import load_pipeline_config
-from pipeline_core.metastore import Metastore
 from tests.support.faults import REPO, sluice_command
 from tests.support.processes import free_port, stop_group
 
@@ -168,47 +166,3 @@ class TailingCollector:
     def warnings(self) -> list[str]:
         """Its log lines at WARNING or above."""
         return [line for line in self.log_text().splitlines() if _LOG_LEVEL.match(line)]
-
-
-class CheckpointRequests:
-    """Requests a checkpoint of ``pipeline`` every ``every`` seconds on a thread (run ids
-    ``<prefix>-<n>``); ``with`` stops it and re-raises what the thread raised."""
-
-    def __init__(
-        self, metastore: Metastore, pipeline: str, every: float, prefix: str = "run"
-    ) -> None:
-        self._metastore = metastore
-        self._pipeline = pipeline
-        self._every = every
-        self._prefix = prefix
-        self._finished = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="checkpoint-requests", daemon=True)
-        self.requested: list[int] = []
-        """The ids of the checkpoints requested, in order."""
-        self.error: BaseException | None = None
-
-    def _run(self) -> None:
-        try:
-            while not self._finished.wait(self._every):
-                record = self._metastore.request_checkpoint(
-                    self._pipeline, f"{self._prefix}-{len(self.requested)}"
-                )
-                self.requested.append(record.checkpoint_id)
-        except BaseException as exc:
-            self.error = exc
-
-    def __enter__(self) -> CheckpointRequests:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.finish()
-
-    def finish(self) -> None:
-        """Stop requesting; raise what the thread raised."""
-        self._finished.set()
-        self._thread.join(timeout=60)
-        assert not self._thread.is_alive(), "the checkpoint requests did not stop"
-        if self.error is not None:
-            error, self.error = self.error, None
-            raise error

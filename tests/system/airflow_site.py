@@ -353,7 +353,7 @@ def _tail(log: Path, lines: int = 40) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
-        return "(no log)"
+        return f"(no log at {log})"
 
 
 T = TypeVar("T")
@@ -371,3 +371,24 @@ def poll_for(
             return found
         time.sleep(every)
     pytest.fail(f"waited {seconds:.0f} s for: {what}\n{logs()}")
+
+
+def wait_for_site(
+    site: AirflowSite,
+    what: str,
+    probe: Callable[[], T | None],
+    *,
+    seconds: float,
+    every: float,
+    logs: Mapping[str, Path] | None = None,
+) -> T:
+    """:func:`poll_for` on a site: fail with the last lines of ``logs`` (by name; the
+    scheduler's by default)."""
+    named = logs or {"scheduler": component_log(site, "scheduler")}
+    return poll_for(
+        probe,
+        what,
+        seconds,
+        every,
+        lambda: "\n".join(f"--- {name}:\n{_tail(path)}" for name, path in named.items()),
+    )

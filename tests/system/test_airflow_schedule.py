@@ -46,12 +46,11 @@ from tests.system.airflow_site import (
     AirflowSite,
     RestClient,
     airflow_postgres_database,
-    component_log,
     kill_leftovers,
-    poll_for,
     running_airflow_site,
     site_home,
     site_pipelines,
+    wait_for_site,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.postgres_pass]  # lanes balance
@@ -224,13 +223,5 @@ def committed(api: RestClient, run: dict[str, Any]) -> dict[str, Any]:
 
 
 def wait_until(site: AirflowSite, what: str, probe: Callable[[], T | None]) -> T:
-    """Poll ``probe`` until it returns something; fail with the scheduler's log after a while."""
-    return poll_for(probe, what, WAIT_SECONDS, POLL_SECONDS, lambda: tail(site))
-
-
-def tail(site: AirflowSite, lines: int = 40) -> str:
-    log = component_log(site, "scheduler")
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {log})"
+    """:func:`wait_for_site` within this test's bounds."""
+    return wait_for_site(site, what, probe, seconds=WAIT_SECONDS, every=POLL_SECONDS)

@@ -44,10 +44,10 @@ from tests.system.airflow_site import (
     airflow_postgres_database,
     component_log,
     kill_leftovers,
-    poll_for,
     running_airflow_site,
     site_home,
     site_pipelines,
+    wait_for_site,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.postgres_pass]  # lanes balance
@@ -230,22 +230,9 @@ def ended_edge_jobs(
 
 
 def wait_until(site: AirflowSite, what: str, probe: Callable[[], T | None]) -> T:
-    """Poll ``probe`` until it returns something truthy; fail with the logs after a while."""
-
-    def logs() -> str:
-        return "\n".join(
-            f"--- {name}:\n{tail(path)}"
-            for name, path in (
-                ("scheduler", component_log(site, "scheduler")),
-                ("edge worker", site.log.with_name("edge-worker.log")),
-            )
-        )
-
-    return poll_for(probe, what, WAIT_SECONDS, POLL_SECONDS, logs)
-
-
-def tail(log: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return f"(no log at {log})"
+    """:func:`wait_for_site` within this test's bounds, with the edge worker's log."""
+    logs = {
+        "scheduler": component_log(site, "scheduler"),
+        "edge worker": site.log.with_name("edge-worker.log"),
+    }
+    return wait_for_site(site, what, probe, seconds=WAIT_SECONDS, every=POLL_SECONDS, logs=logs)

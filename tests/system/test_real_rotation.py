@@ -47,13 +47,8 @@ from pyspark.sql import SparkSession
 from pipeline_core.config import PipelineConfig, load_pipeline_config
 from pipeline_core.lake import lake_location
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import wait_until
-from tests.support.faults import (
-    checkpoint_states,
-    lake_table,
-    land_and_commit_sealed,
-    report_figures,
-)
+from pipeline_core.testing import CheckpointRequests, lake_table, wait_until
+from tests.support.faults import checkpoint_states, land_and_commit_sealed, report_figures
 from tests.support.pipelines import write_config
 from tests.support.rotation_tools import (
     Logrotate,
@@ -67,7 +62,7 @@ from tests.support.rotation_tools import (
     running_nginx,
     running_wrk,
 )
-from tests.support.tailing import CheckpointRequests, TailingCollector
+from tests.support.tailing import TailingCollector
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.sqlite_pass]
 

@@ -27,9 +27,10 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 from pyspark.sql import SparkSession
 
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import append
 from tests.support.airflow_env import REPO_ROOT
 from tests.support.faults import land_and_commit_sealed
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 from tests.system.airflow_site import AirflowSite, http_status
 
 CHROMIUM = Path(os.environ.get("SLUICE_CHROMIUM", "/usr/bin/chromium"))

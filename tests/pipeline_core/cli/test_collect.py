@@ -16,9 +16,9 @@ import pytest
 from pipeline_core.cli import ExitCode, main
 from pipeline_core.config import load_pipeline_config
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import staged_payloads, wait_until
+from pipeline_core.testing import append, staged_payloads, wait_until
 from tests.pipeline_core.cli.support import no_traceback, sluice, start_sluice
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 from tests.support.processes import free_port
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in

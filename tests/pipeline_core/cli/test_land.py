@@ -17,10 +17,10 @@ import pytest
 
 from pipeline_core.cli import ExitCode, main
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import append, wait_until
 from tests.pipeline_core.cli.support import no_traceback, sluice, sluice_env, start_sluice
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 
 @pytest.mark.timeout(60)

@@ -12,10 +12,11 @@ import pytest
 from pipeline_core.cli import ExitCode, main
 from pipeline_core.cli._status import print_live_metrics
 from pipeline_core.collector import FileMetrics
+from pipeline_core.testing import append
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
 from tests.pipeline_core.collector.test_metric_families import metrics
 from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 
 def test_should_show_an_empty_status_for_a_new_pipeline(

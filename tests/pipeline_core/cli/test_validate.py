@@ -11,11 +11,12 @@ import pytest
 import yaml
 
 from pipeline_core.cli import ExitCode, main
+from pipeline_core.testing import append
 from tests.pipeline_core.cli.support import no_traceback, sluice, upgraded
 from tests.support.http_server import RecordingHttpServer
 from tests.support.log_programs import write_python_log
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in
 # them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.

@@ -15,9 +15,9 @@ from pipeline_core.collector import Collector, MetricsExporter
 from pipeline_core.collector._blocked_time import BlockedClock, BlockedTime
 from pipeline_core.metastore import Metastore
 from pipeline_core.sinks import Status
-from pipeline_core.testing import StubSink, wait_until
+from pipeline_core.testing import StubSink, append, lines, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 
 class ManualClock:

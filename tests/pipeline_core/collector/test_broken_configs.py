@@ -23,9 +23,9 @@ from pipeline_core.collector import (
 )
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.errors import ConfigError
-from pipeline_core.testing import staged_payloads, wait_until
+from pipeline_core.testing import append, lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing
-from tests.support.pipelines import append, lines, load, write_config
+from tests.support.pipelines import load, write_config
 from tests.support.processes import stop_group
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in

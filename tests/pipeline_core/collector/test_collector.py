@@ -21,9 +21,9 @@ from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.metastore._schema import files, leases
 from pipeline_core.sinks import Barrier, HandoffWriter
 from pipeline_core.source import FileState
-from pipeline_core.testing import staged_lines, staged_payloads, wait_until
+from pipeline_core.testing import append, lines, staged_lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 
 def collect_once(config: PipelineConfig, metastore: Metastore) -> list[int]:

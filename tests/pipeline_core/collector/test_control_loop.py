@@ -24,9 +24,9 @@ from pipeline_core.collector._launcher import lease_holder
 from pipeline_core.collector._pipeline import PipelineRuntime
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import CheckpointState, Metastore, PollingRequestProbe, RequestProbe
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import append, wait_until
 from tests.pipeline_core.collector.support import PipeProbe, Tailing
-from tests.support.pipelines import append, load
+from tests.support.pipelines import load
 
 
 class AlwaysChanged(RequestProbe):

@@ -16,11 +16,17 @@ from pipeline_core.collector._delivery_tracking import DeliveryTracker
 from pipeline_core.config import MultilineConfig, MultilinePreset, PipelineConfig
 from pipeline_core.metastore import AckerTreeRecord, Metastore
 from pipeline_core.source import LONG_LINE_PREFIX_BYTES, FileWatcher, LongLine, TimeSlicedReader
-from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads
+from pipeline_core.testing import (
+    Received,
+    RecordingSink,
+    SwitchableSink,
+    append,
+    lines,
+    source_of,
+    staged_payloads,
+)
 from tests.pipeline_core.collector.support import delivered, with_stub_group
-from tests.support.pipelines import append, lines
 from tests.support.python_logs import ServiceLog
-from tests.support.reading import Received, source_of
 
 
 @pytest.mark.timeout(60)

@@ -17,9 +17,8 @@ from pipeline_core.collector import Collector
 from pipeline_core.collector._feedback import Feedback
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import _inotify
-from pipeline_core.testing import RecordingSink, staged_payloads, wait_until
+from pipeline_core.testing import RecordingSink, append, lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
-from tests.support.pipelines import append, lines
 
 EVENTS_ONLY = {"discovery_interval_s": 30.0, "file_events_fallback_s": 30.0}
 """Neither the periodic discovery nor the fallback look comes within a test's time."""

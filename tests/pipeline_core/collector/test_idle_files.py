@@ -16,10 +16,9 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import FileWatcher
-from pipeline_core.testing import RecordingSink, staged_payloads, wait_until
+from pipeline_core.testing import RecordingSink, append, lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.support.descriptors import open_under
-from tests.support.pipelines import append, lines
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in
 # them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.

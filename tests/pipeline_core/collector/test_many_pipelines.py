@@ -25,9 +25,16 @@ from pipeline_core.collector._scheduler import ReadScheduler
 from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import Chunk
-from pipeline_core.testing import RecordingSink, SwitchableSink, staged_payloads, wait_until
+from pipeline_core.testing import (
+    RecordingSink,
+    SwitchableSink,
+    append,
+    lines,
+    staged_payloads,
+    wait_until,
+)
 from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered
-from tests.support.pipelines import append, lines, load, write_config
+from tests.support.pipelines import load, write_config
 
 
 def pipeline(

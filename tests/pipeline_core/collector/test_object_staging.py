@@ -10,17 +10,14 @@ from typing import Any
 import pytest
 
 from pipeline_core.collector import Collector, UploadMetrics
-from pipeline_core.collector import _uploads as uploads_module
 from pipeline_core.config import PipelineConfig
 from pipeline_core.errors import StorageError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.sinks import ReadBack, UploadedBatch, upload_sealed_batch
-from pipeline_core.storage import StorageLocation
-from pipeline_core.testing import wait_until
+from pipeline_core.testing import FaultPoint, append, lines, raising_at, wait_until
 from tests.pipeline_core.collector.support import Tailing
 from tests.support.object_store import S3Bucket, manifests_in, recorded_remote_lines
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 # make test runs these once, on SQLite: the metastore is not what they test, and its part in
 # them runs on PostgreSQL too, in tests/pipeline_core/metastore and the system tests.
@@ -107,24 +104,14 @@ def test_should_finish_an_upload_interrupted_between_parts_when_restarted(
     metastore_url: str,
     metastore: Metastore,
     s3_bucket: S3Bucket,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     config = remote_config(tmp_path, metastore_url, s3_bucket)
     log = tmp_path / "logs" / "access.log"
     append(log, *lines("a", 150_000))
-    real_upload = upload_sealed_batch
-
-    def first_part_only(
-        local: Path, target: StorageLocation, *, read_back: ReadBack
-    ) -> UploadedBatch:
-        filesystem, root = target.filesystem()
-        first = sorted(local.glob("part-*"))[0]
-        with filesystem.open_output_stream(f"{root}/{first.name}") as stream:
-            stream.write(first.read_bytes())
-        raise _Interrupted("the collector died here")
-
-    monkeypatch.setattr(uploads_module, "upload_sealed_batch", first_part_only)
-    with pytest.raises(Exception, match="the collector died here"):
+    with (
+        raising_at(FaultPoint.PART_UPLOADED, _Interrupted("the collector died here")),
+        pytest.raises(Exception, match="the collector died here"),
+    ):
         Collector(config, metastore).run_once()
     # What a crash between the parts leaves: one part stored, no manifest (not visible), the
     # batch and its seal record in the spool, nothing recorded.
@@ -132,7 +119,6 @@ def test_should_finish_an_upload_interrupted_between_parts_when_restarted(
     assert any(p.name == "_seal_record.json" for p in spooled_files(config))
     assert metastore.checkpoint(1).state is CheckpointState.REQUESTED
 
-    monkeypatch.setattr(uploads_module, "upload_sealed_batch", real_upload)
     append(log, *lines("b", 500))
     result = Collector(config, metastore).run_once()
 
@@ -148,21 +134,18 @@ def test_should_read_again_a_batch_sealed_but_never_handed_to_the_upload(
     metastore_url: str,
     metastore: Metastore,
     s3_bucket: S3Bucket,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     config = remote_config(tmp_path, metastore_url, s3_bucket)
     log = tmp_path / "logs" / "access.log"
     append(log, *lines("a", 2000))
 
-    def die_before_anything(self: object, batch: object) -> None:
-        raise _Interrupted("the collector died before the seal record")
-
-    real_upload = uploads_module.UploadWorker._upload
-    monkeypatch.setattr(uploads_module.UploadWorker, "_upload", die_before_anything)
-    with pytest.raises(Exception, match="before the seal record"):
+    died = _Interrupted("the collector died before the seal record")
+    with (
+        raising_at(FaultPoint.SEAL_RECORD_SAVING, died),
+        pytest.raises(Exception, match="before the seal record"),
+    ):
         Collector(config, metastore).run_once()
     assert spooled_files(config) and s3_bucket.keys("staging") == []
-    monkeypatch.setattr(uploads_module.UploadWorker, "_upload", real_upload)
 
     Collector(config, metastore).run_once()
 

@@ -8,7 +8,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from pipeline_core.collector import (
 )
 from pipeline_core.collector._readiness import OK
 from pipeline_core.errors import ListenAddressError, SluiceError
+from pipeline_core.testing import wait_until
 from tests.pipeline_core.collector.test_metric_families import metrics
 
 
@@ -254,7 +255,7 @@ def test_should_drop_a_connection_that_sends_no_whole_request_after_the_timeout(
         started = time.monotonic()
         assert all(closed_within(client, 5) for client in clients)
         assert time.monotonic() - started < 5
-        wait_for(lambda: ops_threads() <= before, 5)
+        wait_until(lambda: ops_threads() <= before, 5, "the ops threads to end")
         assert get(f"http://127.0.0.1:{bounded.port}/health")[0] == 200  # serving still
     finally:
         for client in clients:
@@ -290,15 +291,8 @@ def test_should_serve_at_most_its_cap_of_connections_at_once(bounded: OpsServer)
         refused = sum(closed_within(client, 0.1) for client in clients)
         assert refused >= 9 * CAP  # closed at once, unanswered
         assert all(closed_within(client, 5) for client in clients)
-        wait_for(lambda: ops_threads() <= before, 5)
+        wait_until(lambda: ops_threads() <= before, 5, "the ops threads to end")
         assert get(f"http://127.0.0.1:{bounded.port}/health")[0] == 200
     finally:
         for client in clients:
             client.close()
-
-
-def wait_for(condition: Callable[[], bool], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "not within the time given"
-        time.sleep(0.05)

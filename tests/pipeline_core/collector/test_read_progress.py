@@ -17,8 +17,8 @@ from pipeline_core.collector._read_progress import (
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import Metastore, ReadProgressRecord, open_view
 from pipeline_core.source import TrackedFile
-from pipeline_core.testing import FakeClock
-from tests.support.pipelines import append, load
+from pipeline_core.testing import FakeClock, append
+from tests.support.pipelines import load
 
 PIPELINE = "web_access"
 HOST = "test-host"

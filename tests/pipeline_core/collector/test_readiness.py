@@ -21,11 +21,11 @@ from pipeline_core.collector._readiness import ControlStatus, LeaseStatus
 from pipeline_core.errors import CollectorBusyError, MetastoreError
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore
-from pipeline_core.testing import SwitchableSink, wait_until
+from pipeline_core.testing import SwitchableSink, append, lines, wait_until
 from tests.pipeline_core.collector.support import Tailing, with_stub_group
-from tests.support.faults import metastore_write_lock, take_database_down
 from tests.support.lease_holders import HolderProcess
-from tests.support.pipelines import append, lines, load
+from tests.support.metastore_outages import metastore_write_lock, take_database_down
+from tests.support.pipelines import load
 from tests.support.postgres import postgres_url
 
 LEASE_SECONDS = 3.0

@@ -16,9 +16,10 @@ from pipeline_core.config import load_pipeline_config
 from pipeline_core.mailbox import ReportedThrowableError
 from pipeline_core.metastore import Metastore
 from pipeline_core.state import take_snapshot
+from pipeline_core.testing import append, lines
 from tests.pipeline_core.collector.support import FAST_RUNNER
 from tests.support.http_server import RecordingHttpServer
-from tests.support.pipelines import append, lines, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.timeout(60)
 

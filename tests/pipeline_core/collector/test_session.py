@@ -12,8 +12,8 @@ import pytest
 
 from pipeline_core.collector import CollectorSession, StopCause
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import staged_payloads, wait_until
-from tests.support.pipelines import append, lines, load
+from pipeline_core.testing import append, lines, staged_payloads, wait_until
+from tests.support.pipelines import load
 
 
 @pytest.mark.timeout(60)

@@ -23,12 +23,14 @@ from pipeline_core.testing import (
     RecordingSink,
     SlowSink,
     SwitchableSink,
+    append,
+    lines,
     staged_payloads,
     wait_until,
 )
 from tests.pipeline_core.collector.support import FAST_RUNNER, Tailing, delivered, with_stub_group
 from tests.support.http_server import RecordingHttpServer
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 
 def http_sink(server: RecordingHttpServer) -> dict[str, Any]:

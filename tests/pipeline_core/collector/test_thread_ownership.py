@@ -28,10 +28,10 @@ from pipeline_core.collector._stages import StageQueues
 from pipeline_core.config import PipelineConfig
 from pipeline_core.mailbox import IllegalThreadError, MailboxDefaultAction
 from pipeline_core.metastore import CheckpointState, Metastore
-from pipeline_core.testing import RecordingSink, wait_until
+from pipeline_core.testing import RecordingSink, append, lines, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.pipeline_core.mailbox.support import run_on_other_thread
-from tests.support.pipelines import append, lines, load
+from tests.support.pipelines import load
 
 
 @pytest.fixture

@@ -65,9 +65,8 @@ def child(folder: Path) -> dict[str, Any]:
     """Run in the namespace: lower the limit, tail six folders, write to each, report."""
     from pipeline_core.collector import Collector
     from pipeline_core.metastore import Metastore
-    from pipeline_core.testing import RecordingSink, staged_payloads, wait_until
+    from pipeline_core.testing import RecordingSink, append, staged_payloads, wait_until
     from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
-    from tests.support.pipelines import append
 
     Path("/proc/sys/user/max_inotify_watches").write_text(str(LIMIT))
     warnings = ChildWarnings.install("pipeline_core.source")

@@ -8,11 +8,10 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyiceberg.table import Table
+from pyiceberg.table import Table, Transaction
 
 from pipeline_core.lake import (
     MANAGED_PROPERTIES,
@@ -22,7 +21,6 @@ from pipeline_core.lake import (
     LakeLocation,
     LandingMode,
     TableCommit,
-    _maintenance,
     commit_files,
     compact_table,
     expire_snapshots,
@@ -97,20 +95,20 @@ def test_a_landing_committed_during_compaction_is_kept(
     """The compaction's commit loses to the landing; it plans the day again, with it."""
     for checkpoint_id in range(1, 4):
         land(table, checkpoint_id, 20)
-    original = _maintenance._rewrite
     with open_lake(lake) as other:
         racing = other.load("misc")
         assert racing is not None
         landed: list[int] = []
 
-        def rewrite_then_land(*args: Any, **kwargs: Any) -> Any:
-            written = original(*args, **kwargs)
+        commit = table.transaction
+
+        def land_then_commit() -> Transaction:
             if not landed:  # another writer commits while the day's files are rewritten
                 land(racing, 4, 20)
                 landed.append(4)
-            return written
+            return commit()
 
-        monkeypatch.setattr(_maintenance, "_rewrite", rewrite_then_land)
+        monkeypatch.setattr(table, "transaction", land_then_commit)
         compaction = compact_table(table, DAY.date())
 
     assert compaction.committed and compaction.files_after == 1

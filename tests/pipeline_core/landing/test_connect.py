@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,12 @@ from pipeline_core.landing import (
 )
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
-from pipeline_core.testing import access_lines
+from pipeline_core.testing import access_lines, append, holds_within, table_rows
 from spark_jobs import land as entry_point
 from tests.spark_jobs.support import LINES_PER_HOST, stage, staged_event_ids
-from tests.support.lake import assert_exactly_once, snapshot_operations, table_rows
+from tests.support.lake import assert_exactly_once, snapshot_operations
 from tests.support.object_store import S3Bucket
-from tests.support.pipelines import append, load, write_config
+from tests.support.pipelines import load, write_config
 
 TABLES = ("access", "app", "misc", "_rejects")
 
@@ -158,9 +157,7 @@ def test_a_killed_landing_stops_its_driver_and_commits_nothing(
 
     thread = threading.Thread(target=submit)
     thread.start()
-    deadline = time.monotonic() + 60
-    while submitter._process is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    holds_within(lambda: submitter._process is not None, 60, 0.05)
     submitter.on_kill()
     thread.join(120)
 

@@ -14,22 +14,11 @@ from pipeline_core.metastore import (
     ListeningRequestProbe,
     Metastore,
     PollingRequestProbe,
-    RequestProbe,
     open_request_probe,
 )
+from pipeline_core.testing import holds_within
 
 PIPELINE = "web_access"
-
-
-def changed_within(probe: RequestProbe, seconds: float) -> bool:
-    """Whether the probe reports a change within ``seconds`` (a notification may take a moment
-    to arrive)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if probe.changed():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 @pytest.mark.timeout(60)
@@ -40,12 +29,12 @@ def test_should_notice_a_request_made_through_another_connection(
     requester = Metastore.open(metastore_url)
     try:
         assert probe.changed()  # the first call: nothing seen yet
-        assert not changed_within(probe, 0.2)
+        assert not holds_within(probe.changed, 0.2, 0.01)
 
         requester.request_checkpoint(PIPELINE)
 
-        assert changed_within(probe, 5.0)
-        assert not changed_within(probe, 0.2)  # reported once
+        assert holds_within(probe.changed, 5.0, 0.01)
+        assert not holds_within(probe.changed, 0.2, 0.01)  # reported once
     finally:
         probe.close()
         requester.close()
@@ -101,7 +90,7 @@ def test_should_wake_a_waiter_on_its_descriptor_when_a_request_is_made(
         started = time.monotonic()
         assert select.select([descriptor], [], [], 10.0)[0] == [descriptor]
         assert time.monotonic() - started < 5.0
-        assert changed_within(probe, 5.0)
+        assert holds_within(probe.changed, 5.0, 0.01)
     finally:
         probe.close()
         requester.close()

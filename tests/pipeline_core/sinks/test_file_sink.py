@@ -10,6 +10,7 @@ import pytest
 
 from pipeline_core.errors import EventDeliveryException
 from pipeline_core.sinks import Barrier, DeliveryBatch, RollingFileSink, Status
+from pipeline_core.testing import FaultPoint, raising_at
 from tests.pipeline_core.sinks.support import chunk, line_batch, long_line_chunk, wire
 
 BARRIER = Barrier(checkpoint_id=1, sealed_at=datetime(2026, 11, 22, tzinfo=timezone.utc), ranges=())
@@ -157,28 +158,19 @@ def test_fsyncs_the_file_on_barrier_and_the_folder_after_a_rotation(
     sink.stop()
 
 
-def test_a_failed_write_truncates_back_and_raises_event_delivery(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_write_truncates_back_and_raises_event_delivery(tmp_path: Path) -> None:
     path = tmp_path / "lines.log"
     sink = RollingFileSink("file", path)
     sink.start()
     deliver_all(sink, line_batch(b"kept"))
     batch = DeliveryBatch((chunk(b"written\n"), chunk(b"fails\n")), 1)
-    real_write = sink._write
-    calls = 0
-
-    def failing_write(data: memoryview) -> None:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            raise OSError(28, "No space left on device")
-        real_write(data)
-
-    monkeypatch.setattr(sink, "_write", failing_write)
     channel = wire([sink], batch)
 
-    with pytest.raises(EventDeliveryException, match="No space left") as raised:
+    disk_full = OSError(28, "No space left on device")
+    with (
+        raising_at(FaultPoint.FILE_SINK_WRITING, disk_full, nth=2),
+        pytest.raises(EventDeliveryException, match="No space left") as raised,
+    ):
         sink.process()
     sink.stop()
 

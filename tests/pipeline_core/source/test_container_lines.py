@@ -28,9 +28,9 @@ from pipeline_core.source import (
     container_event,
 )
 from pipeline_core.staging_contract import EventCut
+from pipeline_core.testing import Received, reader_of, source_of
 from tests.support.container_runtime import Container, cri_entry, docker_entry, run_container
 from tests.support.log_programs import PYTHON_FORMATS, PYTHON_PROGRAM, read_truth
-from tests.support.reading import Received, reader_of, source_of
 
 FORMATS = [SourceFormat.CRI, SourceFormat.DOCKER_JSON]
 

@@ -22,16 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.reading import read_everything, tail_folder
+from pipeline_core.testing import append_bytes, padded_lines, read_everything, tail_folder
 
 
 def lines(first: int, count: int) -> bytes:
-    return b"".join(b"line %06d %s\n" % (n, b"x" * 60) for n in range(first, first + count))
-
-
-def append(path: Path, data: bytes) -> None:
-    with open(path, "ab") as handle:
-        handle.write(data)
+    return padded_lines("line", first, count, width=60)
 
 
 @pytest.mark.timeout(60)
@@ -40,13 +35,13 @@ def test_a_sibling_off_the_paths_with_the_same_first_bytes_is_not_taken_for_the_
 ) -> None:
     live, twin = tmp_path / "access.log", tmp_path / "all.log"  # all.log: off the paths
     for path in (live, twin):
-        append(path, lines(0, 1000))
+        append_bytes(path, lines(0, 1000))
     watcher, reader, chunks = tail_folder(tmp_path)
 
     shutil.copyfile(live, tmp_path / "access.log.1")  # copytruncate
     os.truncate(live, 0)
     for path in (live, twin):  # the writer goes on in both logs
-        append(path, lines(1000, 500))
+        append_bytes(path, lines(1000, 500))
     read_everything(watcher, reader, chunks)
     watcher.close()
 
@@ -67,13 +62,13 @@ def test_a_copy_read_to_its_end_does_not_claim_the_next_copy(tmp_path: Path) -> 
     The compressed copy is excluded, as a deployment's source excludes ``*.gz``: read as text,
     its bytes would be a line wherever the compressed stream happens to hold a newline."""
     live, copy = tmp_path / "access.log", tmp_path / "access.log.1"
-    append(live, lines(0, 1000))
+    append_bytes(live, lines(0, 1000))
     watcher, reader, chunks = tail_folder(tmp_path, exclude=("*.gz",))
     shutil.copyfile(live, copy)  # rotation 1
     os.truncate(live, 0)
-    append(live, lines(1000, 1000))
+    append_bytes(live, lines(1000, 1000))
     read_everything(watcher, reader, chunks)  # the copy is read to its end
-    append(live, lines(2000, 500))  # not read before rotation 2
+    append_bytes(live, lines(2000, 500))  # not read before rotation 2
     copied_inode = os.stat(copy).st_ino
 
     # Rotation 2: access.log.1 becomes access.log.2.gz, then the next copy is made.
@@ -86,7 +81,7 @@ def test_a_copy_read_to_its_end_does_not_claim_the_next_copy(tmp_path: Path) -> 
     os.unlink(older)
     shutil.copyfile(live, copy)
     os.truncate(live, 0)
-    append(live, lines(2500, 100))
+    append_bytes(live, lines(2500, 100))
     read_everything(watcher, reader, chunks)
     watcher.close()
 

@@ -16,8 +16,7 @@ import pytest
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.source import FileWatcher, discover, excluded, explain_not_read, find_files
 from pipeline_core.source import _watcher as watcher_module
-from tests.support.pipelines import append
-from tests.support.reading import Received, reader_of
+from pipeline_core.testing import Received, append, reader_of
 
 SECRET = b"root:$6$not-a-log-line$:19000:0:99999:7:::"
 

@@ -15,7 +15,7 @@ from pipeline_core.source import (
     FileWatcher,
     IllegalFileTransitionError,
 )
-from tests.support.reading import Received, read_everything, reader_of, source_of, tail_folder
+from pipeline_core.testing import Received, read_everything, reader_of, source_of, tail_folder
 
 LIVE, ROTATED, DETACHED, COPIED, KEPT, DONE = (
     FileState.LIVE,

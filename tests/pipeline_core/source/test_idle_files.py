@@ -20,9 +20,9 @@ import pytest
 from pipeline_core.config import MultilineConfig, MultilinePreset
 from pipeline_core.source import FileState, FileWatcher, TimeSlicedReader
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
+from pipeline_core.testing import Received, append_bytes, padded_lines, reader_of, source_of
 from tests.support.descriptors import open_under
 from tests.support.python_logs import ServiceLog
-from tests.support.reading import Received, reader_of, source_of
 
 HOST = "test-host"
 
@@ -40,18 +40,6 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-def lines(prefix: str, first: int, count: int, width: int = 40) -> bytes:
-    return b"".join(
-        b"%s %06d %s\n" % (prefix.encode(), n, b"x" * width) for n in range(first, first + count)
-    )
-
-
-def append(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
-        handle.write(data)
 
 
 def watcher_of(
@@ -114,7 +102,7 @@ def closed_after_reading(
     """``access.log`` with 10 lines, tailed through ``pattern`` (``close_idle_after`` 60 s),
     read to its end, then idle for 61 s and scanned: its descriptor is closed."""
     log = tmp_path / "access.log"
-    append(log, lines("a", 0, 10))
+    append_bytes(log, padded_lines("a", 0, 10))
     tail = Tail(
         watcher_of(watchers, tmp_path, pattern, clock, close_idle_after=60), tmp_path, clock
     )
@@ -141,8 +129,8 @@ def test_should_hold_no_more_descriptors_than_the_bound_and_read_every_line_once
     file read to its end; written again, each is read on from where it was."""
     written = b""
     for index in range(30):
-        data = lines(f"f{index:02d}", 0, 50)
-        append(tmp_path / f"f{index:02d}.log", data)
+        data = padded_lines(f"f{index:02d}", 0, 50)
+        append_bytes(tmp_path / f"f{index:02d}.log", data)
         written += data
     tail = Tail(watcher_of(watchers, tmp_path, "*.log", clock, max_open_files=8), tmp_path, clock)
 
@@ -156,8 +144,8 @@ def test_should_hold_no_more_descriptors_than_the_bound_and_read_every_line_once
     assert_each_once(tail.received, written)
 
     for index in range(30):
-        data = lines(f"f{index:02d}", 50, 20)
-        append(tmp_path / f"f{index:02d}.log", data)
+        data = padded_lines(f"f{index:02d}", 50, 20)
+        append_bytes(tmp_path / f"f{index:02d}.log", data)
         written += data
     for _ in range(40):
         clock.now += 1
@@ -174,7 +162,7 @@ def test_should_close_an_idle_file_and_read_on_from_its_offset_when_it_grows(
     tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     log = tmp_path / "app.log"
-    append(log, lines("a", 0, 10))
+    append_bytes(log, padded_lines("a", 0, 10))
     tail = Tail(
         watcher_of(watchers, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock
     )
@@ -190,11 +178,11 @@ def test_should_close_an_idle_file_and_read_on_from_its_offset_when_it_grows(
     tail.scan()  # unchanged: left closed
     assert tracked.fd is None
 
-    append(log, lines("a", 10, 5))
+    append_bytes(log, padded_lines("a", 10, 5))
     tail.everything()
 
     assert tracked.state is FileState.LIVE and tracked.fd is not None
-    assert_each_once(tail.received, lines("a", 0, 15))
+    assert_each_once(tail.received, padded_lines("a", 0, 15))
     last = tail.received[-1]
     assert (last.fingerprint, last.start) == (tracked.fingerprint, read_to)
 
@@ -204,7 +192,7 @@ def test_should_wake_a_closed_file_by_its_identity_and_not_a_file_put_in_its_pla
     tmp_path: Path, watchers: list[FileWatcher], clock: Clock
 ) -> None:
     log = tmp_path / "app.log"
-    append(log, lines("a", 0, 10))
+    append_bytes(log, padded_lines("a", 0, 10))
     tail = Tail(
         watcher_of(watchers, tmp_path, "app.log", clock, close_idle_after=60), tmp_path, clock
     )
@@ -213,17 +201,17 @@ def test_should_wake_a_closed_file_by_its_identity_and_not_a_file_put_in_its_pla
     clock.now += 61
     tail.scan()
 
-    append(log, lines("a", 10, 1))
+    append_bytes(log, padded_lines("a", 10, 1))
     assert tail.watcher.wake(tracked)  # a file event: read at once, no scan
     tail.read()
-    assert_each_once(tail.received, lines("a", 0, 11))
+    assert_each_once(tail.received, padded_lines("a", 0, 11))
 
     tail.scan()  # sees it read
     clock.now += 61
     tail.scan()
     assert tracked.released
     os.rename(log, tmp_path / "old.log")
-    append(log, lines("b", 0, 3))  # another inode at its path
+    append_bytes(log, padded_lines("b", 0, 3))  # another inode at its path
     assert not tail.watcher.wake(tracked)
     assert tracked.fd is None
 
@@ -239,14 +227,15 @@ def test_should_read_a_closed_file_renamed_off_the_paths_to_its_end(
     (tracked,) = tail.watcher.files
     assert tracked.released
 
-    append(log, lines("a", 10, 5))  # written, then rotated before it was looked at again
+    # written, then rotated before it was looked at again
+    append_bytes(log, padded_lines("a", 10, 5))
     os.rename(log, tmp_path / "access.log.1")
-    append(log, lines("b", 0, 7))
+    append_bytes(log, padded_lines("b", 0, 7))
     tail.everything()
     tail.reader.read_slice(tail.received.publish, rotated_grace=0)  # finished at its end
 
     assert tracked.state is FileState.DONE
-    assert_each_once(tail.received, lines("a", 0, 15) + lines("b", 0, 7))
+    assert_each_once(tail.received, padded_lines("a", 0, 15) + padded_lines("b", 0, 7))
 
 
 @pytest.mark.timeout(60)
@@ -256,14 +245,14 @@ def test_should_follow_a_closed_file_renamed_within_the_paths(
     log, tail = closed_after_reading(tmp_path, watchers, clock, "access.log*")
     (tracked,) = tail.watcher.files
 
-    append(log, lines("a", 10, 5))
+    append_bytes(log, padded_lines("a", 10, 5))
     os.rename(log, tmp_path / "access.log.1")
-    append(log, lines("b", 0, 7))
+    append_bytes(log, padded_lines("b", 0, 7))
     tail.everything()
 
     assert tracked.path == str(tmp_path / "access.log.1")
     assert tracked.state is FileState.LIVE
-    assert_each_once(tail.received, lines("a", 0, 15) + lines("b", 0, 7))
+    assert_each_once(tail.received, padded_lines("a", 0, 15) + padded_lines("b", 0, 7))
 
 
 @pytest.mark.timeout(60)
@@ -278,14 +267,14 @@ def test_should_adopt_the_copy_of_a_file_copytruncated_while_closed(
     (tracked,) = tail.watcher.files
     assert tracked.released
 
-    append(log, lines("a", 10, 5))
+    append_bytes(log, padded_lines("a", 10, 5))
     shutil.copyfile(log, tmp_path / "access.log.1")
     os.truncate(log, 0)
-    append(log, lines("b", 0, 7))
+    append_bytes(log, padded_lines("b", 0, 7))
     for _ in range(3):  # a copy off the paths is adopted once it kept its size
         tail.everything()
 
-    assert_each_once(tail.received, lines("a", 0, 15) + lines("b", 0, 7))
+    assert_each_once(tail.received, padded_lines("a", 0, 15) + padded_lines("b", 0, 7))
     assert tracked.path == str(tmp_path / "access.log.1")
 
 
@@ -300,11 +289,11 @@ def test_should_adopt_the_copy_of_a_closed_file_written_again_to_the_same_size(
 
     shutil.copyfile(log, tmp_path / "access.log.1")
     os.truncate(log, 0)
-    append(log, lines("b", 0, 10))  # the same length as before
+    append_bytes(log, padded_lines("b", 0, 10))  # the same length as before
     for _ in range(3):
         tail.everything()
 
-    assert_each_once(tail.received, lines("a", 0, 10) + lines("b", 0, 10))
+    assert_each_once(tail.received, padded_lines("a", 0, 10) + padded_lines("b", 0, 10))
 
 
 @pytest.mark.timeout(60)
@@ -314,7 +303,7 @@ def test_should_hold_back_a_copy_being_made_of_a_closed_file(
     """A new file holding just the first bytes of a closed file, shorter than its signature,
     is its copy caught in the making: it is not read as a new file."""
     log = tmp_path / "access.log"
-    append(log, b"line a\nline b\nline c\n")
+    append_bytes(log, b"line a\nline b\nline c\n")
     tail = Tail(
         watcher_of(watchers, tmp_path, "access.log*", clock, close_idle_after=60), tmp_path, clock
     )
@@ -323,12 +312,12 @@ def test_should_hold_back_a_copy_being_made_of_a_closed_file(
     tail.scan()
     copy = tmp_path / "access.log.1"
 
-    append(copy, b"line a\nline b\n")  # the copy's first write
+    append_bytes(copy, b"line a\nline b\n")  # the copy's first write
     tail.everything()
     assert len(tail.watcher.files) == 1
-    append(copy, b"line c\n")
+    append_bytes(copy, b"line c\n")
     os.truncate(log, 0)
-    append(log, b"line d\n")
+    append_bytes(log, b"line d\n")
     for _ in range(3):
         tail.everything()
 
@@ -341,9 +330,9 @@ def test_should_read_a_lookalike_of_a_closed_file_as_a_file_of_its_own(
 ) -> None:
     """Another log starting with the same 2 KiB as a closed file, and ending otherwise, is not
     its copy: the closed file is opened to compare their ends, and the new one is read."""
-    header = lines("header", 0, 40)
+    header = padded_lines("header", 0, 40)
     log = tmp_path / "access.log"
-    append(log, header + lines("a", 0, 10))
+    append_bytes(log, header + padded_lines("a", 0, 10))
     tail = Tail(
         watcher_of(watchers, tmp_path, "*.log", clock, close_idle_after=60), tmp_path, clock
     )
@@ -351,11 +340,14 @@ def test_should_read_a_lookalike_of_a_closed_file_as_a_file_of_its_own(
     clock.now += 61
     tail.scan()
 
-    append(tmp_path / "other.log", header + lines("b", 0, 10))
+    append_bytes(tmp_path / "other.log", header + padded_lines("b", 0, 10))
     tail.everything()
 
     assert sorted(tail.received.by_file()) == sorted(
-        [(header + lines("a", 0, 10)).splitlines(), (header + lines("b", 0, 10)).splitlines()]
+        [
+            (header + padded_lines("a", 0, 10)).splitlines(),
+            (header + padded_lines("b", 0, 10)).splitlines(),
+        ]
     )
 
 
@@ -367,7 +359,7 @@ def test_should_say_a_closed_file_read_to_its_end_and_deleted_is_done_without_a_
     (tracked,) = tail.watcher.files
 
     os.unlink(log)
-    append(log, lines("b", 0, 4))  # a new file (perhaps on the freed inode)
+    append_bytes(log, padded_lines("b", 0, 4))  # a new file (perhaps on the freed inode)
     with caplog.at_level(logging.INFO, logger="pipeline_core.source._watcher"):
         for _ in range(2):
             tail.everything()
@@ -375,7 +367,7 @@ def test_should_say_a_closed_file_read_to_its_end_and_deleted_is_done_without_a_
         tail.everything()
 
     assert tracked.state is FileState.DONE
-    assert_each_once(tail.received, lines("a", 0, 10) + lines("b", 0, 4))
+    assert_each_once(tail.received, padded_lines("a", 0, 10) + padded_lines("b", 0, 4))
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
@@ -419,16 +411,16 @@ def test_should_read_on_after_a_restart_with_more_files_than_the_bound(
 ) -> None:
     written = b""
     for index in range(12):
-        data = lines(f"f{index:02d}", 0, 10)
-        append(tmp_path / f"f{index:02d}.log", data)
+        data = padded_lines(f"f{index:02d}", 0, 10)
+        append_bytes(tmp_path / f"f{index:02d}.log", data)
         written += data
     first = Tail(watcher_of(watchers, tmp_path, "*.log", clock), tmp_path, clock)
     first.everything()
     records = [f.record(f.read_offset) for f in first.watcher.files]
     first.watcher.close()
     for index in range(12):
-        data = lines(f"f{index:02d}", 10, 5)
-        append(tmp_path / f"f{index:02d}.log", data)
+        data = padded_lines(f"f{index:02d}", 10, 5)
+        append_bytes(tmp_path / f"f{index:02d}.log", data)
         written += data
 
     again = FileWatcher(

@@ -24,6 +24,7 @@ from pipeline_core.source import (
     open_file_events,
     watch_targets,
 )
+from pipeline_core.testing import append_bytes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify: Linux")
 
@@ -80,11 +81,6 @@ def take_until(
         time.sleep(0.01)
 
 
-def append(path: Path, data: bytes = b"line\n") -> None:
-    with open(path, "ab") as handle:
-        handle.write(data)
-
-
 @pytest.mark.timeout(30)
 def test_should_report_a_write_in_a_watched_folder_promptly(
     tmp_path: Path, events: InotifyFileEvents, notified: Notifications
@@ -94,7 +90,7 @@ def test_should_report_a_write_in_a_watched_folder_promptly(
     assert events.watch("web", watch_targets([str(log)]))
 
     started = time.monotonic()
-    append(log)
+    append_bytes(log)
     notified.wait_beyond(0)
 
     assert time.monotonic() - started < WAIT
@@ -127,7 +123,7 @@ def test_should_ignore_files_the_patterns_do_not_name(
     events.watch("web", watch_targets([f"{tmp_path}/access.log"]))
     events.watch("other", watch_targets([f"{tmp_path}/error.log"]))
 
-    append(tmp_path / "error.log")
+    append_bytes(tmp_path / "error.log")
     taken = take_until(events, lambda t: "other" in t)
 
     assert "web" not in taken
@@ -155,7 +151,7 @@ def test_should_coalesce_a_thousand_writes_into_few_notifications(
     assert list(taken) == ["web"]
     assert taken["web"].written == {str(log)}
     # After a take, the next write notifies again.
-    append(log)
+    append_bytes(log)
     notified.wait_beyond(1)
 
 
@@ -185,7 +181,7 @@ def test_should_ask_for_a_scan_when_a_watched_folder_goes_and_watch_it_again_lat
     assert events.watch("web", targets)  # a missing folder is skipped, not an error
     logs.mkdir()
     assert events.watch("web", targets)
-    append(logs / "a.log")
+    append_bytes(logs / "a.log")
     # The file's creation (a scan) and its write may come in two reads of the events.
     back = take_until(events, lambda t: "web" in t and bool(t["web"].written))
 
@@ -201,8 +197,8 @@ def test_should_report_nothing_for_a_key_no_longer_watched(
     events.watch("other", watch_targets([f"{tmp_path}/*.txt"]))
     events.unwatch("web")
 
-    append(tmp_path / "a.log")
-    append(tmp_path / "a.txt")
+    append_bytes(tmp_path / "a.log")
+    append_bytes(tmp_path / "a.txt")
     taken = take_until(events, lambda t: "other" in t)
 
     assert "web" not in taken

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.source import FileState, FileWatcher, TrackedFile
-from tests.support.pipelines import append
+from pipeline_core.testing import append
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from pipeline_core.config import MultilineConfig, MultilinePreset
 from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import FileWatcher, TimeSlicedReader
 from pipeline_core.staging_contract import EventCut
+from pipeline_core.testing import Received, holds_within, reader_of, source_of
 from tests.support.python_log_program import SplittingFileHandler
 from tests.support.python_logs import FORMAT, ServiceLog, Written
-from tests.support.reading import Received, reader_of, source_of
 
 
 @pytest.fixture
@@ -260,9 +260,7 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
 
         writer = threading.Thread(target=fail)
         writer.start()
-        deadline = time.monotonic() + 10
-        while log.read_bytes().count(b"\n") < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        holds_within(lambda: log.read_bytes().count(b"\n") >= 3, 10, 0.01)
         if read_before_copy:
             _read(reader, received)  # the head is held back: it may still grow
         shutil.copy(log, tmp_path / "app.log.1")

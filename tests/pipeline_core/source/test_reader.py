@@ -10,7 +10,7 @@ import pytest
 
 from pipeline_core.config import SourceConfig, SourceFormat
 from pipeline_core.source import Chunk, FileState, FileWatcher, LongLine, TimeSlicedReader
-from tests.support.pipelines import append
+from pipeline_core.testing import append
 
 LINE = 10  # every test line is 9 bytes and its newline
 

@@ -21,7 +21,7 @@ from pipeline_core.source import (
     read_chunk,
     read_signature,
 )
-from tests.support.pipelines import append
+from pipeline_core.testing import append
 
 CHUNK = 4096
 MAX_LINE = 1024

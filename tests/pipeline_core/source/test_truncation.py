@@ -24,10 +24,10 @@ from pipeline_core.source import (
 )
 from pipeline_core.source import _tracked_file as tracked_file
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
-from tests.support.faults import FaultLines
-from tests.support.reading import (
+from pipeline_core.testing import (
     MiB,
     Received,
+    UniqueAccessLines,
     read_everything,
     reader_of,
     source_of,
@@ -37,7 +37,7 @@ from tests.support.reading import (
 
 pytestmark = pytest.mark.timeout(60)
 
-LINES = FaultLines(15)
+LINES = UniqueAccessLines(15)
 
 
 def block(start: int, count: int) -> bytes:

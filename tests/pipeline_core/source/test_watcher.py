@@ -22,9 +22,9 @@ from pipeline_core.source import (
     read_signature,
 )
 from pipeline_core.source._copy_adoption import COPY_WAIT_S
+from pipeline_core.testing import append
+from pipeline_core.testing import source_of as source
 from tests.support.file_names import named
-from tests.support.pipelines import append
-from tests.support.reading import source_of as source
 
 HOST = "test-host"
 

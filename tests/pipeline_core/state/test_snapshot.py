@@ -43,8 +43,9 @@ from pipeline_core.state import (
     take_snapshots,
 )
 from pipeline_core.state._files import _signature_matches as signature_matches
+from pipeline_core.testing import append, lines
 from tests.support.file_names import FORGING, FORGING_SHOWN, NOT_UTF8, NOT_UTF8_SHOWN, named
-from tests.support.pipelines import append, lines, write_config
+from tests.support.pipelines import write_config
 
 HOST = "test-host"  # what tests.support.pipelines configures
 

@@ -18,7 +18,8 @@ from sluice_airflow.listeners import (
 
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import PipelineOperations
-from tests.support.pipelines import append, write_config
+from pipeline_core.testing import append
+from tests.support.pipelines import write_config
 
 if TYPE_CHECKING:
     from airflow.models.dagrun import DagRun

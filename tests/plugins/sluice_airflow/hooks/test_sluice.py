@@ -25,8 +25,9 @@ from pipeline_core.lake import LandingMode
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointInfo, CheckpointState
 from pipeline_core.runs import Collection, RunMode, execute_plan, plan_run
+from pipeline_core.testing import append
 from tests.support.fake_pipeline import FakePipeline
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 
 def request_checkpoint(hook: SluiceHook, run_id: str) -> CheckpointInfo:

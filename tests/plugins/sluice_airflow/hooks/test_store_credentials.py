@@ -13,9 +13,9 @@ from sluice_airflow.hooks.sluice import SluiceHook
 from sluice_airflow.hooks.store_credentials import STORE_CONN_ID, store_environment
 
 from pipeline_core.metastore import CheckpointState
-from pipeline_core.testing import access_lines
+from pipeline_core.testing import access_lines, append
 from tests.support.object_store import S3Bucket, manifests_in
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 AWS_VARIABLES = (
     "AWS_ACCESS_KEY_ID",

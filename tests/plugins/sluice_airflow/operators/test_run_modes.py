@@ -23,8 +23,9 @@ from sluice_airflow.operators.sluice import (
 
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import append
 from tests.support.fake_pipeline import FakeTaskInstance, make_context
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.timeout(120)
 

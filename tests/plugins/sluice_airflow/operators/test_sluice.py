@@ -32,6 +32,7 @@ from pipeline_core.landing import SUBMIT_ID_ENV
 from pipeline_core.operations import CheckpointState, PipelineOperations
 from pipeline_core.runs import RunMode as PlannedMode
 from pipeline_core.runs import plan_run
+from pipeline_core.testing import append, table_rows
 from tests.support.fake_pipeline import (
     NOW,
     FakePipeline,
@@ -39,8 +40,7 @@ from tests.support.fake_pipeline import (
     FakeTaskInstance,
     make_context,
 )
-from tests.support.lake import table_rows
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
 LANDING = {

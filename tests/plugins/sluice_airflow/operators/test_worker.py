@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,9 @@ from sluice_airflow.operators.worker import CollectorWorkerOperator
 
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import append, wait_until
 from tests.support.fake_pipeline import FakePipeline, make_context
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 LINE = b'10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /item/1 HTTP/1.1" 200 12 "-" "t/1"'
 
@@ -50,13 +51,6 @@ class WorkerThread:
         assert not self.thread.is_alive(), f"the worker did not end within {timeout} s"
         if self.error is not None:
             raise self.error
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -104,10 +98,10 @@ def test_serves_checkpoint_requests_while_running_and_stops_on_kill(
 ) -> None:
     operations = PipelineOperations(config)
     worker = start_worker(workers, config, run_for=timedelta(minutes=5))
-    wait_for(operations.worker_is_live, 30, "the worker to take the lease")
+    wait_until(operations.worker_is_live, 30, "the worker to take the lease")
 
     requested = operations.request_checkpoint(run_id="scheduled-1")
-    wait_for(
+    wait_until(
         lambda: operations.checkpoint(requested.checkpoint_id).state == CheckpointState.SEALED,
         30,
         "the worker to seal the requested checkpoint",
@@ -219,11 +213,11 @@ def test_fails_when_another_collector_keeps_the_lease(
 def test_collects_as_the_host_it_is_given(config: Path, workers: list[WorkerThread]) -> None:
     as_web_1 = PipelineOperations(config, host="web-1")
     worker = start_worker(workers, config, run_for=timedelta(minutes=5), host="web-1")
-    wait_for(as_web_1.worker_is_live, 30, "the worker to take web-1's lease")
+    wait_until(as_web_1.worker_is_live, 30, "the worker to take web-1's lease")
     assert not PipelineOperations(config).worker_is_live()  # the config's test-host is free
 
     requested = as_web_1.request_checkpoint(run_id="scheduled-1")
-    wait_for(
+    wait_until(
         lambda: as_web_1.checkpoint(requested.checkpoint_id).state == CheckpointState.SEALED,
         30,
         "the worker to seal the requested checkpoint",

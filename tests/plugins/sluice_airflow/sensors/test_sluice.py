@@ -23,9 +23,10 @@ from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import Metastore
 from pipeline_core.operations import CheckpointState, PipelineOperations
+from pipeline_core.testing import append
 from tests.support.fake_pipeline import FakePipeline, FakeTaskInstance, make_context
 from tests.support.lease_holders import waiting_for_a_killed_host
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 CONFIG = "/etc/sluice/web_access.yaml"
 DEFAULT_DEFERRABLE_ENV = "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"

@@ -14,8 +14,9 @@ from sluice_airflow.triggers.sluice import CheckpointSealedTrigger
 
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import append
 from tests.support.lease_holders import HolderProcess, waiting_for_a_killed_host
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.timeout(60)
 

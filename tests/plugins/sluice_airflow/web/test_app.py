@@ -15,8 +15,9 @@ from sluice_airflow.web.dag_runs import airflow_dag_runs
 
 from pipeline_core.collector import PipelineMetrics, QueueMetrics, metrics_file
 from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import append
 from tests.plugins.sluice_airflow.web.conftest import Tokens, bearer
-from tests.support.pipelines import append, write_config
+from tests.support.pipelines import write_config
 
 pytestmark = pytest.mark.airflow
 

@@ -1,4 +1,5 @@
-"""Reading a watcher's files without a collector: what a reader published, and by which file."""
+"""Tailing files without a collector: a watcher and a reader of a folder's logs, and what the
+reader published (lines, events, event ids, by file), to test reading in isolation."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pipeline_core.sinks import DeliveryBatch
 from pipeline_core.source import Chunk, FileWatcher, TimeSlicedReader
 
 MiB = 1 << 20
+"""A mebibyte: the reader's default chunk and longest line."""
 
 
 class Received(list[Chunk]):
@@ -77,10 +79,12 @@ def watch(
     signature_bytes: int = 1024,
     exclude: tuple[str, ...] = (),
 ) -> FileWatcher:
+    """A watcher of ``folder/pattern`` (but ``exclude``) on host ``test-host``."""
     return FileWatcher([source_of(folder, pattern, exclude=exclude)], "test-host", signature_bytes)
 
 
 def reader_of(watcher: FileWatcher, chunk_bytes: int = MiB) -> TimeSlicedReader:
+    """A reader of ``watcher``'s files in chunks of ``chunk_bytes``, in slices of 10 s."""
     return TimeSlicedReader(watcher, chunk_bytes=chunk_bytes, max_line_bytes=MiB, slice_seconds=10)
 
 
