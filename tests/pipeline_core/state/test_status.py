@@ -10,7 +10,8 @@ import pytest
 from pipeline_core.config import METASTORE_URL_ENV
 from pipeline_core.operations import CheckpointInfo, open_pipeline
 from pipeline_core.state import newest_checkpoints, pipeline_status
-from tests.support.pipelines import append, lines, write_config
+from pipeline_core.testing import append, lines
+from tests.support.pipelines import write_config
 
 
 @pytest.fixture(autouse=True)
