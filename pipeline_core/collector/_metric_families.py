@@ -144,6 +144,10 @@ def _upload_families(families: _Families, base: tuple[str, str], u: UploadMetric
     families.counter(
         "sluice_upload_failures_total", "Failed upload attempts (each retried)."
     ).add_metric(base, u.failures)
+    families.counter(
+        "sluice_upload_seconds_total",
+        "Seconds spent uploading (a store slow or briefly away shows here first).",
+    ).add_metric(base, u.upload_seconds)
 
 
 def pipeline_families(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -18,13 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.processes import free_port
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "postgres.sh"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class PrivatePostgres:
@@ -35,7 +30,7 @@ class PrivatePostgres:
         self._env = {
             **os.environ,
             "SLUICE_PG_DIR": str(folder / "cluster"),
-            "SLUICE_PG_PORT": str(_free_port()),
+            "SLUICE_PG_PORT": str(free_port()),
         }
         self.url = ""
         self.outages: list[tuple[float, float]] = []
