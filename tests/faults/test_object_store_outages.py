@@ -14,6 +14,7 @@ endpoint looks like to the collector.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_the_store_unreachable_during_an_upload_is_waited_out_and_every_line_sto
     source = UniqueAccessLines(fault_seed.value)
     before, after = source.lines(0, 6000), source.lines(6000, 1000)  # ~15 parts, then more
     outage_seconds = fault_seed.rng.uniform(20.0, 25.0)
-    outages = []
+    outages: list[threading.Event] = []
 
     def stop_the_store_once(point: FaultPoint) -> None:
         # A part is stored, more are to come: the store goes away mid-upload.
