@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pipeline_core.collector._clock_watch import ClockWatch
 from pipeline_core.collector._lifecycle import CollectorMode, PipelineState
 from pipeline_core.collector._outage_log import OutageLog
 from pipeline_core.collector._pipeline import PipelineRuntime
@@ -134,6 +135,7 @@ class ControlLoop:
         self._watching = WatchList((), CONTROL_POLL_SECONDS)
         self._renewals: dict[str, float] = {}
         self._outages = OutageLog(log)
+        self._clock = ClockWatch()
         self._forwarded: dict[tuple[str, int], float] = {}
         self._requests = RequestWatch(continuous=mode is CollectorMode.CONTINUOUS)
         self._leases: dict[str, LeaseStatus] = {}
@@ -191,6 +193,8 @@ class ControlLoop:
                 if polling:
                     next_poll = now + CONTROL_POLL_SECONDS
                 try:
+                    if polling:
+                        self._clock.look()
                     if sweeping:
                         self._sweep()
                     self._turn(polling)

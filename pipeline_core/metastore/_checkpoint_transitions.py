@@ -59,7 +59,7 @@ class CheckpointTransitions:
         now = utcnow()
         try:
             with self._repositories() as r:
-                hosts = r.leases.live_hosts(pipeline, now)
+                hosts = r.leases.live_hosts(pipeline)
                 checkpoint_id = r.checkpoints.insert(pipeline, run_id, data_interval, hosts, now)
         except MetastoreError as exc:
             if run_id is not None and isinstance(exc.__cause__, IntegrityError):
@@ -122,7 +122,7 @@ class CheckpointTransitions:
             record = r.checkpoints.get(checkpoint_id)
             if record is None:
                 raise CheckpointError(f"checkpoint {checkpoint_id} does not exist")
-            live = r.leases.live_hosts(record.pipeline, now)
+            live = r.leases.live_hosts(record.pipeline)
             lapsed = r.checkpoints.hosts_lapsed(checkpoint_id, live)
             if lapsed:
                 r.checkpoints.excuse_hosts(checkpoint_id, lapsed)

@@ -119,12 +119,14 @@ class AckerTreeTotals:
 
 @dataclass(frozen=True)
 class LeaseRecord:
-    """Which collector process holds a pipeline's lease on a host, until when (UTC)."""
+    """Which collector process holds a pipeline's lease on a host, until when (UTC); ``live``:
+    not expired by the database's clock when it was read."""
 
     host: str
     holder: str
     acquired_at: datetime
     expires_at: datetime
+    live: bool = False
 
 
 @dataclass(frozen=True)

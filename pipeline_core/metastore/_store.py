@@ -300,7 +300,7 @@ class Metastore:
         alive (it runs, or cannot be seen from here).
         """
         with self._repositories() as r:
-            return r.leases.acquire(pipeline, host, holder, ttl, utcnow())
+            return r.leases.acquire(pipeline, host, holder, ttl)
 
     def acquire_leases(self, leases: Sequence[tuple[str, str, str, float]]) -> list[bool]:
         """:meth:`acquire_lease` of each ``(pipeline, host, holder, ttl)``, in one
@@ -312,16 +312,15 @@ class Metastore:
         for index, (_, host, holder, ttl) in enumerate(leases):
             groups.setdefault((host, holder, ttl), []).append(index)
         with self._repositories() as r:
-            now = utcnow()
             for (host, holder, ttl), indexes in groups.items():
                 names = [leases[i][0] for i in indexes]
                 if len(set(names)) == len(names) and (
-                    r.leases.renew(names, host, holder, ttl, now) == len(names)
+                    r.leases.renew(names, host, holder, ttl) == len(names)
                 ):
                     granted.update(dict.fromkeys(indexes, True))
                     continue
                 for index in indexes:
-                    granted[index] = r.leases.acquire(leases[index][0], host, holder, ttl, now)
+                    granted[index] = r.leases.acquire(leases[index][0], host, holder, ttl)
         return [granted[index] for index in range(len(leases))]
 
     def release_lease(self, pipeline: str, host: str, holder: str) -> None:
@@ -332,7 +331,7 @@ class Metastore:
         """The holder of an unexpired lease on (pipeline, host), if any. It may be a collector
         killed since, whose lease the next one takes over (see :meth:`acquire_lease`)."""
         with self._repositories() as r:
-            return r.leases.holder(pipeline, host, utcnow())
+            return r.leases.holder(pipeline, host)
 
 
 def _create_private(database: Path) -> None:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 
+from pipeline_core._wall_clock import utc_now
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -16,7 +18,23 @@ if TYPE_CHECKING:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    """This host's clock (``pipeline_core._wall_clock``), in UTC."""
+    return utc_now()
+
+
+def database_now(connection: sa.Connection) -> datetime:
+    """The database server's clock, in UTC: what every host's leases are measured by, so that
+    a host whose clock is off, or stepped back, neither lets its lease lapse for the others
+    nor keeps a lapsed one (PostgreSQL: the transaction's ``now()``; SQLite, whose database
+    is on this host: this host's clock, read by SQLite)."""
+    if connection.dialect.name == "postgresql":
+        return as_utc(connection.execute(sa.text("SELECT now()")).scalar_one())
+    if connection.dialect.name == "sqlite":
+        text = connection.execute(
+            sa.text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")
+        ).scalar_one()
+        return as_utc(datetime.fromisoformat(str(text)))
+    return utcnow()
 
 
 def as_utc(value: datetime) -> datetime:

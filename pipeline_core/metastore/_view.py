@@ -25,7 +25,7 @@ from pipeline_core.metastore._records import (
     SinkStateRecord,
 )
 from pipeline_core.metastore._repositories import Repositories
-from pipeline_core.metastore._values import redacted_url, utcnow
+from pipeline_core.metastore._values import redacted_url
 from pipeline_core.source import FileRecord
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class MetastoreView:
 
     def lease_holder(self, pipeline: str, host: str) -> str | None:
         """The holder of an unexpired lease on (pipeline, host), if any."""
-        return self._r.leases.holder(pipeline, host, utcnow())
+        return self._r.leases.holder(pipeline, host)
 
     def acker_tree_totals(self, pipeline: str) -> list[AckerTreeTotals] | None:
         """Per host, what the saved acker trees hold; None on a schema without them."""

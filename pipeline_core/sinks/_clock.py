@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Protocol
+
+from pipeline_core._wall_clock import wall_time
 
 
 class Clock(Protocol):
@@ -23,7 +24,7 @@ class SystemClock:
     """The real clock."""
 
     def time(self) -> float:
-        return time.time()
+        return wall_time()
 
     def wait(self, interrupt: threading.Event, seconds: float) -> bool:
         return interrupt.wait(seconds) if seconds > 0 else interrupt.is_set()

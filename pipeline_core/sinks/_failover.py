@@ -139,6 +139,7 @@ class FailoverSinkProcessor(SinkProcessor):
     def process(self) -> Status:
         self._load()
         now = self._clock.time()
+        self._health.bound(now, self.max_penalty)
         for name in self._retry_order():
             if self._health[name].excluded_until > now:
                 break

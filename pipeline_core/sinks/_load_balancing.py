@@ -147,6 +147,8 @@ class LoadBalancingSinkProcessor(SinkProcessor):
 
     def _order(self) -> list[Sink]:
         now = self._clock.time()
+        if self.backoff:
+            self._health.bound(now, self.max_timeout)
         active = [sink for sink in self.sinks if self._available(sink.name, now)]
         if self.selector is SinkSelector.RANDOM:
             self._rng.shuffle(active)

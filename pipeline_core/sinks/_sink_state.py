@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,25 @@ class SinkHealthBook:
         self._health[name] = health
         if save and self._store is not None:
             self._store.save(self._group, name, health)
+
+    def bound(self, now: float, longest: float) -> list[str]:
+        """Shorten to ``longest`` seconds from ``now`` every exclusion that runs longer: no
+        penalty is ever longer, so such a one was set before this host's wall clock stepped
+        back (or saved by a host whose clock was ahead). Returns the sinks shortened."""
+        shortened = []
+        for name, health in self._health.items():
+            if health.excluded_until - now > longest:
+                self.set(name, replace(health, excluded_until=now + longest))
+                shortened.append(name)
+        if shortened:
+            log.warning(
+                "sink group %r: the exclusion of %s ran past its longest (%.0f s): this "
+                "host's wall clock stepped back; shortened to it",
+                self._group,
+                ", ".join(shortened),
+                longest,
+            )
+        return shortened
 
     def saved(self) -> dict[str, SinkHealth]:
         """The store's saved health of this group's known sinks, the first time; ``{}`` then

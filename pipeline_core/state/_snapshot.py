@@ -148,7 +148,7 @@ def take_snapshot(
             holder=r.holder,
             acquired_at=r.acquired_at,
             expires_at=r.expires_at,
-            live=r.expires_at > now,
+            live=r.live,
         )
         for r in rows.leases
     ]

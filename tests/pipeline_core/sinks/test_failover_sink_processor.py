@@ -327,3 +327,29 @@ def test_should_deliver_again_once_a_penalised_sink_recovers() -> None:
 
     assert processor.active_sink == "only"
     assert sequences(only) == [0]
+
+
+# -- the wall clock stepped back ---------------------------------------------------------------
+
+
+def test_should_retry_a_penalised_sink_within_max_penalty_after_the_clock_steps_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Penalties are wall-clock times (they are saved across restarts). A host clock stepped
+    back an hour kept the primary excluded for an hour and its penalty: the group delivered
+    to the backup all that time although the primary was back after seconds."""
+    clock = FakeClock()
+    primary, backup = SwitchableSink("primary", up=False), RecordingSink("backup")
+    processor = failover([primary, backup], {"primary": 2, "backup": 1}, clock, max_penalty=30)
+    processor.process()  # the primary fails: excluded for 2 s, the backup delivers
+    primary.up = True
+    clock.now -= 3600.0  # NTP, or an operator, steps the clock back an hour
+
+    with caplog.at_level(logging.WARNING):
+        processor.process()
+    clock.advance(30.0)
+    processor.process()
+
+    assert processor.active_sink == "primary" and not processor.failed_sinks()
+    assert sequences(primary) == [2]
+    assert any("stepped back" in r.getMessage() for r in caplog.records)

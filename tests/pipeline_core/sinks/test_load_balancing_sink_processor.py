@@ -16,6 +16,7 @@ from pipeline_core.testing import (
     FlakySink,
     RecordingSink,
     StubSink,
+    SwitchableSink,
 )
 from tests.pipeline_core.sinks.support import make_batch, sequences, wire
 
@@ -305,3 +306,20 @@ def test_should_raise_without_calling_sinks_when_every_sink_is_excluded() -> Non
         processor.process()
 
     assert (a.calls, b.calls) == (1, 1)
+
+
+def test_should_bound_an_exclusion_by_max_timeout_after_the_clock_steps_back() -> None:
+    """An exclusion set before the host's clock stepped back an hour ran an hour longer."""
+    clock = FakeClock()
+    a, b = SwitchableSink("a", up=False), RecordingSink("b")
+    processor = balance([a, b], clock, backoff=True, max_timeout=30.0)
+    processor.process()  # a fails: excluded for 2 s
+    a.up = True
+    clock.now -= 3600.0
+
+    processor.process()
+    assert processor.available_sinks() == ["b"]
+    clock.advance(30.0)
+
+    assert processor.available_sinks() == ["a", "b"]
+    assert processor.health()["a"].excluded_until == START - 3600.0 + 30.0
