@@ -22,6 +22,10 @@ folder (the staging folder is in it; the metastore is not), then a program appen
   stops within its stop deadline without sealing, and a new run (once the file is removed)
   stages every line once, as after ``stop``.
 
+* ``spool-room``: as ``room``, with the staging in an object store (moto's S3 server): the
+  filesystem that fills is the spool's, where batches are sealed before their upload; once it
+  is grown every line is stored once.
+
 Each way the collector's log says that the filesystem is full, each time it tries again.
 Skipped where the namespaces cannot be made.
 """
@@ -41,6 +45,7 @@ from typing import Any
 import pytest
 
 from tests.support.namespaces import ChildWarnings, namespaces_work, run_in_namespaces
+from tests.support.object_store import S3Bucket
 
 pytestmark = [
     pytest.mark.slow,
@@ -56,17 +61,34 @@ LINES = 100
 FULL_FOR_S = 6.0
 
 
-ENDINGS = ["room", "stop", "seal", "seal-stop"]
+ENDINGS = ["room", "stop", "seal", "seal-stop", "spool-room"]
 
 
-@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize("ending", [e for e in ENDINGS if not e.startswith("spool")])
 def test_a_full_staging_disk_is_waited_out_and_every_line_is_staged_once(
     tmp_path: Path, ending: str
 ) -> None:
     result = run_in_namespaces(
         "tests.faults.test_staging_disk_full", str(tmp_path), ending, timeout=280
     )
+    assert_staged_once(result, ending)
 
+
+def test_a_full_spool_is_waited_out_and_every_line_is_stored_once(
+    tmp_path: Path, s3_bucket: S3Bucket
+) -> None:
+    result = run_in_namespaces(
+        "tests.faults.test_staging_disk_full",
+        str(tmp_path),
+        "spool-room",
+        "--staging",
+        s3_bucket.url("staging"),
+        timeout=280,
+    )
+    assert_staged_once(result, "spool-room")
+
+
+def assert_staged_once(result: dict[str, Any], ending: str) -> None:
     assert result["collector_error"] is None, (
         result["collector_error"],
         result["checkpoints"],
@@ -106,12 +128,14 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def child(folder: Path, ending: str) -> dict[str, Any]:
-    """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``."""
+def child(folder: Path, ending: str, staging: str | None = None) -> dict[str, Any]:
+    """Run in the namespaces: mount the small filesystem, tail, fill it, end as ``ending``
+    (with ``staging``, an object store's URL, the spool is what fills)."""
     from pipeline_core.collector import Collector
     from pipeline_core.metastore import Metastore
     from pipeline_core.testing import append, staged_payloads, wait_until
     from tests.pipeline_core.collector.support import Tailing
+    from tests.support.object_store import recorded_remote_lines
     from tests.support.pipelines import load
 
     data = folder / "data"
@@ -120,8 +144,18 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(data)], check=True)
     warnings = ChildWarnings.install()
     metastore_url = f"sqlite:///{folder / 'sluice.db'}"
-    config = load(folder, metastore_url, pattern="logs/app.log")
-    assert config.staging_dir.is_relative_to(data)
+    if staging is None:
+        config = load(folder, metastore_url, pattern="logs/app.log")
+        assert config.staging_dir.is_relative_to(data)
+    else:
+        config = load(folder, metastore_url, pattern="logs/app.log", handoff={"staging": staging})
+        assert config.handoff.spool_dir is None  # the default: <data_dir>/spool, on tmpfs
+
+    def staged_lines() -> list[bytes]:
+        if staging is None:
+            return staged_payloads(config)
+        return [line.data for line in recorded_remote_lines(metastore_url, config.name)]
+
     metastore = Metastore.open(metastore_url)
     written: list[bytes] = []
     error: BaseException | None = None
@@ -131,7 +165,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
         subprocess.run(["mount", "-o", f"remount,size={GROWN}", str(data)], check=True)
 
     def staged_all() -> bool:
-        return len(staged_payloads(config)) >= len(written)
+        return len(staged_lines()) >= len(written)
 
     def read_all(collector: Collector) -> Callable[[], bool]:
         """Whether ``collector`` read every line written: a checkpoint requested then seals
@@ -170,7 +204,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
                 filler.unlink()
             wait_until(staged_all, 90, "every line sealed once there is room")
             tailing.stop()
-        elif ending == "room":
+        elif ending in ("room", "spool-room"):
             time.sleep(FULL_FOR_S)  # the collector keeps trying
             grow()
             wait_until(read_all(collector), 90, "every line read")
@@ -196,7 +230,7 @@ def child(folder: Path, ending: str) -> dict[str, Any]:
             c.checkpoint_id: (c.state.value, c.error) for c in metastore.checkpoints(config.name)
         }
         metastore.close()
-    staged = staged_payloads(config)
+    staged = staged_lines()
     return {
         "collector_error": None if error is None else repr(error),
         "written": len(written),
@@ -212,5 +246,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
     parser.add_argument("ending", choices=ENDINGS)
+    parser.add_argument("--staging", default=None)
     arguments = parser.parse_args()
-    print(json.dumps(child(arguments.folder, arguments.ending)))
+    print(json.dumps(child(arguments.folder, arguments.ending, arguments.staging)))
