@@ -13,15 +13,20 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pyiceberg.table import Transaction
+from pyspark.sql import SparkSession
 
 from pipeline_core import _fault_points as fault_points
 from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import METASTORE_GRACE_SECONDS, ProbeResult
+from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.testing import UniqueAccessLines, append, wait_until
 from tests.support.faults import FaultSeed, RunningCollector, assert_staged_once
+from tests.support.landing_pipeline import LandingPipeline
 from tests.support.pipelines import load
 from tests.support.postgres_server import PrivatePostgres, private_postgres
 
@@ -154,3 +159,48 @@ def test_a_server_stopped_while_the_collector_renews_its_lease_makes_it_unready_
         next(m for m in control if "cannot be reached" in m)
     ], control
     assert any("reachable again after" in m for m in control), control
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(300)
+def test_a_server_stopped_during_a_landings_commits_fails_it_whole_and_its_retry_lands_once(
+    tmp_path: Path,
+    server: PrivatePostgres,
+    fault_seed: FaultSeed,
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lake's catalog is in the metastore's database: the server stops as the landing's
+    Iceberg commit opens (after its files are written), then as the run's commit step marks
+    the checkpoint committed. The landing fails and nothing of it is committed; once the
+    server is back, the run's retry lands every line once and commits."""
+    pipeline = LandingPipeline(tmp_path, server.url, fault_seed)
+    checkpoint = pipeline.seal("scheduled__1", malformed=2)
+    commit_transaction = Transaction.commit_transaction
+    outages: list[threading.Event] = []
+
+    def stop_the_server_first(self: Transaction) -> Any:
+        if not outages:
+            outages.append(server.outage(fault_seed.rng.uniform(2.0, 4.0)))
+        return commit_transaction(self)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Transaction, "commit_transaction", stop_the_server_first)
+        with pytest.raises(Exception) as failed:
+            pipeline.land(spark, checkpoint, landing_id="scheduled__1")
+    assert "connect" in str(failed.value).lower() or "server" in str(failed.value).lower(), (
+        failed.value
+    )
+    wait_until(outages[0].is_set, 60, "the server to be back")
+    assert pipeline.rows_of(checkpoint) == 0  # nothing of the failed landing committed
+    assert pipeline.info(checkpoint).state is CheckpointState.SEALED
+
+    pipeline.land(spark, checkpoint, landing_id="scheduled__1")  # the task's retry
+    back = server.outage(fault_seed.rng.uniform(2.0, 4.0))  # ... down again at the commit step
+    with pytest.raises(MetastoreError):
+        pipeline.operations.commit([checkpoint])
+    wait_until(back.is_set, 60, "the server to be back")
+    pipeline.operations.commit([checkpoint])  # the commit task's retry
+
+    assert pipeline.info(checkpoint).state is CheckpointState.COMMITTED
+    pipeline.assert_exactly_once(fault_seed)
