@@ -1,10 +1,15 @@
-"""The object store unreachable while a collector uploads its sealed batches: parts stored, the
-store gone (connections reset and refused) for 20-25 s, then back. The upload is retried
-until it is done, the checkpoint is sealed once, every line is stored once, and the operator
-sees the failed attempts (``sluice_upload_failures_total`` and its last error, a warning per
-attempt). An outage of a few seconds is ridden out inside the S3 client's own retries: the
-upload then only takes longer (``sluice_upload_seconds_total``), with no failed attempt to count
-(seen with 3-6 s outages here), hence the longer outage.
+"""The object store unreachable while a collector uploads its sealed batches, and while a
+landing reads them.
+
+Uploads: parts stored, the store gone (connections reset and refused) for 20-25 s, then back.
+The upload is retried until it is done, the checkpoint is sealed once, every line is stored
+once, and the operator sees the failed attempts (``sluice_upload_failures_total`` and its last
+error, a warning per attempt). An outage of a few seconds is ridden out inside the S3 client's
+own retries: the upload then only takes longer (``sluice_upload_seconds_total``), with no
+failed attempt to count (seen with 3-6 s outages here), hence the longer outage.
+
+Landings: the store goes away once the job read its first manifest; the landing fails,
+commits nothing, and its retry lands every line once.
 
 moto's S3 server keeps its objects in memory: the store goes away by a TCP forwarder in front
 of it stopping (``tests/support/tcp_proxy.py``), which is what a partition or a restarting
@@ -21,13 +26,21 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from pyspark.sql import SparkSession
 
 from pipeline_core import _fault_points as fault_points
 from pipeline_core._fault_points import FaultPoint
 from pipeline_core.collector import UploadMetrics, prometheus_text
+from pipeline_core.lake import LakeLocation
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.testing import UniqueAccessLines, append, wait_until
+from spark_jobs import checkpoint
+from spark_jobs.landing import CheckpointInput, land
+from spark_jobs.part_files import read_whole
+from tests.spark_jobs.support import checkpoint_summary, landing
+from tests.spark_jobs.test_landing_from_store import TABLES, stage_in_store
 from tests.support.faults import FaultSeed, RunningCollector
+from tests.support.lake import assert_exactly_once, snapshot_operations
 from tests.support.object_store import S3Bucket, recorded_remote_lines
 from tests.support.pipelines import load
 from tests.support.tcp_proxy import TcpProxy
@@ -124,3 +137,51 @@ def test_the_store_unreachable_during_an_upload_is_waited_out_and_every_line_sto
     assert Counter(stored) == Counter(before + after), fault_seed.note(
         f"{len(stored)} lines stored, {len(before) + len(after)} written"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_the_store_unreachable_during_a_landing_fails_it_and_its_retry_lands_once(
+    spark: SparkSession,
+    lake: LakeLocation,
+    s3_bucket: S3Bucket,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store goes away (a forwarder in front of moto stops: tests/support/tcp_proxy.py)
+    once the landing has read its first manifest, for longer than the S3 client's own
+    retries: the landing fails naming the store, commits nothing, and lands every line once
+    when retried after the store is back."""
+    url = stage_in_store(s3_bucket, tmp_path, 7)  # as the collectors of two hosts upload it
+    address = urlparse(s3_bucket.server.endpoint)
+    proxy = TcpProxy((address.hostname or "127.0.0.1", address.port or 80))
+    proxy.start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    outages: list[threading.Event] = []
+
+    def read_then_lose_the_store(location: str) -> bytes:
+        document = read_whole(location)
+        if not outages:
+            outages.append(proxy.outage(25.0))
+        return document
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(checkpoint, "read_whole", read_then_lose_the_store)
+            with pytest.raises(Exception) as failed:
+                land(spark, landing(lake, CheckpointInput(url, ("web-1", "web-2"))))
+        assert outages, "the landing read no manifest"
+        assert "127.0.0.1" in str(failed.value) or "connect" in str(failed.value).lower(), (
+            failed.value
+        )
+        for table in TABLES:
+            assert snapshot_operations(lake, table) == []  # nothing committed
+        assert outages[0].wait(60), "the store did not come back"
+
+        summary = land(spark, landing(lake, CheckpointInput(url, ("web-1", "web-2"))))
+    finally:
+        proxy.stop()
+
+    found = checkpoint_summary(summary, 7)
+    for table in ("access", "app", "misc"):
+        assert assert_exactly_once(lake, table, 7) == found["rows"][table]
