@@ -10,15 +10,29 @@ name holds a hash of its content), while an archive of other content gets a sess
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Sequence
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.client.retries import DefaultPolicy
 
 from pipeline_core.errors import LandingError
 from pipeline_core.staging_contract import LAKE_SQL_CONF
+
+
+def retry_policy() -> DefaultPolicy:
+    """How the landing's driver retries a Spark Connect server it cannot reach: waits of 50 ms
+    growing fourfold to 10 s, eight of them, about 45 s in all, enough for a supervisor to
+    restart a server that died as the landing began. The client's default retries for at least
+    10 minutes: a server killed during a landing held the landing (and its Airflow task) that
+    long before it failed, although an execution the server lost cannot be resumed."""
+    return DefaultPolicy(
+        max_retries=8, backoff_multiplier=4.0, initial_backoff=50, max_backoff=10_000
+    )
+
 
 MAX_SESSION_GENERATIONS = 1000
 """Sessions of one version of the job that the server may have closed (idle past its
@@ -43,15 +57,19 @@ def connect_session(
     """
     for generation in range(MAX_SESSION_GENERATIONS):
         session_id = landing_session_id([*py_files, *jars], generation)
-        builder = SparkSession.builder.remote(_with_session_id(url, session_id))
-        for key, value in {**LAKE_SQL_CONF, "spark.app.name": app_name}.items():
-            builder = builder.config(key, value)
+        # No option on the builder: creating the session calls nothing on the server, so the
+        # first call (the settings) is already made under the landing's retry policy.
+        spark = SparkSession.builder.remote(_with_session_id(url, session_id)).create()
+        spark.client.set_retry_policies([retry_policy()])
         try:
-            spark = builder.create()  # sets the configuration: the first call to the server
+            for key, value in LAKE_SQL_CONF.items():
+                spark.conf.set(key, value)
         except PySparkException as exc:
             if exc.getCondition() != _SESSION_CLOSED:
                 raise
             continue
+        with contextlib.suppress(PySparkException):  # a core setting: the server may refuse it
+            spark.conf.set("spark.app.name", app_name)
         if py_files:
             spark.addArtifacts(*py_files, pyfile=True)
         for jar in jars:

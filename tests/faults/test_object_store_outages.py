@@ -45,7 +45,9 @@ from tests.support.object_store import S3Bucket, recorded_remote_lines
 from tests.support.pipelines import load
 from tests.support.tcp_proxy import TcpProxy
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres_pass]
+pytestmark = [pytest.mark.slow]
+# One test in each lane of make test: the upload's in the PostgreSQL one, the landing's (a
+# Spark job) in the SQLite one, where the suite's Spark session is busy anyway.
 
 COLLECTOR = {"lease_seconds": 5.0, "discovery_interval_s": 0.1}
 
@@ -68,6 +70,7 @@ def sealed(metastore: Metastore, checkpoint_id: int) -> bool:
     return metastore.checkpoint(checkpoint_id).state is CheckpointState.SEALED
 
 
+@pytest.mark.postgres_pass
 @pytest.mark.timeout(240)
 def test_the_store_unreachable_during_an_upload_is_waited_out_and_every_line_stored_once(
     tmp_path: Path,
@@ -139,7 +142,7 @@ def test_the_store_unreachable_during_an_upload_is_waited_out_and_every_line_sto
     )
 
 
-@pytest.mark.slow
+@pytest.mark.sqlite_pass
 @pytest.mark.spark
 def test_the_store_unreachable_during_a_landing_fails_it_and_its_retry_lands_once(
     spark: SparkSession,
