@@ -47,7 +47,7 @@ from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.slow]
 # One test in each lane of make test: the upload's in the PostgreSQL one, the landing's (a
-# Spark job) in the SQLite one, where the suite's Spark session is busy anyway.
+# Spark job) in the SQLite one, with the suite's other Spark tests.
 
 COLLECTOR = {"lease_seconds": 5.0, "discovery_interval_s": 0.1}
 
