@@ -11,30 +11,28 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.outages import Stoppable
 from tests.support.processes import free_port
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "postgres.sh"
 
 
-class PrivatePostgres:
+class PrivatePostgres(Stoppable):
     """One throwaway PostgreSQL server (``scripts/postgres.sh`` with its own data folder and
     port). ``url`` is its ``sluice`` database's SQLAlchemy URL once started."""
 
     def __init__(self, folder: Path) -> None:
+        super().__init__()
         self._env = {
             **os.environ,
             "SLUICE_PG_DIR": str(folder / "cluster"),
             "SLUICE_PG_PORT": str(free_port()),
         }
         self.url = ""
-        self.outages: list[tuple[float, float]] = []
-        """Each stop and the start that ended it, as ``time.monotonic()`` instants."""
 
     def _script(self, command: str) -> str:
         done = subprocess.run(
@@ -58,24 +56,6 @@ class PrivatePostgres:
         """Stop the server as ``pg_ctl stop -m fast`` does: sessions are ended, open
         transactions rolled back, new connections refused until :meth:`start`."""
         self._script("stop")
-
-    def outage(self, seconds: float) -> threading.Event:
-        """Stop the server now and start it again ``seconds`` later, on a thread of its own.
-        Returns an event set once it is up again (the outage is then in :attr:`outages`)."""
-        stopped = time.monotonic()
-        self.stop()
-        back = threading.Event()
-
-        def restart() -> None:
-            time.sleep(max(0.0, seconds - (time.monotonic() - stopped)))
-            try:
-                self.start()
-            finally:
-                self.outages.append((stopped, time.monotonic()))
-                back.set()
-
-        threading.Thread(target=restart, name="postgres-restart", daemon=True).start()
-        return back
 
 
 @contextmanager

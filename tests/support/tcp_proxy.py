@@ -10,15 +10,15 @@ import contextlib
 import socket
 import struct
 import threading
-import time
 
+from tests.support.outages import Stoppable
 from tests.support.processes import free_port
 
 _BUFFER = 256 * 1024
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 
 
-class TcpProxy:
+class TcpProxy(Stoppable):
     """Forwards ``127.0.0.1:<port>`` to ``target`` (host, port) while it is up.
 
     :meth:`stop` closes the listening socket and resets every open connection (clients see
@@ -26,12 +26,12 @@ class TcpProxy:
     """
 
     def __init__(self, target: tuple[str, int]) -> None:
+        super().__init__()
         self.target = target
         self.port = free_port()
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._connections: set[socket.socket] = set()
-        self.outages: list[tuple[float, float]] = []
 
     @property
     def endpoint(self) -> str:
@@ -60,24 +60,6 @@ class TcpProxy:
                 # blocked reading it woken (a close alone would not wake them).
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
                 connection.shutdown(socket.SHUT_RDWR)
-
-    def outage(self, seconds: float) -> threading.Event:
-        """Stop now, start again ``seconds`` later on a thread of its own; the event is set
-        once it is back (the outage then in :attr:`outages`)."""
-        stopped = time.monotonic()
-        self.stop()
-        back = threading.Event()
-
-        def restart() -> None:
-            time.sleep(seconds)
-            try:
-                self.start()
-            finally:
-                self.outages.append((stopped, time.monotonic()))
-                back.set()
-
-        threading.Thread(target=restart, name="proxy-restart", daemon=True).start()
-        return back
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
