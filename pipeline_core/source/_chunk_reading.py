@@ -31,7 +31,7 @@ from pipeline_core.staging_contract import NO_EVENTS, EventCut, EventRuns, Event
 
 if TYPE_CHECKING:
     from pipeline_core.source._multiline import EventFraming
-    from pipeline_core.source._tracked_file import TrackedFile
+    from pipeline_core.source._tracked_file import CopyEnd, TrackedFile
 
 log = logging.getLogger("pipeline_core.source._tracked_file")
 """The tracked file's logger: what a read says is said of the file."""
@@ -204,6 +204,8 @@ def _frame(
         at_end = len(more) < want
         framed = framing.frame(data, complete=at_end and quiet(), filled=False, after=after)
     spans = framed.spans
+    if after and tracked.lead_of is not None and framed.length:
+        _report_unmarked_head(tracked, tracked.lead_of, spans, data)
     if final and at_end and tracked.cut_mid_event and framed.length == len(data):
         spans = _mark_truncated(tracked, spans, framed.lines, framed.length)
     if framed.length < len(data):
@@ -215,8 +217,32 @@ def _frame(
     if not framed.length:
         return None
     tracked.lead_line = b""
+    tracked.lead_of = None
     del data[framed.length :]
     return spans, framed.lines
+
+
+def _report_unmarked_head(
+    tracked: TrackedFile, copy: CopyEnd, spans: EventRuns, data: bytearray
+) -> None:
+    """The file's first event is the rest (``headless``) of its copy's last event, whose head
+    was handed on unmarked: read before this rest was on disk, and not held back when the
+    file was truncated. Said with both files' byte ranges: the event landed in two rows."""
+    first = next(iter(spans), None)
+    if copy.marked or first is None or first.first_line or first.cut is not EventCut.HEADLESS:
+        return
+    end = 0
+    for _ in range(first.lines):
+        end = data.index(b"\n", end) + 1
+    log.warning(
+        "%s: bytes [0, %d) are the rest of the last event of its copytruncate copy %s (which "
+        "ends at offset %d); its head was read before this rest was written and landed "
+        "unmarked, this rest lands as cut 'headless'",
+        shown_path(tracked.path),
+        end,
+        shown_path(copy.path),
+        copy.size,
+    )
 
 
 def _mark_truncated(tracked: TrackedFile, spans: EventRuns, lines: int, length: int) -> EventRuns:

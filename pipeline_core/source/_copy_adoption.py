@@ -17,7 +17,7 @@ from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
 from pipeline_core.source._file_lifecycle import FileState
 from pipeline_core.source._multiline import EventFraming
-from pipeline_core.source._tracked_file import TrackedFile, probe_file
+from pipeline_core.source._tracked_file import CopyEnd, TrackedFile, probe_file
 
 log = logging.getLogger("pipeline_core.source._watcher")
 
@@ -57,7 +57,7 @@ class CopyAdoption:
         bound: bytes written after the last look are not known)."""
         self._fresh: dict[Inode, TrackedFile] = {}
         """The files first tracked in this scan, from their first byte, by inode."""
-        self._leads: dict[Inode, bytes] = {}
+        self._leads: dict[Inode, tuple[bytes, CopyEnd]] = {}
         """Truncated files' copies' last lines, by the truncated file's inode, until a file
         written there is tracked."""
 
@@ -73,9 +73,11 @@ class CopyAdoption:
         if lead is None:
             self._fresh[inode] = tracked
         else:
-            tracked.lead_line = lead
+            tracked.lead_line, tracked.lead_of = lead
 
-    def _lead_the_successor(self, original: TrackedFile, copy_fd: int, size: int) -> None:
+    def _lead_the_successor(
+        self, original: TrackedFile, copy_fd: int, size: int, copy_path: str
+    ) -> None:
         """What the program writes into ``original``'s truncated file follows its copy's last
         line: the file tracked at that inode in this scan (or the next one tracked there) is
         read after it. If the file tracked in this scan begins with the rest of that line's
@@ -96,8 +98,9 @@ class CopyAdoption:
                 except OSError:
                     first = b""
                 original.cut_mid_event = framing.continues(lead, first)
+            successor.lead_of = CopyEnd(copy_path, size, original.cut_mid_event)
             return
-        self._leads[truncated] = lead
+        self._leads[truncated] = (lead, CopyEnd(copy_path, size, original.cut_mid_event))
         while len(self._leads) > _KEPT_LEADS:
             del self._leads[next(iter(self._leads))]
 
@@ -177,7 +180,7 @@ class CopyAdoption:
         # the original was truncated: the copy's last event may lack its rest.
         original.cut_mid_event = original.held_since is not None
         assert copy.fd is not None
-        self._lead_the_successor(original, copy.fd, size)
+        self._lead_the_successor(original, copy.fd, size, copy.path)
         original.follow_to(copy)
         original.detached_at = None
         original.still_same_file(self._signature_bytes)

@@ -63,6 +63,16 @@ def open_regular(path: str, inode: tuple[int, int], *, follow_symlinks: bool) ->
     return fd
 
 
+@dataclass(frozen=True)
+class CopyEnd:
+    """Where a copytruncate copy ends (``path``, ``size``), and whether its last event is
+    marked cut there (``truncated``): known held back, or judged by a successor on disk."""
+
+    path: str
+    size: int
+    marked: bool
+
+
 @dataclass
 class TrackedFile:
     """A file a pipeline reads, owned by the collector's mailbox thread.
@@ -120,6 +130,8 @@ class TrackedFile:
     written: the file is what a program wrote into its log after copytruncate truncated it,
     and the line is its copy's last. The first line read is judged as following it (the rest
     of an event the copy holds the head of is ``headless``). Empty: none known."""
+    lead_of: CopyEnd | None = None
+    """With ``lead_line``: the copy whose last line it is."""
     _recorded: tuple[object, ...] | None = field(default=None, repr=False)
     """What :meth:`record_if_moved` last recorded the file as."""
     flush_at: float | None = None

@@ -11,10 +11,10 @@ the program wrote (its ground truth: each record as its formatter made it):
 * ``copytruncate`` may destroy events written between logrotate's copy and its truncation (in
   no file on disk: no collector can have them), and may split the event being written across
   the copy and the truncated file: its head is the copy's last row, marked ``cut: truncated``,
-  and its tail the truncated file's first, marked ``cut: headless``. A known gap, counted
-  apart: a head the copy received before the collector looked at the event, whose tail was
-  written after the copy was found, lands unmarked (its tail is marked), at most one a
-  rotation.
+  and its tail the truncated file's first, marked ``cut: headless``. Counted apart: a head the
+  copy received before the collector looked at the event, whose tail was written after the
+  copy was found, lands unmarked (its tail is marked and the log names both byte ranges:
+  ``tests/pipeline_core/source/test_multiline_reading.py``), at most one a rotation.
 
 The program writes a share of its multiline records in two halves a moment apart (as a
 buffered appender writes a record larger than its buffer), so kills, checkpoints and rotations

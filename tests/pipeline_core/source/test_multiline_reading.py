@@ -283,3 +283,60 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
     assert head.line + b"\n" + tail.line == written.events[1]
     if split_before is not None:
         assert tail.line.startswith(split_before.encode())
+
+
+def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_rest_was_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The head of a traceback is written, the file copied and truncated, and the copy found
+    and read to its end before the program writes the rest: nothing held the head back, and
+    nothing on disk said it would continue, so it is handed on as a whole event. When the
+    rest comes, it lands cut ``headless`` and the log names both files and their byte ranges
+    (the head landed unmarked before: the event was split with nothing saying so)."""
+    log = tmp_path / "app.log"
+    written = Written()
+    logger = logging.getLogger(f"split-late.{id(log)}")
+    logger.propagate = False
+    handler = SplittingFileHandler(
+        log, reopen=False, share=1.0, pause=2.0, rng=random.Random(0), before=None
+    )
+    for each in (handler, written):
+        each.setFormatter(logging.Formatter(FORMAT))
+        logger.addHandler(each)
+    caplog.set_level(logging.WARNING, logger="pipeline_core.source")
+    try:
+        logger.error("started")
+        watcher, reader, received = _tail(tmp_path, PYTHON)
+
+        def fail() -> None:
+            try:
+                raise RuntimeError("while loading")
+            except RuntimeError:
+                logger.exception("loading failed")
+
+        writer = threading.Thread(target=fail)
+        writer.start()
+        holds_within(lambda: log.read_bytes().count(b"\n") >= 3, 10, 0.01)
+        shutil.copy(log, tmp_path / "app.log.1")
+        os.truncate(log, 0)
+        watcher.scan()  # the copy is found while its rest is not written yet
+        _read(reader, received, flush=True)
+        writer.join(timeout=10)
+        assert not writer.is_alive()
+        watcher.scan()
+        _read(reader, received)
+        watcher.scan()
+        _read(reader, received, flush=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.removeHandler(written)
+        handler.close()
+
+    rows = list(DeliveryBatch(tuple(received), 0).events())
+    (head, tail) = rows[1:]
+    assert (head.cut, tail.cut) == (None, EventCut.HEADLESS)
+    assert head.line + b"\n" + tail.line == written.events[1]
+    (said,) = [r.getMessage() for r in caplog.records if "copytruncate copy" in r.getMessage()]
+    copy_size = (tmp_path / "app.log.1").stat().st_size
+    assert f"bytes [0, {len(tail.line) + 1})" in said
+    assert "app.log.1" in said and f"ends at offset {copy_size}" in said
