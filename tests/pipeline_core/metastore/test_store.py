@@ -872,12 +872,13 @@ def test_should_refuse_until_it_expires_the_lease_of_a_dead_looking_holder_on_an
         child.kill()
         other_machine = elsewhere(child, boot_id=OTHER_BOOT, machine="f" * 16)
         metastore.release_lease(PIPELINE, HOST, child.holder)
-        assert metastore.acquire_lease(PIPELINE, HOST, other_machine, 0.5)
+        # Long enough that a loaded machine does not let it lapse between two statements.
+        assert metastore.acquire_lease(PIPELINE, HOST, other_machine, 3.0)
 
         assert not metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
         assert metastore.lease_holder(PIPELINE, HOST) == other_machine
 
-        time.sleep(0.6)
+        time.sleep(3.1)
         assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
 
 
@@ -885,11 +886,11 @@ def test_should_refuse_until_it_expires_the_lease_of_a_holder_in_the_older_form(
     metastore: Metastore,
 ) -> None:
     old = "web-1:4194303:ab12cd34"  # host:pid:nonce, no process has that pid
-    assert metastore.acquire_lease(PIPELINE, HOST, old, 0.5)
+    assert metastore.acquire_lease(PIPELINE, HOST, old, 3.0)  # outlasts a loaded machine's pause
 
     assert not metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
 
-    time.sleep(0.6)
+    time.sleep(3.1)
     assert metastore.acquire_lease(PIPELINE, HOST, my_holder(), 60)
 
 
