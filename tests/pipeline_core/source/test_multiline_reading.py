@@ -13,7 +13,8 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -239,27 +240,9 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
     last line; a head the collector had not read before the truncation is known cut by the
     tail after it, when the tail is on disk as the copy is found."""
     log = tmp_path / "app.log"
-    written = Written()
-    logger = logging.getLogger(f"split.{id(log)}")
-    logger.propagate = False
-    handler = SplittingFileHandler(
-        log, reopen=False, share=1.0, pause=1.0, rng=random.Random(0), before=split_before
-    )
-    for each in (handler, written):
-        each.setFormatter(logging.Formatter(FORMAT))
-        logger.addHandler(each)
-    try:
-        logger.error("started")
+    with splitting_logger(log, pause=1.0, before=split_before) as (written, log_a_traceback):
         watcher, reader, received = _tail(tmp_path, PYTHON)
-
-        def fail() -> None:
-            try:
-                raise RuntimeError("while loading")
-            except RuntimeError:
-                logger.exception("loading failed")
-
-        writer = threading.Thread(target=fail)
-        writer.start()
+        writer = log_a_traceback()
         holds_within(lambda: log.read_bytes().count(b"\n") >= 3, 10, 0.01)
         if read_before_copy:
             _read(reader, received)  # the head is held back: it may still grow
@@ -271,10 +254,6 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
         _read(reader, received)
         watcher.scan()
         _read(reader, received, flush=True)
-    finally:
-        logger.removeHandler(handler)
-        logger.removeHandler(written)
-        handler.close()
 
     rows = list(DeliveryBatch(tuple(received), 0).events())
     assert [(row.line, row.cut) for row in rows[:1]] == [(written.events[0], None)]
@@ -294,28 +273,10 @@ def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_r
     rest comes, it lands cut ``headless`` and the log names both files and their byte ranges
     (the head landed unmarked before: the event was split with nothing saying so)."""
     log = tmp_path / "app.log"
-    written = Written()
-    logger = logging.getLogger(f"split-late.{id(log)}")
-    logger.propagate = False
-    handler = SplittingFileHandler(
-        log, reopen=False, share=1.0, pause=2.0, rng=random.Random(0), before=None
-    )
-    for each in (handler, written):
-        each.setFormatter(logging.Formatter(FORMAT))
-        logger.addHandler(each)
     caplog.set_level(logging.WARNING, logger="pipeline_core.source")
-    try:
-        logger.error("started")
+    with splitting_logger(log, pause=2.0, before=None) as (written, log_a_traceback):
         watcher, reader, received = _tail(tmp_path, PYTHON)
-
-        def fail() -> None:
-            try:
-                raise RuntimeError("while loading")
-            except RuntimeError:
-                logger.exception("loading failed")
-
-        writer = threading.Thread(target=fail)
-        writer.start()
+        writer = log_a_traceback()
         holds_within(lambda: log.read_bytes().count(b"\n") >= 3, 10, 0.01)
         shutil.copy(log, tmp_path / "app.log.1")
         os.truncate(log, 0)
@@ -327,10 +288,6 @@ def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_r
         _read(reader, received)
         watcher.scan()
         _read(reader, received, flush=True)
-    finally:
-        logger.removeHandler(handler)
-        logger.removeHandler(written)
-        handler.close()
 
     rows = list(DeliveryBatch(tuple(received), 0).events())
     (head, tail) = rows[1:]
@@ -340,3 +297,40 @@ def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_r
     copy_size = (tmp_path / "app.log.1").stat().st_size
     assert f"bytes [0, {len(tail.line) + 1})" in said
     assert "app.log.1" in said and f"ends at offset {copy_size}" in said
+
+
+@contextmanager
+def splitting_logger(
+    log: Path, *, pause: float, before: str | None
+) -> Iterator[tuple[Written, Callable[[], threading.Thread]]]:
+    """A logger writing ``log`` that writes each record in two halves ``pause`` seconds apart
+    (the second from ``before``, or at a random point), having logged one record; what it
+    wrote, and how to start a thread logging a traceback through it."""
+    written = Written()
+    logger = logging.getLogger(f"split.{id(log)}.{pause}")
+    logger.propagate = False
+    handler = SplittingFileHandler(
+        log, reopen=False, share=1.0, pause=pause, rng=random.Random(0), before=before
+    )
+    for each in (handler, written):
+        each.setFormatter(logging.Formatter(FORMAT))
+        logger.addHandler(each)
+
+    def log_a_traceback() -> threading.Thread:
+        def fail() -> None:
+            try:
+                raise RuntimeError("while loading")
+            except RuntimeError:
+                logger.exception("loading failed")
+
+        writer = threading.Thread(target=fail)
+        writer.start()
+        return writer
+
+    try:
+        logger.error("started")
+        yield written, log_a_traceback
+    finally:
+        logger.removeHandler(handler)
+        logger.removeHandler(written)
+        handler.close()
