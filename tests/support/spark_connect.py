@@ -13,7 +13,6 @@ process has the classic ``spark`` session: Spark Connect clients run in child pr
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -23,16 +22,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.object_store import S3Server
+from tests.support.processes import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "spark-connect.sh"
 START_TIMEOUT_S = 240
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)

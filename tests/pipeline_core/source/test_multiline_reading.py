@@ -248,12 +248,7 @@ def test_should_mark_an_event_copytruncate_cut_in_two_on_both_sides(
             _read(reader, received)  # the head is held back: it may still grow
         shutil.copy(log, tmp_path / "app.log.1")
         os.truncate(log, 0)
-        writer.join(timeout=10)
-        assert not writer.is_alive()
-        watcher.scan()
-        _read(reader, received)
-        watcher.scan()
-        _read(reader, received, flush=True)
+        read_the_rest(writer, watcher, reader, received)
 
     rows = list(DeliveryBatch(tuple(received), 0).events())
     assert [(row.line, row.cut) for row in rows[:1]] == [(written.events[0], None)]
@@ -282,12 +277,7 @@ def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_r
         os.truncate(log, 0)
         watcher.scan()  # the copy is found while its rest is not written yet
         _read(reader, received, flush=True)
-        writer.join(timeout=10)
-        assert not writer.is_alive()
-        watcher.scan()
-        _read(reader, received)
-        watcher.scan()
-        _read(reader, received, flush=True)
+        read_the_rest(writer, watcher, reader, received)
 
     rows = list(DeliveryBatch(tuple(received), 0).events())
     (head, tail) = rows[1:]
@@ -334,3 +324,16 @@ def splitting_logger(
         logger.removeHandler(handler)
         logger.removeHandler(written)
         handler.close()
+
+
+def read_the_rest(
+    writer: threading.Thread, watcher: FileWatcher, reader: TimeSlicedReader, received: Received
+) -> None:
+    """Once ``writer`` wrote the traceback's rest: look for the files again and read them to
+    their ends, the last read handing on what is held."""
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    watcher.scan()
+    _read(reader, received)
+    watcher.scan()
+    _read(reader, received, flush=True)
