@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 
 from pipeline_core._file_modes import GROUP, PRIVATE, FileModes, make_private_dirs
 from pipeline_core.collector._blocked_time import BlockedClock
@@ -139,7 +140,11 @@ class PipelineRuntime:
         self.last_scan = float("-inf")
         self.last_snapshot = time.monotonic()
         self.progress = ReadProgressSampler(
-            metastore, config.name, self.host, every_s=tuning.progress_sample_s
+            metastore,
+            config.name,
+            self.host,
+            every_s=tuning.progress_sample_s,
+            retention=timedelta(hours=tuning.progress_retain_hours),
         )
         self.lines = 0
         self.events = 0

@@ -6,9 +6,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from pipeline_core.collector._metrics import unread_bytes
-from pipeline_core.metastore import Metastore, ReadProgressRecord, utcnow
+from pipeline_core.metastore import READ_PROGRESS_RETENTION, Metastore, ReadProgressRecord, utcnow
 from pipeline_core.source import TrackedFile
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,13 @@ class ReadProgressSampler:
         host: str,
         *,
         every_s: float,
+        retention: timedelta = READ_PROGRESS_RETENTION,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._metastore = metastore
+        self.retention = retention
+        """Samples of this pipeline's host older than this are removed as a new one is
+        recorded (``collector.progress_retain_hours``)."""
         self._pipeline = pipeline
         self._host = host
         self._every_s = every_s
@@ -132,7 +137,10 @@ def record_samples(
     for batch in by_metastore.values():
         try:
             batch[0][0].metastore.record_read_progress_many(
-                [(sampler.pipeline, sample.record) for sampler, sample in batch]
+                [
+                    (sampler.pipeline, sample.record, sampler.retention)
+                    for sampler, sample in batch
+                ]
             )
         except Exception as exc:  # counted again in the next samples
             log.warning(

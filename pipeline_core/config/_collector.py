@@ -47,7 +47,10 @@ class CollectorConfig(_Strict):
     """How often the bytes and lines read and the bytes not read yet are sampled into the
     metastore (also when reading starts and at every seal), for the state page's charts; a
     pipeline that read nothing, with as much left to read, is sampled every 5 minutes. Samples
-    are kept 7 days."""
+    are kept ``progress_retain_hours``."""
+    progress_retain_hours: Annotated[float, Field(gt=0)] = 168.0
+    """How long read-progress samples are kept (7 days): each new sample of a host removes
+    that host's samples older than this, so the table holds at most this window of samples."""
     discovery_interval_s: Annotated[float, Field(gt=0)] = 1.0
     """How often the pipeline's paths are globbed for new, renamed and removed files (with
     ``file_events: inotify`` they are also looked for as soon as an event says so)."""

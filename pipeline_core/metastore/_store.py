@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -271,19 +271,26 @@ class Metastore:
             for pipeline, host, trees in saved:
                 r.acker_trees.replace(pipeline, host, trees, now)
 
-    def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
+    def record_read_progress(
+        self,
+        pipeline: str,
+        sample: ReadProgressRecord,
+        retention: timedelta = READ_PROGRESS_RETENTION,
+    ) -> None:
         """Add a sample of what the collector of ``sample.host`` read, and remove that host's
-        samples older than :data:`READ_PROGRESS_RETENTION`, in one transaction."""
-        self.record_read_progress_many([(pipeline, sample)])
+        samples older than ``retention`` (``collector.progress_retain_hours``), in one
+        transaction."""
+        self.record_read_progress_many([(pipeline, sample, retention)])
 
-    def record_read_progress_many(self, samples: Sequence[tuple[str, ReadProgressRecord]]) -> None:
-        """:meth:`record_read_progress` for several pipelines' samples, in one transaction."""
+    def record_read_progress_many(
+        self, samples: Sequence[tuple[str, ReadProgressRecord, timedelta]]
+    ) -> None:
+        """:meth:`record_read_progress` for several pipelines' samples (each with its
+        retention), in one transaction."""
         with self._repositories() as r:
-            for pipeline, sample in samples:
+            for pipeline, sample, retention in samples:
                 r.read_progress.add(pipeline, sample)
-                r.read_progress.prune(
-                    pipeline, sample.host, before=sample.sampled_at - READ_PROGRESS_RETENTION
-                )
+                r.read_progress.prune(pipeline, sample.host, before=sample.sampled_at - retention)
 
     # -- leases ------------------------------------------------------------------------------
 

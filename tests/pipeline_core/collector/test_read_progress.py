@@ -34,15 +34,17 @@ class RecordingMetastore:
         self.transactions = 0
 
     def record_read_progress(self, pipeline: str, sample: ReadProgressRecord) -> None:
-        self.record_read_progress_many([(pipeline, sample)])
+        self.record_read_progress_many([(pipeline, sample, timedelta(days=7))])
 
-    def record_read_progress_many(self, samples: list[tuple[str, ReadProgressRecord]]) -> None:
-        assert all(pipeline.startswith(PIPELINE) for pipeline, _ in samples)
+    def record_read_progress_many(
+        self, samples: list[tuple[str, ReadProgressRecord, timedelta]]
+    ) -> None:
+        assert all(pipeline.startswith(PIPELINE) for pipeline, _, _ in samples)
         if self.outages:
             self.outages -= 1
             raise MetastoreError("the metastore is unreachable")
         self.transactions += 1
-        self.samples += [sample for _, sample in samples]
+        self.samples += [sample for _, sample, _ in samples]
 
 
 def sampler(
@@ -125,10 +127,10 @@ def test_should_record_the_samples_of_one_metastore_in_one_transaction(
     assert "cannot record the read progress of web_access_0, web_access_1" in caplog.text
 
 
-def stored(url: str) -> list[ReadProgressRecord]:
+def stored(url: str, hours: float = 1) -> list[ReadProgressRecord]:
     with open_view(url) as view:
         assert view is not None
-        found = view.read_progress(PIPELINE, datetime.now(timezone.utc) - timedelta(hours=1))
+        found = view.read_progress(PIPELINE, datetime.now(timezone.utc) - timedelta(hours=hours))
     assert found is not None
     return found
 
@@ -151,6 +153,30 @@ def test_should_sample_the_backlog_when_reading_starts_and_what_was_read_at_the_
     assert sum(s.bytes_read for s in samples) == size
     assert sum(s.lines_read for s in samples) == len(written)
     assert all(s.host == HOST for s in samples)
+
+
+@pytest.mark.timeout(60)
+def test_should_remove_samples_older_than_the_configured_retention(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    config = load(tmp_path, metastore_url, collector={"progress_retain_hours": 1})
+    stale = ReadProgressRecord(
+        host=HOST,
+        sampled_at=datetime.now(timezone.utc) - timedelta(hours=1, minutes=1),
+        elapsed_s=30,
+        bytes_read=1,
+        lines_read=1,
+        unread_bytes=0,
+    )
+    metastore.record_read_progress(PIPELINE, stale, timedelta(days=7))
+    assert stored(metastore_url, hours=2) == [stale]
+    append(tmp_path / "logs" / "access.log", b"a line")
+
+    Collector(config, metastore).run_once()
+
+    samples = stored(metastore_url, hours=2)
+    assert samples and stale not in samples
+    assert sum(s.bytes_read for s in samples) == len(b"a line\n")
 
 
 @pytest.mark.timeout(60)

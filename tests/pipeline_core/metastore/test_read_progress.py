@@ -82,7 +82,10 @@ def test_should_record_several_pipelines_samples_at_once_and_prune_each(
     metastore.record_read_progress("other_pipeline", old)
 
     metastore.record_read_progress_many(
-        [(PIPELINE, sample(NOON)), ("other_pipeline", sample(NOON, read=3))]
+        [
+            (PIPELINE, sample(NOON), READ_PROGRESS_RETENTION),
+            ("other_pipeline", sample(NOON, read=3), READ_PROGRESS_RETENTION),
+        ]
     )
 
     assert stored(metastore_url, since=NOON - timedelta(days=30)) == [sample(NOON)]
@@ -90,6 +93,20 @@ def test_should_record_several_pipelines_samples_at_once_and_prune_each(
         assert view is not None
         other = view.read_progress("other_pipeline", NOON - timedelta(days=30))
     assert other == [sample(NOON, read=3)]
+
+
+def test_should_keep_samples_for_the_retention_each_is_recorded_with(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    ten_minutes = timedelta(minutes=10)
+    older = sample(NOON - ten_minutes - timedelta(seconds=1))
+    newer = sample(NOON - ten_minutes + timedelta(seconds=1))
+    for record in (older, newer):
+        metastore.record_read_progress(PIPELINE, record, ten_minutes)
+
+    metastore.record_read_progress(PIPELINE, sample(NOON), ten_minutes)
+
+    assert stored(metastore_url, since=NOON - timedelta(days=1)) == [newer, sample(NOON)]
 
 
 def test_should_tell_where_the_span_of_a_sample_began() -> None:
