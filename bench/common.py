@@ -118,6 +118,8 @@ class Context:
     profile: bool = True
     huge: bool = False
     spark_submit: bool = True
+    soak_minutes: float | None = None
+    """Case 19's length (``--soak-minutes``); None: its default."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Figures one case measured that another may reuse in the same run."""
     _spark: SparkSession | None = None

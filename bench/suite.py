@@ -25,7 +25,10 @@ Cases (``--only`` takes the numbers or the names):
  16   manyfiles    10,000 files in 1,000 folders, 1 % written, containers coming and going
  17   metadata     a table's metadata over 2,000 landings' commits with maintenance
  18   formats      landing python_logging, spark_log4j, syslog_rfc5424 vs Spark's own parse
+ 19   soak         an hour of tailing, rotation, landings and maintenance: nothing grows
 ====  ===========  ===================================================================
+
+Case 19 (an hour by default) runs only when ``--only`` names it.
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
 min-max and the ratios against the baselines measured in the same run, and the same figures
@@ -60,6 +63,7 @@ from bench.cases import (
     memory,
     multiline,
     pygtail_peer,
+    soak,
     tail_latency,
     tailing,
     throughput,
@@ -87,7 +91,10 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "16": ("manyfiles", many_files.run),
     "17": ("metadata", lake_metadata.run),
     "18": ("formats", formats.run),
+    "19": ("soak", soak.run),
 }
+NAMED_ONLY = {"19"}
+"""Cases a run without ``--only`` leaves out: they take an hour or more."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -103,6 +110,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--huge", action="store_true", help="case 6: also the 10 GiB input (made on first use)"
     )
+    parser.add_argument(
+        "--soak-minutes", type=float, help="case 19: how long the soak runs (default 60)"
+    )
     parser.add_argument("--no-profile", action="store_true", help="case 1: skip py-spy")
     parser.add_argument(
         "--no-spark-submit",
@@ -114,7 +124,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def selected(only: list[str] | None) -> list[str]:
     if not only:
-        return list(CASES)
+        return [number for number in CASES if number not in NAMED_ONLY]
     by_name = {name: number for number, (name, _) in CASES.items()}
     chosen = []
     for item in only:
@@ -146,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=not args.no_profile,
         huge=args.huge,
         spark_submit=not args.no_spark_submit,
+        soak_minutes=args.soak_minutes,
     )
     meta: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
