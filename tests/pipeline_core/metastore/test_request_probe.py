@@ -81,16 +81,21 @@ def test_should_wake_a_waiter_on_its_descriptor_when_a_request_is_made(
 ) -> None:
     probe = metastore.request_probe()
     requester = Metastore.open(metastore_url)
+    request = threading.Timer(0.2, requester.request_checkpoint, args=(PIPELINE,))
     try:
         descriptor = probe.fileno()
         assert descriptor is not None
         probe.changed()  # the first look, which drains what came before
         assert select.select([descriptor], [], [], 0.3)[0] == []  # nothing happens: no wake
-        threading.Timer(0.2, requester.request_checkpoint, args=(PIPELINE,)).start()
+        request.start()
         started = time.monotonic()
         assert select.select([descriptor], [], [], 10.0)[0] == [descriptor]
         assert time.monotonic() - started < 5.0
         assert holds_within(probe.changed, 5.0, 0.01)
     finally:
+        # The request reads its checkpoint back after its commit woke the probe: it ends
+        # before its database is dropped.
+        if request.is_alive():
+            request.join(timeout=10)
         probe.close()
         requester.close()
