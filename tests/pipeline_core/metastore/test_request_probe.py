@@ -8,12 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from pipeline_core.metastore import (
     DataVersionRequestProbe,
     ListeningRequestProbe,
     Metastore,
+    MetastorePooling,
     PollingRequestProbe,
+    QueryingRequestProbe,
     open_request_probe,
 )
 from pipeline_core.testing import holds_within
@@ -51,6 +54,48 @@ def test_should_use_the_cheapest_probe_of_the_database(
         assert isinstance(probe, expected)
     finally:
         probe.close()
+
+
+def test_should_query_behind_a_transaction_pooler_on_postgresql_only(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    probe = open_request_probe(metastore.engine, MetastorePooling.TRANSACTION)
+    try:
+        expected = (
+            DataVersionRequestProbe if metastore_url.startswith("sqlite") else QueryingRequestProbe
+        )
+        assert isinstance(probe, expected)
+    finally:
+        probe.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_notice_a_request_by_querying(metastore: Metastore, metastore_url: str) -> None:
+    probe = QueryingRequestProbe(metastore.engine)
+    requester = Metastore.open(metastore_url)
+    try:
+        assert probe.fileno() is None
+        assert probe.changed()  # the first call: nothing seen yet
+        assert not probe.changed()
+
+        requester.request_checkpoint(PIPELINE)
+
+        assert probe.changed()
+        assert not probe.changed()  # reported once
+    finally:
+        probe.close()
+        requester.close()
+
+
+def test_should_say_maybe_when_a_query_fails(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'gone' / 'sluice.db'}")  # no folder
+    probe = QueryingRequestProbe(engine)
+    try:
+        assert probe.changed()
+        assert probe.changed()  # still answers, never raises
+    finally:
+        probe.close()
+        engine.dispose()
 
 
 def test_should_poll_where_no_cheap_signal_exists() -> None:
