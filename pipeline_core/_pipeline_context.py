@@ -82,7 +82,11 @@ class PipelineContext:
         """
         with self._lock:
             if self._held is None:
-                self._held = Metastore.open(self.config.metastore_url, migrate=self._migrate)
+                self._held = Metastore.open(
+                    self.config.metastore_url,
+                    migrate=self._migrate,
+                    pooling=self.config.metastore.pooling,
+                )
             self._holds += 1
             return self._held
 

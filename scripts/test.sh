@@ -40,9 +40,10 @@ ruff check .
 ruff format --check .
 echo "== mypy"
 mypy
-echo "== browser, PostgreSQL, the rotation tools and rsyslog for the system tests"
+echo "== browser, PostgreSQL, PgBouncer, the rotation tools and rsyslog for the system tests"
 bash scripts/browser.sh install
 bash scripts/postgres.sh install
+bash scripts/pgbouncer.sh install
 bash scripts/rotation-tools.sh install
 bash scripts/syslog-tools.sh install
 

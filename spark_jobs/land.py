@@ -24,7 +24,9 @@ process lists: ``SLUICE_METASTORE_URL``, or ``SLUICE_METASTORE_URL_FILE`` naming
 holds it (which wins when both are set). The submitter uses the file for YARN and Kubernetes
 masters, whose spark-submit would put the variable on its command line
 (``pipeline_core.landing.SparkSubmitJob``): a path, or in cluster mode the name of a file
-shipped with ``--files`` into the driver's working directory. Staging may be an object store's URL
+shipped with ``--files`` into the driver's working directory. ``SLUICE_METASTORE_POOLING``
+(``none``, the default, or ``transaction``) says whether the catalog's database is behind a
+transaction-mode pooler (the config's ``metastore.pooling``). Staging may be an object store's URL
 (``s3://bucket/prefix/<pipeline>/<checkpoint:08d>``): its endpoint and credentials come from
 the environment too (``pipeline_core.storage.STORE_ENVIRONMENT``), and the driver hands them
 to the Python workers that read the segments (``spark_jobs.staging.segment_frame``; a Spark
@@ -53,6 +55,7 @@ if __package__ in (None, ""):  # run as a file: make the repository root importa
 
 from pyspark.sql import SparkSession
 
+from pipeline_core._metastore_pooling import METASTORE_POOLING_ENV, MetastorePooling
 from pipeline_core.lake import LakeLocation, LandingMode
 from pipeline_core.staging_contract import LAKE_SQL_CONF
 from spark_jobs.connect import close_session, connect_session
@@ -167,7 +170,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     landing = Landing(
         checkpoints=inputs,
         lake=LakeLocation(
-            url, args.lake if "://" in args.lake else Path(args.lake), args.namespace
+            url,
+            args.lake if "://" in args.lake else Path(args.lake),
+            args.namespace,
+            metastore_pooling(os.environ),
         ),
         landing_id=args.landing_id,
         mode=LandingMode(args.mode),
@@ -222,6 +228,22 @@ def metastore_url(environ: Mapping[str, str]) -> str:
             "the metastore (the lake's catalog)"
         )
     return url
+
+
+def metastore_pooling(environ: Mapping[str, str]) -> MetastorePooling:
+    """``SLUICE_METASTORE_POOLING``: ``none`` when it is not set.
+
+    Raises:
+        SystemExit: it names no pooling.
+    """
+    value = environ.get(METASTORE_POOLING_ENV) or MetastorePooling.NONE.value
+    try:
+        return MetastorePooling(value)
+    except ValueError:
+        choices = ", ".join(pooling.value for pooling in MetastorePooling)
+        raise SystemExit(
+            f"{METASTORE_POOLING_ENV}: expected one of {choices} (got {value!r})"
+        ) from None
 
 
 def _land_on_server(spark: SparkSession, landing: Landing) -> dict[str, Any]:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline_core.cli._exit_codes import ExitCode
 from pipeline_core.cli._options import add_json
+
+if TYPE_CHECKING:
+    from pipeline_core.metastore import MetastorePooling
 
 
 def add_to(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -37,8 +40,8 @@ def upgrade(args: argparse.Namespace) -> int:
     from pipeline_core.metastore import Metastore, redacted_url
 
     results = []
-    for url in _metastore_urls(args.config):
-        metastore = Metastore.connect(url, create=True)
+    for url, pooling in _metastores(args.config):
+        metastore = Metastore.connect(url, create=True, pooling=pooling)
         try:
             before = metastore.migrate()
             after = metastore.schema_version()
@@ -66,10 +69,10 @@ def current(args: argparse.Namespace) -> int:
 
     results = []
     code = ExitCode.OK
-    for url in _metastore_urls(args.config):
+    for url, pooling in _metastores(args.config):
         where = redacted_url(url)
         try:
-            metastore = Metastore.connect(url)
+            metastore = Metastore.connect(url, pooling=pooling)
         except MetastoreNotReadyError as exc:
             results.append({"metastore": where, "current": None, "head": head_revision(),
                             "exists": False, "message": str(exc)})  # fmt: skip
@@ -95,8 +98,9 @@ def current(args: argparse.Namespace) -> int:
     return code
 
 
-def _metastore_urls(path: Path) -> list[str]:
-    """The metastore URL of the config, or each distinct one of a folder's configs."""
+def _metastores(path: Path) -> list[tuple[str, MetastorePooling]]:
+    """The metastore URL and pooling of the config, or each distinct pair of a folder's
+    configs."""
     from pipeline_core.cli._output import open_operations
 
     files = sorted(p for p in path.glob("*.yaml") if p.is_file()) if path.is_dir() else [path]
@@ -104,5 +108,5 @@ def _metastore_urls(path: Path) -> list[str]:
         from pipeline_core.errors import ConfigError
 
         raise ConfigError(str(path), ["no pipeline config (*.yaml) in the folder"])
-    urls = [open_operations(file, migrate=False).config.metastore_url for file in files]
-    return list(dict.fromkeys(urls))
+    configs = [open_operations(file, migrate=False).config for file in files]
+    return list(dict.fromkeys((c.metastore_url, c.metastore.pooling) for c in configs))

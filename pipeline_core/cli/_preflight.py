@@ -39,7 +39,7 @@ def preflight(config: PipelineConfig) -> list[Check]:
     checks.append(check_folder("data_dir", config.data_dir))
     checks += check_staging(config)
     checks.append(check_lake(config))
-    metastore = check_metastore(config.metastore_url)
+    metastore = check_metastore(config.metastore_url, config.metastore.pooling)
     checks.append(metastore)
     if metastore.ok:
         checks.append(check_catalog(config))

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline_core._metastore_pooling import MetastorePooling, apply_pooling
 from pipeline_core.cli._check import Check, CheckStatus
 from pipeline_core.cli._preflight_files import unwritable
 from pipeline_core.config import PipelineConfig, mask_url_passwords
@@ -46,8 +47,9 @@ def metastore_url_problem(url: str) -> str | None:
     return None
 
 
-def check_metastore(url: str) -> Check:
-    """Reachable, and at which migration; nothing created or migrated."""
+def check_metastore(url: str, pooling: MetastorePooling = MetastorePooling.NONE) -> Check:
+    """Reachable (through a pooler, ``pooling``), and at which migration; nothing created or
+    migrated."""
     from pipeline_core.errors import MetastoreError, MetastoreNotReadyError
     from pipeline_core.metastore import Metastore, redacted_url
 
@@ -56,7 +58,7 @@ def check_metastore(url: str) -> Check:
         return Check("metastore", CheckStatus.INVALID, f"metastore.url: {problem}")
     where = redacted_url(url)
     try:
-        metastore = Metastore.connect(_with_connect_timeout(url))
+        metastore = Metastore.connect(_with_connect_timeout(url), pooling=pooling)
         try:
             version = metastore.schema_version()
         finally:
@@ -90,6 +92,7 @@ def check_catalog(config: PipelineConfig) -> Check:
             warehouse=warehouse_uri(config.lake_warehouse),
             init_catalog_tables="false",
         )
+        apply_pooling(catalog.engine, config.metastore.pooling)
         try:
             tables = [name for _, name in catalog.list_tables(namespace)]
         except NoSuchNamespaceError:

@@ -87,10 +87,11 @@ class ControlLoop:
 
     Leases are looked at once a second (``CONTROL_POLL_SECONDS``) and renewed when due. The
     thread waits on each metastore's :class:`RequestProbe` (its descriptor: inotify on SQLite's
-    folder, PostgreSQL's ``LISTEN`` socket; a probe without one is asked every
-    ``REQUEST_PROBE_SECONDS``), which tells cheaply whether a request may have arrived, and
-    only then is the metastore queried for requests, at once; besides, it is queried every
-    ``REQUEST_QUERY_SECONDS`` if its probe has a descriptor, else once a second
+    folder, PostgreSQL's ``LISTEN`` socket; behind a transaction-mode pooler, a small query
+    every half second; another probe without one is asked every ``REQUEST_PROBE_SECONDS``),
+    which tells cheaply whether a request may have arrived, and only then is the metastore
+    queried for requests, at once; besides, it is queried every ``REQUEST_QUERY_SECONDS`` if
+    its probe sees every request (a descriptor, or a query), else once a second
     (:class:`RequestWatch` decides). A metastore
     that fails is logged and tried again at a later turn: nothing ends the loop but
     :meth:`stop`.
@@ -268,7 +269,7 @@ class ControlLoop:
         watched = self._watching.pipelines
         # The probes are asked at every turn: a poll asks a metastore whose probe wakes the
         # thread only every REQUEST_QUERY_SECONDS.
-        probed = self._requests.changed(p.metastore for p in watched)
+        probed = self._requests.changed((p.metastore for p in watched), time.monotonic())
         if not watched or not (polling or probed):
             return
         self._waiting_since = time.monotonic()  # a query that hangs shows

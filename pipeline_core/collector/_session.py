@@ -22,7 +22,7 @@ from pipeline_core._compat import StrEnum
 from pipeline_core.collector._collector import Collector
 from pipeline_core.collector._results import CollectorResult
 from pipeline_core.config import PipelineConfig
-from pipeline_core.metastore import Metastore
+from pipeline_core.metastore import Metastore, MetastorePooling
 
 
 class StopCause(StrEnum):
@@ -35,12 +35,12 @@ class StopCause(StrEnum):
 
 
 class CollectorSession:
-    """A collector serving ``configs``, each pipeline on its config's metastore (one connection
-    per metastore URL, closed when the run ends)."""
+    """A collector serving ``configs``, each pipeline on its config's metastore (one engine
+    per metastore URL and pooling, closed when the run ends)."""
 
     def __init__(self, configs: Iterable[PipelineConfig] = ()) -> None:
         self.collector = Collector()
-        self._metastores: dict[str, Metastore] = {}
+        self._metastores: dict[tuple[str, MetastorePooling], Metastore] = {}
         self._stopped_by: StopCause | None = None
         try:
             for config in configs:
@@ -109,7 +109,7 @@ class CollectorSession:
                 return
 
     def _metastore(self, config: PipelineConfig) -> Metastore:
-        url = config.metastore_url
-        if url not in self._metastores:
-            self._metastores[url] = Metastore.open(url)
-        return self._metastores[url]
+        key = (config.metastore_url, config.metastore.pooling)
+        if key not in self._metastores:
+            self._metastores[key] = Metastore.open(key[0], pooling=key[1])
+        return self._metastores[key]

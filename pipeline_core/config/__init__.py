@@ -6,6 +6,7 @@ come from the environment (``$$`` is a ``$``); whatever is printed about a confi
 :meth:`PipelineConfig.masked`, which hides the values of secret variables and URL passwords.
 """
 
+from pipeline_core._metastore_pooling import METASTORE_POOLING_ENV, MetastorePooling
 from pipeline_core.config._collector import CollectorConfig
 from pipeline_core.config._description import describe_pipeline_config
 from pipeline_core.config._loader import METASTORE_URL_ENV, load_pipeline_config
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_SINK",
     "HOST_PATTERN",
     "MASK",
+    "METASTORE_POOLING_ENV",
     "METASTORE_URL_ENV",
     "SECRET_NAME_PARTS",
     "CollectorConfig",
@@ -57,6 +59,7 @@ __all__ = [
     "HttpSinkConfig",
     "LakeConfig",
     "MetastoreConfig",
+    "MetastorePooling",
     "MultilineConfig",
     "MultilinePreset",
     "NullSinkConfig",

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from pipeline_core._metastore_pooling import METASTORE_POOLING_ENV, MetastorePooling
 from pipeline_core.config._interpolation import interpolate
 from pipeline_core.config._pipeline import PipelineConfig, SinkConfig
 from pipeline_core.config._secrets import MASK, SecretMask, is_credential_header, looks_secret
@@ -29,13 +30,15 @@ def load_pipeline_config(
     ``pipeline_core.config._interpolation``). Relative paths (globs, data/staging/lake folders,
     a relative SQLite file) resolve against the folder of the file; an ``exclude`` pattern
     without a separator is a file name and stays as written. ``$SLUICE_METASTORE_URL``
-    overrides the metastore URL. The config's :meth:`~PipelineConfig.masked` hides the values
-    of secret variables and URL passwords in text about it.
+    overrides the metastore URL, ``$SLUICE_METASTORE_POOLING`` its ``pooling``. The config's
+    :meth:`~PipelineConfig.masked` hides the values of secret variables and URL passwords in
+    text about it.
 
     Raises:
         ConfigError: the file is missing or unreadable, is not YAML, names a variable that is
-            not set (and has no default), or does not validate; the message names the file,
-            each offending key and what was expected, never a secret.
+            not set (and has no default), or does not validate (``$SLUICE_METASTORE_POOLING``
+            too); the message names the file, each offending key and what was expected, never
+            a secret.
     """
     file = Path(path).expanduser().resolve()
     try:
@@ -114,8 +117,24 @@ def _resolve(config: PipelineConfig, file: Path) -> PipelineConfig:
     url = os.environ.get(METASTORE_URL_ENV) or config.metastore.url
     if url and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
         url = f"sqlite:///{absolute(url.removeprefix('sqlite:///'))}"
-    update["metastore"] = config.metastore.model_copy(update={"url": url})
+    update["metastore"] = config.metastore.model_copy(
+        update={"url": url, "pooling": _pooling(config.metastore.pooling, file)}
+    )
     return config.model_copy(update=update)
+
+
+def _pooling(configured: MetastorePooling, file: Path) -> MetastorePooling:
+    """``metastore.pooling``, or ``$SLUICE_METASTORE_POOLING`` when it is set."""
+    value = os.environ.get(METASTORE_POOLING_ENV)
+    if not value:
+        return configured
+    try:
+        return MetastorePooling(value)
+    except ValueError:
+        choices = ", ".join(pooling.value for pooling in MetastorePooling)
+        raise ConfigError(
+            str(file), [f"${METASTORE_POOLING_ENV}: expected one of {choices} (got {value!r})"]
+        ) from None
 
 
 def _resolve_sink(sink: SinkConfig, absolute: Callable[[Path | str], Path]) -> SinkConfig:

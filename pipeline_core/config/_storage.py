@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
+from pipeline_core._metastore_pooling import MetastorePooling
 from pipeline_core.config._base import _Strict
 from pipeline_core.storage import StorageLocation
 
@@ -113,6 +114,16 @@ class MetastoreConfig(_Strict):
     url: str | None = None
     """SQLAlchemy URL. Default: SQLite file ``<data_dir>/sluice.db``. The environment variable
     ``SLUICE_METASTORE_URL`` overrides it."""
+    pooling: MetastorePooling = MetastorePooling.NONE
+    """What sits between Sluice and a PostgreSQL metastore: ``none`` (connections go to the
+    server, or through a session-mode pooler) or ``transaction`` (a transaction-mode pooler,
+    PgBouncer's ``pool_mode = transaction``, which gives a connection a server connection for
+    one transaction only). With ``transaction`` no statement is prepared on the server, and a
+    collector looks for checkpoint requests with a small query twice a second instead of
+    ``LISTEN`` (which a transaction-mode pooler does not carry); with ``none`` through such a
+    pooler, statements fail ("prepared statement ... does not exist") and requests wait for
+    the collector's 15-second look. SQLite ignores it. The environment variable
+    ``SLUICE_METASTORE_POOLING`` overrides it."""
     retain_days: Annotated[float, Field(gt=0)] = 30
     """Maintenance forgets a committed checkpoint this many days after its commit (and never
     before its staging is removed, ``handoff.retain_hours``): its rows, its batches' and their

@@ -126,7 +126,12 @@ __all__ = [
 
 def lake_location(config: PipelineConfig) -> LakeLocation:
     """Where the lake tables of ``config``'s pipeline are."""
-    return LakeLocation(config.metastore_url, config.lake_warehouse, config.lake_namespace)
+    return LakeLocation(
+        config.metastore_url,
+        config.lake_warehouse,
+        config.lake_namespace,
+        config.metastore.pooling,
+    )
 
 
 def summarize_lake(config: PipelineConfig) -> LakeSummary:

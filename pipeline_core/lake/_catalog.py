@@ -16,6 +16,7 @@ the catalog's database nor into a table's metadata.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import NameMapping
 from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType
 
+from pipeline_core._metastore_pooling import MetastorePooling, apply_pooling
 from pipeline_core.errors import LakeError, SchemaEvolutionError
 from pipeline_core.formats import ColumnType
 from pipeline_core.lake._schemas import (
@@ -63,6 +65,8 @@ class LakeLocation:
     """A local folder (a path, or a ``file://`` URL), or an object store's URL
     (``s3://bucket/prefix``...)."""
     namespace: str
+    catalog_pooling: MetastorePooling = MetastorePooling.NONE
+    """What sits between the catalog's connections and the database (``metastore.pooling``)."""
 
     def identifier(self, table: str) -> str:
         return f"{self.namespace}.{table}"
@@ -106,6 +110,7 @@ class LakeCatalog:
                 init_catalog_tables="false",
                 **store_properties(warehouse),
             )
+            apply_pooling(catalog.engine, location.catalog_pooling)
             with catalog.engine.connect() as connection:
                 migrated = sa.inspect(connection).has_table(CATALOG_TABLE)
         except Exception as exc:
@@ -116,7 +121,7 @@ class LakeCatalog:
                 f"the metastore {where} holds no lake catalog yet (table {CATALOG_TABLE}): "
                 "it is created when the metastore is migrated (`sluice db upgrade CONFIG`)"
             )
-        return cls(catalog, LakeLocation(location.catalog_url, warehouse, location.namespace))
+        return cls(catalog, dataclasses.replace(location, warehouse=warehouse))
 
     def close(self) -> None:
         self.catalog.engine.dispose()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline_core._landing_mode import LandingMode
+from pipeline_core._metastore_pooling import METASTORE_POOLING_ENV
 from pipeline_core.config import PipelineConfig
 from pipeline_core.landing._jar import java_functions_jar
 from pipeline_core.staging_contract import LAKE_SQL_CONF
@@ -31,6 +32,7 @@ SHIPPED_CORE_FILES = (
     "__init__.py",
     "_compat.py",
     "_landing_mode.py",
+    "_metastore_pooling.py",
     "errors.py",
     "staging_contract/*.py",
     "lake/*.py",
@@ -135,6 +137,7 @@ def landing_job_spec(
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             METASTORE_URL_ENV: config.metastore_url,
+            METASTORE_POOLING_ENV: config.metastore.pooling.value,
         },
         py_files=str(spark_jobs_archive(config.data_dir / "spark", write=write_archive)),
         jars=None if jar is None else str(jar),

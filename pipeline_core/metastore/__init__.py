@@ -15,13 +15,16 @@ deployments. Only this package touches the tables::
 A checkpoint's lifecycle is :class:`CheckpointState` with its legal moves
 (:data:`TRANSITIONS`): every state change is checked there, and whether a checkpoint can be
 landed is decided there. A lease names its holder as a :class:`LeaseHolder`, which the
-holder's machine can prove dead.
+holder's machine can prove dead. Behind a transaction-mode pooler (:class:`MetastorePooling`)
+nothing outlives a transaction: no statement is prepared on the server and collectors query
+for requests (:class:`QueryingRequestProbe`) instead of ``LISTEN``.
 """
 
+from pipeline_core._metastore_pooling import METASTORE_POOLING_ENV, MetastorePooling
 from pipeline_core.metastore._acker_trees import AckerTreeRepository
 from pipeline_core.metastore._batches import BatchRepository
 from pipeline_core.metastore._checkpoint_transitions import CheckpointTransitions
-from pipeline_core.metastore._checkpoints import CheckpointRepository
+from pipeline_core.metastore._checkpoints import REQUESTS_CHANNEL, CheckpointRepository
 from pipeline_core.metastore._files import FileRepository
 from pipeline_core.metastore._lease_holder import HolderLiveness, LeaseHolder, ProcessIdentity
 from pipeline_core.metastore._leases import LeaseRepository
@@ -55,10 +58,10 @@ from pipeline_core.metastore._records import (
 )
 from pipeline_core.metastore._repositories import Repositories
 from pipeline_core.metastore._request_probe import (
-    REQUESTS_CHANNEL,
     DataVersionRequestProbe,
     ListeningRequestProbe,
     PollingRequestProbe,
+    QueryingRequestProbe,
     RequestProbe,
     open_request_probe,
 )
@@ -68,6 +71,7 @@ from pipeline_core.metastore._values import as_utc, redacted_url, utcnow
 from pipeline_core.metastore._view import MetastoreView, open_view, view_of
 
 __all__ = [
+    "METASTORE_POOLING_ENV",
     "READ_PROGRESS_RETENTION",
     "REQUESTS_CHANNEL",
     "TRANSITIONS",
@@ -92,9 +96,11 @@ __all__ = [
     "LeaseRepository",
     "ListeningRequestProbe",
     "Metastore",
+    "MetastorePooling",
     "MetastoreView",
     "PollingRequestProbe",
     "ProcessIdentity",
+    "QueryingRequestProbe",
     "ReadProgressRecord",
     "ReadProgressRepository",
     "Repositories",

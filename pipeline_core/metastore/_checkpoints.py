@@ -14,10 +14,12 @@ from pipeline_core.errors import CheckpointError
 from pipeline_core.metastore import _schema as t
 from pipeline_core.metastore._lifecycle import CheckpointState
 from pipeline_core.metastore._records import CheckpointRecord
-from pipeline_core.metastore._request_probe import REQUESTS_CHANNEL
 from pipeline_core.metastore._values import as_utc, maybe_utc
 
 _LANDABLE = [state.value for state in CheckpointState if state.landable]
+
+REQUESTS_CHANNEL = "sluice_checkpoint_requests"
+"""The PostgreSQL ``NOTIFY`` channel of checkpoint requests (the payload is the pipeline)."""
 
 
 class CheckpointRepository:
@@ -107,6 +109,19 @@ class CheckpointRepository:
             for pipeline, checkpoint_id in self._connection.execute(query):
                 found[(pipeline, host)].append(int(checkpoint_id))
         return found
+
+    def requested_above(self, floor: int) -> tuple[int | None, list[int]]:
+        """The newest checkpoint id (None: none above ``floor``), and the ids above ``floor``
+        of the REQUESTED checkpoints, in one query over a range of the primary key (what
+        ``QueryingRequestProbe`` reads twice a second)."""
+        c = t.checkpoints.c
+        newest = sa.select(sa.func.max(c.id)).scalar_subquery()
+        query = sa.select(c.id, c.state).where(
+            c.id > floor, sa.or_(c.state == CheckpointState.REQUESTED.value, c.id == newest)
+        )
+        rows = self._connection.execute(query).all()
+        requested = [int(row.id) for row in rows if row.state == CheckpointState.REQUESTED.value]
+        return max((int(row.id) for row in rows), default=None), requested
 
     def state(self, checkpoint_id: int, *, lock: bool = False) -> CheckpointState | None:
         """The checkpoint's state; None when there is no such checkpoint.

@@ -15,6 +15,10 @@ asks the probe. The probe costs next to nothing when nothing happened:
   once-a-second query instead.
 * PostgreSQL: :class:`ListeningRequestProbe` ``LISTEN``s on :data:`REQUESTS_CHANNEL`;
   ``Metastore.request_checkpoint`` notifies it in the request's transaction.
+* PostgreSQL behind a transaction-mode pooler (``metastore.pooling: transaction``), which
+  carries no ``LISTEN``: :class:`QueryingRequestProbe` has no descriptor; asked every
+  :data:`LOOK_SECONDS`, it reads the ids of the newest requested checkpoints (a range of the
+  primary key) and says yes when one it has not seen appears.
 * Anything else: :class:`PollingRequestProbe` never signals; the once-a-second query finds
   requests.
 
@@ -33,7 +37,11 @@ from typing import Any
 
 from inotify_simple import INotify
 from inotify_simple import flags as inotify_flags
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from pipeline_core._metastore_pooling import MetastorePooling
+from pipeline_core.metastore._checkpoints import REQUESTS_CHANNEL, CheckpointRepository
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +49,17 @@ _COMMIT_EVENTS = inotify_flags.MODIFY | inotify_flags.CREATE | inotify_flags.MOV
 """What a commit does to the database's folder: writes the log (or the database), or makes a
 new log."""
 
-REQUESTS_CHANNEL = "sluice_checkpoint_requests"
-"""The PostgreSQL ``NOTIFY`` channel of checkpoint requests (the payload is the pipeline)."""
+LOOK_SECONDS = 0.5
+"""How often a :class:`QueryingRequestProbe` queries: a request waits half of it on average
+before its collector hears of it. Each look is one small query (one round trip, a range of
+the primary key: 0.13 ms on the server over 200,000 checkpoints, 0.5 ms with the collector's
+side, measured on the 2-core development machine): a hundred collectors behind one pooler
+send the server 200 a second."""
+
+REORDER_WINDOW = 1000
+"""How many checkpoint ids below the newest one seen a :class:`QueryingRequestProbe` reads
+again at each look: a request that commits after this many later requests were committed is
+left to the collector's safety-net query."""
 
 
 class RequestProbe(ABC):
@@ -67,6 +84,14 @@ class RequestProbe(ABC):
     def signals(self) -> bool:
         """Whether :meth:`changed` can ever say yes (a probe that cannot is never asked)."""
         return True
+
+    @property
+    def look_every(self) -> float | None:
+        """For a probe that reads the database itself when asked (no descriptor, but it sees
+        every request): how often to ask it, in seconds. Such a probe is as good as a
+        descriptor, so the metastore need be queried for requests only as a safety net. None:
+        ask it as often as the caller likes (a cheap look that may miss a request)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the probe's connection."""
@@ -212,13 +237,68 @@ class ListeningRequestProbe(RequestProbe):
         return connection
 
 
-def open_request_probe(engine: Engine) -> RequestProbe:
-    """The cheapest probe the engine's database offers."""
+class QueryingRequestProbe(RequestProbe):
+    """PostgreSQL behind a transaction-mode pooler: a small query every :data:`LOOK_SECONDS`
+    on a connection of its own (in autocommit: the pooler lends it a server connection for one
+    statement).
+
+    A request is a new row of ``sluice_checkpoints``. The probe keeps the ids of the REQUESTED
+    checkpoints it saw last and says yes when one it has not seen shows. It reads only the ids
+    above the newest one seen minus :data:`REORDER_WINDOW` (with the newest id, to move that
+    floor): ids are taken when a request inserts its row, and transactions may commit in
+    another order, so a request can show below the newest id already seen (two DAG runs
+    requesting at the same second); it is found as long as fewer than
+    :data:`REORDER_WINDOW` later requests committed before it.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Connection | None = None
+        self._requested: set[int] | None = None
+        """The REQUESTED ids the last look read; None: not looked yet."""
+        self._newest = 0
+
+    @property
+    def look_every(self) -> float | None:
+        return LOOK_SECONDS
+
+    def changed(self) -> bool:
+        try:
+            if self._connection is None:
+                self._connection = self._engine.connect().execution_options(
+                    isolation_level="AUTOCOMMIT"
+                )
+            newest, requested = CheckpointRepository(self._connection).requested_above(
+                self._newest - REORDER_WINDOW
+            )
+        except SQLAlchemyError as exc:
+            log.debug("request probe cannot query: %s", exc)
+            self.close()
+            return True  # the caller's query reports the real error
+        seen, self._requested = self._requested, set(requested)
+        self._newest = max(self._newest, newest or 0)
+        return seen is None or not self._requested <= seen
+
+    def close(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                self._connection.close()
+            self._connection = None
+            self._requested = None
+
+
+def open_request_probe(
+    engine: Engine, pooling: MetastorePooling = MetastorePooling.NONE
+) -> RequestProbe:
+    """The cheapest probe the engine's database offers (behind a transaction-mode pooler,
+    ``pooling``: one that needs nothing to outlive a transaction)."""
     dialect = engine.dialect.name
     if dialect == "sqlite":
         database = engine.url.database
         if database and database != ":memory:" and not database.startswith("file:"):
             return DataVersionRequestProbe(database)
+    if dialect == "postgresql" and pooling is MetastorePooling.TRANSACTION:
+        return QueryingRequestProbe(engine)
     if dialect == "postgresql" and engine.dialect.driver == "psycopg":
         return ListeningRequestProbe(engine)
     return PollingRequestProbe()

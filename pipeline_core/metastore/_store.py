@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline_core._file_modes import make_private_dirs, open_private
+from pipeline_core._metastore_pooling import MetastorePooling, apply_pooling
 from pipeline_core.errors import CheckpointError, MetastoreError, MetastoreNotReadyError
 from pipeline_core.metastore._checkpoint_transitions import CheckpointTransitions
 from pipeline_core.metastore._lifecycle import CheckpointState
@@ -46,22 +47,34 @@ class Metastore:
     (:class:`CheckpointState`); :meth:`request_checkpoint`, :meth:`seal` and
     :meth:`commit_checkpoint`, which many callers use, are here too.
 
+    ``pooling``: what sits between it and a PostgreSQL server (:class:`MetastorePooling`);
+    :meth:`open` and :meth:`connect` fit the engine to it, and :meth:`request_probe` follows
+    it.
+
     Threading model: the engine's pool makes the object safe to share between threads; the
     collector still keeps all its writes on its mailbox thread.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, pooling: MetastorePooling = MetastorePooling.NONE) -> None:
         self.engine = engine
+        self.pooling = pooling
         self.transitions = CheckpointTransitions(self._repositories)
         """Every change of a checkpoint (:class:`CheckpointTransitions`)."""
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True) -> Metastore:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        pooling: MetastorePooling = MetastorePooling.NONE,
+    ) -> Metastore:
         """Connect to ``url`` and migrate the schema (creating a SQLite file and its folder:
         0600 in 0700, see ``pipeline_core._file_modes``).
 
         ``migrate``: False for readers that must change nothing (``sluice status``): the
-        database is used as it is, and must exist at the newest migration.
+        database is used as it is, and must exist at the newest migration. ``pooling``: what
+        sits between Sluice and the server (``metastore.pooling``).
 
         Raises:
             MetastoreNotReadyError: ``migrate`` is False and the database does not exist or is
@@ -69,7 +82,7 @@ class Metastore:
             MetastoreError: the database cannot be reached or migrated.
         """
         if not migrate:
-            metastore = cls.connect(url)
+            metastore = cls.connect(url, pooling=pooling)
             try:
                 version = metastore.schema_version()
             except BaseException:
@@ -82,7 +95,7 @@ class Metastore:
                     "run `sluice db upgrade CONFIG` to migrate it"
                 )
             return metastore
-        metastore = cls.connect(url, create=True)
+        metastore = cls.connect(url, create=True, pooling=pooling)
         try:
             metastore.migrate()
         except BaseException:
@@ -91,17 +104,23 @@ class Metastore:
         return metastore
 
     @classmethod
-    def connect(cls, url: str, *, create: bool = False) -> Metastore:
+    def connect(
+        cls,
+        url: str,
+        *,
+        create: bool = False,
+        pooling: MetastorePooling = MetastorePooling.NONE,
+    ) -> Metastore:
         """Connect to ``url`` without migrating anything (:meth:`schema_version`,
         :meth:`migrate`). ``create``: make a SQLite file's folder; otherwise a SQLite file that
-        does not exist is refused rather than created.
+        does not exist is refused rather than created. ``pooling``: as for :meth:`open`.
 
         Raises:
             MetastoreNotReadyError: a SQLite file that does not exist, without ``create``.
             MetastoreError: the URL names no usable database driver.
         """
         try:
-            engine = sa.create_engine(url, pool_pre_ping=True)
+            engine = apply_pooling(sa.create_engine(url, pool_pre_ping=True), pooling)
             if engine.dialect.name == "sqlite":
                 database = engine.url.database
                 if database and database != ":memory:" and not database.startswith("file:"):
@@ -115,7 +134,7 @@ class Metastore:
                 _tune_sqlite(engine)
         except (SQLAlchemyError, OSError, ImportError) as exc:
             raise MetastoreError(f"cannot open the metastore {redacted_url(url)}: {exc}") from exc
-        return cls(engine)
+        return cls(engine, pooling)
 
     def schema_version(self) -> SchemaVersion:
         """The migration the database is at (nothing changed).
@@ -151,7 +170,7 @@ class Metastore:
     def request_probe(self) -> RequestProbe:
         """A cheap way to notice new checkpoint requests between queries (see
         :class:`RequestProbe`); the caller closes it."""
-        return open_request_probe(self.engine)
+        return open_request_probe(self.engine, self.pooling)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from pipeline_core._metastore_pooling import MetastorePooling, apply_pooling
 from pipeline_core.errors import MetastoreError
 from pipeline_core.metastore import (
     _schema as t,
@@ -80,12 +81,16 @@ class MetastoreView:
 
 
 @contextmanager
-def open_view(url: str) -> Iterator[MetastoreView | None]:
+def open_view(
+    url: str, pooling: MetastorePooling = MetastorePooling.NONE
+) -> Iterator[MetastoreView | None]:
     """A read-only view of the metastore at ``url``, or None when there is none yet.
 
     Nothing is ever created or migrated: a missing SQLite file, or a database without
     Sluice's tables, is "no metastore yet". The view holds one connection, outside any pool,
-    closed when the block ends; on PostgreSQL it reads one consistent snapshot.
+    closed when the block ends; on PostgreSQL it reads one consistent snapshot (one
+    transaction, which a transaction-mode pooler keeps on one server connection: ``pooling``,
+    ``metastore.pooling``).
 
     Raises:
         MetastoreError: the database cannot be reached or read (inside the block too).
@@ -97,7 +102,9 @@ def open_view(url: str) -> Iterator[MetastoreView | None]:
         yield None
         return
     timeout = {"timeout": CONNECT_TIMEOUT_S} if sqlite else {"connect_timeout": CONNECT_TIMEOUT_S}
-    engine = sa.create_engine(engine_url, poolclass=NullPool, connect_args=timeout)
+    engine = apply_pooling(
+        sa.create_engine(engine_url, poolclass=NullPool, connect_args=timeout), pooling
+    )
     try:
         with engine.connect() as connection:
             if not sqlite:

@@ -125,7 +125,7 @@ def take_snapshot(
         notes=notes,
     )
     try:
-        rows = _read_metastore(config.metastore_url, config.name, limit, now - progress_window)
+        rows = _read_metastore(config, limit, now - progress_window)
     except MetastoreError as exc:
         return snapshot.model_copy(update={"error": config.masked(str(exc))})
     if rows is None:
@@ -187,9 +187,10 @@ class _Rows:
     """Oldest first; None when the metastore's schema has no read progress yet."""
 
 
-def _read_metastore(url: str, pipeline: str, limit: int, since: datetime) -> _Rows | None:
+def _read_metastore(config: PipelineConfig, limit: int, since: datetime) -> _Rows | None:
     """The pipeline's rows; None when there is no metastore yet. Raises MetastoreError."""
-    with open_view(url) as view:
+    pipeline = config.name
+    with open_view(config.metastore_url, config.metastore.pooling) as view:
         if view is None:
             return None
         checkpoints = view.newest_checkpoints(pipeline, limit)
@@ -211,7 +212,7 @@ def checkpoint_of_run(config: PipelineConfig, run_id: str) -> CheckpointSnapshot
     Raises:
         MetastoreError: the metastore cannot be read.
     """
-    with open_view(config.metastore_url) as view:
+    with open_view(config.metastore_url, config.metastore.pooling) as view:
         record = view.checkpoint_of_run(config.name, run_id) if view is not None else None
         if view is None or record is None:
             return None

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from pipeline_core.config import METASTORE_POOLING_ENV, MetastorePooling
 from pipeline_core.lake import LakeLocation, LandingMode, open_lake
 from pipeline_core.landing import (
     METASTORE_URL_ENV,
@@ -122,6 +123,25 @@ def test_the_landing_specs_arguments_parse_back_into_its_checkpoints(tmp_path: P
     assert spec.application == str(REPO / "spark_jobs" / "land.py")
     assert spec.env_vars[entry_point.METASTORE_URL_ENV] == url
     assert METASTORE_URL_ENV == entry_point.METASTORE_URL_ENV
+    assert spec.env_vars[METASTORE_POOLING_ENV] == "none"
+
+
+def test_the_landing_job_reaches_its_catalog_as_the_config_says(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        "postgresql+psycopg://sluice@pgbouncer:6432/sluice",
+        metastore={
+            "url": "postgresql+psycopg://sluice@pgbouncer:6432/sluice",
+            "pooling": "transaction",
+        },
+        landing_jar=False,
+    )
+    spec = landing_job_spec(config, [LandingInput(3)], "run-1", LandingMode.APPEND)
+
+    assert entry_point.metastore_pooling(spec.env_vars) is MetastorePooling.TRANSACTION
+    assert entry_point.metastore_pooling({}) is MetastorePooling.NONE
+    with pytest.raises(SystemExit, match=METASTORE_POOLING_ENV):
+        entry_point.metastore_pooling({METASTORE_POOLING_ENV: "statement"})
 
 
 def test_main_needs_the_metastore_url_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,6 +276,7 @@ def test_the_shipped_archive_holds_everything_the_job_imports_of_sluice(tmp_path
             "pipeline_core",
             "pipeline_core._compat",
             "pipeline_core._landing_mode",
+            "pipeline_core._metastore_pooling",
             "pipeline_core.errors",
         )
         and not name.startswith(shipped)

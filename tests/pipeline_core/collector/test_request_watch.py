@@ -23,6 +23,22 @@ class SignallingProbe(RequestProbe):
         return True
 
 
+class PeriodicProbe(RequestProbe):
+    """A probe that reads the database itself on a period of its own (a query behind a
+    transaction-mode pooler): it sees every request, and counts its looks."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def changed(self) -> bool:
+        self.looks += 1
+        return True
+
+    @property
+    def look_every(self) -> float | None:
+        return 0.5
+
+
 class ProbedMetastore:
     def __init__(self, probe: RequestProbe) -> None:
         self.probe = probe
@@ -76,7 +92,7 @@ def test_should_look_every_so_often_at_a_probe_without_a_descriptor_that_can_sig
 
     assert watch.waiting([silent], 10.0) == ([], float("inf"))
     assert watch.waiting([silent, signalling], 10.0) == ([], 10.0 + REQUEST_PROBE_SECONDS)
-    assert watch.changed([silent, signalling]) == {id(signalling)}
+    assert watch.changed([silent, signalling], 10.0) == {id(signalling)}
 
 
 def test_should_ask_a_woken_metastore_only_now_and_then_and_others_at_every_poll(
@@ -96,11 +112,30 @@ def test_should_ask_a_woken_metastore_only_now_and_then_and_others_at_every_poll
         watch.close()
 
 
+def test_should_ask_a_probe_with_a_period_of_its_own_once_a_period_and_query_as_a_safety_net() -> (
+    None
+):
+    probe = PeriodicProbe()
+    metastore, _ = metastore_with(probe)
+    watch = RequestWatch(continuous=True)
+
+    assert watch.waiting([metastore], 10.0) == ([], 10.0)  # never asked: at once
+    assert watch.changed([metastore], 10.0) == {id(metastore)}
+    assert watch.waiting([metastore], 10.0) == ([], 10.5)
+    assert watch.changed([metastore], 10.2) == set()  # a turn for another reason: not asked
+    assert watch.changed([metastore], 10.5) == {id(metastore)}
+    assert probe.looks == 2
+
+    watch.asked(metastore, 10.0)
+    assert not watch.query_due(metastore, 11.0)  # not at every poll: the probe sees requests
+    assert watch.query_due(metastore, 10.0 + REQUEST_QUERY_SECONDS)
+
+
 def test_should_probe_nothing_in_one_shot_mode() -> None:
     metastore, fake = metastore_with(SignallingProbe())
     watch = RequestWatch(continuous=False)
 
     assert watch.waiting([metastore], 0.0) == ([], float("inf"))
-    assert watch.changed([metastore]) == set()
+    assert watch.changed([metastore], 0.0) == set()
     assert watch.query_due(metastore, 0.0)
     assert fake.probes_made == 0

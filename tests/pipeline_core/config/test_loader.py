@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from pipeline_core.config import (
+    METASTORE_POOLING_ENV,
     METASTORE_URL_ENV,
+    MetastorePooling,
     PipelineConfig,
     SourceFormat,
     StartPosition,
@@ -23,6 +25,7 @@ SOURCE: dict[str, Any] = {"name": "access", "paths": ["logs/access.log*"], "form
 @pytest.fixture(autouse=True)
 def no_metastore_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(METASTORE_URL_ENV, raising=False)
+    monkeypatch.delenv(METASTORE_POOLING_ENV, raising=False)
 
 
 def write(folder: Path, document: object, name: str = "pipeline.yaml") -> Path:
@@ -162,6 +165,40 @@ def test_should_let_the_environment_set_a_url_the_file_leaves_out(
     config = load_pipeline_config(write(tmp_path, minimal()))
 
     assert config.metastore_url == f"sqlite:///{tmp_path.resolve() / 'from-env.db'}"
+
+
+def test_should_say_the_metastore_is_reached_directly_unless_told_of_a_pooler(
+    tmp_path: Path,
+) -> None:
+    assert load_pipeline_config(write(tmp_path, minimal())).metastore.pooling is (
+        MetastorePooling.NONE
+    )
+    pooled = minimal(metastore={"url": "postgresql+psycopg://db/s", "pooling": "transaction"})
+
+    assert load_pipeline_config(write(tmp_path, pooled)).metastore.pooling is (
+        MetastorePooling.TRANSACTION
+    )
+
+
+def test_should_let_the_environment_override_the_metastore_pooling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, minimal(metastore={"pooling": "none"}))
+    monkeypatch.setenv(METASTORE_POOLING_ENV, "transaction")
+
+    assert load_pipeline_config(path).metastore.pooling is MetastorePooling.TRANSACTION
+
+    monkeypatch.setenv(METASTORE_POOLING_ENV, "statement")
+    error = config_error(path)
+    assert error.problems == [
+        "$SLUICE_METASTORE_POOLING: expected one of none, transaction (got 'statement')"
+    ]
+
+
+def test_should_name_the_poolings_a_file_may_give(tmp_path: Path) -> None:
+    error = config_error(write(tmp_path, minimal(metastore={"pooling": "session"})))
+
+    assert any(problem.startswith("metastore.pooling: ") for problem in error.problems)
 
 
 # -- invalid configs: the file, the key, what was expected ------------------------------------

@@ -8,12 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from pipeline_core.metastore import (
     DataVersionRequestProbe,
     ListeningRequestProbe,
     Metastore,
+    MetastorePooling,
     PollingRequestProbe,
+    QueryingRequestProbe,
     open_request_probe,
 )
 from pipeline_core.testing import holds_within
@@ -53,6 +56,48 @@ def test_should_use_the_cheapest_probe_of_the_database(
         probe.close()
 
 
+def test_should_query_behind_a_transaction_pooler_on_postgresql_only(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    probe = open_request_probe(metastore.engine, MetastorePooling.TRANSACTION)
+    try:
+        expected = (
+            DataVersionRequestProbe if metastore_url.startswith("sqlite") else QueryingRequestProbe
+        )
+        assert isinstance(probe, expected)
+    finally:
+        probe.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_notice_a_request_by_querying(metastore: Metastore, metastore_url: str) -> None:
+    probe = QueryingRequestProbe(metastore.engine)
+    requester = Metastore.open(metastore_url)
+    try:
+        assert probe.fileno() is None
+        assert probe.changed()  # the first call: nothing seen yet
+        assert not probe.changed()
+
+        requester.request_checkpoint(PIPELINE)
+
+        assert probe.changed()
+        assert not probe.changed()  # reported once
+    finally:
+        probe.close()
+        requester.close()
+
+
+def test_should_say_maybe_when_a_query_fails(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'gone' / 'sluice.db'}")  # no folder
+    probe = QueryingRequestProbe(engine)
+    try:
+        assert probe.changed()
+        assert probe.changed()  # still answers, never raises
+    finally:
+        probe.close()
+        engine.dispose()
+
+
 def test_should_poll_where_no_cheap_signal_exists() -> None:
     store = Metastore.open("sqlite://")  # in memory: no other connection can see it
     try:
@@ -81,16 +126,21 @@ def test_should_wake_a_waiter_on_its_descriptor_when_a_request_is_made(
 ) -> None:
     probe = metastore.request_probe()
     requester = Metastore.open(metastore_url)
+    request = threading.Timer(0.2, requester.request_checkpoint, args=(PIPELINE,))
     try:
         descriptor = probe.fileno()
         assert descriptor is not None
         probe.changed()  # the first look, which drains what came before
         assert select.select([descriptor], [], [], 0.3)[0] == []  # nothing happens: no wake
-        threading.Timer(0.2, requester.request_checkpoint, args=(PIPELINE,)).start()
+        request.start()
         started = time.monotonic()
         assert select.select([descriptor], [], [], 10.0)[0] == [descriptor]
         assert time.monotonic() - started < 5.0
         assert holds_within(probe.changed, 5.0, 0.01)
     finally:
+        # The request reads its checkpoint back after its commit woke the probe: it ends
+        # before its database is dropped.
+        if request.is_alive():
+            request.join(timeout=10)
         probe.close()
         requester.close()
