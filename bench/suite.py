@@ -3,6 +3,7 @@ users would pick instead, in one run, one table.
 
     .venv/bin/python -m bench.suite [--quick] [--only CASE ...] [--runs N]
         [--tail-seconds S] [--huge] [--no-profile] [--no-spark-submit]
+        [--fleet-sizes N ...] [--fleet-minutes M]
 
 Cases (``--only`` takes the numbers or the names):
 
@@ -25,6 +26,7 @@ Cases (``--only`` takes the numbers or the names):
  16   manyfiles    10,000 files in 1,000 folders, 1 % written, containers coming and going
  17   metadata     a table's metadata over 2,000 landings' commits with maintenance
  18   formats      landing python_logging, spark_log4j, syslog_rfc5424 vs Spark's own parse
+ 20   fleet        1-64 collectors of one pipeline on one PostgreSQL, a checkpoint every 30 s
 ====  ===========  ===================================================================
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
@@ -49,6 +51,7 @@ from bench import common
 from bench.cases import (
     acker_metastore,
     checkpoint_latency,
+    fleet,
     formats,
     freshness,
     idle_pipelines,
@@ -87,6 +90,7 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "16": ("manyfiles", many_files.run),
     "17": ("metadata", lake_metadata.run),
     "18": ("formats", formats.run),
+    "20": ("fleet", fleet.run),
 }
 
 
@@ -109,6 +113,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="cases 3, 9, 10: skip timing the landing job through spark-submit",
     )
+    parser.add_argument(
+        "--fleet-sizes",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="case 20: the numbers of collectors (default 1 8 32 64, quick 1 4)",
+    )
+    parser.add_argument(
+        "--fleet-minutes",
+        type=float,
+        metavar="M",
+        help="case 20: the measured window per number of collectors (default 3, quick 1)",
+    )
     return parser.parse_args(argv)
 
 
@@ -121,7 +138,7 @@ def selected(only: list[str] | None) -> list[str]:
         number = item if item in CASES else by_name.get(item)
         if number is None:
             raise SystemExit(
-                f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-{len(CASES)}"
+                f"unknown case {item!r}; cases: {', '.join(by_name)} or {', '.join(CASES)}"
             )
         chosen.append(number)
     return sorted(set(chosen), key=int)
@@ -146,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         profile=not args.no_profile,
         huge=args.huge,
         spark_submit=not args.no_spark_submit,
+        fleet_sizes=tuple(args.fleet_sizes or ()),
+        fleet_minutes=args.fleet_minutes,
     )
     meta: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
