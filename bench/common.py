@@ -120,6 +120,10 @@ class Context:
     spark_submit: bool = True
     soak_minutes: float | None = None
     """Case 19's length (``--soak-minutes``); None: its default."""
+    fleet_sizes: tuple[int, ...] = ()
+    """Case 20's fleet sizes (empty: the case's own)."""
+    fleet_minutes: float | None = None
+    """Case 20's window per fleet size (None: the case's own)."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Figures one case measured that another may reuse in the same run."""
     _spark: SparkSession | None = None

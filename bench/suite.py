@@ -3,6 +3,7 @@ users would pick instead, in one run, one table.
 
     .venv/bin/python -m bench.suite [--quick] [--only CASE ...] [--runs N]
         [--tail-seconds S] [--huge] [--no-profile] [--no-spark-submit]
+        [--fleet-sizes N ...] [--fleet-minutes M]
 
 Cases (``--only`` takes the numbers or the names):
 
@@ -26,9 +27,10 @@ Cases (``--only`` takes the numbers or the names):
  17   metadata     a table's metadata over 2,000 landings' commits with maintenance
  18   formats      landing python_logging, spark_log4j, syslog_rfc5424 vs Spark's own parse
  19   soak         an hour of tailing, rotation, landings and maintenance: nothing grows
+ 20   fleet        1-64 collectors of one pipeline on one PostgreSQL, a checkpoint every 30 s
 ====  ===========  ===================================================================
 
-Case 19 (an hour by default) runs only when ``--only`` names it.
+Cases 19 (an hour) and 20 (about 20 minutes) run only when ``--only`` names them.
 
 Every case runs ``--runs`` times (3; 2 with ``--quick``); the table shows medians with
 min-max and the ratios against the baselines measured in the same run, and the same figures
@@ -52,6 +54,7 @@ from bench import common
 from bench.cases import (
     acker_metastore,
     checkpoint_latency,
+    fleet,
     formats,
     freshness,
     idle_pipelines,
@@ -92,9 +95,10 @@ CASES: dict[str, tuple[str, Callable[[Context], list[Row]]]] = {
     "17": ("metadata", lake_metadata.run),
     "18": ("formats", formats.run),
     "19": ("soak", soak.run),
+    "20": ("fleet", fleet.run),
 }
-NAMED_ONLY = {"19"}
-"""Cases a run without ``--only`` leaves out: they take an hour or more."""
+NAMED_ONLY = {"19", "20"}
+"""Cases a run without ``--only`` leaves out: they take from 20 minutes to an hour or more."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -119,6 +123,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="cases 3, 9, 10: skip timing the landing job through spark-submit",
     )
+    parser.add_argument(
+        "--fleet-sizes",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="case 20: the numbers of collectors (default 1 8 32 64, quick 1 4)",
+    )
+    parser.add_argument(
+        "--fleet-minutes",
+        type=float,
+        metavar="M",
+        help="case 20: the measured window per number of collectors (default 3, quick 1)",
+    )
     return parser.parse_args(argv)
 
 
@@ -131,7 +148,7 @@ def selected(only: list[str] | None) -> list[str]:
         number = item if item in CASES else by_name.get(item)
         if number is None:
             raise SystemExit(
-                f"unknown case {item!r}; cases: {', '.join(by_name)} or 1-{len(CASES)}"
+                f"unknown case {item!r}; cases: {', '.join(by_name)} or {', '.join(CASES)}"
             )
         chosen.append(number)
     return sorted(set(chosen), key=int)
@@ -157,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         huge=args.huge,
         spark_submit=not args.no_spark_submit,
         soak_minutes=args.soak_minutes,
+        fleet_sizes=tuple(args.fleet_sizes or ()),
+        fleet_minutes=args.fleet_minutes,
     )
     meta: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
