@@ -137,10 +137,7 @@ def record_samples(
     for batch in by_metastore.values():
         try:
             batch[0][0].metastore.record_read_progress_many(
-                [
-                    (sampler.pipeline, sample.record, sampler.retention)
-                    for sampler, sample in batch
-                ]
+                [(sampler.pipeline, sample.record, sampler.retention) for sampler, sample in batch]
             )
         except Exception as exc:  # counted again in the next samples
             log.warning(
