@@ -195,6 +195,7 @@ class CheckpointCoordinator:
         for tracked in watcher.files:
             if tracked.fingerprint in offsets:
                 tracked.mark_sealed(offsets[tracked.fingerprint])
+        watcher.note_change()
         result = SealedCheckpoint(
             sealed.checkpoint_id,
             batch_id,

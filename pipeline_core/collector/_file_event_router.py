@@ -157,6 +157,7 @@ class FileEventRouter:
                     runtime.reader.look_at(tracked)
             if changes.change & FileChange.SCAN and changes.folders is None:
                 runtime.reader.look_at(None)  # events were lost: any file may have changed
+            runtime.watcher.note_change()  # sizes: bytes written, unread yet, show at once
             written = self._needs_scan(runtime, changes.written)
             folders: set[str] | None = written
             if changes.change & FileChange.SCAN:

@@ -122,11 +122,13 @@ class TimeSlicedReader:
             self._cursor %= len(files)
             tracked = files[self._cursor]
             chunk = self._read(tracked, rotated_grace, flush)
+            self._watcher.note_change()  # the file was looked at: it may show otherwise
             if chunk is None:
                 idle_in_a_row += 1
             else:
                 if not publish(chunk):
                     tracked.unread(chunk)
+                    self._watcher.note_change()
                     return SliceResult(chunks, nbytes, lines, blocked=True, caught_up=False)
                 idle_in_a_row = 0
                 chunks += 1
@@ -150,13 +152,27 @@ class TimeSlicedReader:
             return TurnResult(None, blocked=False, caught_up=True)
         self._cursor %= len(files)
         tracked = files[self._cursor]
+        try:
+            return self._turn(tracked, len(files), publish, rotated_grace, flush)
+        finally:
+            self._watcher.note_change()  # the file was looked at: it may show otherwise
+
+    def _turn(
+        self,
+        tracked: TrackedFile,
+        in_round: int,
+        publish: Publish,
+        rotated_grace: float,
+        flush: bool,
+    ) -> TurnResult:
+        """:meth:`read_turn`'s look at ``tracked``, one of ``in_round`` files."""
         chunk = self._read(tracked, rotated_grace, flush)
         if chunk is None:
             self._idle_turns += 1
             self._cursor += 1
             if self.event_driven and _may_rest(tracked):
                 tracked.quiet = True
-            caught_up = self._idle_turns >= len(files)
+            caught_up = self._idle_turns >= in_round
             if caught_up:
                 # The next call starts a whole round (event-driven, without the files found
                 # quiet): a wake-up looks at every file in it, not at one.

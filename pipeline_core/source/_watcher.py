@@ -119,6 +119,17 @@ class FileWatcher:
         )
         self.scans = 0
         """Scans so far: a reader's "caught up" holds only for the files of the last one."""
+        self.generation = 0
+        """Bumped by the owner after anything that may change what its files show (offsets,
+        states, paths, sizes, the files themselves): see :meth:`note_change`."""
+
+    def note_change(self) -> None:
+        """What the files show may have changed: a read, a seal, a scan, a file event naming
+        them (their sizes). Called by the owner after the change, so that a reader on another
+        thread that saw the new :attr:`generation` sees the change too; a reader that keeps
+        what it made of the files while the generation stays the same (the metrics snapshot)
+        need not look at them again."""
+        self.generation += 1
 
     @property
     def sources(self) -> list[SourceConfig]:
@@ -200,6 +211,7 @@ class FileWatcher:
             return []
         self._files.forget(forgotten)
         self._readable = None
+        self.note_change()
         for tracked in forgotten:
             log.info(
                 "forgetting %s (%s): rotated away and sealed to its end, offset %d",
@@ -269,3 +281,4 @@ class FileWatcher:
             self._files.end_scan()
             self._budget.end_scan()
             self.last_scan_seconds = time.perf_counter() - started
+            self.note_change()

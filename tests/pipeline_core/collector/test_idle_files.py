@@ -15,7 +15,7 @@ import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.metastore import Metastore
-from pipeline_core.source import FileWatcher
+from pipeline_core.source import FileWatcher, TrackedFile
 from pipeline_core.testing import RecordingSink, append, lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 from tests.support.descriptors import open_under
@@ -239,3 +239,44 @@ def test_should_save_the_acker_snapshots_of_many_pipelines_in_one_transaction(
         wait_until(lambda: any(len(names) == 4 for names in transactions), 10)
     finally:
         tailing.stop()
+
+
+@pytest.mark.timeout(60)
+def test_should_not_look_at_the_files_of_a_pipeline_at_rest_for_each_metrics_snapshot(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot reuses what the last one showed of a pipeline's files while nothing they
+    show moved (no size asked of any file); bytes written while at rest show at once."""
+    sized: list[str] = []
+    size = TrackedFile.size
+
+    def counted(self: TrackedFile) -> int:
+        sized.append(self.path)
+        return size(self)
+
+    monkeypatch.setattr(TrackedFile, "size", counted)
+    config = with_stub_group(tmp_path, metastore_url, pattern="logs/*.log")
+    logs = tmp_path / "logs"
+    for index in range(5):
+        append(logs / f"f{index}.log", *lines(f"f{index}", 5))
+    sink = RecordingSink("stub")
+    collector = Collector(config, metastore, sinks={"stub": sink})
+    tailing = tail(collector)
+    try:
+        wait_until(lambda: sum(m.lines_read for m in collector.metrics()) == 25, 20)
+        time.sleep(0.5)
+        collector.metrics()
+        before = len(sized)
+        for _ in range(10):
+            (shown,) = collector.metrics()
+        at_rest = len(sized) - before
+        append(logs / "f2.log", b"later")
+        wait_until(lambda: collector.metrics()[0].lines_read == 26, 10)
+        (after,) = collector.metrics()
+    finally:
+        tailing.stop()
+
+    assert at_rest == 0  # 50 without
+    assert shown.unread_bytes == 0 and len(shown.files) == 5
+    sizes = {file.path: file.size for file in after.files}
+    assert sizes[str(logs / "f2.log")] == (logs / "f2.log").stat().st_size
