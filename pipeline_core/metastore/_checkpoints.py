@@ -114,14 +114,7 @@ class CheckpointRepository:
         """The newest checkpoint id (None: none above ``floor``), and the ids above ``floor``
         of the REQUESTED checkpoints, in one query over a range of the primary key (what
         ``QueryingRequestProbe`` reads twice a second)."""
-        c = t.checkpoints.c
-        newest = sa.select(sa.func.max(c.id)).scalar_subquery()
-        query = sa.select(c.id, c.state).where(
-            c.id > floor, sa.or_(c.state == CheckpointState.REQUESTED.value, c.id == newest)
-        )
-        rows = self._connection.execute(query).all()
-        requested = [int(row.id) for row in rows if row.state == CheckpointState.REQUESTED.value]
-        return max((int(row.id) for row in rows), default=None), requested
+        return newest_and_requested(self._connection.execute(requested_above_query(floor)).all())
 
     def state(self, checkpoint_id: int, *, lock: bool = False) -> CheckpointState | None:
         """The checkpoint's state; None when there is no such checkpoint.
@@ -272,3 +265,21 @@ def _record(row: Any) -> CheckpointRecord:
         error=row.error,
         data_interval=(start, end) if start is not None and end is not None else None,
     )
+
+
+def requested_above_query(floor: int) -> sa.Select[tuple[int, str]]:
+    """:meth:`CheckpointRepository.requested_above`'s query (``id``, ``state``), also run by
+    the SQLite request probe on a ``sqlite3`` connection of its own."""
+    c = t.checkpoints.c
+    newest = sa.select(sa.func.max(c.id)).scalar_subquery()
+    return sa.select(c.id, c.state).where(
+        c.id > floor, sa.or_(c.state == CheckpointState.REQUESTED.value, c.id == newest)
+    )
+
+
+def newest_and_requested(rows: Iterable[Sequence[Any]]) -> tuple[int | None, list[int]]:
+    """From :func:`requested_above_query`'s rows: the newest id (None: no row) and the
+    REQUESTED ids."""
+    rows = list(rows)
+    requested = [int(row[0]) for row in rows if row[1] == CheckpointState.REQUESTED.value]
+    return max((int(row[0]) for row in rows), default=None), requested

@@ -12,7 +12,12 @@ asks the probe. The probe costs next to nothing when nothing happened:
   connection commits. (The query alone, 50 times a second, was most of an idle collector's
   CPU: it takes SQLite's file locks.) A commit that left both files' size and time as they were
   (within the file system's timestamp granularity, after the log was reset) is found by the
-  once-a-second query instead.
+  once-a-second query instead. A commit is a request only when it adds one: the probe then
+  reads the ids of the newest REQUESTED checkpoints, as :class:`QueryingRequestProbe` does,
+  and says yes only when one it has not seen shows. Every commit to the database changes the
+  version, the collector's own included (lease renewals, read-progress samples, seals) and
+  those of every other collector sharing it: each made its control thread ask for every
+  pipeline's waiting requests (PostgreSQL's probe hears of requests alone).
 * PostgreSQL: :class:`ListeningRequestProbe` ``LISTEN``s on :data:`REQUESTS_CHANNEL`;
   ``Metastore.request_checkpoint`` notifies it in the request's transaction.
 * PostgreSQL behind a transaction-mode pooler (``metastore.pooling: transaction``), which
@@ -38,10 +43,16 @@ from typing import Any
 from inotify_simple import INotify
 from inotify_simple import flags as inotify_flags
 from sqlalchemy import Connection, Engine
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite as sqlite_dialect
 from sqlalchemy.exc import SQLAlchemyError
 
 from pipeline_core._metastore_pooling import MetastorePooling
-from pipeline_core.metastore._checkpoints import REQUESTS_CHANNEL, CheckpointRepository
+from pipeline_core.metastore._checkpoints import (
+    REQUESTS_CHANNEL,
+    CheckpointRepository,
+    newest_and_requested,
+    requested_above_query,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +120,15 @@ class PollingRequestProbe(RequestProbe):
 
 
 class DataVersionRequestProbe(RequestProbe):
-    """SQLite: ``PRAGMA data_version`` of a dedicated connection to the metastore file."""
+    """SQLite: ``PRAGMA data_version`` of a dedicated connection to the metastore file, then,
+    when another connection committed, the REQUESTED checkpoints' ids (a range of the primary
+    key, see :class:`QueryingRequestProbe`): a commit that added no request is no news."""
 
     def __init__(self, database: str) -> None:
         self._database = database
         self._connection: sqlite3.Connection | None = None
         self._version: int | None = None
+        self._requests = _NewRequests()
         self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
         self._events: INotify | None = None
         self._watching = False
@@ -148,16 +162,23 @@ class DataVersionRequestProbe(RequestProbe):
         try:
             if self._connection is None:
                 self._connection = sqlite3.connect(self._database, isolation_level=None)
-            version = int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+            connection = self._connection
+            version = int(connection.execute("PRAGMA data_version").fetchone()[0])
         except sqlite3.Error as exc:
             log.debug("request probe on %s: %s", self._database, exc)
             self.close()
             return True
         seen, self._version = self._version, version
-        if seen != version:
-            self._stamp = stamp  # taken before the query: a commit after it changes the next
-            return True
-        return False
+        if seen == version:
+            return False
+        self._stamp = stamp  # taken before the query: a commit after it changes the next
+        try:
+            # On the connection whose version was read: a request committed after the
+            # version changes it again, so the next call reads the ids again.
+            return self._requests.appeared(connection)
+        except sqlite3.Error as exc:
+            log.debug("request probe on %s cannot read the requests: %s", self._database, exc)
+            return True  # the caller's query tells
 
     def close(self) -> None:
         if self._connection is not None:
@@ -166,10 +187,42 @@ class DataVersionRequestProbe(RequestProbe):
             self._connection = None
             self._version = None
             self._stamp = None
+            self._requests = _NewRequests()
         if self._events is not None:
             self._events.close()
             self._events = None
             self._watching = False
+
+
+class _NewRequests:
+    """The REQUESTED checkpoints' ids a SQLite probe saw last, and whether one appeared since:
+    :meth:`CheckpointRepository.requested_above`'s query, on the probe's own ``sqlite3``
+    connection (a request is a new row of ``sluice_checkpoints``; the ids above the newest one
+    seen minus :data:`REORDER_WINDOW` are read again, as transactions may commit out of id
+    order)."""
+
+    def __init__(self) -> None:
+        self._requested: set[int] | None = None
+        """The REQUESTED ids the last look read; None: not looked yet."""
+        self._newest = 0
+
+    def appeared(self, connection: sqlite3.Connection) -> bool:
+        """Whether a REQUESTED id not seen at the last look shows now (yes at the first).
+
+        Raises:
+            sqlite3.Error: the query failed (no schema yet, the database went away...).
+        """
+        query = requested_above_query(self._newest - REORDER_WINDOW).compile(
+            dialect=_SQLITE, compile_kwargs={"render_postcompile": True}
+        )
+        parameters = [query.params[name] for name in query.positiontup or ()]
+        newest, ids = newest_and_requested(connection.execute(query.string, parameters))
+        seen, self._requested = self._requested, set(ids)
+        self._newest = max(self._newest, newest or 0)
+        return seen is None or not self._requested <= seen
+
+
+_SQLITE = sqlite_dialect()
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:

@@ -372,3 +372,49 @@ def test_should_query_for_requests_only_now_and_then_when_the_probe_wakes_it(
         assert 2 <= metastore.queries <= 4
     else:
         assert metastore.queries >= 10
+
+
+@pytest.mark.timeout(60)
+def test_should_not_ask_for_requests_after_each_of_its_own_lease_renewals(
+    metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease renewal is a commit, which wakes the request probe (SQLite: inotify on the
+    database's folder, then its version changed); only a commit that requests a checkpoint
+    makes the control thread ask the metastore for every pipeline's requests."""
+    monkeypatch.setattr(control_loop, "CONTROL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(request_watch, "REQUEST_QUERY_SECONDS", 60.0)
+    queries: list[float] = []
+    renewals: list[float] = []
+    ask, renew = Metastore.unsealed_for_hosts, Metastore.acquire_leases
+
+    def asked(self: Metastore, pipelines: Iterable[tuple[str, str]]) -> object:
+        queries.append(time.monotonic())
+        return ask(self, pipelines)
+
+    def renewed(self: Metastore, leases: list[tuple[str, str, str, float]]) -> list[bool]:
+        granted = renew(self, leases)
+        renewals.append(time.monotonic())
+        return granted
+
+    monkeypatch.setattr(Metastore, "unsealed_for_hosts", asked)
+    monkeypatch.setattr(Metastore, "acquire_leases", renewed)
+    outbox = Outbox()
+    loop = outbox.loop()
+    loop.watch(WatchList((WatchedPipeline("web", "test-host", "me", metastore, 1.5),), 10.0))
+    requester = Metastore.open(metastore_url)
+    loop.start()
+    try:
+        wait_until(lambda: len(renewals) >= 1, 10)
+        time.sleep(0.3)  # the first query, at the start, is behind it
+        queried, renewed_before = len(queries), len(renewals)
+        time.sleep(2.5)
+        at_rest, renewed_at_rest = len(queries) - queried, len(renewals) - renewed_before
+        requested = requester.request_checkpoint("web").checkpoint_id
+        wait_until(lambda: ("web", requested) in outbox.requests, 5)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+        requester.close()
+
+    assert renewed_at_rest >= 3  # every 0.5 s
+    assert at_rest == 0  # one after each renewal before

@@ -144,3 +144,25 @@ def test_should_wake_a_waiter_on_its_descriptor_when_a_request_is_made(
             request.join(timeout=10)
         probe.close()
         requester.close()
+
+
+@pytest.mark.timeout(60)
+def test_should_not_take_a_commit_that_requests_nothing_for_a_request(
+    metastore: Metastore, metastore_url: str
+) -> None:
+    """Lease renewals commit every few seconds, the prober's own and other collectors': only
+    a new request is news (each yes costs a query for every pipeline's requests)."""
+    probe = metastore.request_probe()
+    other = Metastore.open(metastore_url)
+    try:
+        assert probe.changed()  # the first call: nothing seen yet
+        for store in (metastore, other, metastore):
+            assert store.acquire_lease(PIPELINE, "test-host", "me", 30.0)
+            assert not holds_within(probe.changed, 0.2, 0.01)
+
+        other.request_checkpoint(PIPELINE)
+
+        assert holds_within(probe.changed, 5.0, 0.01)
+    finally:
+        probe.close()
+        other.close()
