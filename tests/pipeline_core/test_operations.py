@@ -709,8 +709,8 @@ def test_should_share_one_metastore_between_the_reads_of_one_call(
     opened: list[Metastore] = []
     open_metastore = Metastore.open
 
-    def counted(url: str, *, migrate: bool = True) -> Metastore:
-        opened.append(open_metastore(url, migrate=migrate))
+    def counted(url: str, **options: Any) -> Metastore:
+        opened.append(open_metastore(url, **options))
         return opened[-1]
 
     monkeypatch.setattr(Metastore, "open", counted)
