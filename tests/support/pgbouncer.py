@@ -35,19 +35,32 @@ from tests.support.processes import find_programs, free_port, stop_group
 INSTALL_HINT = "install it with: bash scripts/pgbouncer.sh install"
 START_SECONDS = 15.0
 SERVER_CONNECTIONS = 3
-"""Server connections per database and user: fewer than the clients a collector and a test
-open, so that clients share them."""
+"""Server connections per database and user (the default): fewer than the clients a collector
+and a test open, so that clients share them."""
+CLIENT_CONNECTIONS = 200
+"""Client connections the pooler accepts at most (the default)."""
 SERVER_USER = "postgres"
 """Who runs pgbouncer when the tests run as root."""
 
 
 class PrivatePgBouncer:
     """A running pgbouncer (transaction pooling) in front of the server at ``server_url``;
-    ``url`` is the same database's SQLAlchemy URL through the pooler."""
+    ``url`` is the same database's SQLAlchemy URL through the pooler. ``server_connections``
+    is its pool per database and user (``default_pool_size``), ``client_connections`` the
+    clients it accepts at most (``max_client_conn``)."""
 
-    def __init__(self, folder: Path, server_url: str) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        server_url: str,
+        *,
+        server_connections: int = SERVER_CONNECTIONS,
+        client_connections: int = CLIENT_CONNECTIONS,
+    ) -> None:
         self.folder = folder
         self.server = sa.make_url(server_url)
+        self.server_connections = server_connections
+        self.client_connections = client_connections
         self.port = free_port()
         self.url = self.server.set(host="127.0.0.1", port=self.port).render_as_string(
             hide_password=False
@@ -59,6 +72,13 @@ class PrivatePgBouncer:
         """What pgbouncer wrote to its log file so far."""
         path = self.folder / "pgbouncer.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    @property
+    def pid(self) -> int:
+        """The running pgbouncer's process id (it holds every server connection)."""
+        if self._process is None:
+            raise RuntimeError("pgbouncer is not running")
+        return self._process.pid
 
     def start(self) -> None:
         binary = find_programs(("pgbouncer",), INSTALL_HINT)["pgbouncer"]
@@ -103,9 +123,9 @@ class PrivatePgBouncer:
                     "unix_socket_dir =",
                     "auth_type = trust",
                     f"auth_file = {self.folder / 'users.txt'}",
-                    f"default_pool_size = {SERVER_CONNECTIONS}",
+                    f"default_pool_size = {self.server_connections}",
                     "server_round_robin = 1",
-                    "max_client_conn = 200",
+                    f"max_client_conn = {self.client_connections}",
                     f"logfile = {self.folder / 'pgbouncer.log'}",
                     f"pidfile = {self.folder / 'pgbouncer.pid'}",
                     "",
@@ -140,12 +160,22 @@ class PrivatePgBouncer:
 
 
 @contextmanager
-def pgbouncer_in_front(server_url: str) -> Iterator[PrivatePgBouncer]:
+def pgbouncer_in_front(
+    server_url: str,
+    *,
+    server_connections: int = SERVER_CONNECTIONS,
+    client_connections: int = CLIENT_CONNECTIONS,
+) -> Iterator[PrivatePgBouncer]:
     """A started :class:`PrivatePgBouncer` in front of ``server_url``, stopped and its folder
     deleted when the block ends. The test fails (it is not skipped) when pgbouncer is not
     installed."""
     folder = Path(tempfile.mkdtemp(prefix="sluice-pgbouncer-", dir="/tmp"))
-    pooler = PrivatePgBouncer(folder, server_url)
+    pooler = PrivatePgBouncer(
+        folder,
+        server_url,
+        server_connections=server_connections,
+        client_connections=client_connections,
+    )
     try:
         pooler.start()
         yield pooler
