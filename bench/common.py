@@ -124,6 +124,8 @@ class Context:
     """Case 20's fleet sizes (empty: the case's own)."""
     fleet_minutes: float | None = None
     """Case 20's window per fleet size (None: the case's own)."""
+    fleet_pooler: bool = False
+    """Case 20's collectors reach PostgreSQL through a PgBouncer in transaction mode."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Figures one case measured that another may reuse in the same run."""
     _spark: SparkSession | None = None

@@ -1,11 +1,11 @@
 """The hosts of case 20's fleet: one pipeline config per host, the logs a writer appends to,
 and the ``sluice collect`` processes that serve them.
 
-Every host runs the same pipeline (one name, one metastore URL, one local staging folder) under
-its own ``collector.host``, with a data folder of its own and :data:`FILES_PER_HOST` logs. The
-writer is one thread of the suite: it appends a numbered nginx "combined" line to one file at a
-time, each file once every :data:`WRITE_EVERY_S`, and counts the lines it wrote per host (the
-first line of each file, which names it, included).
+Every host runs the same pipeline (one name, one metastore URL and ``metastore.pooling``, one
+local staging folder) under its own ``collector.host``, with a data folder of its own and
+:data:`FILES_PER_HOST` logs. The writer is one thread of the suite: it appends a numbered nginx
+"combined" line to one file at a time, each file once every :data:`WRITE_EVERY_S`, and counts
+the lines it wrote per host (the first line of each file, which names it, included).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from bench import common
+from pipeline_core.config import MetastorePooling
 
 PIPELINE = "fleet"
 FILES_PER_HOST = 3
@@ -32,14 +33,21 @@ STOP_TIMEOUT_S = 120.0
 
 
 class Fleet:
-    """``size`` hosts (``h000`` ...) under ``work``, their configs written, their logs made
-    with their first lines; no process started yet."""
+    """``size`` hosts (``h000`` ...) under ``work``, their configs written (``pooling``: what
+    sits between them and the metastore), their logs made with their first lines; no process
+    started yet."""
 
-    def __init__(self, work: Path, size: int, metastore_url: str) -> None:
+    def __init__(
+        self,
+        work: Path,
+        size: int,
+        metastore_url: str,
+        pooling: MetastorePooling = MetastorePooling.NONE,
+    ) -> None:
         self.work = work
         self.hosts = [f"h{index:03d}" for index in range(size)]
         self.configs = {
-            host: self.write_config(self.work / "hosts" / host, host, metastore_url)
+            host: self.write_config(self.work / "hosts" / host, host, metastore_url, pooling)
             for host in self.hosts
         }
         self.writer = LineWriter(
@@ -53,10 +61,20 @@ class Fleet:
     def logs(self, host: str) -> Path:
         return self.work / "hosts" / host / "logs"
 
-    def write_config(self, folder: Path, host: str, metastore_url: str) -> Path:
+    def write_config(
+        self,
+        folder: Path,
+        host: str,
+        metastore_url: str,
+        pooling: MetastorePooling = MetastorePooling.NONE,
+    ) -> Path:
         """``folder/pipeline.yaml``: the pipeline as ``host`` runs it, its metastore at
         ``metastore_url`` (what a reader that is no host opens has another role's URL: the
-        config's URL wins over any the reader is given)."""
+        config's URL wins over any the reader is given), ``metastore.pooling`` set when it is
+        not ``none``."""
+        metastore: dict[str, str] = {"url": metastore_url}
+        if pooling is not MetastorePooling.NONE:
+            metastore["pooling"] = pooling.value
         folder.mkdir(parents=True)
         document = {
             "name": PIPELINE,
@@ -69,7 +87,7 @@ class Fleet:
             ],
             "data_dir": str(folder / "data"),
             "handoff": {"staging_dir": str(self.work / "staging")},
-            "metastore": {"url": metastore_url},
+            "metastore": metastore,
             "collector": {"host": host},
             "schedule": None,
         }

@@ -1,7 +1,9 @@
 """What a PostgreSQL metastore server does for its clients, measured from outside them: the
 statements they run (``pg_stat_statements``), the connections each client process holds
 (``pg_stat_activity`` joined to the process's sockets in ``/proc``), and the server's CPU time
-(its processes' utime + stime in ``/proc``).
+(its processes' utime + stime in ``/proc``). With a connection pooler between the clients and
+the server (:class:`Pooler`), a client's connections are its sockets to the pooler, and the
+server's are the pooler's backends.
 
 The measuring side connects as a role of its own (:data:`OBSERVER_ROLE`), so that its reads of
 the statistics, and whatever else it asks the metastore, are told apart from the clients'
@@ -51,14 +53,28 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Pooler:
+    """A connection pooler the clients reach the server through: its process, which holds
+    the server connections, and the port the clients connect to."""
+
+    pid: int
+    port: int
+
+
+@dataclass(frozen=True)
 class Connections:
     """One look at the clients' connections."""
 
     by_process: dict[int, int]
     """Connections of the client role, by the process that holds them (every process asked
-    about is there, with 0 if it holds none)."""
+    about is there, with 0 if it holds none); through a pooler, each process's connections
+    to the pooler."""
     others: int
-    """Connections of the client role that none of those processes holds."""
+    """Connections of the client role on the server that none of those processes holds
+    (through a pooler: that the pooler does not hold)."""
+    server: int
+    """Connections of the client role on the server: through a pooler, its backends (and
+    :attr:`others`)."""
 
 
 class MetastoreLoad:
@@ -120,9 +136,10 @@ class MetastoreLoad:
             rows = connection.execute(query, {"role": self.client_role}).all()
         return [Statement(row[0], int(row[1]), float(row[2])) for row in rows]
 
-    def connections(self, pids: Iterable[int]) -> Connections:
+    def connections(self, pids: Iterable[int], through: Pooler | None = None) -> Connections:
         """The client role's connections now, by the process (of ``pids``) whose socket is
-        their other end."""
+        their other end; ``through``: the processes connect to that pooler, and the server's
+        connections are counted apart."""
         query = sa.text(
             "SELECT client_port FROM pg_stat_activity "
             "WHERE usename = :role AND client_port IS NOT NULL"
@@ -130,13 +147,20 @@ class MetastoreLoad:
         with self._connection() as connection:
             ports = {int(row[0]) for row in connection.execute(query, {"role": self.client_role})}
         local_ports = _local_ports_to(self.port)
+        if through is not None:
+            to_pooler = _local_ports_to(through.port)
+            by_process = {
+                pid: sum(1 for inode in _socket_inodes(pid) if inode in to_pooler) for pid in pids
+            }
+            pooled = {local_ports[i] for i in _socket_inodes(through.pid) if i in local_ports}
+            return Connections(by_process, len(ports - pooled), len(ports))
         by_process = {}
         matched: set[int] = set()
         for pid in pids:
             held = {local_ports[inode] for inode in _socket_inodes(pid) if inode in local_ports}
             by_process[pid] = len(held & ports)
             matched |= held
-        return Connections(by_process, len(ports - matched))
+        return Connections(by_process, len(ports - matched), len(ports))
 
     def server_pid(self) -> int:
         """The postmaster's process id (the parent of the observer's backend)."""

@@ -3,7 +3,7 @@ users would pick instead, in one run, one table.
 
     .venv/bin/python -m bench.suite [--quick] [--only CASE ...] [--runs N]
         [--tail-seconds S] [--huge] [--no-profile] [--no-spark-submit]
-        [--fleet-sizes N ...] [--fleet-minutes M]
+        [--fleet-sizes N ...] [--fleet-minutes M] [--fleet-pooler]
 
 Cases (``--only`` takes the numbers or the names):
 
@@ -136,6 +136,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="M",
         help="case 20: the measured window per number of collectors (default 3, quick 1)",
     )
+    parser.add_argument(
+        "--fleet-pooler",
+        action="store_true",
+        help="case 20: the collectors reach PostgreSQL through PgBouncer (transaction mode)",
+    )
     return parser.parse_args(argv)
 
 
@@ -176,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         soak_minutes=args.soak_minutes,
         fleet_sizes=tuple(args.fleet_sizes or ()),
         fleet_minutes=args.fleet_minutes,
+        fleet_pooler=args.fleet_pooler,
     )
     meta: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",

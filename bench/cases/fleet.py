@@ -31,6 +31,19 @@ checkpoints' batches exactly once (line counts per host). A size whose collector
 in the memory available is not run, nor measured when its collectors do not all hold their
 lease within the start timeout: its row says so.
 
+With ``--fleet-pooler`` the same sizes run with the collectors reaching the server through a
+real PgBouncer in transaction mode (``tests/support/pgbouncer.py``: started anew for each N,
+after the database; :data:`POOLER_SERVER_CONNECTIONS` server connections, room for
+:data:`POOLER_CLIENT_CONNECTIONS` clients) and ``metastore.pooling: transaction`` in the hosts'
+configs: no statement prepared, requests looked for with a query twice a second instead of
+``LISTEN``. The suite's own reads and requests still go to the server directly, as the observer
+role: they stay out of the pool and out of the figures, so the pooler's server connections are
+the collectors' only. Its rows say "through PgBouncer"; besides the figures above, each gives
+the collectors' client connections to the pooler (sampled as above), the server connections
+open on PostgreSQL meanwhile (the collectors' role's backends in ``pg_stat_activity``, which the
+pooler holds) and the pooler's CPU. ``pg_stat_statements`` counts the statements the pooler
+passes on, under the collectors' role, as without it.
+
 Target: p99 at most 5 s with 32 collectors. A last row fits a line through the sizes
 measured: statements per second and server CPU per added collector, for capacity planning.
 One pass over the sizes (``--runs`` does not apply: a size is minutes long).
@@ -42,7 +55,8 @@ import statistics
 import sys
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,9 +69,11 @@ from bench.metastore_load import (
     SERVER_SETTINGS,
     Connections,
     MetastoreLoad,
+    Pooler,
     Statement,
     server_cpu_seconds,
 )
+from pipeline_core.config import MetastorePooling
 from pipeline_core.metastore import CheckpointState, Metastore
 from pipeline_core.operations import PipelineOperations
 
@@ -81,6 +97,12 @@ COLLECTOR_MB_GUESS = 150.0
 """A collector's resident memory assumed before one was measured."""
 MEMORY_RESERVE_MB = 2048.0
 """Memory left to the server, the suite and the rest of the machine."""
+POOLER_SERVER_CONNECTIONS = 20
+"""``--fleet-pooler``: PgBouncer's server connections (``default_pool_size``; one database,
+one role)."""
+POOLER_CLIENT_CONNECTIONS = 400
+"""``--fleet-pooler``: the clients PgBouncer accepts (``max_client_conn``): 64 collectors of 3
+connections each, and room."""
 
 
 class NotLive(Exception):
@@ -108,6 +130,9 @@ class FleetRun:
     sealed: int = 0
     stop_checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
+    pooler: Pooler | None = None
+    """The PgBouncer the collectors went through (``--fleet-pooler``)."""
+    pooler_cpu_percent: float = 0.0
 
     @property
     def statements_per_s(self) -> float:
@@ -123,12 +148,23 @@ class FleetRun:
     def connections_per_collector(self) -> list[int]:
         return [count for sample in self.connections for count in sample.by_process.values()]
 
+    @property
+    def client_connections(self) -> list[int]:
+        """All collectors' connections, sample by sample (through a pooler: to the pooler)."""
+        return [sum(sample.by_process.values()) for sample in self.connections]
+
+    @property
+    def server_connections(self) -> list[int]:
+        """The collectors' role's connections on the server, sample by sample."""
+        return [sample.server for sample in self.connections]
+
 
 def run(ctx: Context) -> list[Row]:
     from tests.support.postgres_server import private_postgres
 
     sizes = ctx.fleet_sizes or (QUICK_SIZES if ctx.quick else SIZES)
     minutes = ctx.fleet_minutes or (QUICK_MINUTES if ctx.quick else MINUTES)
+    pooled = ctx.fleet_pooler
     settings = {**SERVER_SETTINGS, "max_connections": str(MAX_CONNECTIONS)}
     measured: dict[int, FleetRun] = {}
     rows: list[Row] = []
@@ -136,29 +172,50 @@ def run(ctx: Context) -> list[Row]:
         for size in sizes:
             refusal = memory_refusal(size, measured.values())
             if refusal:
-                rows.append(unmeasured_row(size, refusal))
+                rows.append(unmeasured_row(size, refusal, pooled))
                 continue
             server.reset_database()
             load = MetastoreLoad(server.url)
             try:
                 load.prepare()
-                result = fleet_once(ctx.work("fleet"), size, minutes * 60, server.url, load)
+                with collectors_route(server.url, pooled) as (url, pooler):
+                    result = fleet_once(
+                        ctx.work("fleet"), size, minutes * 60, server.url, load, url, pooler
+                    )
             except NotLive as exc:
-                rows.append(unmeasured_row(size, str(exc)))
+                rows.append(unmeasured_row(size, str(exc), pooled))
                 continue
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
-                rows.append(unmeasured_row(size, f"FAILED: {exc!r}"[:500]))
+                rows.append(unmeasured_row(size, f"FAILED: {exc!r}"[:500], pooled))
                 continue
             finally:
                 load.close()
             measured[size] = result
             rows.append(size_row(result, minutes))
     ctx.work("fleet")
-    rows.append(target_row(measured))
+    rows.append(target_row(measured, pooled))
     if len(measured) >= 2:
-        rows.append(slope_row(list(measured.values())))
+        rows.append(slope_row(list(measured.values()), pooled))
     return rows
+
+
+@contextmanager
+def collectors_route(server_url: str, pooled: bool) -> Iterator[tuple[str, Pooler | None]]:
+    """The metastore URL the collectors are given, and the pooler behind it: with ``pooled``,
+    a PgBouncer in transaction mode started in front of ``server_url`` for the block;
+    otherwise the server itself."""
+    if not pooled:
+        yield server_url, None
+        return
+    from tests.support.pgbouncer import pgbouncer_in_front
+
+    with pgbouncer_in_front(
+        server_url,
+        server_connections=POOLER_SERVER_CONNECTIONS,
+        client_connections=POOLER_CLIENT_CONNECTIONS,
+    ) as pgbouncer:
+        yield pgbouncer.url, Pooler(pgbouncer.pid, pgbouncer.port)
 
 
 def memory_refusal(size: int, earlier: Iterable[FleetRun]) -> str:
@@ -183,9 +240,20 @@ def available_mb() -> float:
     raise KeyError("MemAvailable")
 
 
-def fleet_once(work: Path, size: int, seconds: float, url: str, load: MetastoreLoad) -> FleetRun:
+def fleet_once(
+    work: Path,
+    size: int,
+    seconds: float,
+    url: str,
+    load: MetastoreLoad,
+    collectors_url: str,
+    pooler: Pooler | None,
+) -> FleetRun:
+    """One fleet size: the database at ``url`` migrated, ``size`` collectors given
+    ``collectors_url`` (through ``pooler`` when there is one), measured."""
     Metastore.open(url).close()  # migrated once, not raced by N collectors opening it
-    fleet = Fleet(work, size, url)
+    pooling = MetastorePooling.NONE if pooler is None else MetastorePooling.TRANSACTION
+    fleet = Fleet(work, size, collectors_url, pooling)
     started = time.monotonic()
     observer = fleet.write_config(work / "observer", "observer", load.observer_url)
     pipeline = PipelineOperations(observer, migrate=False)
@@ -193,7 +261,7 @@ def fleet_once(work: Path, size: int, seconds: float, url: str, load: MetastoreL
         fleet.start(START_STAGGER_S)
         with pipeline:
             wait_live(pipeline, fleet, START_TIMEOUT_S + START_TIMEOUT_PER_COLLECTOR_S * size)
-            result = FleetRun(size, seconds, time.monotonic() - started)
+            result = FleetRun(size, seconds, time.monotonic() - started, pooler=pooler)
             with fleet.writer.running():
                 time.sleep(SETTLE_S)
                 measure_window(pipeline, fleet, load, result)
@@ -234,8 +302,10 @@ def measure_window(
     every host is a problem."""
     pids = fleet.pids
     postmaster = load.server_pid()
+    pooler = result.pooler
     load.reset_statements()
     server_before = server_cpu_seconds(postmaster)
+    pooler_before = common.cpu_seconds(pooler.pid) if pooler else 0.0
     collectors_before = {pid: common.cpu_seconds(pid) for pid in pids}
     started = time.monotonic()
     samples_at = [
@@ -253,13 +323,15 @@ def measure_window(
             next_request += REQUEST_EVERY_S
         if samples_at and now >= samples_at[0]:
             samples_at.pop(0)
-            result.connections.append(load.connections(pids))
+            result.connections.append(load.connections(pids, pooler))
         seen_sealed(pipeline, pending, result.latencies)
         time.sleep(POLL_S)
     wall = time.monotonic() - started
     result.seconds = wall
     result.statements = load.statements()
     result.server_cpu_percent = 100 * (server_cpu_seconds(postmaster) - server_before) / wall
+    if pooler:
+        result.pooler_cpu_percent = 100 * (common.cpu_seconds(pooler.pid) - pooler_before) / wall
     result.collector_cpu_percent = [
         100 * (common.cpu_seconds(pid) - before) / wall for pid, before in collectors_before.items()
     ]
@@ -337,6 +409,11 @@ def collectors(size: int) -> str:
     return f"{size} collector{'s' if size != 1 else ''}"
 
 
+def label(pooled: bool) -> str:
+    """How a row begins: a run through the pooler is told apart from one without."""
+    return "fleet through PgBouncer (transaction mode)" if pooled else "fleet"
+
+
 def size_row(result: FleetRun, minutes: float) -> Row:
     latencies = result.latencies or [float("nan")]
     recorded = result.recorded or [float("nan")]
@@ -349,17 +426,33 @@ def size_row(result: FleetRun, minutes: float) -> Row:
         else f"all {result.written:,} lines written sealed once"
     )
     rate = result.statements_per_s
+    if result.pooler is None:
+        held = (
+            f"connections per collector {statistics.mean(connections):.1f} (max {max(connections)})"
+        )
+    else:
+        clients = result.client_connections or [0]
+        servers = result.server_connections or [0]
+        others = max((sample.others for sample in result.connections), default=0)
+        held = (
+            f"client connections to PgBouncer per collector {statistics.mean(connections):.1f} "
+            f"(max {max(connections)}), all collectors {statistics.mean(clients):.0f} (max "
+            f"{max(clients)}); server connections on PostgreSQL {statistics.mean(servers):.1f} "
+            f"(max {max(servers)}; pool {POOLER_SERVER_CONNECTIONS}"
+            f"{f', {others} not the pooler' if others else ''}); PgBouncer CPU "
+            f"{result.pooler_cpu_percent:.1f} % core"
+        )
     return Row(
         case="20",
-        measure=f"fleet: {collectors(result.size)}, a checkpoint every {REQUEST_EVERY_S:.0f} s "
+        measure=f"{label(result.pooler is not None)}: {collectors(result.size)}, a checkpoint "
+        f"every {REQUEST_EVERY_S:.0f} s "
         f"for {minutes:g} min: request -> all sealed, p50",
         sluice=Stat(latencies, "s", places=2),
         note=f"p99 {percentile(latencies, 99):.2f} s over {len(result.latencies)} requests "
         f"(the metastore's sealed_at - requested_at: p50 {statistics.median(recorded):.3f} s, "
         f"p99 {percentile(recorded, 99):.3f} s); statements {rate:.1f}/s "
         f"({rate / result.size:.2f} per collector; {result.transactions_per_s:.2f} "
-        f"transactions/s), most called besides BEGIN and COMMIT: {top}; connections per "
-        f"collector {statistics.mean(connections):.1f} (max {max(connections)}); PostgreSQL "
+        f"transactions/s), most called besides BEGIN and COMMIT: {top}; {held}; PostgreSQL "
         f"CPU {result.server_cpu_percent:.1f} % core; per collector (mean) "
         f"{statistics.mean(result.collector_cpu_percent):.2f} % core, "
         f"{statistics.mean(result.rss_mb):.0f} MB; all live {result.start_seconds:.0f} s "
@@ -369,6 +462,19 @@ def size_row(result: FleetRun, minutes: float) -> Row:
 
 
 def details(result: FleetRun) -> dict[str, Any]:
+    through: dict[str, Any] = {}
+    if result.pooler is not None:
+        through = {
+            "pooler": {
+                "kind": "pgbouncer",
+                "pool_mode": "transaction",
+                "server_connections_pool": POOLER_SERVER_CONNECTIONS,
+                "max_client_connections": POOLER_CLIENT_CONNECTIONS,
+            },
+            "client_connections": result.client_connections,
+            "server_connections": result.server_connections,
+            "pooler_cpu_percent": result.pooler_cpu_percent,
+        }
     return {
         "collectors": result.size,
         "window_s": result.seconds,
@@ -391,20 +497,21 @@ def details(result: FleetRun) -> dict[str, Any]:
         "lines_sealed": result.sealed,
         "stop_checkpoints": result.stop_checkpoints,
         "problems": result.problems,
+        **through,
     }
 
 
-def unmeasured_row(size: int, why: str) -> Row:
+def unmeasured_row(size: int, why: str, pooled: bool) -> Row:
     return Row(
         case="20",
-        measure=f"fleet: {collectors(size)}: request -> all sealed",
+        measure=f"{label(pooled)}: {collectors(size)}: request -> all sealed",
         sluice=Stat([float("nan")], "s"),
         note=why,
         details={"collectors": size, "problems": [why]},
     )
 
 
-def target_row(measured: dict[int, FleetRun]) -> Row:
+def target_row(measured: dict[int, FleetRun], pooled: bool) -> Row:
     """p99 at :data:`TARGET_COLLECTORS` collectors, or at the largest size measured (no
     verdict) when that one was not."""
     target = f"p99 <= {TARGET_S:g} s at {TARGET_COLLECTORS} collectors"
@@ -413,7 +520,7 @@ def target_row(measured: dict[int, FleetRun]) -> Row:
         if not measured:
             return Row(
                 "20",
-                "fleet: request -> all sealed, p99",
+                f"{label(pooled)}: request -> all sealed, p99",
                 Stat([float("nan")], "s"),
                 target=target,
                 note="no fleet size was measured",
@@ -423,7 +530,7 @@ def target_row(measured: dict[int, FleetRun]) -> Row:
     at_target = result.size == TARGET_COLLECTORS
     return Row(
         case="20",
-        measure=f"fleet: request -> all sealed, p99 at {collectors(result.size)}",
+        measure=f"{label(pooled)}: request -> all sealed, p99 at {collectors(result.size)}",
         sluice=Stat([p99], "s", places=2),
         target=target,
         met=(p99 <= TARGET_S and not result.problems) if at_target else None,
@@ -431,7 +538,7 @@ def target_row(measured: dict[int, FleetRun]) -> Row:
     )
 
 
-def slope_row(results: list[FleetRun]) -> Row:
+def slope_row(results: list[FleetRun], pooled: bool) -> Row:
     """A line through (N, statements/s) and (N, server CPU): what each collector adds."""
     sizes = [float(r.size) for r in results]
     statements = statistics.linear_regression(sizes, [r.statements_per_s for r in results])
@@ -439,7 +546,8 @@ def slope_row(results: list[FleetRun]) -> Row:
     shown = ", ".join(str(r.size) for r in results)
     return Row(
         case="20",
-        measure=f"fleet: each collector adds (linear fit over N = {shown}): metastore statements",
+        measure=f"{label(pooled)}: each collector adds (linear fit over N = {shown}): "
+        "metastore statements",
         sluice=Stat([statements.slope], "statements/s", places=2),
         note=f"statements/s = {statements.slope:.2f} N + {statements.intercept:.1f}; "
         f"PostgreSQL CPU % core = {cpu.slope:.3f} N + {cpu.intercept:.2f}",
