@@ -18,6 +18,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -206,6 +207,43 @@ def line_blocks() -> LineBlocks:
     if _blocks is None:
         _blocks = LineBlocks()
     return _blocks
+
+
+def numbered_access_line(client: str, path: str, sequence: int, stamp: str, agent: str) -> bytes:
+    """An nginx "combined" line whose request path ends with its sequence number (a reader
+    of the lake tells each line by it)."""
+    return (
+        f'{client} - - [{stamp}] "GET {path}{sequence} HTTP/1.1" 200 {sequence % 50_000} "-" '
+        f'"{agent}"\n'
+    ).encode()
+
+
+@contextmanager
+def ticking(tick: Callable[[], None], period: float, name: str) -> Iterator[None]:
+    """Call ``tick`` every ``period`` seconds from a thread of its own for the block; a
+    failure of ``tick`` stops the ticks and is raised when the block ends."""
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def loop() -> None:
+        next_tick = time.monotonic()
+        try:
+            while not stop.is_set():
+                tick()
+                next_tick += period
+                stop.wait(max(0.0, next_tick - time.monotonic()))
+        except BaseException as exc:  # raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+    if failure:
+        raise RuntimeError(f"{name} failed") from failure[0]
 
 
 def first_line(name: str) -> bytes:

@@ -26,7 +26,7 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -206,10 +206,9 @@ class Writer:
         size = 0
         first = self.sequence
         while size < RATE * TICK_S:
-            line = (
-                f'10.0.0.1 - - [{stamp}] "GET {PATH_PREFIX}{self.sequence} HTTP/1.1" 200 '
-                f'{self.sequence % 50_000} "-" "freshness-bench/1.0"\n'
-            ).encode()
+            line = common.numbered_access_line(
+                "10.0.0.1", PATH_PREFIX, self.sequence, stamp, "freshness-bench/1.0"
+            )
             lines.append(line)
             size += len(line)
             self.sequence += 1
@@ -225,24 +224,8 @@ class Writer:
         }
 
 
-@contextmanager
-def writing(writer: Writer) -> Iterator[None]:
-    stop = threading.Event()
-
-    def loop() -> None:
-        next_tick = time.monotonic()
-        while not stop.is_set():
-            writer.tick()
-            next_tick += TICK_S
-            stop.wait(max(0.0, next_tick - time.monotonic()))
-
-    thread = threading.Thread(target=loop, name="freshness-writer", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(30)
+def writing(writer: Writer) -> AbstractContextManager[None]:
+    return common.ticking(writer.tick, TICK_S, "freshness-writer")
 
 
 @dataclass

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -176,10 +175,13 @@ class LogFile:
         out = []
         written = 0
         while written < size:
-            line = (
-                f'10.0.{self.number}.1 - - [{stamp}] "GET {PATH_PREFIX}{self.number}/'
-                f'{self.sequence} HTTP/1.1" 200 {self.sequence % 50_000} "-" "soak-bench/1.0"\n'
-            ).encode()
+            line = common.numbered_access_line(
+                f"10.0.{self.number}.1",
+                f"{PATH_PREFIX}{self.number}/",
+                self.sequence,
+                stamp,
+                "soak-bench/1.0",
+            )
             out.append(line)
             written += len(line)
             self.sequence += 1
@@ -253,29 +255,11 @@ class Writer:
 
 @contextmanager
 def writing(writer: Writer) -> Iterator[None]:
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def loop() -> None:
-        next_tick = time.monotonic()
-        try:
-            while not stop.is_set():
-                writer.tick()
-                next_tick += TICK_S
-                stop.wait(max(0.0, next_tick - time.monotonic()))
-        except BaseException as exc:  # re-raised by the main thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=loop, name="soak-writer", daemon=True)
-    thread.start()
     try:
-        yield
+        with common.ticking(writer.tick, TICK_S, "soak-writer"):
+            yield
     finally:
-        stop.set()
-        thread.join(30)
         writer.close()
-    if failure:
-        raise RuntimeError("the soak's writer failed") from failure[0]
 
 
 # ---------------------------------------------------------------------------- the lake side
