@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -159,37 +158,26 @@ class LineWriter:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """Write from a thread for the block."""
-        stop = threading.Event()
-        thread = threading.Thread(target=self._loop, args=(stop,), name="fleet-writer")
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join(30)
-
-    def _loop(self, stop: threading.Event) -> None:
+        """Write from a thread for the block: a line every :data:`WRITE_EVERY_S` per file, the
+        files in turn."""
         handles = [(host, open(path, "ab", buffering=0)) for host, path in self._files]  # noqa: SIM115
+        sequence = 0
+
+        def write_one() -> None:
+            nonlocal sequence
+            host, handle = handles[sequence % len(handles)]
+            stamp = datetime.now(timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
+            handle.write(
+                common.numbered_access_line(
+                    "10.0.0.1", f"/fleet/{host}/", sequence, stamp, "fleet-bench/1.0"
+                )
+            )
+            self.written[host] += 1
+            sequence += 1
+
         try:
-            gap = WRITE_EVERY_S / len(handles)
-            next_at = time.monotonic()
-            sequence = 0
-            while not stop.is_set():
-                host, handle = handles[sequence % len(handles)]
-                handle.write(_line(host, sequence))
-                self.written[host] += 1
-                sequence += 1
-                next_at += gap
-                stop.wait(max(0.0, next_at - time.monotonic()))
+            with common.ticking(write_one, WRITE_EVERY_S / len(handles), "fleet-writer"):
+                yield
         finally:
             for _, handle in handles:
                 handle.close()
-
-
-def _line(host: str, sequence: int) -> bytes:
-    stamp = datetime.now(timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
-    return (
-        f'10.0.0.1 - - [{stamp}] "GET /fleet/{host}/{sequence} HTTP/1.1" 200 '
-        f'{sequence % 50_000} "-" "fleet-bench/1.0"\n'
-    ).encode()

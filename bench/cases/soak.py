@@ -273,7 +273,7 @@ class LakeReader:
         from pipeline_core.lake import lake_location
 
         self.location = lake_location(load_pipeline_config(config))
-        self.counts: dict[int, np.ndarray] = {n: np.zeros(0, np.uint8) for n in range(1, 4)}
+        self.counts: dict[int, np.ndarray] = {n: np.zeros(0, np.uint8) for n in range(1, FILES + 1)}
         self.delays: list[float] = []
 
     def read_checkpoint(self, checkpoint_id: int, writer: Writer) -> list[float]:
