@@ -38,6 +38,7 @@ import logging
 import os
 import sqlite3
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 from inotify_simple import INotify
@@ -194,17 +195,40 @@ class DataVersionRequestProbe(RequestProbe):
             self._watching = False
 
 
-class _NewRequests:
-    """The REQUESTED checkpoints' ids a SQLite probe saw last, and whether one appeared since:
-    :meth:`CheckpointRepository.requested_above`'s query, on the probe's own ``sqlite3``
-    connection (a request is a new row of ``sluice_checkpoints``; the ids above the newest one
-    seen minus :data:`REORDER_WINDOW` are read again, as transactions may commit out of id
-    order)."""
+class _SeenRequests:
+    """The REQUESTED checkpoints' ids a probe saw last, and whether one appeared since. The
+    ids above the newest one seen minus :data:`REORDER_WINDOW` are read again at each look
+    (:attr:`floor`), as transactions may commit out of id order."""
 
     def __init__(self) -> None:
         self._requested: set[int] | None = None
         """The REQUESTED ids the last look read; None: not looked yet."""
         self._newest = 0
+
+    @property
+    def floor(self) -> int:
+        """The id above which the next look reads."""
+        return self._newest - REORDER_WINDOW
+
+    def appeared(self, newest: int | None, requested: Iterable[int]) -> bool:
+        """Note a look's newest id and REQUESTED ids; whether one of them was not seen at the
+        last look (yes at the first)."""
+        seen, self._requested = self._requested, set(requested)
+        self._newest = max(self._newest, newest or 0)
+        return seen is None or not self._requested <= seen
+
+    def forget(self) -> None:
+        """The next look counts as the first (after the connection was lost)."""
+        self._requested = None
+
+
+class _NewRequests:
+    """Whether a request appeared, by :meth:`CheckpointRepository.requested_above`'s query on
+    a SQLite probe's own ``sqlite3`` connection (a request is a new row of
+    ``sluice_checkpoints``)."""
+
+    def __init__(self) -> None:
+        self._seen = _SeenRequests()
 
     def appeared(self, connection: sqlite3.Connection) -> bool:
         """Whether a REQUESTED id not seen at the last look shows now (yes at the first).
@@ -212,14 +236,12 @@ class _NewRequests:
         Raises:
             sqlite3.Error: the query failed (no schema yet, the database went away...).
         """
-        query = requested_above_query(self._newest - REORDER_WINDOW).compile(
+        query = requested_above_query(self._seen.floor).compile(
             dialect=_SQLITE, compile_kwargs={"render_postcompile": True}
         )
         parameters = [query.params[name] for name in query.positiontup or ()]
         newest, ids = newest_and_requested(connection.execute(query.string, parameters))
-        seen, self._requested = self._requested, set(ids)
-        self._newest = max(self._newest, newest or 0)
-        return seen is None or not self._requested <= seen
+        return self._seen.appeared(newest, ids)
 
 
 _SQLITE = sqlite_dialect()
@@ -307,9 +329,7 @@ class QueryingRequestProbe(RequestProbe):
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._connection: Connection | None = None
-        self._requested: set[int] | None = None
-        """The REQUESTED ids the last look read; None: not looked yet."""
-        self._newest = 0
+        self._seen = _SeenRequests()
 
     @property
     def look_every(self) -> float | None:
@@ -322,22 +342,20 @@ class QueryingRequestProbe(RequestProbe):
                     isolation_level="AUTOCOMMIT"
                 )
             newest, requested = CheckpointRepository(self._connection).requested_above(
-                self._newest - REORDER_WINDOW
+                self._seen.floor
             )
         except SQLAlchemyError as exc:
             log.debug("request probe cannot query: %s", exc)
             self.close()
             return True  # the caller's query reports the real error
-        seen, self._requested = self._requested, set(requested)
-        self._newest = max(self._newest, newest or 0)
-        return seen is None or not self._requested <= seen
+        return self._seen.appeared(newest, requested)
 
     def close(self) -> None:
         if self._connection is not None:
             with contextlib.suppress(Exception):
                 self._connection.close()
             self._connection = None
-            self._requested = None
+            self._seen.forget()
 
 
 def open_request_probe(
