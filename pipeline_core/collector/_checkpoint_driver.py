@@ -300,7 +300,7 @@ class CheckpointDriver:
 
     def _push_barrier(self, runtime: PipelineRuntime, checkpoint_id: int) -> None:
         barrier = runtime.coordinator.barrier(checkpoint_id, runtime.watcher)
-        self._queues.process.push(runtime.name, barrier, urgent=True)
+        self._queues.enter(runtime.name, barrier, urgent=True)
 
     def _end_when_sealed(self, runtime: PipelineRuntime) -> None:
         if not runtime.state.sealing or runtime.coordinator.in_flight:

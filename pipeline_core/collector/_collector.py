@@ -298,7 +298,7 @@ class _Run:
         queues.process.add_feedback_listener(self.feedback.queue_writable)
         self.stages = [
             StageThread("sluice-process", queues.process, ProcessStage(queues.to_send), report),
-            StageThread("sluice-send", queues.send, self.publisher, report),
+            StageThread("sluice-send", queues.send, queues.sending_through(self.publisher), report),
         ]
         self.control = ControlLoop(
             mode,

@@ -59,7 +59,9 @@ class Feedback:
         self._mail = processor.get_main_mailbox_executor()
         self._registry = registry
         self.file_events = (
-            FileEventRouter(self._file_events_arrived) if mode is CollectorMode.CONTINUOUS else None
+            FileEventRouter(self._file_events_arrived, mailbox=processor.mailbox)
+            if mode is CollectorMode.CONTINUOUS
+            else None
         )
         self.last_sweep = time.monotonic()
         """When the mailbox thread last handled a sweep (the control loop sends one a second
@@ -75,8 +77,12 @@ class Feedback:
         self._send(functools.partial(self._on_queue_writable, key), "queue of %s writable", key)
 
     def anchored(self, name: str, tree: int, ack_value: int) -> None:
-        """The send stage anchored a chunk's edges, one per sink group."""
-        self._post_acks(name, [(tree, ack_value)])
+        """A chunk's edges were anchored, one per sink group: by the send stage, or by the
+        mailbox thread publishing at once (``StageQueues.enter``), which takes them in now."""
+        if self._processor.is_mailbox_thread():
+            self._on_acks(name, [(tree, ack_value)])
+        else:
+            self._post_acks(name, [(tree, ack_value)])
 
     def delivered(self, name: str, acks: list[tuple[int, int]]) -> None:
         """A sink group delivered chunks (its thread)."""

@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from pipeline_core.collector._pipeline import PipelineRuntime
+from pipeline_core.mailbox import TaskMailbox
 from pipeline_core.source import (
     FileChange,
     FileEvents,
@@ -76,9 +77,12 @@ class FileEventRouter:
         self,
         on_changes: Callable[[], None],
         open_events: Callable[..., FileEvents] = open_file_events,
+        mailbox: TaskMailbox | None = None,
     ) -> None:
         self._on_changes = on_changes
         self._open_events = open_events
+        self._mailbox = mailbox
+        """With a mailbox, the events have no thread: the mailbox thread waits on them."""
         self._events: FileEvents | None = None
         self._covered: set[str] = set()
         self._partly: set[str] = set()
@@ -101,7 +105,12 @@ class FileEventRouter:
             return
         if self._events is None:
             coalesce = runtime.config.collector.file_events_coalesce_ms / 1000
-            self._events = self._open_events(self._on_changes, settle=coalesce)
+            self._events = self._open_events(
+                self._on_changes, settle=coalesce, threaded=self._mailbox is None
+            )
+            source = self._events.descriptor_source()
+            if source is not None and self._mailbox is not None:
+                self._mailbox.attach_source(source)
         targets = watch_targets(path for source in runtime.config.sources for path in source.paths)
         by_folder = {target.folder: target for target in targets}
         files: dict[str, TrackedFile] = {}
@@ -222,6 +231,8 @@ class FileEventRouter:
 
     def close(self) -> None:
         if self._events is not None:
+            if self._mailbox is not None and self._events.descriptor_source() is not None:
+                self._mailbox.detach_source()
             self._events.close()
 
     # -- internals -----------------------------------------------------------------------------

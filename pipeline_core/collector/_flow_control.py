@@ -13,7 +13,9 @@ class SendRateLimit:
     send, possibly into debt, so a chunk larger than the rate is sent and paid for later.
     ``bytes_per_second=None`` means no limit.
 
-    Threading model: used by the send stage thread only.
+    Threading model: used by the thread publishing the pipeline's items, the send stage's, or
+    the reader's when it publishes at once (``StageQueues.enter``): never two at a time,
+    since the reader does so only while no item of the pipeline is in the stages.
     """
 
     def __init__(

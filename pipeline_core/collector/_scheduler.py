@@ -319,7 +319,7 @@ class ReadScheduler(MailboxDefaultAction):
         if not runtime.tracking.can_admit():
             return False
         chunk = runtime.tracking.stamp(chunk)
-        if self._queues.process.push(runtime.name, chunk) is not PushResult.ACCEPTED:
+        if self._queues.enter(runtime.name, chunk) is not PushResult.ACCEPTED:
             return False
         runtime.tracking.started(chunk)
         return True
@@ -330,7 +330,7 @@ class ReadScheduler(MailboxDefaultAction):
         replays = runtime.tracking.replays
         while replays:
             chunk = runtime.tracking.stamp(replays[0])
-            if self._queues.process.push(runtime.name, chunk) is not PushResult.ACCEPTED:
+            if self._queues.enter(runtime.name, chunk) is not PushResult.ACCEPTED:
                 return False
             replays.popleft()
             runtime.tracking.started(chunk)

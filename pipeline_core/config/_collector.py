@@ -70,14 +70,15 @@ class CollectorConfig(_Strict):
     10 files every 10 s was a third of an idle collector's CPU (0.3 % of a core), every 1 s
     2.6 %. Filebeat's scanner looks every 10 s (``prospector.scanner.check_interval``),
     Fluent Bit's tail input globs every 60 s (``refresh_interval``)."""
-    file_events_coalesce_ms: Annotated[int, Field(ge=0)] = 50
+    file_events_coalesce_ms: Annotated[int, Field(ge=0)] = 75
     """With ``inotify``: once an event woke the collector, later events are gathered for this
     long before they wake it again. A line written to a quiet file is read at once; a busy
-    file is read every this many milliseconds, in larger chunks, instead of at every write
-    (every wake reads a chunk through the stages and its acks come back as mail: 0 ms costs
-    more than half a core at 1,000 writes a second; 20 ms 7 % at 10 MB/s, 50 ms 4.4 %, with
-    a line's write -> its sinks p99 still far under 100 ms). Process-wide: the first
-    pipeline's value."""
+    file is read every this many milliseconds, in larger chunks, instead of at every write.
+    Each wake costs the same whatever it reads (a turn of the mailbox thread and one of each
+    sink group's), so this sets a busy file's cost: at 1 MB/s, 0 ms cost more than half a
+    core at 1,000 writes a second, 20 ms 7 %, 50 ms 2.2 %, 75 ms 1.7 %; a line's write -> its
+    sinks p99 is about this long (bench case 8), under the 100 ms target. Process-wide: the
+    first pipeline's value."""
     max_open_files: Annotated[int, Field(ge=1)] = 512
     """Most descriptors the pipeline holds on its files. Beyond it the files read to their
     end and idle longest are closed first, and files found with unread bytes wait for a

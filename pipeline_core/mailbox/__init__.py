@@ -28,6 +28,7 @@ Example::
 """
 
 from ._default_action import DefaultAction, MailboxDefaultAction
+from ._descriptor_source import DescriptorSource
 from ._exceptions import (
     IllegalThreadError,
     MailboxClosedException,
@@ -46,6 +47,7 @@ __all__ = [
     "MAX_PRIORITY",
     "MIN_PRIORITY",
     "DefaultAction",
+    "DescriptorSource",
     "IllegalThreadError",
     "Mail",
     "MailboxClosedException",

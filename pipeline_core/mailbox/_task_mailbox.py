@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import math
+import os
+import select
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from ._descriptor_source import DescriptorSource
 from ._exceptions import IllegalThreadError, MailboxClosedException
 from ._mail import Mail
 from ._mail_queue import MailQueue
@@ -70,6 +75,9 @@ class TaskMailbox:
         self._mails = MailQueue()  # its queue guarded by _lock, its batch the owner's
         self._state = MailboxState.OPEN  # guarded by _lock (read without it)
         self._takers_waiting = 0  # guarded by _lock
+        self._source: DescriptorSource | None = None  # the owner's
+        self._wake_pipe: tuple[int, int] | None = None  # made by attach_source
+        self._polling = False  # guarded by _lock: the owner waits in poll, not on _not_empty
 
     # -- any thread ---------------------------------------------------------------------------
 
@@ -118,13 +126,13 @@ class TaskMailbox:
             self._check_put_allowed()
             self._mails.put(mail)
             if wake and self._takers_waiting:
-                self._not_empty.notify()
+                self._notify()
 
     def wake(self) -> None:
         """Wake the mailbox thread if it waits (for mail put without waking it)."""
         with self._lock:
             if self._takers_waiting and self._mails.has_new_mail:
-                self._not_empty.notify()
+                self._notify()
 
     def put_first(self, mail: Mail) -> None:
         """Put ``mail`` ahead of everything not yet taken that it can overtake.
@@ -144,7 +152,7 @@ class TaskMailbox:
             else:
                 self._mails.put_first_in_queue(mail)
                 if self._takers_waiting:
-                    self._not_empty.notify()
+                    self._notify()
 
     def run_exclusively(self, action: Callable[[], _T]) -> _T:
         """Run ``action`` holding the mailbox lock and return its result.
@@ -172,11 +180,43 @@ class TaskMailbox:
             dropped = self._mails.drain()
             self._state = MailboxState.CLOSED
             self._not_empty.notify_all()
+            self._notify()
         for mail in dropped:
             mail.try_cancel()
         return dropped
 
     # -- owner thread -------------------------------------------------------------------------
+
+    def attach_source(self, source: DescriptorSource) -> None:
+        """Wait on ``source``'s descriptor too whenever waiting for mail (see
+        :class:`DescriptorSource`); one source at most, for the mailbox's life. Wake-ups from
+        other threads then go through a pipe instead of the condition.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+            ValueError: a source is attached already.
+        """
+        self._check_is_mailbox_thread("attach_source")
+        if self._source is not None:
+            raise ValueError("a descriptor source is attached already")
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        os.set_blocking(write, False)
+        self._wake_pipe = (read, write)
+        self._source = source
+
+    def detach_source(self) -> None:
+        """Stop waiting on the attached source (if any) and close the wake pipe.
+
+        Raises:
+            IllegalThreadError: not called on the mailbox thread.
+        """
+        self._check_is_mailbox_thread("detach_source")
+        with self._lock:
+            pipe, self._wake_pipe, self._source = self._wake_pipe, None, None
+        if pipe is not None:
+            for end in pipe:
+                os.close(end)
 
     def take(self, priority: int) -> Mail:
         """Take the first mail whose priority is at least ``priority``, waiting for one.
@@ -205,20 +245,55 @@ class TaskMailbox:
     def _wait_for_mail(self, priority: int, deadline: float | None) -> Mail | None:
         """The first qualifying mail, waiting for one until ``deadline`` (monotonic; ``None``:
         forever); ``None`` once the deadline passed."""
-        with self._lock:
-            while True:
+        while True:
+            with self._lock:
                 self._check_take_allowed()
                 mail = self._mails.take(priority)
                 if mail is not None:
                     return mail
-                remaining = None if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = None if deadline is None else deadline - now
                 if remaining is not None and remaining <= 0:
                     return None
+                if self._source is None:
+                    self._takers_waiting += 1
+                    try:
+                        self._not_empty.wait(remaining)
+                    finally:
+                        self._takers_waiting -= 1
+                    continue
+                descriptor, ask_again = self._source.wait_descriptor(now)
+                if ask_again is not None:
+                    until = max(ask_again - now, 0.0)
+                    remaining = until if remaining is None else min(remaining, until)
                 self._takers_waiting += 1
-                try:
-                    self._not_empty.wait(remaining)
-                finally:
-                    self._takers_waiting -= 1
+                self._polling = True
+            self._poll(descriptor, remaining)
+
+    def _poll(self, descriptor: int | None, timeout: float | None) -> None:
+        """Wait, without the lock, for the wake pipe, ``descriptor`` or ``timeout``; serve
+        the source if its descriptor is readable."""
+        pipe = self._wake_pipe
+        assert pipe is not None
+        poller = select.poll()
+        poller.register(pipe[0], select.POLLIN)
+        if descriptor is not None:
+            poller.register(descriptor, select.POLLIN)
+        try:
+            ready = poller.poll(None if timeout is None else math.ceil(max(timeout, 0.0) * 1000))
+        finally:
+            with self._lock:
+                self._takers_waiting -= 1
+                self._polling = False
+        readable = False
+        for fd, _ in ready:
+            if fd == pipe[0]:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(pipe[0], 4096)
+            else:
+                readable = True
+        if readable and self._source is not None:
+            self._source.on_readable()
 
     def try_take(self, priority: int) -> Mail | None:
         """Like :meth:`take` but return ``None`` at once when no mail qualifies.
@@ -296,6 +371,14 @@ class TaskMailbox:
                 self._state = MailboxState.QUIESCED
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        """Wake the owner waiting for mail (under the lock)."""
+        if self._polling and self._wake_pipe is not None:
+            with contextlib.suppress(BlockingIOError):  # full of wake-ups already
+                os.write(self._wake_pipe[1], b"m")
+        else:
+            self._not_empty.notify()
 
     def _check_put_allowed(self) -> None:
         state = self._state

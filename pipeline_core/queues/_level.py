@@ -199,9 +199,12 @@ class QueueLevel(Generic[T]):
         return job
 
     def wake(self) -> None:
-        """Wake every ``wait_for_job`` caller to look again (readiness changed)."""
+        """Wake every ``wait_for_job`` caller to look again (readiness changed); nothing is
+        done while every queue is empty, since a waiter would find no job (a ring slot freed
+        at every delivery woke the send stage for nothing)."""
         with self._lock:
-            self._job_ready.notify_all()
+            if any(len(marks) for marks in self._queues.values()):
+                self._job_ready.notify_all()
 
     def interrupt(self) -> None:
         """Make every ``wait_for_job`` caller return now (with ``None`` unless a job is there),

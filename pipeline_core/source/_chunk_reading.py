@@ -66,11 +66,13 @@ def read_chunk(
     if tracked.fd is None:
         return None
     try:
+        asked = chunk_bytes
         data = _pread(tracked.fd, chunk_bytes, tracked.read_offset)
         if data and data.rfind(b"\n") < 0 and len(data) == chunk_bytes:
             # One long line: look as far as its newline could be without a cut.
-            wanted = max(chunk_bytes, max_line_bytes + 1)
-            data = _pread(tracked.fd, wanted, tracked.read_offset)
+            asked = max(chunk_bytes, max_line_bytes + 1)
+            data = _pread(tracked.fd, asked, tracked.read_offset)
+        tracked.read_to_end = len(data) < asked
         # Checked after reading: a file truncated and written again (copytruncate) before
         # the watcher's next scan would otherwise hand its new lines out under this name
         # and offset, and the copy that takes this name over would skip them.

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Flag, auto
 
+from pipeline_core.mailbox import DescriptorSource
 from pipeline_core.source._watch_targets import WatchTarget
 
 __all__ = ["FileChange", "FileChanges", "FileEvents", "PollingFileEvents", "open_file_events"]
@@ -96,6 +97,11 @@ class FileEvents(ABC):
     def close(self) -> None:
         """Stop watching and release the kernel's resources."""
 
+    def descriptor_source(self) -> DescriptorSource | None:
+        """What the owner's mailbox waits on for these events when they have no thread of
+        their own (``open_file_events(..., threaded=False)``); None when they need none."""
+        return None
+
 
 class PollingFileEvents(FileEvents):
     """No events at all: every key must be polled."""
@@ -113,16 +119,19 @@ class PollingFileEvents(FileEvents):
         pass
 
 
-def open_file_events(on_changes: Callable[[], None], *, settle: float = 0.0) -> FileEvents:
+def open_file_events(
+    on_changes: Callable[[], None], *, settle: float = 0.0, threaded: bool = True
+) -> FileEvents:
     """Inotify-driven events where the platform has them, else :class:`PollingFileEvents`
-    (one warning saying why). ``settle``: see :class:`~pipeline_core.source.InotifyFileEvents`."""
+    (one warning saying why). ``settle`` and ``threaded``: see
+    :class:`~pipeline_core.source.InotifyFileEvents`."""
     if not sys.platform.startswith("linux"):
         log.warning("file events need Linux inotify (this is %s): polling files", sys.platform)
         return PollingFileEvents()
     try:
         from pipeline_core.source._inotify import InotifyFileEvents
 
-        return InotifyFileEvents(on_changes, settle=settle)
+        return InotifyFileEvents(on_changes, settle=settle, threaded=threaded)
     except (ImportError, OSError, AttributeError) as exc:
         # EMFILE: the user's max_user_instances are taken; ENOSYS: no inotify in the kernel.
         log.warning("inotify is not available (%s): polling files", exc)

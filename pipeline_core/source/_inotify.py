@@ -9,12 +9,14 @@ import math
 import os
 import select
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from inotify_simple import INotify
 from inotify_simple import flags as inotify_flags
 
+from pipeline_core.mailbox import DescriptorSource
 from pipeline_core.source._file_events import FileChange, FileChanges, FileEvents
 from pipeline_core.source._filesystems import remote_filesystem
 from pipeline_core.source._watch_targets import WatchTarget
@@ -60,14 +62,16 @@ class _Watch:
 
 
 class InotifyFileEvents(FileEvents):
-    """Watches folders with one inotify descriptor and one thread.
+    """Watches folders with one inotify descriptor and one thread, or none.
 
     The thread blocks in ``poll`` on the inotify descriptor and on a pipe that :meth:`close`
     writes to (with a ``wait_timeout`` so that it never blocks for good); it reads every
     event waiting, records them per key, and calls ``on_changes`` if nothing was recorded
     before. With ``settle`` it then waits that long before reading again, so that the
     writes of a busy file meanwhile come as one event (the kernel merges an event with the
-    same one unread before it).
+    same one unread before it). With ``threaded=False`` there is no thread: the owner's
+    mailbox waits on the descriptor (:meth:`descriptor_source`) and :meth:`on_readable` does
+    the same on the owner's thread (``on_changes`` then runs there too).
 
     Events: ``IN_MODIFY``/``IN_CLOSE_WRITE`` of a concerned name record READ and the path;
     ``IN_CREATE``, ``IN_MOVED_FROM``/``IN_MOVED_TO``, ``IN_DELETE``, ``IN_ATTRIB`` record
@@ -95,10 +99,12 @@ class InotifyFileEvents(FileEvents):
         *,
         settle: float = 0.0,
         wait_timeout: float = 1.0,
+        threaded: bool = True,
     ) -> None:
         self._on_changes = on_changes
         self._settle = settle
         self._wait_timeout = wait_timeout
+        self._settled_at = 0.0  # without a thread: when the descriptor is waited on again
         self._inotify = INotify(nonblocking=True)
         self._stop_read, self._stop_write = os.pipe()
         self._stopped = threading.Event()
@@ -112,8 +118,36 @@ class InotifyFileEvents(FileEvents):
         self._remote_warned: set[str] = set()
         self._notified = False  # on_changes was called and nothing was taken since
         self._warned = False
-        self._thread = threading.Thread(target=self._run, name="sluice-file-events", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(
+                target=self._run, name="sluice-file-events", daemon=True
+            )
+            self._thread.start()
+
+    # -- without a thread: a source of the owner's mailbox -------------------------------------
+
+    def descriptor_source(self) -> DescriptorSource | None:
+        return self if self._thread is None else None
+
+    def wait_descriptor(self, now: float) -> tuple[int | None, float | None]:
+        """Without a thread (``threaded=False``): the inotify descriptor for the owner's
+        mailbox to wait on, or none until ``settle`` has passed since the last events were
+        taken in (:class:`~pipeline_core.mailbox.DescriptorSource`)."""
+        if self._stopped.is_set() or self._failed:
+            return None, None
+        if now < self._settled_at:
+            return None, self._settled_at
+        return self._inotify.fileno(), None
+
+    def on_readable(self) -> None:
+        """Without a thread: read and record the events waiting, call ``on_changes`` as the
+        thread would, and wait ``settle`` before looking at the descriptor again."""
+        try:
+            self._read_events()
+        except Exception:
+            self._fail()
+        self._settled_at = time.monotonic() + self._settle
 
     # -- owner's thread ------------------------------------------------------------------------
 
@@ -189,7 +223,8 @@ class InotifyFileEvents(FileEvents):
         self._stopped.set()
         with contextlib.suppress(OSError):
             os.write(self._stop_write, b"x")
-        self._thread.join(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
         with self._lock:
             self._watches.clear()
             self._keys.clear()
@@ -305,29 +340,38 @@ class InotifyFileEvents(FileEvents):
             while not self._stopped.is_set():
                 if not poller.poll(timeout_ms) or self._stopped.is_set():
                     continue
-                events = self._inotify.read(timeout=0)
-                if not events:
-                    continue
-                with self._lock:
-                    if self._stopped.is_set():
-                        return
-                    for event in events:
-                        self._dispatch(event.wd, event.mask, event.name)
-                    notify = bool(self._pending) and not self._notified
-                    if notify:
-                        self._notified = True
-                if notify:
-                    self._notify()
-                if settle_ms > 0:
+                if self._read_events() and settle_ms > 0:
                     settling.poll(settle_ms)
         except Exception:
-            log.exception("file events stopped; every pipeline is polled from now on")
-            with self._lock:
-                self._failed = True
-                for key in self._keys:
-                    self._record(key, FileChange.READ | FileChange.SCAN)
+            self._fail()
+
+    def _read_events(self) -> bool:
+        """Read and record every event waiting; call ``on_changes`` if nothing was waiting
+        to be taken. False when there was no event."""
+        events = self._inotify.read(timeout=0)
+        if not events:
+            return False
+        with self._lock:
+            if self._stopped.is_set():
+                return True
+            for event in events:
+                self._dispatch(event.wd, event.mask, event.name)
+            notify = bool(self._pending) and not self._notified
+            if notify:
                 self._notified = True
+        if notify:
             self._notify()
+        return True
+
+    def _fail(self) -> None:
+        """Events can no longer be read: every key is to be polled, and is scanned now."""
+        log.exception("file events stopped; every pipeline is polled from now on")
+        with self._lock:
+            self._failed = True
+            for key in self._keys:
+                self._record(key, FileChange.READ | FileChange.SCAN)
+            self._notified = True
+        self._notify()
 
     def _notify(self) -> None:
         try:

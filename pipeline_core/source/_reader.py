@@ -183,7 +183,14 @@ class TimeSlicedReader:
             tracked.unread(chunk)
             return TurnResult(None, blocked=True, caught_up=False)
         self._idle_turns = 0
-        self._cursor += 1
+        if self.event_driven and tracked.read_to_end and _may_rest(tracked) and self._round:
+            # Read to its end: it rests until an event names it (what is written from now
+            # on raises one), instead of a turn that would only find that out (a look at
+            # its size, and a wake-up of the sinks' threads while they take this chunk).
+            tracked.quiet = True
+            self._round.remove(tracked)  # the cursor is on the next file now
+        else:
+            self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)
 
     def look_at(self, tracked: TrackedFile | None = None) -> None:

@@ -165,6 +165,9 @@ class TrackedFile:
     """Read to its end while file events name every file that changes: the reader leaves it
     out of its rounds until an event names it or a scan looks at the files again (see
     :attr:`TimeSlicedReader.event_driven`)."""
+    read_to_end: bool = False
+    """Its last read (:func:`read_chunk`) took every byte it held at that moment: another
+    read now would most likely find nothing."""
 
     def __post_init__(self) -> None:
         self.read_offset = max(self.read_offset, self.sealed_offset)

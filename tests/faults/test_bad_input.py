@@ -308,15 +308,16 @@ def test_a_file_deleted_while_open_is_read_to_its_end(
         writer.write(b"".join(line + b"\n" for line in before))
         writer.flush()
         with RunningCollector(config, metastore) as running:
-            # one chunk of each file read: the collector holds the log open
-            # (once it serves the pipeline: its start may come after the block's)
+            # the log read: the collector holds it open (once it serves the pipeline: its
+            # start may come after the block's)
             wait_until(
-                lambda: (
-                    bool(running.collector.pipelines)
-                    and running.collector.stage_stats()["process"].pushes >= 2
+                lambda: any(
+                    file.path == str(log) and file.read_offset > 0
+                    for metrics in running.collector.metrics()
+                    for file in metrics.files
                 ),
                 30,
-                "reads",
+                "the log read",
             )
             log.unlink()
             writer.write(b"".join(line + b"\n" for line in after))  # a writer unaware of it

@@ -16,7 +16,7 @@ import pytest
 from pipeline_core.collector import Collector
 from pipeline_core.collector._feedback import Feedback
 from pipeline_core.metastore import Metastore
-from pipeline_core.source import _inotify
+from pipeline_core.source import _chunk_reading, _inotify, _reader
 from pipeline_core.testing import RecordingSink, append, lines, staged_payloads, wait_until
 from tests.pipeline_core.collector.support import Tailing, delivered, with_stub_group
 
@@ -256,3 +256,65 @@ def test_should_not_watch_files_when_told_to_poll(
 
     assert elapsed < PROMPT
     assert "sluice-file-events" not in threads
+
+
+@pytest.mark.timeout(60)
+def test_should_wait_for_file_events_on_the_mailbox_thread(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    """The collector's mailbox thread waits on the inotify descriptor itself: no thread of
+    the file events' own wakes up (and mails) for every coalescing window."""
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        time.sleep(0.3)
+        append(log, b"second")
+        elapsed = delivered_within(sink, [b"second"])
+        threads = [t.name for t in threading.enumerate()]
+    finally:
+        tailing.stop()
+
+    assert elapsed < PROMPT
+    assert "sluice-file-events" not in threads
+
+
+@pytest.mark.timeout(60)
+def test_should_not_look_again_at_a_file_just_read_to_its_end(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read to its end rests until its next event: a busy file's every chunk used to
+    be followed by a read that found nothing (a look at its size, while the sinks' thread
+    took the chunk)."""
+    reads: list[bool] = []
+    real_read_chunk = _chunk_reading.read_chunk
+
+    def counted(*args: object, **kwargs: object) -> object:
+        chunk = real_read_chunk(*args, **kwargs)  # type: ignore[arg-type]
+        reads.append(chunk is not None)
+        return chunk
+
+    monkeypatch.setattr(_reader, "read_chunk", counted)
+    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+    log = tmp_path / "logs" / "access.log"
+    append(log, b"first")
+    sink = RecordingSink("stub")
+    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
+    try:
+        delivered_within(sink, [b"first"])
+        time.sleep(0.3)
+        reads.clear()
+        written = lines("steady", 100)
+        for line in written:
+            append(log, line)
+            time.sleep(0.01)
+        delivered_within(sink, written)
+    finally:
+        tailing.stop()
+
+    found, empty = reads.count(True), reads.count(False)
+    assert found >= 2
+    assert empty <= found // 4, f"{empty} reads found nothing, {found} found lines"
