@@ -116,7 +116,7 @@ class CheckpointDriver:
             AlertException: the loop has ended: the group's thread stops.
         """
         try:
-            self._mail.execute(
+            self._checkpoints.execute(  # urgent: a reading slice ends for it
                 functools.partial(self._on_barrier_passed, name, passed),
                 "sink group %s of %s passed checkpoint %d",
                 passed.group,

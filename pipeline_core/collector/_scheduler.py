@@ -180,8 +180,8 @@ class ReadScheduler(MailboxDefaultAction):
                     caught_up.add(runtime.name)
                 else:
                     blocked.add(runtime.name)
-                if time.monotonic() >= deadline:
-                    return None
+                if time.monotonic() >= deadline or self._mailbox.has_urgent_mail:
+                    return None  # the slice ended, or a checkpoint's mail waits
             if not going_on:
                 return caught_up, blocked
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ._mail import MIN_PRIORITY, Mail
+from ._mail import MAX_PRIORITY, MIN_PRIORITY, Mail
 
 __all__ = ["MailQueue"]
 
@@ -29,6 +29,8 @@ class MailQueue:
         self._batch: deque[Mail] = deque()
         self.has_new_mail = False
         """``bool`` of the queue (not the batch)."""
+        self.has_urgent_mail = False
+        """A mail of :data:`MAX_PRIORITY` was put in the queue since the last batch was made."""
 
     @property
     def queued(self) -> int:
@@ -47,6 +49,8 @@ class MailQueue:
         """Append ``mail`` to the queue."""
         self._queue.append(mail)
         self.has_new_mail = True
+        if mail.priority == MAX_PRIORITY:
+            self.has_urgent_mail = True
 
     def put_first_in_queue(self, mail: Mail) -> None:
         """Put ``mail`` at the head of the queue (behind the batch)."""
@@ -62,6 +66,7 @@ class MailQueue:
         self._batch.extend(self._queue)
         self._queue.clear()
         self.has_new_mail = False
+        self.has_urgent_mail = False
 
     def take_from_batch(self) -> Mail | None:
         """Pop the head of the batch; ``None`` when the batch is empty."""
@@ -92,6 +97,7 @@ class MailQueue:
         drained.extend(self._queue)
         self._queue.clear()
         self.has_new_mail = False
+        self.has_urgent_mail = False
         return drained
 
 

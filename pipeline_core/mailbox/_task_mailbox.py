@@ -94,6 +94,13 @@ class TaskMailbox:
         """True when mail is in the queue (not the batch); read without the lock, may be stale."""
         return self._mails.has_new_mail
 
+    @property
+    def has_urgent_mail(self) -> bool:
+        """True when a mail of :data:`MAX_PRIORITY` was put since the mailbox thread last made
+        a batch; read without the lock, may be stale. A long default action ends its turn
+        early for it (a checkpoint waits for no read slice)."""
+        return self._mails.has_urgent_mail
+
     def is_mailbox_thread(self) -> bool:
         """True when called on the owner thread."""
         return threading.current_thread() is self._owner_thread

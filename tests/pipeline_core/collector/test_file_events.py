@@ -236,35 +236,20 @@ def test_should_poll_with_one_warning_when_inotify_is_unavailable(
 
 
 @pytest.mark.timeout(60)
-def test_should_not_watch_files_when_told_to_poll(
-    tmp_path: Path, metastore_url: str, metastore: Metastore
+@pytest.mark.parametrize(
+    "file_events",
+    ["poll", "inotify"],
+    ids=["told to poll: no watch", "inotify: waited on by the mailbox thread"],
+)
+def test_should_read_promptly_without_a_thread_for_the_file_events(
+    tmp_path: Path, metastore_url: str, metastore: Metastore, file_events: str
 ) -> None:
+    """Polling watches nothing; with inotify the mailbox thread waits on the inotify
+    descriptor itself: no thread of the file events' own wakes up (and mails) for every
+    coalescing window."""
     config = with_stub_group(
-        tmp_path, metastore_url, collector={**EVENTS_ONLY, "file_events": "poll"}
+        tmp_path, metastore_url, collector={**EVENTS_ONLY, "file_events": file_events}
     )
-    log = tmp_path / "logs" / "access.log"
-    append(log, b"first")
-    sink = RecordingSink("stub")
-    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
-    try:
-        delivered_within(sink, [b"first"])
-        append(log, b"second")
-        elapsed = delivered_within(sink, [b"second"])
-        threads = [t.name for t in threading.enumerate()]
-    finally:
-        tailing.stop()
-
-    assert elapsed < PROMPT
-    assert "sluice-file-events" not in threads
-
-
-@pytest.mark.timeout(60)
-def test_should_wait_for_file_events_on_the_mailbox_thread(
-    tmp_path: Path, metastore_url: str, metastore: Metastore
-) -> None:
-    """The collector's mailbox thread waits on the inotify descriptor itself: no thread of
-    the file events' own wakes up (and mails) for every coalescing window."""
-    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
     log = tmp_path / "logs" / "access.log"
     append(log, b"first")
     sink = RecordingSink("stub")

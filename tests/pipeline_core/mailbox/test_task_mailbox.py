@@ -412,3 +412,19 @@ def test_close_from_another_thread_wakes_a_blocked_taker() -> None:
     assert owned.close() == []
 
     assert isinstance(taker.join_error(), MailboxClosedException)
+
+
+def test_has_urgent_mail_says_a_max_priority_mail_waits_until_the_next_batch(
+    mailbox: TaskMailbox,
+) -> None:
+    mailbox.put(mail(priority=MIN_PRIORITY))
+    mailbox.put(mail(priority=MAX_PRIORITY - 1))
+    assert not mailbox.has_urgent_mail  # news, but nothing a turn should end for
+    mailbox.put(mail(priority=MAX_PRIORITY), wake=False)
+    assert mailbox.has_urgent_mail
+    assert mailbox.create_batch()
+    assert not mailbox.has_urgent_mail  # in the batch: run before the next turn
+    run_on_other_thread(lambda: mailbox.put(mail(priority=MAX_PRIORITY)))
+    assert mailbox.has_urgent_mail
+    mailbox.drain()
+    assert not mailbox.has_urgent_mail
