@@ -75,10 +75,10 @@ class CollectorConfig(_Strict):
     long before they wake it again. A line written to a quiet file is read at once; a busy
     file is read every this many milliseconds, in larger chunks, instead of at every write.
     Each wake costs the same whatever it reads (a turn of the mailbox thread and one of each
-    sink group's), so this sets a busy file's cost: at 1 MB/s, 0 ms cost more than half a
-    core at 1,000 writes a second, 20 ms 7 %, 50 ms 2.2 %, 75 ms 1.7 %; a line's write -> its
-    sinks p99 is about this long (bench case 8), under the 100 ms target. Process-wide: the
-    first pipeline's value."""
+    sink group's), so this sets a busy file's cost: at 1 MB/s written every 20 ms, 50 ms
+    windows cost 2.2 % of a core and 75 ms 1.7 % (bench case 4; unpaced, 1,000 writes a second
+    once cost more than half a core). A line's write -> its sinks p99 is about this long
+    (bench case 8), under the 100 ms target. Process-wide: the first pipeline's value."""
     max_open_files: Annotated[int, Field(ge=1)] = 512
     """Most descriptors the pipeline holds on its files. Beyond it the files read to their
     end and idle longest are closed first, and files found with unread bytes wait for a

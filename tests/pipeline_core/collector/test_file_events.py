@@ -3,18 +3,22 @@ without waiting for a poll or a discovery scan (both are set to 30 s here)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from pipeline_core.collector import Collector
 from pipeline_core.collector._feedback import Feedback
+from pipeline_core.config import PipelineConfig
 from pipeline_core.metastore import Metastore
 from pipeline_core.source import _chunk_reading, _inotify, _reader
 from pipeline_core.testing import RecordingSink, append, lines, staged_payloads, wait_until
@@ -38,25 +42,49 @@ def delivered_within(sink: RecordingSink, wanted: list[bytes], timeout: float = 
     return time.monotonic() - started
 
 
-@pytest.mark.timeout(60)
-def test_should_read_an_appended_line_promptly(
-    tmp_path: Path, metastore_url: str, metastore: Metastore
-) -> None:
-    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
+@dataclass(frozen=True)
+class TailedLog:
+    """A tailing collector over ``logs/access.log`` whose first line reached ``sink``."""
+
+    config: PipelineConfig
+    log: Path
+    sink: RecordingSink
+
+
+@contextlib.contextmanager
+def tailing_first_line(
+    tmp_path: Path,
+    metastore_url: str,
+    metastore: Metastore,
+    collector: dict[str, object] | None = None,
+) -> Iterator[TailedLog]:
+    """Tail a log holding one line (``EVENTS_ONLY`` and ``collector`` keys) until the block
+    ends; the block starts once that line was delivered."""
+    config = with_stub_group(
+        tmp_path, metastore_url, collector={**EVENTS_ONLY, **(collector or {})}
+    )
     log = tmp_path / "logs" / "access.log"
     append(log, b"first")
     sink = RecordingSink("stub")
     tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
     try:
         delivered_within(sink, [b"first"])
-        time.sleep(0.3)  # caught up: reading is suspended
-        append(log, b"second")
-        elapsed = delivered_within(sink, [b"second"])
+        yield TailedLog(config, log, sink)
     finally:
         tailing.stop()
 
+
+@pytest.mark.timeout(60)
+def test_should_read_an_appended_line_promptly(
+    tmp_path: Path, metastore_url: str, metastore: Metastore
+) -> None:
+    with tailing_first_line(tmp_path, metastore_url, metastore) as tailed:
+        time.sleep(0.3)  # caught up: reading is suspended
+        append(tailed.log, b"second")
+        elapsed = delivered_within(tailed.sink, [b"second"])
+
     assert elapsed < PROMPT
-    assert sorted(staged_payloads(config)) == [b"first", b"second"]
+    assert sorted(staged_payloads(tailed.config)) == [b"first", b"second"]
 
 
 @pytest.mark.timeout(60)
@@ -72,24 +100,16 @@ def test_should_send_few_mails_for_many_writes(
         arrived(feedback)
 
     monkeypatch.setattr(Feedback, "_file_events_arrived", counted)
-    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
-    log = tmp_path / "logs" / "access.log"
-    append(log, b"first")
-    sink = RecordingSink("stub")
-    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
-    try:
-        delivered_within(sink, [b"first"])
+    with tailing_first_line(tmp_path, metastore_url, metastore) as tailed:
         before = mails
-        fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(tailed.log, os.O_WRONLY | os.O_APPEND)
         try:
             for line in lines("burst", 1000):
                 os.write(fd, line + b"\n")
         finally:
             os.close(fd)
-        delivered_within(sink, lines("burst", 1000))
+        delivered_within(tailed.sink, lines("burst", 1000))
         burst_mails = mails - before
-    finally:
-        tailing.stop()
 
     # One mail, then one per coalescing window (20 ms) while the writes go on.
     assert 1 <= burst_mails <= 50
@@ -102,18 +122,12 @@ def test_should_read_a_busy_file_once_per_coalescing_window(
     """A line written every millisecond: the file is read when file events say it changed,
     once per coalescing window (50 ms), not again at every delivery of what was read (each
     delivery's acks used to resume reading: hundreds of reads a second)."""
-    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
-    log = tmp_path / "logs" / "access.log"
-    append(log, b"first")
-    sink = RecordingSink("stub")
-    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
     seconds = 2.0
-    try:
-        delivered_within(sink, [b"first"])
+    with tailing_first_line(tmp_path, metastore_url, metastore) as tailed:
         time.sleep(0.3)
-        before = sum(len(batch.chunks) for batch in list(sink.delivered))
+        before = sum(len(batch.chunks) for batch in list(tailed.sink.delivered))
         written = lines("busy", int(seconds * 1000))
-        fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(tailed.log, os.O_WRONLY | os.O_APPEND)
         try:
             started = time.monotonic()
             for index, line in enumerate(written):
@@ -122,15 +136,13 @@ def test_should_read_a_busy_file_once_per_coalescing_window(
             elapsed = time.monotonic() - started
         finally:
             os.close(fd)
-        delivered_within(sink, written)
-        chunks = sum(len(batch.chunks) for batch in list(sink.delivered)) - before
-    finally:
-        tailing.stop()
+        delivered_within(tailed.sink, written)
+        chunks = sum(len(batch.chunks) for batch in list(tailed.sink.delivered)) - before
 
     # One read per window, give or take the scheduling of a loaded machine (a late window
     # splits in two, or three: make test's load once gave 80 reads in 40 windows); reading at
     # every delivery was hundreds of reads a second.
-    windows = elapsed / (config.collector.file_events_coalesce_ms / 1000)
+    windows = elapsed / (tailed.config.collector.file_events_coalesce_ms / 1000)
     assert chunks <= 3 * windows, f"{chunks} reads in {elapsed:.1f} s"
 
 
@@ -247,21 +259,12 @@ def test_should_read_promptly_without_a_thread_for_the_file_events(
     """Polling watches nothing; with inotify the mailbox thread waits on the inotify
     descriptor itself: no thread of the file events' own wakes up (and mails) for every
     coalescing window."""
-    config = with_stub_group(
-        tmp_path, metastore_url, collector={**EVENTS_ONLY, "file_events": file_events}
-    )
-    log = tmp_path / "logs" / "access.log"
-    append(log, b"first")
-    sink = RecordingSink("stub")
-    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
-    try:
-        delivered_within(sink, [b"first"])
+    keys: dict[str, object] = {"file_events": file_events}
+    with tailing_first_line(tmp_path, metastore_url, metastore, keys) as tailed:
         time.sleep(0.3)
-        append(log, b"second")
-        elapsed = delivered_within(sink, [b"second"])
+        append(tailed.log, b"second")
+        elapsed = delivered_within(tailed.sink, [b"second"])
         threads = [t.name for t in threading.enumerate()]
-    finally:
-        tailing.stop()
 
     assert elapsed < PROMPT
     assert "sluice-file-events" not in threads
@@ -283,22 +286,14 @@ def test_should_not_look_again_at_a_file_just_read_to_its_end(
         return chunk
 
     monkeypatch.setattr(_reader, "read_chunk", counted)
-    config = with_stub_group(tmp_path, metastore_url, collector=EVENTS_ONLY)
-    log = tmp_path / "logs" / "access.log"
-    append(log, b"first")
-    sink = RecordingSink("stub")
-    tailing = tail(Collector(config, metastore, sinks={"stub": sink}))
-    try:
-        delivered_within(sink, [b"first"])
+    with tailing_first_line(tmp_path, metastore_url, metastore) as tailed:
         time.sleep(0.3)
         reads.clear()
         written = lines("steady", 100)
         for line in written:
-            append(log, line)
+            append(tailed.log, line)
             time.sleep(0.01)
-        delivered_within(sink, written)
-    finally:
-        tailing.stop()
+        delivered_within(tailed.sink, written)
 
     found, empty = reads.count(True), reads.count(False)
     assert found >= 2
