@@ -83,6 +83,8 @@ class FileEventRouter:
         self._open_events = open_events
         self._mailbox = mailbox
         """With a mailbox, the events have no thread: the mailbox thread waits on them."""
+        self._attached = False
+        """Whether the events are attached to the mailbox (until :meth:`close`)."""
         self._events: FileEvents | None = None
         self._covered: set[str] = set()
         self._partly: set[str] = set()
@@ -111,6 +113,7 @@ class FileEventRouter:
             source = self._events.descriptor_source()
             if source is not None and self._mailbox is not None:
                 self._mailbox.attach_source(source)
+                self._attached = True
         targets = watch_targets(path for source in runtime.config.sources for path in source.paths)
         by_folder = {target.folder: target for target in targets}
         files: dict[str, TrackedFile] = {}
@@ -231,7 +234,7 @@ class FileEventRouter:
 
     def close(self) -> None:
         if self._events is not None:
-            if self._mailbox is not None and self._events.descriptor_source() is not None:
+            if self._attached and self._mailbox is not None:
                 self._mailbox.detach_source()
             self._events.close()
 

@@ -77,6 +77,8 @@ class TaskMailbox:
         self._takers_waiting = 0  # guarded by _lock
         self._source: DescriptorSource | None = None  # the owner's
         self._wake_pipe: tuple[int, int] | None = None  # made by attach_source
+        self._poller: select.poll | None = None  # the owner's: the wake pipe and the source's
+        self._polled: int | None = None  # the source's descriptor registered in _poller
         self._polling = False  # guarded by _lock: the owner waits in poll, not on _not_empty
 
     # -- any thread ---------------------------------------------------------------------------
@@ -187,7 +189,8 @@ class TaskMailbox:
             dropped = self._mails.drain()
             self._state = MailboxState.CLOSED
             self._not_empty.notify_all()
-            self._notify()
+            if self._polling:
+                self._notify()
         for mail in dropped:
             mail.try_cancel()
         return dropped
@@ -210,6 +213,9 @@ class TaskMailbox:
         os.set_blocking(read, False)
         os.set_blocking(write, False)
         self._wake_pipe = (read, write)
+        self._poller = select.poll()
+        self._poller.register(read, select.POLLIN)
+        self._polled = None
         self._source = source
 
     def detach_source(self) -> None:
@@ -221,6 +227,7 @@ class TaskMailbox:
         self._check_is_mailbox_thread("detach_source")
         with self._lock:
             pipe, self._wake_pipe, self._source = self._wake_pipe, None, None
+            self._poller = self._polled = None
         if pipe is not None:
             for end in pipe:
                 os.close(end)
@@ -280,12 +287,14 @@ class TaskMailbox:
     def _poll(self, descriptor: int | None, timeout: float | None) -> None:
         """Wait, without the lock, for the wake pipe, ``descriptor`` or ``timeout``; serve
         the source if its descriptor is readable."""
-        pipe = self._wake_pipe
-        assert pipe is not None
-        poller = select.poll()
-        poller.register(pipe[0], select.POLLIN)
-        if descriptor is not None:
-            poller.register(descriptor, select.POLLIN)
+        pipe, poller = self._wake_pipe, self._poller
+        assert pipe is not None and poller is not None
+        if descriptor != self._polled:  # registered once, not at every wait
+            if self._polled is not None:
+                poller.unregister(self._polled)
+            if descriptor is not None:
+                poller.register(descriptor, select.POLLIN)
+            self._polled = descriptor
         try:
             ready = poller.poll(None if timeout is None else math.ceil(max(timeout, 0.0) * 1000))
         finally:

@@ -188,7 +188,9 @@ class TimeSlicedReader:
             # on raises one), instead of a turn that would only find that out (a look at
             # its size, and a wake-up of the sinks' threads while they take this chunk).
             tracked.quiet = True
-            self._round.remove(tracked)  # the cursor is on the next file now
+            # By position (``read_turn`` took it at the cursor), not ``list.remove``: that
+            # would compare the dataclass field by field with every file before it.
+            del self._round[self._cursor]  # the cursor is on the next file now
         else:
             self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)
