@@ -126,51 +126,53 @@ class HandoffWriter:
         self._unsealed_bytes = 0
 
     def append(self, chunks: Sequence[Chunk]) -> None:
-        """Stage ``chunks`` (in order; any sources): each source's run goes to its part.
+        """Stage ``chunks`` (in order; any sources): each source's run goes to its part, and
+        a part that reaches ``max_part_bytes`` is closed at the end of the chunk that filled
+        it (however many chunks one call brings, a part passes the bound by one chunk at most).
 
         All or nothing: when a write fails (the disk is full), what this call wrote is taken
         back (parts cut back to their size before it, parts it started removed) and the
-        ``OSError`` raised, so the same chunks can be appended again later. A part that
-        cannot be closed once written raises ``SealError``: its lines cannot be taken back.
+        ``OSError`` raised, so the same chunks can be appended again later. Parts are closed
+        only once every write succeeded; a part that cannot be closed raises ``SealError``:
+        its lines cannot be taken back.
 
         Raises:
             OSError: a write failed; nothing of ``chunks`` is staged.
             SealError: a full part could not be closed."""
-        marks = {source: part.mark() for source, part in self._open.items()}
+        already_open = dict(self._open)
+        marks = {source: part.mark() for source, part in already_open.items()}
         sequence = dict(self._sequence)
+        filled: list[OpenPart] = []  # reached the bound in this call: closed once all is written
         try:
-            start = 0
-            while start < len(chunks):
-                source = chunks[start].source
-                end = start + 1
-                while end < len(chunks) and chunks[end].source == source:
-                    end += 1
-                part = self._open.get(source)
+            for chunk in chunks:
+                part = self._open.get(chunk.source)
                 if part is None:
-                    part = self._open[source] = self._new_part(source)
-                part.write(chunks[start:end])
-                start = end
+                    part = self._open[chunk.source] = self._new_part(chunk.source)
+                part.write((chunk,))
+                if part.size >= self._max_part_bytes:
+                    filled.append(self._open.pop(chunk.source))
         except OSError:
-            for source, part in list(self._open.items()):
-                if source in marks:
-                    part.rewind(marks[source])
+            for part in [*filled, *self._open.values()]:
+                if already_open.get(part.source) is part:
+                    part.rewind(marks[part.source])
                 else:
-                    del self._open[source]
                     part.discard()
+            self._open = already_open
             self._sequence = sequence
             raise
-        for source, part in list(self._open.items()):
-            added = part.size - (marks[source].size if source in marks else 0)
-            if self._budget is not None:
-                self._budget.add(added)
-            self._unsealed_bytes += added
-            if part.size >= self._max_part_bytes:
-                try:
-                    self._closed.append(self._open.pop(source).close())
-                except OSError as exc:
-                    # The lines are written and cannot be taken back from a closed part: not
-                    # to be delivered again, the batch is given up (the next run reads them).
-                    raise SealError(f"cannot close part {part.path.name}: {exc}") from exc
+        added = sum(p.size for p in [*filled, *self._open.values()]) - sum(
+            m.size for m in marks.values()
+        )
+        if self._budget is not None:
+            self._budget.add(added)
+        self._unsealed_bytes += added
+        for part in filled:
+            try:
+                self._closed.append(part.close())
+            except OSError as exc:
+                # The lines are written and cannot be taken back from a closed part: not
+                # to be delivered again, the batch is given up (the next run reads them).
+                raise SealError(f"cannot close part {part.path.name}: {exc}") from exc
 
     def seal(self, barrier: Barrier) -> SealedBatch:
         """Seal everything appended since the last barrier as checkpoint ``barrier``'s batch.

@@ -237,6 +237,49 @@ def test_should_roll_parts_at_max_part_bytes(tmp_path: Path) -> None:
     assert staged == b"".join(c.data for c in chunks)
 
 
+def test_should_roll_parts_at_max_part_bytes_within_one_append(tmp_path: Path) -> None:
+    sink = writer(tmp_path, max_part_bytes=100)
+    chunks = [chunk(lines("a", 6), 60 * i) for i in range(5)]  # 60 bytes each
+
+    sink.append(chunks)  # what a sink gets when it drains a full ring at once
+    sealed = sink.seal(Barrier(1, SEALED_AT, covering(*chunks)))
+
+    assert [(p.rows, p.bytes) for p in sealed.parts] == [(12, 120), (12, 120), (6, 60)]
+    staged = b"".join((sealed.staging_path / p.name).read_bytes() for p in sealed.parts)
+    assert staged == b"".join(c.data for c in chunks)
+
+
+def test_should_take_back_every_part_of_an_append_that_fails_past_a_full_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = writer(tmp_path, max_part_bytes=100)
+    first = chunk(lines("a", 3), 0)
+    sink.append([first])
+    chunks = [chunk(lines("a", 6), 30 + 60 * i) for i in range(3)]
+    writes = iter([True, True, False])
+    real_write = os.write
+
+    def write_until_full(fd: int, data: bytes) -> int:
+        if not next(writes):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_until_full)
+    with pytest.raises(OSError):
+        sink.append(chunks)  # fills part 0, starts part 1, then the disk is full
+    monkeypatch.setattr(os, "write", real_write)
+    assert sorted(p.name for p in inflight(tmp_path).iterdir()) == ["part-access-00000.lines"]
+    sink.append(chunks)  # the same chunks again, once there is room
+    sealed = sink.seal(Barrier(1, SEALED_AT, covering(first, *chunks)))
+
+    assert [(p.name, p.rows) for p in sealed.parts] == [
+        ("part-access-00000.lines", 15),
+        ("part-access-00001.lines", 6),
+    ]
+    staged = b"".join((sealed.staging_path / p.name).read_bytes() for p in sealed.parts)
+    assert staged == first.data + b"".join(c.data for c in chunks)
+
+
 def test_should_merge_consecutive_chunks_of_a_file_into_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
