@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.config._base import NAME_PATTERN, _Strict
@@ -109,6 +109,16 @@ class SourceConfig(_Strict):
         return declared_columns(
             self.format.value, self.columns, self.pattern, self.time_column, self.log_format
         )
+
+    @field_validator("columns")
+    @classmethod
+    def _declarable_columns(cls, columns: dict[str, ColumnType]) -> dict[str, ColumnType]:
+        for name, kind in columns.items():
+            if not kind.declarable:
+                raise ValueError(
+                    f"column {name}: {kind.value} is a format's own type, not one a source declares"
+                )
+        return columns
 
     @model_validator(mode="after")
     def _format_options(self) -> SourceConfig:

@@ -138,17 +138,13 @@ APPLICATION_LOG_FORMATS: tuple[FormatSpec, ...] = (
                 "empty when it has none.",
             ),
             FormatColumn(
-                "exception_class",
-                ColumnType.STRING,
-                "``exception.class``; null when there is no exception.",
-            ),
-            FormatColumn("exception_message", ColumnType.STRING, "``exception.msg``."),
-            FormatColumn(
-                "stack_trace",
-                ColumnType.STRING,
-                "``exception.stacktrace``, a frame a line as Java prints it without "
-                "``at``: ``class.method(file:line)`` (``Unknown Source`` without a "
-                "file, ``Native Method`` for one).",
+                "exception",
+                ColumnType.EXCEPTION,
+                "``exception``: its ``class``, its ``message`` (``msg``) and its ``frames`` "
+                "(``stacktrace``), each frame's ``class``, ``method``, ``file`` (null when "
+                "Java knew none) and ``line`` (-1 when unknown, -2 for a native method); "
+                "null when the record has no exception. A frame prints as Java prints it: "
+                "``concat(f.class, '.', f.method, '(', f.file, ':', f.line, ')')``.",
             ),
         ),
         "``ts`` (``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'``, UTC; any ISO 8601 time with an "

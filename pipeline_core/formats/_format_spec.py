@@ -71,6 +71,17 @@ class ColumnType(StrEnum):
     """With a time zone (Iceberg ``timestamptz``): an instant, stored in UTC."""
     MAP = "map<string,string>"
     """Keys and values as strings (Iceberg ``map<string, string>``; a null key never)."""
+    EXCEPTION = (
+        "struct<class:string,message:string,"
+        "frames:array<struct<class:string,method:string,file:string,line:int>>>"
+    )
+    """A Java exception: its class, message and stack frames, each frame's class, method,
+    file and line (a format's column; a source never declares it)."""
+
+    @property
+    def declarable(self) -> bool:
+        """Whether a source may declare a column of this type (``columns``)."""
+        return self is not ColumnType.EXCEPTION
 
 
 class RejectReason(StrEnum):

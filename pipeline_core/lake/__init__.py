@@ -34,6 +34,7 @@ from pipeline_core.lake._catalog import (
     check_evolution,
     open_lake,
     store_properties,
+    type_shape,
     warehouse_uri,
 )
 from pipeline_core.lake._commits import (
@@ -120,6 +121,7 @@ __all__ = [
     "summarize_tables",
     "table_names",
     "time_column",
+    "type_shape",
     "warehouse_uri",
 ]
 

@@ -31,7 +31,16 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.name_mapping import NameMapping
-from pyiceberg.types import DoubleType, FloatType, IntegerType, LongType
+from pyiceberg.types import (
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    StructType,
+)
 
 from pipeline_core._metastore_pooling import MetastorePooling, apply_pooling
 from pipeline_core.errors import LakeError, SchemaEvolutionError
@@ -188,11 +197,11 @@ class LakeCatalog:
             with table.transaction() as transaction:
                 transaction.set_properties(stale)
         check_evolution(name, table.schema(), schema)
-        present = {field.name: field.field_type for field in table.schema().fields}
+        present = {field.name: type_shape(field.field_type) for field in table.schema().fields}
         missing = [
             field.name
             for field in schema.fields
-            if field.name not in present or present[field.name] != field.field_type
+            if present.get(field.name) != type_shape(field.field_type)
         ]
         if missing:
             log.info("Adding or widening columns %s of lake table %s", missing, identifier)
@@ -221,15 +230,29 @@ def check_evolution(table: str, current: Schema, declared: Schema) -> None:
     present = {field.name: field.field_type for field in current.fields}
     for field in declared.fields:
         before = present.get(field.name)
-        if before is None or before == field.field_type:
+        if before is None or type_shape(before) == type_shape(field.field_type):
             continue
         if (before, field.field_type) not in _PROMOTIONS:
             raise SchemaEvolutionError(
-                f"lake table {table}: column {field.name} is {before} and its source now "
-                f"declares {field.field_type}; Iceberg changes a column's type only from int "
-                "to long and float to double. Declare it as before, or land the source into "
-                "a new table (another source name)"
+                f"lake table {table}: column {field.name} is {type_shape(before)} and its "
+                f"source now declares {type_shape(field.field_type)}; Iceberg changes a "
+                "column's type only from int to long and float to double. Declare it as "
+                "before, or land the source into a new table (another source name)"
             )
+
+
+def type_shape(kind: IcebergType) -> str:
+    """A type as its columns' names and types make it, without field ids: a nested column
+    added to a table gets the table's next ids, not those of a table created with it, and is
+    the same column all the same."""
+    if isinstance(kind, StructType):
+        fields = ", ".join(f"{f.name}: {type_shape(f.field_type)}" for f in kind.fields)
+        return f"struct<{fields}>"
+    if isinstance(kind, ListType):
+        return f"list<{type_shape(kind.element_type)}>"
+    if isinstance(kind, MapType):
+        return f"map<{type_shape(kind.key_type)}, {type_shape(kind.value_type)}>"
+    return str(kind)
 
 
 def _name_mapping(schema: Schema) -> str:

@@ -22,17 +22,19 @@ from collections.abc import Collection, Mapping, Sequence
 
 from pyiceberg.expressions import BooleanExpression, In
 from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import (
     BooleanType,
     DoubleType,
     IcebergType,
     IntegerType,
+    ListType,
     LongType,
     MapType,
     NestedField,
     StringType,
+    StructType,
     TimestamptzType,
 )
 
@@ -62,8 +64,27 @@ _ICEBERG_TYPES: Mapping[ColumnType, IcebergType] = {
     ColumnType.DOUBLE: DoubleType(),
     ColumnType.BOOLEAN: BooleanType(),
     ColumnType.TIMESTAMP: TimestamptzType(),
-    # Its key and value get their ids in _schema.
+    # Nested fields get their ids in _schema.
     ColumnType.MAP: MapType(0, StringType(), 0, StringType(), value_required=False),
+    ColumnType.EXCEPTION: StructType(
+        NestedField(0, "class", StringType(), required=False),
+        NestedField(0, "message", StringType(), required=False),
+        NestedField(
+            0,
+            "frames",
+            ListType(
+                0,
+                StructType(
+                    NestedField(0, "class", StringType(), required=False),
+                    NestedField(0, "method", StringType(), required=False),
+                    NestedField(0, "file", StringType(), required=False),
+                    NestedField(0, "line", IntegerType(), required=False),
+                ),
+                element_required=False,
+            ),
+            required=False,
+        ),
+    ),
 }
 _FORMAT_COLUMNS: Mapping[str, tuple[tuple[str, IcebergType], ...]] = {
     name.value: tuple((column.name, _ICEBERG_TYPES[column.type]) for column in spec.columns)
@@ -84,19 +105,15 @@ _REJECT_COLUMNS: tuple[tuple[str, IcebergType], ...] = (
 
 
 def _schema(columns: tuple[tuple[str, IcebergType], ...]) -> Schema:
-    """The columns numbered 1 to N in order, then the keys and values of their maps from N + 1
-    (the ids Iceberg itself gives a new table's schema, so the name mapping matches them)."""
+    """The columns numbered 1 to N in order, then their nested fields (a map's key and value,
+    a struct's fields) from N + 1: the ids Iceberg itself gives a new table's schema, so the
+    name mapping matches them."""
     # Every column is optional: Spark writes every Parquet column as optional.
-    fields = []
-    nested_id = len(columns) + 1
-    for field_id, (name, kind) in enumerate(columns, start=1):
-        if isinstance(kind, MapType):
-            kind = MapType(
-                nested_id, kind.key_type, nested_id + 1, kind.value_type, value_required=False
-            )
-            nested_id += 2
-        fields.append(NestedField(field_id, name, kind, required=False))
-    return Schema(*fields)
+    fields = (
+        NestedField(field_id, name, kind, required=False)
+        for field_id, (name, kind) in enumerate(columns, start=1)
+    )
+    return assign_fresh_schema_ids(Schema(*fields))
 
 
 def _day_partition(schema: Schema, column: str) -> PartitionSpec:

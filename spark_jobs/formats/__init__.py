@@ -119,7 +119,7 @@ __all__ = [
     "utc_date",
 ]
 
-_SPARK_TYPES: dict[ColumnType, DataType] = {
+_SPARK_TYPES: dict[ColumnType, DataType | str] = {
     ColumnType.STRING: StringType(),
     ColumnType.INT: IntegerType(),
     ColumnType.LONG: LongType(),
@@ -127,6 +127,7 @@ _SPARK_TYPES: dict[ColumnType, DataType] = {
     ColumnType.BOOLEAN: BooleanType(),
     ColumnType.TIMESTAMP: TimestampType(),
     ColumnType.MAP: MapType(StringType(), StringType()),
+    ColumnType.EXCEPTION: ColumnType.EXCEPTION.value,  # Spark reads the type's DDL
 }
 _LEADING = ("event_id", "file_fingerprint", "byte_offset", "host", "event_time")
 _TRAILING = ("event_date", "checkpoint_id")

@@ -4,8 +4,9 @@
 
 ``{"ts": "...Z", "level": "INFO", "msg": "...", "context": {...}, "exception": {"class": ...,
 "msg": ..., "stacktrace": [{"class", "method", "file", "line"}, ...]}, "logger": "..."}``:
-``context`` (the record's MDC) lands as a map, the exception as its class, message and frames
-(a frame a line, as Java prints a ``StackTraceElement``). ``event_time`` is ``ts``. Rejects:
+``context`` (the record's MDC) lands as a map, the exception as a struct of its class, message
+and frames (each frame a struct of its class, method, file and line, as log4j2 wrote it).
+``event_time`` is ``ts``. Rejects:
 ``invalid_utf8``, ``invalid_json``, ``no_match`` (JSON that is not an object),
 ``bad_timestamp`` (no ``ts``, or one that is not an ISO-8601 time), see
 ``spark_jobs.formats._json_log``.
@@ -13,7 +14,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from spark_jobs.formats._common import FIELDS, ParseResult, split_classified
@@ -21,14 +22,17 @@ from spark_jobs.formats._json_log import classify_json_log, variant_map, variant
 
 TIME_KEY = "ts"
 _FRAMES = "array<struct<class:string,method:string,file:string,line:int>>"
-_NATIVE_METHOD_LINE = -2
-"""The line number of a native method's frame (``StackTraceElement.isNativeMethod``)."""
 
 
 def parse_spark_json(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
     """Parse Spark's structured JSON log lines (see the module doc)."""
     fields = F.col(FIELDS)
-    frames = F.try_variant_get(fields, "$.exception.stacktrace", _FRAMES)
+    exception_class = F.try_variant_get(fields, "$.exception.class", "string")
+    exception = F.struct(
+        exception_class.alias("class"),
+        F.try_variant_get(fields, "$.exception.msg", "string").alias("message"),
+        F.try_variant_get(fields, "$.exception.stacktrace", _FRAMES).alias("frames"),
+    )
     return split_classified(
         classify_json_log(rows, TIME_KEY),
         [
@@ -36,24 +40,7 @@ def parse_spark_json(rows: DataFrame, rejected: Observation | None = None) -> Pa
             variant_string(fields, "logger").alias("logger"),
             variant_string(fields, "msg").alias("message"),
             F.coalesce(variant_map(fields, "$.context"), F.create_map()).alias("context"),
-            F.try_variant_get(fields, "$.exception.class", "string").alias("exception_class"),
-            F.try_variant_get(fields, "$.exception.msg", "string").alias("exception_message"),
-            F.array_join(F.transform(frames, _frame), "\n").alias("stack_trace"),
+            F.when(exception_class.isNotNull(), exception).alias("exception"),
         ],
         rejected,
-    )
-
-
-def _frame(frame: Column) -> Column:
-    """A stack frame as ``StackTraceElement.toString`` writes it (without a class loader or
-    module): ``class.method(file:line)``."""
-    file, line = frame.getField("file"), frame.getField("line")
-    where = (
-        F.when(line == _NATIVE_METHOD_LINE, F.lit("Native Method"))
-        .when(file.isNull(), F.lit("Unknown Source"))
-        .when(line >= 0, F.concat(file, F.lit(":"), line.cast("string")))
-        .otherwise(file)
-    )
-    return F.concat(
-        frame.getField("class"), F.lit("."), frame.getField("method"), F.lit("("), where, F.lit(")")
     )

@@ -214,3 +214,16 @@ def format_columns(names: Sequence[str], row: dict[str, Any] | str) -> dict[str,
     picked = {name: row[name] for name in names}
     picked["event_time"] = row["event_time"].astimezone(timezone.utc)
     return picked
+
+
+def java_frame(frame: dict[str, Any]) -> str:
+    """A frame as ``StackTraceElement.toString`` writes it, written apart from the parser's."""
+    if frame["line"] == -2:
+        where = "Native Method"
+    elif frame["file"] is None:
+        where = "Unknown Source"
+    elif frame["line"] >= 0:
+        where = f"{frame['file']}:{frame['line']}"
+    else:
+        where = frame["file"]
+    return f"{frame['class']}.{frame['method']}({where})"

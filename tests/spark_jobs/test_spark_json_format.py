@@ -5,14 +5,25 @@ MDC, exception and time, by a template of its own beside the log)."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.types import NestedField, StringType
+from pyspark.sql import SparkSession
 
+from pipeline_core.config import load_pipeline_config
+from pipeline_core.lake import lake_location, open_lake, source_schema
+from pipeline_core.operations import PipelineOperations
+from pipeline_core.testing import table_rows
 from spark_jobs.formats import RejectReason, parse
-from tests.spark_jobs.support import ParsedOnce, StagingRows, reason_of
+from tests.spark_jobs.support import ParsedOnce, StagingRows, java_frame, reason_of
+from tests.support.faults import land_and_commit_sealed
 from tests.support.log_programs import SparkJobLogs, paired_with_truth, read_truth_fields
+from tests.support.pipelines import write_config
 
 pytestmark = [pytest.mark.spark]
 
@@ -70,22 +81,24 @@ def test_should_parse_each_record_of_a_spark_jobs_json_log_as_log4j_recorded_it(
         assert row["context"] == record.get("mdc", {}), record
         written = EPOCH + timedelta(milliseconds=int(str(record["millis"])))
         assert row["event_time"].astimezone(timezone.utc) == written, record
-        assert row["exception_class"] == record.get("exception_class")
-        assert row["exception_message"] == record.get("exception_message")
         if "exception_class" not in record:
-            assert row["stack_trace"] is None, record
+            assert row["exception"] is None, record
             continue
+        exception = row["exception"].asDict(recursive=True)
+        assert exception["class"] == record["exception_class"]
+        assert exception["message"] == record.get("exception_message")
         message = record.get("exception_message")
         header = f"{record['exception_class']}: {message}" if message else ""
         java = top_frames(str(record["stack_trace"]), header or str(record["exception_class"]))
-        ours = str(row["stack_trace"]).split("\n")
+        ours = [java_frame(frame) for frame in exception["frames"]]
         assert len(ours) == len(java), record
         for frame, printed in zip(ours, java, strict=True):
             # Java puts a frame's class loader and module first (java.base/...).
             assert printed == frame or printed.endswith("/" + frame), (frame, printed)
-    assert sum(row["exception_class"] is not None for row in rows) >= 4
+    exceptions = [row["exception"] for row in rows if row["exception"] is not None]
+    assert len(exceptions) >= 4
     assert any(row["context"] for row in rows)
-    assert any("(Unknown Source)" in (row["stack_trace"] or "") for row in rows)
+    assert any(frame["file"] is None for exception in exceptions for frame in exception["frames"])
 
 
 SPARK_JSON_CASES: list[tuple[bytes, RejectReason | None]] = [
@@ -129,15 +142,56 @@ def test_should_read_a_record_into_its_columns(staging_rows: StagingRows) -> Non
     assert (row["level"], row["logger"]) == ("ERROR", "Executor")
     assert row["message"] == "Task failed\nbadly"
     assert row["context"] == {"task_name": "task 0.0", "executor_id": "driver"}
-    assert (row["exception_class"], row["exception_message"]) == ("java.io.IOException", "disk")
-    assert row["stack_trace"].split("\n") == [
-        "a.B.run(B.java:12)",
-        "a.C$$Lambda/0x1.apply(Unknown Source)",
-        "sun.nio.ch.Net.poll(Native Method)",
-        "a.D.go(D.scala)",
-    ]
+    assert row["exception"].asDict(recursive=True) == {
+        "class": "java.io.IOException",
+        "message": "disk",
+        "frames": [
+            {"class": "a.B", "method": "run", "file": "B.java", "line": 12},
+            {"class": "a.C$$Lambda/0x1", "method": "apply", "file": None, "line": -1},
+            {"class": "sun.nio.ch.Net", "method": "poll", "file": "Net.java", "line": -2},
+            {"class": "a.D", "method": "go", "file": "D.scala", "line": -1},
+        ],
+    }
     (plain,) = parse(
         staging_rows([b'{"ts":"2026-11-28T20:24:53Z","level":"INFO","msg":"m","logger":"L"}']),
         "spark_json",
     )[0].collect()
-    assert (plain["context"], plain["exception_class"], plain["stack_trace"]) == ({}, None, None)
+    assert (plain["context"], plain["exception"]) == ({}, None)
+
+
+FLAT_EXCEPTION = ("exception_class", "exception_message", "stack_trace")
+"""The columns a ``spark_json`` table had before its exception was a struct."""
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_pass
+@pytest.mark.timeout(600)
+def test_a_spark_jobs_json_log_lands_its_exceptions_as_structs_in_a_table_of_flat_ones(
+    spark: SparkSession, spark_json_job: SparkJobLogs, tmp_path: Path, metastore_url: str
+) -> None:
+    log = tmp_path / "logs" / "spark.log"
+    log.parent.mkdir()
+    shutil.copyfile(spark_json_job.log4j.path, log)
+    path = write_config(tmp_path, metastore_url, pattern="logs/*.log", fmt="spark_json")
+    lake = lake_location(load_pipeline_config(path))
+    current = source_schema("spark_json")
+    before = [f for f in current.fields if f.name != "exception"]
+    flat = [NestedField(0, name, StringType(), required=False) for name in FLAT_EXCEPTION]
+    PipelineOperations(path).collect_once()
+    with open_lake(lake) as catalog:  # the table as an earlier release created it
+        old = assign_fresh_schema_ids(Schema(*before[:-1], *flat, before[-1]))
+        catalog.catalog.create_namespace_if_not_exists(lake.namespace)
+        catalog.ensure_table("access", old, "spark_json")
+
+    (landed,) = land_and_commit_sealed(spark, path)
+
+    events = len(spark_json_job.log4j.events)
+    assert landed["rows"] == {"access": events}
+    rows = table_rows(lake, "access").to_pylist()
+    assert len(rows) == events
+    assert all(row[name] is None for row in rows for name in FLAT_EXCEPTION)
+    truth = read_truth_fields(spark_json_job.log4j.path.with_name("spark.truth.jsonl"))
+    thrown = sorted(str(r["exception_class"]) for r in truth if "exception_class" in r)
+    exceptions = [row["exception"] for row in rows if row["exception"] is not None]
+    assert sorted(e["class"] for e in exceptions) == thrown and len(thrown) >= 4
+    assert all(e["frames"] and all(f["method"] for f in e["frames"]) for e in exceptions)

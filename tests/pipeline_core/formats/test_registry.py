@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from pyiceberg.schema import assign_fresh_schema_ids
-from pyiceberg.types import MapType
+from pyiceberg.types import IntegerType, MapType
 
 from pipeline_core.cli import main
 from pipeline_core.config import SourceConfig
@@ -19,7 +19,7 @@ from pipeline_core.formats import (
     format_spec,
     formats_markdown,
 )
-from pipeline_core.lake import source_schema
+from pipeline_core.lake import source_schema, type_shape
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "formats.md"
 ICEBERG = {
@@ -28,6 +28,8 @@ ICEBERG = {
     ColumnType.LONG: "long",
     ColumnType.TIMESTAMP: "timestamptz",
     ColumnType.MAP: "map<string, string>",
+    ColumnType.EXCEPTION: "struct<class: string, message: string, frames: list<struct<class: "
+    "string, method: string, file: string, line: int>>>",
 }
 
 
@@ -45,7 +47,7 @@ def test_a_formats_table_has_the_common_columns_then_its_own_then_the_checkpoint
 ) -> None:
     schema = source_schema(fmt.value)
 
-    columns = [(field.name, str(field.field_type)) for field in schema.fields]
+    columns = [(field.name, type_shape(field.field_type)) for field in schema.fields]
     common = ["event_id", "file_fingerprint", "byte_offset", "host", "event_time"]
     assert [name for name, _ in columns[:5]] == common
     assert columns[5:-1] == [(c.name, ICEBERG[c.type]) for c in FORMATS[fmt].columns]
@@ -77,6 +79,18 @@ def test_a_map_columns_key_and_value_have_the_ids_a_new_table_gives_them() -> No
     kind = schema.find_field("structured_data").field_type
     assert isinstance(kind, MapType)
     assert (kind.key_id, kind.value_id) == (len(schema.fields) + 1, len(schema.fields) + 2)
+    assert assign_fresh_schema_ids(schema) == schema  # what the catalog does on create
+
+
+def test_a_structs_fields_have_the_ids_a_new_table_gives_them() -> None:
+    schema = source_schema(SourceFormat.SPARK_JSON.value)
+
+    nested = [schema.find_field(f"exception.{name}") for name in ("class", "message", "frames")]
+    # After every column, then the context map's key and value: as Iceberg numbers them.
+    assert [field.field_id for field in nested] == [len(schema.fields) + n for n in (3, 4, 5)]
+    assert schema.find_field("exception.frames.element").field_id == len(schema.fields) + 6
+    line = schema.find_field("exception.frames.element.line")
+    assert (line.field_id, line.field_type) == (len(schema.fields) + 10, IntegerType())
     assert assign_fresh_schema_ids(schema) == schema  # what the catalog does on create
 
 

@@ -82,6 +82,10 @@ def test_should_take_a_regex_source_from_a_config_file(tmp_path: Path) -> None:
         ({"pattern": r"(?P<a>\w+)", "columns": {"a": "integer"}}, "columns.a"),
         ({"pattern": r"(?P<a>\w+)", "time_column": "a"}, "not a column declared as a timestamp"),
         ({"pattern": r"(?P<a>\w+)", "columns": {"a": "map<string,string>"}}, "not a map"),
+        (
+            {"pattern": r"(?P<a>\w+)", "columns": {"a": ColumnType.EXCEPTION.value}},
+            "column a: struct<class:string",
+        ),
         ({"format": "raw", "pattern": r"(?P<a>\w+)"}, "pattern belong to format regex only"),
         ({"format": "raw", "time_layout": "yyyy"}, "time_layout belong to format regex only"),
     ],

@@ -105,3 +105,19 @@ def test_a_change_iceberg_cannot_make_is_refused_before_any_table_changes(
     types = {f.name: f.field_type for f in app.schema().fields}
     assert (types["level"], types["pid"]) == (StringType(), IntegerType())
     assert app.scan().to_arrow().num_rows == 1
+
+
+def test_a_nested_column_added_later_is_taken_again_without_a_change(
+    catalog: LakeCatalog,
+) -> None:
+    dropped = [("a", ColumnType.STRING), ("b", ColumnType.STRING)]
+    catalog.ensure_tables({"app": "regex"}, {"app": [*FIRST, *dropped]})
+    later = [*FIRST, ("attrs", ColumnType.MAP)]  # a and b left out: they stay
+    evolved = catalog.ensure_tables({"app": "regex"}, {"app": later})["app"]
+    # The map's key and value got the table's next ids, not those of a table created so.
+    metadata = evolved.metadata_location
+
+    again = catalog.ensure_tables({"app": "regex"}, {"app": later})["app"]
+
+    assert again.metadata_location == metadata
+    assert str(again.schema().find_field("attrs").field_type) == "map<string, string>"
