@@ -2,7 +2,8 @@
 
 ``sluice.spark.SegmentLines`` reads local part files and splits them into events in the
 executors' JVM (``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx
-access-log line into its fields (``spark_jobs.formats``). Their source ships with the package;
+access-log line into its fields, and ``sluice.spark.PatternGroups`` takes every group of a
+format's pattern from one match (``spark_jobs.formats``). Their source ships with the package;
 ``pipeline_core.landing.java_functions_jar`` compiles it where the job is submitted. A session
 gets the jar when it starts (``spark.jars``, or spark-submit's ``--jars``:
 ``pipeline_core.landing.landing_job_spec`` adds it), or on Spark Connect as an artifact of the
@@ -82,7 +83,12 @@ NGINX_FIELDS = JvmFunction(
 )
 """``line``: the fields of an nginx ``combined`` line (``spark_jobs.formats.NGINX_FIELDS``), or
 null when it does not match ``spark_jobs.formats.NGINX_PATTERN``."""
-JVM_FUNCTIONS = (SEGMENT_LINES, NGINX_FIELDS)
+PATTERN_GROUPS = JvmFunction(
+    "sluice_pattern_groups", "sluice.spark.PatternGroups", ArrayType(StringType())
+)
+"""``(text, pattern)``: every group of ``pattern``'s first match in ``text`` (a group that took
+no part, empty), from one match; null when it does not match."""
+JVM_FUNCTIONS = (SEGMENT_LINES, NGINX_FIELDS, PATTERN_GROUPS)
 log = logging.getLogger(__name__)
 _enabled: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
@@ -100,6 +106,7 @@ def enable_jvm_functions(spark: SparkSession) -> bool:
         nothing = F.lit(None)
         spark.range(1).select(
             NGINX_FIELDS(nothing.cast("binary")).isNull(),
+            PATTERN_GROUPS(nothing.cast("string"), nothing.cast("string")).isNull(),
             SEGMENT_LINES(
                 nothing.cast("string"), *[nothing.cast("long")] * 4, nothing.cast(EVENT_SPANS)
             ).isNull(),
@@ -108,7 +115,8 @@ def enable_jvm_functions(spark: SparkSession) -> bool:
     except Exception as exc:  # the classes are not on the session's classpath
         log.info(
             "the landing's Java functions are not available (%s): segments are read in Python "
-            "workers, nginx lines parsed with regular expressions",
+            "workers, nginx lines parsed with regular expressions, a pattern matched once per "
+            "group",
             str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
         )
         enabled = False

@@ -75,7 +75,9 @@ from spark_jobs.formats._common import (
     REJECT_COLUMNS,
     STAGING_COLUMNS,
     ParseResult,
+    PatternMatcher,
     event_id,
+    pattern_matcher,
     rejected_files,
     utc_date,
 )
@@ -110,11 +112,13 @@ __all__ = [
     "STAGING_COLUMNS",
     "NginxScanner",
     "ParseResult",
+    "PatternMatcher",
     "RejectReason",
     "SourceFormat",
     "event_id",
     "nginx_scanner",
     "parse",
+    "pattern_matcher",
     "rejected_files",
     "utc_date",
 ]
@@ -148,6 +152,7 @@ def parse(
     time_layout: str | None = None,
     rejected: Observation | None = None,
     scanner: NginxScanner = NginxScanner.REGEX,
+    matcher: PatternMatcher | None = None,
 ) -> ParseResult:
     """Parse staging rows of one source with its declared format.
 
@@ -169,6 +174,9 @@ def parse(
             job that computes either result (an ``Observation`` observes one job only).
         scanner: ``nginx_combined`` only; how lines are split into fields (:func:`nginx_scanner`
             picks the fastest a session has).
+        matcher: the formats read by one pattern (``python_logging``, ``spark_log4j``, the
+            syslogs, ``regex`` and ``nginx`` with a ``log_format``); how it is matched (None:
+            :func:`pattern_matcher`'s choice, the fastest the session has).
 
     Returns:
         ``(parsed, rejects)``: the parsed rows with the common columns, the format's (as
@@ -200,18 +208,20 @@ def parse(
         SourceFormat.RAW: parse_raw,
         SourceFormat.CRI: lambda r, o: parse_container(r, SourceFormat.CRI, o),
         SourceFormat.DOCKER_JSON: lambda r, o: parse_container(r, SourceFormat.DOCKER_JSON, o),
-        SourceFormat.SPARK_LOG4J: lambda r, o: parse_spark_log4j(r, timezone or "UTC", o),
+        SourceFormat.SPARK_LOG4J: lambda r, o: parse_spark_log4j(r, timezone or "UTC", o, matcher),
         SourceFormat.PYTHON_LOGGING: lambda r, o: parse_python_logging(
-            r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o
+            r, log_format or DEFAULT_PYTHON_LOG_FORMAT, timezone or "UTC", o, matcher
         ),
-        SourceFormat.SYSLOG_RFC5424: parse_syslog_rfc5424,
-        SourceFormat.SYSLOG_RFC3164: lambda r, o: parse_syslog_rfc3164(r, timezone or "UTC", o),
+        SourceFormat.SYSLOG_RFC5424: lambda r, o: parse_syslog_rfc5424(r, o, matcher),
+        SourceFormat.SYSLOG_RFC3164: lambda r, o: parse_syslog_rfc3164(
+            r, timezone or "UTC", o, matcher
+        ),
         SourceFormat.AIRFLOW_TASK: parse_airflow_task,
         SourceFormat.SPARK_JSON: parse_spark_json,
     }
     if user is not None:
         parsed, rejects = parse_regex(
-            rows, user, time_column, time_layout, timezone or "UTC", rejected
+            rows, user, time_column, time_layout, timezone or "UTC", rejected, matcher
         )
     else:
         parsed, rejects = parsers[spec.name](rows, rejected)

@@ -5,13 +5,16 @@ private columns, and the projection of a classified frame into parsed rows and r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline_core.formats import ColumnType, JsonColumn, RejectReason
+from spark_jobs.jvm_functions import PATTERN_GROUPS, enable_jvm_functions
 
 ParseResult = tuple[DataFrame, DataFrame]
 """``(parsed, rejects)``."""
@@ -58,6 +61,7 @@ VALID = "_valid_utf8"
 FIELDS = "_fields"
 TIME = "_time"
 REASON = "_reason"
+_GROUPS = "_groups"
 _FENCE = "_fence"
 _REWRITTEN = "_rewritten"
 _SEPARATOR = "\x01"
@@ -106,6 +110,53 @@ def with_pattern_fields(rows: DataFrame, pattern: str, groups: int) -> DataFrame
     )
 
 
+class PatternMatcher(Enum):
+    """How a format's pattern is matched against an event's text; both decide and capture
+    alike (Java's regular expressions, the first match found)."""
+
+    JVM = "jvm"
+    """The Java function ``sluice.spark.PatternGroups``: one match gives every group
+    (``spark_jobs.jvm_functions``)."""
+    REGEX = "regex"
+    """Spark SQL only: ``rlike``, then a ``regexp_extract`` per group, each a match of its own
+    over the whole text (a multiline event's too)."""
+
+
+def pattern_matcher(spark: SparkSession) -> PatternMatcher:
+    """``JVM`` when ``spark`` has the landing's Java functions, ``REGEX`` otherwise."""
+    return PatternMatcher.JVM if enable_jvm_functions(spark) else PatternMatcher.REGEX
+
+
+@dataclass(frozen=True)
+class PatternMatch:
+    """A pattern matched against each row's ``with_text`` text: whether it matched (false
+    for text that is not valid UTF-8), and a group's text (empty when the group took no part;
+    meaningless where it did not match)."""
+
+    matched: Column
+    group: Callable[[int], Column]
+    """A group's text by its number (from 1)."""
+
+
+def match_pattern(
+    rows: DataFrame, pattern: str, matcher: PatternMatcher | None = None
+) -> tuple[DataFrame, PatternMatch]:
+    """``rows`` (with ``with_text``'s columns) and ``pattern`` matched against their text with
+    ``matcher`` (None: :func:`pattern_matcher`'s choice for the rows' session). With ``JVM``
+    the match is a column of its own, taken once and read by every group."""
+    text = F.col(TEXT)
+    if matcher is None:
+        matcher = pattern_matcher(rows.sparkSession)
+    if matcher is PatternMatcher.REGEX:
+        return rows, PatternMatch(
+            F.col(VALID) & text.rlike(pattern),
+            lambda number: F.regexp_extract(text, pattern, number),
+        )
+    groups = F.col(_GROUPS)
+    matched = rows.withColumn(_GROUPS, F.when(F.col(VALID), PATTERN_GROUPS(text, F.lit(pattern))))
+    return matched, PatternMatch(groups.isNotNull(), lambda number: groups.getItem(number - 1))
+
+
 def pattern_reason() -> Column:
     """The reject reason of a format that matches a line's text into ``FIELDS`` and reads
     ``event_time`` from it: ``invalid_utf8``, ``no_match`` (no fields), ``bad_timestamp`` (no
@@ -129,9 +180,9 @@ def without_cr(text: Column) -> Column:
 
 def without_crlf(text: Column) -> Column:
     """``text`` (an event's) without the ``\\r`` of its CRLF line ends: one trailing ``\\r``,
-    and in a multiline event the ``\\r`` before each ``\\n`` (a regular expression runs on
-    those only)."""
-    several = F.col("event_lines") > 1
+    and in a multiline event the ``\\r`` before each ``\\n`` (a regular expression runs only
+    on those that hold a ``\\r``: a byte search tells the others)."""
+    several = (F.col("event_lines") > 1) & text.contains("\r")
     return F.when(several, F.regexp_replace(text, _CRLF_ENDS, "")).otherwise(without_cr(text))
 
 

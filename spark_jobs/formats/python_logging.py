@@ -24,10 +24,10 @@ from pipeline_core.formats import (
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
-    TEXT,
     TIME,
-    VALID,
     ParseResult,
+    PatternMatcher,
+    match_pattern,
     pattern_reason,
     split_classified,
     with_text,
@@ -36,22 +36,26 @@ from spark_jobs.formats._common import (
 
 
 def parse_python_logging(
-    rows: DataFrame, log_format: str, timezone: str, rejected: Observation | None = None
+    rows: DataFrame,
+    log_format: str,
+    timezone: str,
+    rejected: Observation | None = None,
+    matcher: PatternMatcher | None = None,
 ) -> ParseResult:
-    """Parse ``logging`` records written with ``log_format`` (see the module doc)."""
+    """Parse ``logging`` records written with ``log_format`` (see the module doc), the
+    format's pattern matched with ``matcher`` (None: the session's best)."""
     layout = python_log_layout(log_format)
-    text = F.col(TEXT)
+    classified, match = match_pattern(with_text(rows), layout.pattern, matcher)
 
     def group(attribute: str) -> Column | None:
         number = layout.group(attribute)
         if number is None:
             return None
-        return F.regexp_extract(text, layout.pattern, number)
+        return match.group(number)
 
     def field(name: str) -> Column:
         return F.col(FIELDS).getField(name)
 
-    matched = text.rlike(layout.pattern)
     captured = {
         name: value
         for name, value in (
@@ -69,7 +73,7 @@ def parse_python_logging(
         if value is not None
     }
     fields = F.struct(*(value.alias(name) for name, value in captured.items()))
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, fields))
+    classified = classified.withColumn(FIELDS, F.when(match.matched, fields))
     time = F.lit(None).cast("timestamp")
     if "asctime" in captured:
         local = F.try_to_timestamp(field("asctime"), F.lit(ASCTIME_LAYOUT))

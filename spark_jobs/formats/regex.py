@@ -22,9 +22,9 @@ from pipeline_core.formats import ColumnType, UserPattern
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
-    TEXT,
-    VALID,
     ParseResult,
+    PatternMatcher,
+    match_pattern,
     pattern_reason,
     split_classified,
     with_text,
@@ -49,17 +49,15 @@ def parse_regex(
     time_layout: str | None,
     timezone: str,
     rejected: Observation | None = None,
+    matcher: PatternMatcher | None = None,
 ) -> ParseResult:
-    """Parse events with the source's ``pattern`` (see the module doc)."""
-    text = F.col(TEXT)
+    """Parse events with the source's ``pattern`` (see the module doc), matched with
+    ``matcher`` (None: the session's best)."""
+    classified, match = match_pattern(with_text(rows), pattern.java_pattern, matcher)
     groups = F.struct(
-        *(
-            F.regexp_extract(text, pattern.java_pattern, pattern.group(name)).alias(name)
-            for name, _ in pattern.columns
-        )
+        *(match.group(pattern.group(name)).alias(name) for name, _ in pattern.columns)
     )
-    matched = text.rlike(pattern.java_pattern)
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, groups))
+    classified = classified.withColumn(FIELDS, F.when(match.matched, groups))
     values = {
         name: _typed(F.col(FIELDS).getField(name), kind, time_layout, timezone)
         for name, kind in pattern.columns

@@ -12,15 +12,15 @@ is followed by its exception keeps that exception apart, its Python traceback in
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
-    TEXT,
-    VALID,
     ParseResult,
+    PatternMatcher,
+    match_pattern,
     pattern_reason,
     split_classified,
     with_text,
@@ -37,22 +37,21 @@ EXCEPTION_START = (
 
 
 def parse_spark_log4j(
-    rows: DataFrame, timezone: str, rejected: Observation | None = None
+    rows: DataFrame,
+    timezone: str,
+    rejected: Observation | None = None,
+    matcher: PatternMatcher | None = None,
 ) -> ParseResult:
-    """Parse Spark's log4j2 records (see the module doc)."""
-    text = F.col(TEXT)
-
-    def group(number: int) -> Column:
-        return F.regexp_extract(text, SPARK_LOG4J_PATTERN, number)
-
+    """Parse Spark's log4j2 records (see the module doc), the pattern matched with
+    ``matcher`` (None: the session's best)."""
+    classified, match = match_pattern(with_text(rows), SPARK_LOG4J_PATTERN, matcher)
     fields = F.struct(
-        group(1).alias("time"),
-        group(2).alias("level"),
-        group(3).alias("logger"),
-        group(4).alias("body"),
+        match.group(1).alias("time"),
+        match.group(2).alias("level"),
+        match.group(3).alias("logger"),
+        match.group(4).alias("body"),
     )
-    matched = text.rlike(SPARK_LOG4J_PATTERN)
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, fields))
+    classified = classified.withColumn(FIELDS, F.when(match.matched, fields))
     field = F.col(FIELDS).getField
     local = F.try_to_timestamp(field("time"), F.lit(SPARK_TIME_LAYOUT))
     classified = classified.withColumn(

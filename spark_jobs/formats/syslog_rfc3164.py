@@ -26,9 +26,10 @@ from pipeline_core.formats import RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
-    TEXT,
     VALID,
     ParseResult,
+    PatternMatcher,
+    match_pattern,
     split_classified,
     with_text,
     without_crlf,
@@ -54,18 +55,18 @@ _GROUPS = (
 
 
 def parse_syslog_rfc3164(
-    rows: DataFrame, timezone: str, rejected: Observation | None = None
+    rows: DataFrame,
+    timezone: str,
+    rejected: Observation | None = None,
+    matcher: PatternMatcher | None = None,
 ) -> ParseResult:
-    """Parse BSD syslog lines, their BSD times in ``timezone`` (see the module doc)."""
-    text = F.col(TEXT)
+    """Parse BSD syslog lines, their BSD times in ``timezone`` (see the module doc), the
+    pattern matched with ``matcher`` (None: the session's best)."""
+    classified, match = match_pattern(with_text(rows), SYSLOG_RFC3164_PATTERN, matcher)
     fields = F.struct(
-        *(
-            F.regexp_extract(text, SYSLOG_RFC3164_PATTERN, number).alias(name)
-            for number, name in enumerate(_GROUPS, start=1)
-        )
+        *(match.group(number).alias(name) for number, name in enumerate(_GROUPS, start=1))
     )
-    matched = text.rlike(SYSLOG_RFC3164_PATTERN)
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, fields))
+    classified = classified.withColumn(FIELDS, F.when(match.matched, fields))
     field = F.col(FIELDS).getField
     priority = field("priority")
     classified = classified.withColumn(

@@ -23,10 +23,11 @@ from pipeline_core.formats import RejectReason
 from spark_jobs.formats._common import (
     FIELDS,
     REASON,
-    TEXT,
     TIME,
     VALID,
     ParseResult,
+    PatternMatcher,
+    match_pattern,
     split_classified,
     with_text,
     without_crlf,
@@ -66,17 +67,16 @@ _GROUPS = (
 )  # fmt: skip
 
 
-def parse_syslog_rfc5424(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
-    """Parse RFC 5424 messages (see the module doc)."""
-    text = F.col(TEXT)
+def parse_syslog_rfc5424(
+    rows: DataFrame, rejected: Observation | None = None, matcher: PatternMatcher | None = None
+) -> ParseResult:
+    """Parse RFC 5424 messages (see the module doc), the pattern matched with ``matcher``
+    (None: the session's best)."""
+    classified, match = match_pattern(with_text(rows), SYSLOG_RFC5424_PATTERN, matcher)
     fields = F.struct(
-        *(
-            F.regexp_extract(text, SYSLOG_RFC5424_PATTERN, number).alias(name)
-            for number, name in enumerate(_GROUPS, start=1)
-        )
+        *(match.group(number).alias(name) for number, name in enumerate(_GROUPS, start=1))
     )
-    matched = text.rlike(SYSLOG_RFC5424_PATTERN)
-    classified = with_text(rows).withColumn(FIELDS, F.when(F.col(VALID) & matched, fields))
+    classified = classified.withColumn(FIELDS, F.when(match.matched, fields))
     field = F.col(FIELDS).getField
     nil_time = field("timestamp") == NIL
     classified = (
