@@ -2,9 +2,10 @@
 reads at full speed.
 
 A ``sluice collect`` process (continuous mode) starts on a backlog: the large file and the
-many-files data set, which it reads as fast as it can (case 1's load). Once it holds its lease,
-checkpoints are requested through the metastore (``Metastore.request_checkpoint``, as a DAG
-run's request task does) every ``checkpoint_interval`` seconds, ``checkpoint_requests`` of them.
+many-files data set (written back to disk first), which it reads as fast as it can (case 1's
+load). Once it holds its lease, checkpoints are requested through the metastore
+(``Metastore.request_checkpoint``, as a DAG run's request task does) every
+``checkpoint_interval`` seconds, ``checkpoint_requests`` of them.
 The latency of each is ``sealed_at - requested_at`` as the metastore recorded them (both from
 the same host clock). A checkpoint whose batch holds bytes was sealed while the collector was
 still reading: those are the ones "under load", and the figures are theirs (the others are
@@ -14,6 +15,7 @@ is idle (the same requests after the backlog is read). Target: p99 at most 250 m
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import time
@@ -98,6 +100,10 @@ def measure(
     metastore = Metastore.open(config.metastore_url)
     for source in inputs:
         common.warm(source)
+    # What the bench itself wrote (a backlog written just now) on disk first: a seal's fsync
+    # would otherwise wait behind the writeback of other files' gigabyte (ext4's ordered
+    # journal), which a host's logs, written over hours, do not leave.
+    os.sync()
     collector = common.start_collector(config_path)
     try:
         common.wait_for(
