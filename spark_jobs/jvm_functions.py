@@ -2,8 +2,9 @@
 
 ``sluice.spark.SegmentLines`` reads local part files and splits them into events in the
 executors' JVM (``spark_jobs.jvm_lines``); ``sluice.spark.NginxFields`` scans an nginx
-access-log line into its fields, and ``sluice.spark.PatternGroups`` takes every group of a
-format's pattern from one match (``spark_jobs.formats``). Their source ships with the package;
+access-log line into its fields, ``sluice.spark.PatternGroups`` takes every group of a
+format's pattern from one match and ``sluice.spark.StructuredData`` reads a syslog message's
+structured data (``spark_jobs.formats``). Their source ships with the package;
 ``pipeline_core.landing.java_functions_jar`` compiles it where the job is submitted. A session
 gets the jar when it starts (``spark.jars``, or spark-submit's ``--jars``:
 ``pipeline_core.landing.landing_job_spec`` adds it), or on Spark Connect as an artifact of the
@@ -27,6 +28,7 @@ from pyspark.sql.types import (
     BinaryType,
     DataType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -88,7 +90,14 @@ PATTERN_GROUPS = JvmFunction(
 )
 """``(text, pattern)``: every group of ``pattern``'s first match in ``text`` (a group that took
 no part, empty), from one match; null when it does not match."""
-JVM_FUNCTIONS = (SEGMENT_LINES, NGINX_FIELDS, PATTERN_GROUPS)
+STRUCTURED_DATA = JvmFunction(
+    "sluice_structured_data",
+    "sluice.spark.StructuredData",
+    MapType(StringType(), StringType()),
+)
+"""``text``: an RFC 5424 message's STRUCTURED-DATA (as its pattern matched it) as a map of each
+parameter's unescaped value by ``<SD-ID>.<PARAM-NAME>`` (a repeated one: its first value)."""
+JVM_FUNCTIONS = (SEGMENT_LINES, NGINX_FIELDS, PATTERN_GROUPS, STRUCTURED_DATA)
 log = logging.getLogger(__name__)
 _enabled: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
@@ -107,6 +116,7 @@ def enable_jvm_functions(spark: SparkSession) -> bool:
         spark.range(1).select(
             NGINX_FIELDS(nothing.cast("binary")).isNull(),
             PATTERN_GROUPS(nothing.cast("string"), nothing.cast("string")).isNull(),
+            STRUCTURED_DATA(nothing.cast("string")).isNull(),
             SEGMENT_LINES(
                 nothing.cast("string"), *[nothing.cast("long")] * 4, nothing.cast(EVENT_SPANS)
             ).isNull(),

@@ -265,6 +265,10 @@ def frame(
     if rule is None:
         raise ValueError("framing needs a multiline rule or a container format")
     continuing = _continuing_after(rule, data, starts, after)
+    if not continuing.any():
+        single = _single_lines(starts, size, rule, complete=complete, max_bytes=max_bytes)
+        if single is not None:
+            return single
     headless = bool(continuing[0])
     continuing[0] = False
     firsts = np.flatnonzero(~continuing)
@@ -326,6 +330,27 @@ def frame(
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+
+
+def _single_lines(
+    starts: Positions, size: int, rule: MultilineRule, *, complete: bool, max_bytes: int
+) -> Framing | None:
+    """:func:`frame`'s answer for a read where every line begins an event, without its
+    arrays: what may be handed out, the events all one line each. None where that takes the
+    general way: a line over ``max_bytes`` (a cut event), or nothing to hand out yet."""
+    count = len(starts)
+    longest = size - int(starts[-1])
+    if count > 1:
+        longest = max(longest, int(np.max(np.diff(starts))))
+    if longest > max_bytes:
+        return None
+    # The last event may still grow (unless nothing follows), and the lines the rule looks
+    # ahead at settle the events before them.
+    end_line = count if complete else count - 1 - rule.lookahead
+    if end_line <= 0:
+        return None
+    length = size if end_line == count else int(starts[end_line])
+    return Framing(length, end_line, end_line, NO_EVENTS)
 
 
 def _continuing_after(

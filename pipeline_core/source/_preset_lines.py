@@ -119,6 +119,10 @@ def preset_continuing(
     result = np.zeros(count, dtype=np.bool_)
     view = np.frombuffer(data, dtype=np.uint8)
     first = view[starts]
+    if MultilinePreset.GO not in presets and not _may_continue()[first].any():
+        # Every line begins with a byte no continuation of Python's or Java's does (a date,
+        # most often): each begins an event. Most reads of a log of one-line events end here.
+        return result
     ends = np.empty(count, dtype=np.int64)  # where each line's newline is (or the end)
     ends[:-1] = starts[1:] - 1
     ends[-1] = len(data) - (1 if data[-1] == NEWLINE else 0)
@@ -220,6 +224,20 @@ def _word_table() -> _WordTable:
             masks[index, : len(prefix)] = 0xFF
         _TABLE.append(_WordTable(heads, packed.view("<u8"), masks.view("<u8")))
     return _TABLE[0]
+
+
+_MAY_CONTINUE: list[NDArray[np.bool_]] = []
+
+
+def _may_continue() -> NDArray[np.bool_]:
+    """By first byte: whether a line may continue the one before by the Python or Java preset
+    (indented, blank, or starting a preset's word). A line after an indented one may too (an
+    exception's line after its frames), so a read with none of these has no continuation."""
+    if not _MAY_CONTINUE:
+        table = _word_table().heads.copy()
+        table[[_SPACE, _TAB, NEWLINE, _CR]] = True
+        _MAY_CONTINUE.append(table)
+    return _MAY_CONTINUE[0]
 
 
 _IDENTIFIER = np.zeros(256, dtype=np.bool_)

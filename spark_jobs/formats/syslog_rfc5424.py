@@ -28,6 +28,7 @@ from spark_jobs.formats._common import (
     ParseResult,
     PatternMatcher,
     match_pattern,
+    pattern_matcher,
     split_classified,
     with_text,
     without_crlf,
@@ -39,6 +40,7 @@ from spark_jobs.formats._syslog import (
     unless_nil,
     valid_priority,
 )
+from spark_jobs.jvm_functions import STRUCTURED_DATA
 
 SD_NAME = r"[!#-<>-\\^-~]{1,32}"
 """An SD-ID or a PARAM-NAME: printable US-ASCII but ``=``, ``]`` and ``"``."""
@@ -72,6 +74,8 @@ def parse_syslog_rfc5424(
 ) -> ParseResult:
     """Parse RFC 5424 messages (see the module doc), the pattern matched with ``matcher``
     (None: the session's best)."""
+    if matcher is None:
+        matcher = pattern_matcher(rows.sparkSession)
     classified, match = match_pattern(with_text(rows), SYSLOG_RFC5424_PATTERN, matcher)
     fields = F.struct(
         *(match.group(number).alias(name) for number, name in enumerate(_GROUPS, start=1))
@@ -93,8 +97,10 @@ def parse_syslog_rfc5424(
         )
     )
     spaced = field("message")  # " MSG", or "" when there is none
+    text = spaced.substr(F.lit(2), F.length(spaced))
     message = F.when(
-        spaced != "", F.regexp_replace(spaced.substr(F.lit(2), F.length(spaced)), f"^{_BOM}", "")
+        spaced != "",
+        F.when(text.startswith(_BOM), text.substr(F.lit(2), F.length(text))).otherwise(text),
     )
     return split_classified(
         classified,
@@ -105,17 +111,21 @@ def parse_syslog_rfc5424(
             unless_nil(field("app_name")).alias("app_name"),
             unless_nil(field("proc_id")).alias("proc_id"),
             unless_nil(field("msg_id")).alias("msg_id"),
-            structured_data(field("structured_data")).alias("structured_data"),
+            structured_data(field("structured_data"), matcher).alias("structured_data"),
             without_crlf(message).alias("message"),
         ],
         rejected,
     )
 
 
-def structured_data(text: Column) -> Column:
+def structured_data(text: Column, matcher: PatternMatcher = PatternMatcher.REGEX) -> Column:
     """``STRUCTURED-DATA`` (matched: ``-`` or whole elements) as a map of each parameter's
     unescaped value by ``<SD-ID>.<PARAM-NAME>``, a name repeated in an element with its first
-    value; ``-`` is an empty map."""
+    value; ``-`` is an empty map. With ``JVM``, read in one pass by the Java function
+    ``sluice.spark.StructuredData``; otherwise by Spark's regular expressions (four per
+    element, and one per escaped value)."""
+    if matcher is PatternMatcher.JVM:
+        return STRUCTURED_DATA(text)
     elements = F.regexp_extract_all(text, F.lit(SD_ELEMENT), 0)
 
     def entries(element: Column) -> Column:
@@ -127,7 +137,10 @@ def structured_data(text: Column) -> Column:
             values,
             lambda name, value: F.struct(
                 F.concat(sd_id, F.lit("."), name).alias("key"),
-                F.regexp_replace(value, _ESCAPED, "$1").alias("value"),
+                # The pattern runs only on a value that holds an escape.
+                F.when(value.contains("\\"), F.regexp_replace(value, _ESCAPED, "$1"))
+                .otherwise(value)
+                .alias("value"),
             ),
         )
 

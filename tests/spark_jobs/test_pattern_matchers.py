@@ -87,9 +87,22 @@ def test_a_spark_jobs_log4j_records_parse_alike(
     assert (landed, rejected) == (len(spark_job.log4j.events), len(NOT_RECORDS))
 
 
+STRUCTURED: list[tuple[bytes, None]] = [
+    (
+        b'<34>1 2026-11-28T10:00:00Z h a - - [x@1 k="a\\"b" k="again"][y@2 p="c\\]d" q="e\\\\f"] m',
+        None,
+    ),
+    (b'<34>1 2026-11-28T10:00:00Z h a - - [x@1 v="back\\slash" w=""][x@1 v="later"] m', None),
+    (b'<34>1 2026-11-28T10:00:00Z h a - - [timeQuality tzKnown="1" isSynced="0"]', None),
+    (b"<34>1 2026-11-28T10:00:00Z h a - - [id] [in the message]", None),
+]
+"""Structured data with escapes, a name repeated, an SD-ID twice, an element without
+parameters."""
+
+
 @pytest.mark.parametrize(
     ("fmt", "cases"),
-    [("syslog_rfc5424", RFC5424_CASES), ("syslog_rfc3164", BSD_CASES)],
+    [("syslog_rfc5424", [*RFC5424_CASES, *STRUCTURED]), ("syslog_rfc3164", BSD_CASES)],
     ids=["rfc5424", "rfc3164"],
 )
 def test_syslog_messages_parse_alike(
@@ -98,6 +111,9 @@ def test_syslog_messages_parse_alike(
     rows = staging_rows([line for line, _ in cases], source="syslog")
 
     landed, rejected = assert_matchers_agree(rows, fmt)
+    if fmt == "syslog_rfc5424":
+        (row,) = parse(staging_rows([STRUCTURED[0][0]], source="syslog"), fmt)[0].collect()
+        assert row["structured_data"] == {"x@1.k": 'a"b', "y@2.p": "c]d", "y@2.q": "e\\f"}
 
     assert (landed, rejected) == (
         sum(reason is None for _, reason in cases),
