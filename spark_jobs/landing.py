@@ -69,9 +69,11 @@ from spark_jobs.formats import (
     STAGING_COLUMNS,
     NginxScanner,
     ParseResult,
+    PatternMatcher,
     RejectReason,
     nginx_scanner,
     parse,
+    pattern_matcher,
     rejected_files,
 )
 from spark_jobs.lake import landing_folder, staged_checksum, write_files
@@ -114,7 +116,7 @@ class Landing:
 
 def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     """Land ``landing``'s checkpoints into the lake (see the module doc); returns the summary
-    ``{"landing_id", "mode", "segment_reader", "nginx_scanner", "checkpoints":
+    ``{"landing_id", "mode", "segment_reader", "nginx_scanner", "pattern_matcher", "checkpoints":
     [{"checkpoint_id", "rows", "rejects", "rescued", "input_lines", "input_events", "batches"}],
     "tables": {table: {"snapshot_id", "committed", "already_committed"}}, "landed_at"}`` (a
     checkpoint's ``input_lines`` are the lines it staged, its ``input_events`` the events they
@@ -135,6 +137,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
     parts = verify_parts([part for c in checkpoints for part in c.parts])
     reader = segment_reader(spark, (part.path for part in parts))
     scanner = nginx_scanner(spark)
+    matcher = pattern_matcher(spark)
     with open_lake(landing.lake) as lake:
         tables = lake.ensure_tables(
             {name: spec.format for name, spec in sources.items()},
@@ -148,7 +151,11 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         for source, spec in sources.items():
             observation = Observation()
             rows = _parse_source(
-                read_source(spark, parts, source, reader=reader), spec, scanner, observation
+                read_source(spark, parts, source, reader=reader),
+                spec,
+                scanner,
+                matcher,
+                observation,
             )[0]
             if RESCUED_COLUMN in rows.columns:
                 rescues[source] = Observation()
@@ -167,7 +174,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
             rejected |= {(c, source, h, f) for c, h, f in rejected_files(observation)}
         staged = staged_events(parts)
         short = files_with_rejects(staged, landed, rejected)
-        rejects = rejects_of(spark, sources, parts, short, reader, scanner)
+        rejects = rejects_of(spark, sources, parts, short, reader, scanner, matcher)
         reasons: dict[int, Counter[str]] = {}
         written[REJECTS_TABLE] = {}
         if rejects:
@@ -215,6 +222,7 @@ def land(spark: SparkSession, landing: Landing) -> dict[str, Any]:
         "mode": landing.mode.value,
         "segment_reader": reader.value,
         "nginx_scanner": scanner.value,
+        "pattern_matcher": matcher.value,
         "checkpoints": summaries,
         "tables": committed,
         "landed_at": datetime.now(timezone.utc).isoformat(),
@@ -270,15 +278,17 @@ def rejects_of(
     short: set[FileKey],
     reader: SegmentReader | None = None,
     scanner: NginxScanner = NginxScanner.REGEX,
+    matcher: PatternMatcher | None = None,
 ) -> list[DataFrame]:
     """The rejects of every source file in ``short``, reading only the segments of those
-    files (with ``reader``, and parsing nginx lines with ``scanner``)."""
+    files (with ``reader``, and parsing nginx lines with ``scanner``, patterns with
+    ``matcher``)."""
     frames = []
     for source, spec in sources.items():
         files = {(c, host, fingerprint) for c, s, host, fingerprint in short if s == source}
         if files:
             rows = read_source(spark, parts, source, files, reader)
-            frames.append(_parse_source(rows, spec, scanner)[1])
+            frames.append(_parse_source(rows, spec, scanner, matcher)[1])
     return frames
 
 
@@ -286,6 +296,7 @@ def _parse_source(
     rows: DataFrame,
     spec: SourceSpec,
     scanner: NginxScanner,
+    matcher: PatternMatcher | None = None,
     rejected: Observation | None = None,
 ) -> ParseResult:
     """:func:`parse` of one source's staging rows, as its manifest entry says."""
@@ -301,6 +312,7 @@ def _parse_source(
         time_layout=spec.time_layout,
         rejected=rejected,
         scanner=scanner,
+        matcher=matcher,
     )
 
 

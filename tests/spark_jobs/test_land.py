@@ -211,6 +211,7 @@ def test_spark_submit_lands_a_checkpoint(lake: LakeLocation, tmp_path: Path) -> 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert (summary["segment_reader"], summary["nginx_scanner"]) == ("jvm", "jvm")
+    assert summary["pattern_matcher"] == "jvm"
     (checkpoint,) = summary["checkpoints"]
     assert checkpoint["input_lines"] == 2 * LINES_PER_HOST
     assert sum(checkpoint["rows"].values()) + sum(checkpoint["rejects"].values()) == (

@@ -39,6 +39,7 @@ from pipeline_core.testing import table_rows
 from spark_jobs import landing as landing_module
 from spark_jobs import staging
 from spark_jobs.checkpoint import FileKey, read_checkpoint, staged_lines
+from spark_jobs.formats import _common as formats_common
 from spark_jobs.formats import nginx, parse
 from spark_jobs.lake import landing_folder, write_files
 from spark_jobs.landing import CheckpointInput, land, read_source
@@ -200,12 +201,13 @@ def test_a_session_without_the_java_functions_lands_the_same_rows(
     spark: SparkSession, landed_3: Landed, lake: LakeLocation, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     in_jvm = landed_3.summary
-    for module in (staging, nginx):  # as in a session without the jar
+    for module in (staging, nginx, formats_common):  # as in a session without the jar
         monkeypatch.setattr(module, "enable_jvm_functions", lambda session: False)
     in_python = land(spark, landing(lake, *landed_3.inputs))
 
     assert (in_jvm["segment_reader"], in_python["segment_reader"]) == ("jvm", "python")
     assert (in_jvm["nginx_scanner"], in_python["nginx_scanner"]) == ("jvm", "regex")
+    assert (in_jvm["pattern_matcher"], in_python["pattern_matcher"]) == ("jvm", "regex")
     assert in_jvm["checkpoints"] == in_python["checkpoints"]
     for table in TABLES:
         jvm_rows, python_rows = table_rows(landed_3.lake, table), table_rows(lake, table)

@@ -13,10 +13,12 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline_core.config import MultilinePreset
+from pipeline_core.source import _multiline
 from pipeline_core.source._multiline import MultilineRule, frame
 from pipeline_core.source._preset_lines import LOOKAHEAD_LINES
 from tests.support.log_programs import (
@@ -253,3 +255,46 @@ def test_should_frame_the_spark_drivers_python_log_into_its_records(
     ):
         assert re.search(kind, data, re.MULTILINE), kind
     assert_same_events(framed_events(data, rule), log.events)
+
+
+@pytest.mark.parametrize("complete", [True, False], ids=["complete", "may-grow"])
+@pytest.mark.parametrize("filled", [True, False], ids=["filled", "not-filled"])
+@pytest.mark.parametrize("lines", [1, 2, 3, 4, 50])
+@pytest.mark.parametrize("preset", [MultilinePreset.PYTHON, MultilinePreset.JAVA])
+def test_should_frame_reads_of_one_line_events_as_the_general_way_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    complete: bool,
+    filled: bool,
+    lines: int,
+    preset: MultilinePreset,
+) -> None:
+    """A read whose lines all begin events (Python's ``logging`` of one-line records) is
+    framed without the event arrays; the answer is the general way's, a line over
+    ``max_bytes`` included."""
+    log = tmp_path / "app.log"
+    write_python_log(log, events=lines, tracebacks=0.0, stacks=0.0)
+    data = log.read_bytes()
+    longest = max(len(line) + 1 for line in data.splitlines())
+    rule = MultilineRule((preset,))
+    framings = []
+    taken: list[bool] = []
+    single_lines = _multiline._single_lines
+
+    def spied(*args: Any, **kwargs: Any) -> _multiline.Framing | None:
+        framing = single_lines(*args, **kwargs)
+        taken.append(framing is not None)
+        return framing
+
+    for fast in (True, False):
+        monkeypatch.setattr(_multiline, "_single_lines", spied if fast else lambda *a, **k: None)
+        framings.append(
+            [
+                frame(data, rule, complete=complete, max_lines=1000, max_bytes=b, filled=filled)
+                for b in (longest, longest - 1)
+            ]
+        )
+
+    assert framings[0] == framings[1]
+    assert framings[0][0].events == framings[0][0].lines  # one line each
+    assert taken[0] == (complete or lines > 1 + LOOKAHEAD_LINES)  # the short way was taken
