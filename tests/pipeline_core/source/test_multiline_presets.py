@@ -257,12 +257,21 @@ def test_should_frame_the_spark_drivers_python_log_into_its_records(
     assert_same_events(framed_events(data, rule), log.events)
 
 
+@pytest.fixture(scope="module")
+def one_line_records(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """50 records of Python's ``logging``, none with a traceback: a line each."""
+    path = tmp_path_factory.mktemp("one-line") / "app.log"
+    records = write_python_log(path, events=50, tracebacks=0.0, stacks=0.0)
+    assert all(record.count(b"\n") == 1 for record in records)
+    return records
+
+
 @pytest.mark.parametrize("complete", [True, False], ids=["complete", "may-grow"])
 @pytest.mark.parametrize("filled", [True, False], ids=["filled", "not-filled"])
 @pytest.mark.parametrize("lines", [1, 2, 3, 4, 50])
 @pytest.mark.parametrize("preset", [MultilinePreset.PYTHON, MultilinePreset.JAVA])
 def test_should_frame_reads_of_one_line_events_as_the_general_way_does(
-    tmp_path: Path,
+    one_line_records: list[bytes],
     monkeypatch: pytest.MonkeyPatch,
     complete: bool,
     filled: bool,
@@ -272,9 +281,7 @@ def test_should_frame_reads_of_one_line_events_as_the_general_way_does(
     """A read whose lines all begin events (Python's ``logging`` of one-line records) is
     framed without the event arrays; the answer is the general way's, a line over
     ``max_bytes`` included."""
-    log = tmp_path / "app.log"
-    write_python_log(log, events=lines, tracebacks=0.0, stacks=0.0)
-    data = log.read_bytes()
+    data = b"".join(one_line_records[:lines])
     longest = max(len(line) + 1 for line in data.splitlines())
     rule = MultilineRule((preset,))
     framings = []
