@@ -5,21 +5,44 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+_LOWEST_PORT = 10_000
+
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago, below the kernel's
+    ephemeral range: a port the kernel hands out to ``bind(0)`` could be given, between this
+    call and the server's bind, to another socket of the same server (Spark Connect's block
+    manager took the port chosen for its gRPC service so, and the server could not start)."""
+    low = _ephemeral_ports()[0]
+    for _ in range(100):
+        port = random.randrange(_LOWEST_PORT, low) if low > _LOWEST_PORT + 100 else 0
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use: another
+            return int(probe.getsockname()[1])
+    raise RuntimeError("no free TCP port below the ephemeral range")
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of ports for ``bind(0)`` (Linux's default when unknown)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def group_alive(pgid: int) -> bool:
