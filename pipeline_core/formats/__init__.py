@@ -3,6 +3,7 @@
 from pipeline_core.formats._declared import declared_columns
 from pipeline_core.formats._docs import formats_markdown
 from pipeline_core.formats._format_spec import (
+    JAVA_FRAMES,
     ColumnType,
     FormatColumn,
     FormatSpec,
@@ -41,6 +42,7 @@ __all__ = [
     "ASCTIME_LAYOUT",
     "DEFAULT_PYTHON_LOG_FORMAT",
     "FORMATS",
+    "JAVA_FRAMES",
     "RESCUED_COLUMN",
     "RESERVED_COLUMNS",
     "TIME_LOCAL_LAYOUT",

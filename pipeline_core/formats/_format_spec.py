@@ -59,6 +59,10 @@ class SourceFormat(StrEnum):
     ``columns`` declare (``pipeline_core.formats.user_pattern``)."""
 
 
+JAVA_FRAMES = "array<struct<class:string,method:string,file:string,line:int>>"
+"""A Java stack trace's frames, as :attr:`ColumnType.EXCEPTION` holds them (Spark's type)."""
+
+
 class ColumnType(StrEnum):
     """A column's type, as every engine reading the lake sees it."""
 
@@ -71,10 +75,7 @@ class ColumnType(StrEnum):
     """With a time zone (Iceberg ``timestamptz``): an instant, stored in UTC."""
     MAP = "map<string,string>"
     """Keys and values as strings (Iceberg ``map<string, string>``; a null key never)."""
-    EXCEPTION = (
-        "struct<class:string,message:string,"
-        "frames:array<struct<class:string,method:string,file:string,line:int>>>"
-    )
+    EXCEPTION = f"struct<class:string,message:string,frames:{JAVA_FRAMES}>"
     """A Java exception: its class, message and stack frames, each frame's class, method,
     file and line (a format's column; a source never declares it)."""
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from pipeline_core.formats import JAVA_FRAMES
 from spark_jobs.formats._common import FIELDS, ParseResult, split_classified
 from spark_jobs.formats._json_log import classify_json_log, variant_map, variant_string
 
 TIME_KEY = "ts"
-_FRAMES = "array<struct<class:string,method:string,file:string,line:int>>"
 
 
 def parse_spark_json(rows: DataFrame, rejected: Observation | None = None) -> ParseResult:
@@ -31,7 +31,7 @@ def parse_spark_json(rows: DataFrame, rejected: Observation | None = None) -> Pa
     exception = F.struct(
         exception_class.alias("class"),
         F.try_variant_get(fields, "$.exception.msg", "string").alias("message"),
-        F.try_variant_get(fields, "$.exception.stacktrace", _FRAMES).alias("frames"),
+        F.try_variant_get(fields, "$.exception.stacktrace", JAVA_FRAMES).alias("frames"),
     )
     return split_classified(
         classify_json_log(rows, TIME_KEY),
