@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from pipeline_core._file_names import shown_path
 from pipeline_core.source._discovery import Inode, siblings
@@ -25,6 +25,11 @@ LEAD_LINE_BYTES = 64 * 1024
 """How far back from a copy's end its last line is looked for (:attr:`TrackedFile.lead_line`)."""
 _KEPT_LEADS = 256
 """Copies' last lines kept for truncated files that have not been written again yet."""
+HELD_SUCCESSOR_SCANS = 2
+"""How many whole scans begun after a truncation was seen a file written into the truncated
+file's inode is held back for (not read) while the truncated file waits for its copy: a copy
+at the paths is in the first's listing (logrotate makes it before it truncates), one off them
+keeps its size from the first to the second and is adopted there."""
 COPY_WAIT_S = 30.0
 """How long a DETACHED file waits for its copy. logrotate makes the copy before it truncates,
 so a copy that is not there by then is elsewhere (``olddir`` off the paths), already
@@ -42,6 +47,7 @@ class CopyAdoption:
         signature_bytes: int,
         clock: Callable[[], float] = time.monotonic,
         framings: Mapping[str, EventFraming | None] | None = None,
+        detached: Iterable[TrackedFile] = (),
     ) -> None:
         self._signature_bytes = signature_bytes
         self._framings = framings or {}
@@ -60,35 +66,83 @@ class CopyAdoption:
         self._leads: dict[Inode, tuple[bytes, CopyEnd]] = {}
         """Truncated files' copies' last lines, by the truncated file's inode, until a file
         written there is tracked."""
+        self._detached: dict[Inode, tuple[TrackedFile, int]] = {
+            (f.dev, f.ino): (f, 0) for f in detached
+        }
+        """The files that were DETACHED (waiting for their copies), by inode, with the number
+        of the scan that saw the truncation; one no longer DETACHED is passed over where
+        looked up."""
+        self._held: dict[Inode, tuple[TrackedFile, int]] = {}
+        """Files written into a DETACHED file's inode, held back until its copy is found (or
+        :data:`HELD_SUCCESSOR_SCANS` whole scans did not find it), with the number of the scan
+        that saw the truncation."""
+        self._scans = 0
+        self._whole_scans_begun: list[int] = []
 
     def new_scan(self) -> None:
         """A scan begins: files tracked before it may have been read."""
         self._fresh.clear()
+        self._scans += 1
+
+    def end_scan(self, *, whole: bool) -> None:
+        """A scan ended (``whole``: of every folder): a held-back file whose truncated file no
+        longer waits for a copy, or whose truncated file's copy :data:`HELD_SUCCESSOR_SCANS`
+        whole scans begun after the truncation was seen did not find, is read from now on (without a lead: the
+        truncation had no copy, or one too far to find). While any is held, the next scan is
+        soon (:attr:`settling`)."""
+        if whole:
+            self._whole_scans_begun.append(self._scans)
+            del self._whole_scans_begun[:-HELD_SUCCESSOR_SCANS]
+        for inode, (successor, truncated_in) in list(self._held.items()):
+            after = sum(1 for scan in self._whole_scans_begun if scan > truncated_in)
+            if self._waiting_at(inode) is None or after >= HELD_SUCCESSOR_SCANS:
+                del self._held[inode]
+                successor.awaits_copy = False
+        if self._held:
+            self.settling = True
+
+    def _waiting_at(self, inode: Inode) -> tuple[TrackedFile, int] | None:
+        """The DETACHED file at ``inode`` waiting for its copy, if any, and the number of the
+        scan that saw it truncated."""
+        detached = self._detached.get(inode)
+        if detached is not None and detached[0].state is not FileState.DETACHED:
+            del self._detached[inode]
+            return None
+        return detached
 
     def tracked_new(self, tracked: TrackedFile) -> None:
         """``tracked`` was first tracked in this scan, from its first byte, not read yet: if a
-        truncated file at its inode had a copy, it continues the copy's last line."""
+        truncated file at its inode had a copy, it continues the copy's last line. If the
+        truncated file still waits for its copy, ``tracked`` is held back (not read) until the
+        copy is found: the scan that saw the truncation may have listed the folder before
+        the copy was made, and what is read first must be judged after the copy's last line."""
         inode = (tracked.dev, tracked.ino)
         lead = self._leads.pop(inode, None)
-        if lead is None:
-            self._fresh[inode] = tracked
-        else:
+        if lead is not None:
             tracked.lead_line, tracked.lead_of = lead
+        elif (waiting := self._waiting_at(inode)) is not None:
+            tracked.awaits_copy = True
+            self._held[inode] = (tracked, waiting[1])
+        else:
+            self._fresh[inode] = tracked
 
     def _lead_the_successor(
         self, original: TrackedFile, copy_fd: int, size: int, copy_path: str
     ) -> None:
         """What the program writes into ``original``'s truncated file follows its copy's last
         line: the file tracked at that inode in this scan (or the next one tracked there) is
-        read after it. If the file tracked in this scan begins with the rest of that line's
-        event, the copy's last event is cut (:attr:`TrackedFile.cut_mid_event`). (A file at
-        that inode read before the copy was found, when the copy lies off the paths and
-        needed a second scan, is judged without it.)"""
+        read after it (a file held back for it, :meth:`tracked_new`, is read from now on). If
+        the file tracked in this scan begins with the rest of that line's
+        event, the copy's last event is cut (:attr:`TrackedFile.cut_mid_event`)."""
         truncated = (original.dev, original.ino)
         lead = _last_line(copy_fd, size)
         if not lead:
             return
         successor = self._fresh.pop(truncated, None)
+        held = self._held.pop(truncated, None)
+        if held is not None:
+            successor = held[0]
+            successor.awaits_copy = False
         if successor is not None and successor.read_offset == 0 and successor.fd is not None:
             successor.lead_line = lead
             framing = self._framings.get(original.source)
@@ -109,6 +163,7 @@ class CopyAdoption:
         tracked.close()
         tracked.move_to(FileState.DETACHED)
         tracked.detached_at = self._clock()
+        self._detached[(tracked.dev, tracked.ino)] = (tracked, self._scans)
 
     def give_up_if_due(self, tracked: TrackedFile) -> None:
         """A DETACHED file whose copy has not turned up within :data:`COPY_WAIT_S` is DONE."""
@@ -179,6 +234,7 @@ class CopyAdoption:
         # An event held back at the read offset (it might still grow) was being written when
         # the original was truncated: the copy's last event may lack its rest.
         original.cut_mid_event = original.held_since is not None
+        self._detached.pop((original.dev, original.ino), None)
         assert copy.fd is not None
         self._lead_the_successor(original, copy.fd, size, copy.path)
         original.follow_to(copy)

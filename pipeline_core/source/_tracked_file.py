@@ -132,6 +132,10 @@ class TrackedFile:
     of an event the copy holds the head of is ``headless``). Empty: none known."""
     lead_of: CopyEnd | None = None
     """With ``lead_line``: the copy whose last line it is."""
+    awaits_copy: bool = False
+    """Written into the inode of a truncated file that waits for its copytruncate copy: not
+    read until the copy is found, so that its first line is judged after the copy's last
+    (:class:`CopyAdoption`)."""
     _recorded: tuple[object, ...] | None = field(default=None, repr=False)
     """What :meth:`record_if_moved` last recorded the file as."""
     flush_at: float | None = None

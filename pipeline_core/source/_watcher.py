@@ -99,6 +99,7 @@ class FileWatcher:
             signature_bytes,
             clock,
             {source.name: EventFraming.of_source(source) for source in self._sources},
+            [f for f in self._files.files if f.state is FileState.DETACHED],
         )
         self._budget = DescriptorBudget(
             self._files,
@@ -164,17 +165,22 @@ class FileWatcher:
         return self._budget.open_files
 
     def readable(self) -> list[TrackedFile]:
-        """The files the reader reads: open, LIVE, ROTATED or COPIED (in the order they were
-        first seen; not to be changed by the caller). A reader asks at every turn, and reads
-        every file once a round: the list is kept until a scan, a descriptor closed (here, or
-        where the reader finishes a rotated file) or a copy read to its end (KEPT)."""
+        """The files the reader reads: open, LIVE, ROTATED or COPIED, and not held back for a
+        truncated file's copy (in the order they were first seen; not to be changed by the
+        caller). A reader asks at every turn, and reads every file once a round: the list is
+        kept until a scan, a descriptor closed (here, or where the reader finishes a rotated
+        file) or a copy read to its end (KEPT)."""
         if (
             self._readable is None
             or self._readable_at != last_close()
             or any(f.state is not FileState.COPIED for f in self._readable_copies)
         ):
             self._readable_at = last_close()
-            self._readable = [f for f in self._files.files if f.fd is not None and f.state.read]
+            self._readable = [
+                f
+                for f in self._files.files
+                if f.fd is not None and f.state.read and not f.awaits_copy
+            ]
             self._readable_copies = [f for f in self._readable if f.state is FileState.COPIED]
         return self._readable
 
@@ -277,6 +283,7 @@ class FileWatcher:
                 self._new.end_whole_scan()
             self._budget.settle(now)
         finally:
+            self._copies.end_scan(whole=scope is None)
             self._readable = None
             self._files.end_scan()
             self._budget.end_scan()

@@ -89,13 +89,14 @@ def reader_of(watcher: FileWatcher, chunk_bytes: int = MiB) -> TimeSlicedReader:
 
 
 def read_everything(watcher: FileWatcher, reader: TimeSlicedReader, into: Received) -> None:
-    """Scan and read until a scan finds nothing more to read."""
+    """Scan and read until a scan finds nothing more to read and asks for no other soon
+    (:attr:`FileWatcher.settling`), as the collector does."""
     while True:
         watcher.scan()
         before = len(into)
         while not reader.read_slice(into.publish).caught_up:
             pass
-        if len(into) == before:
+        if len(into) == before and not watcher.settling:
             return
 
 

@@ -289,6 +289,66 @@ def test_should_report_an_event_cut_by_copytruncate_whose_head_went_before_its_r
     assert "app.log.1" in said and f"ends at offset {copy_size}" in said
 
 
+def test_should_hold_a_truncated_files_new_content_back_until_its_copy_is_found(
+    tmp_path: Path,
+) -> None:
+    """A scan lists the folder, logrotate copies the log and truncates it, the program writes a
+    traceback's rest, and the scan then finds the log truncated: the copy was not in its
+    listing. The truncated file's first read must wait for the copy's last line, or the rest
+    lands as a whole event, unmarked (seen in the fault run under copytruncate: the rest began
+    with the exception's line, which starts an event unless it follows a frame). Held back
+    until the next scan finds the copy, the head and the tail are both marked."""
+    log = tmp_path / "app.log"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with splitting_logger(log, pause=1.0, before="RuntimeError") as (written, log_a_traceback):
+        watcher, reader, received = _tail(tmp_path, PYTHON)
+        writer = log_a_traceback()
+        holds_within(lambda: log.read_bytes().count(b"\n") >= 3, 10, 0.01)
+        _read(reader, received)  # the head is held back: it may still grow
+        shutil.copy(log, elsewhere / "app.log.1")  # not in the scan's listing yet
+        os.truncate(log, 0)
+        writer.join(timeout=10)
+        assert not writer.is_alive()
+        watcher.scan()  # sees the truncation; the copy is not at the paths
+        _read(reader, received)
+        assert [f for f in watcher.readable() if f.path == str(log)] == []
+        os.rename(elsewhere / "app.log.1", tmp_path / "app.log.1")
+        watcher.scan()
+        _read(reader, received)
+        watcher.scan()
+        _read(reader, received, flush=True)
+
+    rows = list(DeliveryBatch(tuple(received), 0).events())
+    (head, tail) = sorted(rows[1:], key=lambda row: row.cut != EventCut.TRUNCATED)
+    assert (head.cut, tail.cut) == (EventCut.TRUNCATED, EventCut.HEADLESS)
+    assert head.line + b"\n" + tail.line == written.events[1]
+    assert tail.line.startswith(b"RuntimeError")
+
+
+def test_should_read_a_file_emptied_with_no_copy_after_two_whole_scans(tmp_path: Path) -> None:
+    """A log emptied in place (``> app.log``: no copy is ever made) and written again is held
+    back only until two whole scans found no copy, then read from its first byte."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"2026-11-30 10:00:00,000 INFO first\n")
+    watcher, reader, received = _tail(tmp_path, PYTHON)
+    _read(reader, received, flush=True)
+    log.write_bytes(b"2026-11-30 10:00:01,000 INFO again after emptying\n")
+    watcher.scan()
+    _read(reader, received, flush=True)
+    assert watcher.settling, "a held file asks for the next scan soon"
+    assert len(list(DeliveryBatch(tuple(received), 0).events())) == 1
+    watcher.scan()
+    watcher.scan()
+    _read(reader, received, flush=True)
+    rows = list(DeliveryBatch(tuple(received), 0).events())
+    assert [row.line for row in rows] == [
+        b"2026-11-30 10:00:00,000 INFO first",
+        b"2026-11-30 10:00:01,000 INFO again after emptying",
+    ]
+    assert not watcher.settling
+
+
 @contextmanager
 def splitting_logger(
     log: Path, *, pause: float, before: str | None
