@@ -125,6 +125,9 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
         f"collecting {what}; SIGHUP reloads the configs, SIGTERM or Ctrl-C seals and stops",
         flush=True,
     )
+    from pipeline_core.collector import freeze_startup_objects
+
+    freeze_startup_objects()  # this process is the collector's, for as long as it runs
     _print_result(service.run())
     return ExitCode.OK
 

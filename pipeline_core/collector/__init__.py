@@ -15,6 +15,7 @@ from pipeline_core.collector._config_problems import (
 )
 from pipeline_core.collector._config_watch import ConfigChange, ConfigEvent, ConfigSource
 from pipeline_core.collector._events import EventKind, PipelineEvent
+from pipeline_core.collector._garbage import freeze_startup_objects
 from pipeline_core.collector._lifecycle import (
     CollectorMode,
     IllegalPipelineTransitionError,
@@ -70,6 +71,7 @@ __all__ = [
     "StopCause",
     "UploadMetrics",
     "config_problems_file",
+    "freeze_startup_objects",
     "metrics_file",
     "metrics_registry",
     "prometheus_text",

@@ -87,9 +87,9 @@ class CopyAdoption:
     def end_scan(self, *, whole: bool) -> None:
         """A scan ended (``whole``: of every folder): a held-back file whose truncated file no
         longer waits for a copy, or whose truncated file's copy :data:`HELD_SUCCESSOR_SCANS`
-        whole scans begun after the truncation was seen did not find, is read from now on (without a lead: the
-        truncation had no copy, or one too far to find). While any is held, the next scan is
-        soon (:attr:`settling`)."""
+        whole scans begun after the truncation was seen did not find, is read from now on
+        (without a lead: the truncation had no copy, or one too far to find). While any is
+        held, the next scan is soon (:attr:`settling`)."""
         if whole:
             self._whole_scans_begun.append(self._scans)
             del self._whole_scans_begun[:-HELD_SUCCESSOR_SCANS]

@@ -2,8 +2,11 @@
 
 A new file is compared with the tracked files that may be the original it is a copy of: those
 whose first bytes it shares. A scan finding ten thousand new files must not compare each with
-all the others, so the tracked files are indexed by their first :data:`KEY_BYTES` bytes,
-made at a scan's first look-up and kept up to date until the scan ends.
+all the others, so the tracked files are indexed by their first :data:`KEY_BYTES` bytes. The
+index is made at the first look-up and kept from scan to scan (a container's new folder must
+not cost an index of every file): a file's first bytes never change once known (a file that
+no longer starts with them is another file, tracked anew), so only the files indexed before
+they were known move, when they are, and files forgotten make it again.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ class FileRegistry:
         """Every tracked file, in the order they were first seen (not to be changed but by
         :meth:`add` and :meth:`forget`)."""
         self._heads: dict[bytes | None, list[TrackedFile]] | None = None
-        """While a scan runs: the tracked files by their first bytes (:meth:`_index`)."""
+        """The tracked files by their first bytes, once looked up (:meth:`_index`)."""
 
     def add(self, tracked: TrackedFile) -> None:
         """Track ``tracked`` from now on."""
@@ -46,11 +49,12 @@ class FileRegistry:
         if len(head) < KEY_BYTES:
             return self.files
         heads = self._index()
+        short = heads.get(None)
+        if short and any(len(tracked.head) >= KEY_BYTES for tracked in short):
+            del heads[None]  # first bytes learnt since: indexed by them now
+            for tracked in short:
+                self._index_head(tracked)
         return [*heads.get(head[:KEY_BYTES], ()), *heads.get(None, ())]
-
-    def end_scan(self) -> None:
-        """A scan ended: the index is made again at the next one's first look-up."""
-        self._heads = None
 
     def _index(self) -> dict[bytes | None, list[TrackedFile]]:
         """The tracked files by their first :data:`KEY_BYTES` bytes (None: fewer known)."""

@@ -285,7 +285,6 @@ class FileWatcher:
         finally:
             self._copies.end_scan(whole=scope is None)
             self._readable = None
-            self._files.end_scan()
             self._budget.end_scan()
             self.last_scan_seconds = time.perf_counter() - started
             self.note_change()
