@@ -119,15 +119,17 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
 
     signal.signal(signal.SIGHUP, reload)
     stop.when_requested(service.stop)
+    from pipeline_core.collector import freeze_startup_objects
+
+    # This process is the collector's for as long as it runs; frozen before it says it is
+    # collecting, so that its metrics and probes are served as soon as it does.
+    freeze_startup_objects()
     names = service.collector.pipelines
     what = f"pipeline{'s' if len(names) > 1 else ''} {', '.join(names)}"
     print(
         f"collecting {what}; SIGHUP reloads the configs, SIGTERM or Ctrl-C seals and stops",
         flush=True,
     )
-    from pipeline_core.collector import freeze_startup_objects
-
-    freeze_startup_objects()  # this process is the collector's, for as long as it runs
     _print_result(service.run())
     return ExitCode.OK
 

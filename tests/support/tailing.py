@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -67,9 +68,11 @@ class TailingCollector:
             self.returncode = stop_group(self._process, signal.SIGTERM, STOP_SECONDS)
 
     def _wait_started(self) -> None:
+        """Until it says it is collecting and serves its metrics (the server starts just
+        after it says so: a first look at its metrics could find nobody listening)."""
         assert self._process is not None
         deadline = time.monotonic() + START_SECONDS
-        while b"collecting" not in self.stdout_path.read_bytes():
+        while b"collecting" not in self.stdout_path.read_bytes() or not self._serving():
             if self._process.poll() is not None:
                 raise AssertionError(
                     f"sluice collect exited with {self._process.returncode} at its start:\n"
@@ -80,6 +83,14 @@ class TailingCollector:
                     f"sluice collect did not start within {START_SECONDS:.0f} s:\n{self.log_tail()}"
                 )
             time.sleep(0.05)
+
+    def _serving(self) -> bool:
+        """Whether its metrics port takes a connection."""
+        try:
+            socket.create_connection(("127.0.0.1", self.metrics_port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     @property
     def alive(self) -> bool:
