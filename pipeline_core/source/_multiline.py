@@ -35,8 +35,9 @@ from pipeline_core.source._container_entries import ContainerLogFormat
 from pipeline_core.source._container_lines import frame_entries
 from pipeline_core.source._preset_lines import (
     LOOKAHEAD_LINES,
-    NEWLINE,
     Positions,
+    line_starts,
+    one_line_events,
     preset_continuing,
 )
 from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
@@ -79,6 +80,11 @@ class MultilineRule:
                     f"{name}_pattern {pattern!r} is not a regular expression: {exc}"
                 ) from exc
         object.__setattr__(self, "_compiled", compiled)
+
+    @property
+    def presets_only(self) -> bool:
+        """Whether only presets judge the lines (no pattern of the pipeline's)."""
+        return not self._compiled  # type: ignore[attr-defined]
 
     @property
     def lookahead(self) -> int:
@@ -171,9 +177,8 @@ class EventFraming:
         end = data.rfind(b"\n") + 1
         if self.rule is None or self.container is not None or not end or not after:
             return False
-        view = np.frombuffer(data, dtype=np.uint8, count=end)
-        starts = np.append(0, np.flatnonzero(view[:-1] == NEWLINE) + 1).astype(np.int64)
-        return bool(_continuing_after(self.rule, data[:end], starts, after)[0])
+        whole = data[:end]
+        return bool(_continuing_after(self.rule, whole, line_starts(whole), after)[0])
 
     @classmethod
     def of_source(cls, source: SourceConfig) -> EventFraming | None:
@@ -242,12 +247,12 @@ def frame(
     size = len(data)
     if not size:
         return Framing(0, 0, 0, NO_EVENTS)
-    view = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(view == NEWLINE)
-    count = len(newlines) + (0 if data[-1] == NEWLINE else 1)
-    starts = np.empty(count, dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = newlines[: count - 1] + 1
+    if container is None and rule is not None and not after and rule.presets_only:
+        one_line = _one_line_read(data, rule, complete=complete, max_bytes=max_bytes)
+        if one_line is not None:
+            return one_line
+    starts = line_starts(data)
+    count = len(starts)
     if container is not None:
         end_line, spans = frame_entries(
             data,
@@ -330,6 +335,31 @@ def frame(
     spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+
+
+def _one_line_read(
+    data: bytes | bytearray, rule: MultilineRule, *, complete: bool, max_bytes: int
+) -> Framing | None:
+    """:func:`_single_lines`'s answer without the lines' offsets, where one compiled pass shows
+    that no line may continue another (:func:`one_line_events`). None: the general way."""
+    found = one_line_events(rule.presets, data)
+    if found is None:
+        return None
+    count, longest = found
+    if longest > max_bytes:
+        return None
+    end_line = count if complete else count - 1 - rule.lookahead
+    if end_line <= 0:
+        return None
+    if end_line == count:
+        return Framing(len(data), count, count, NO_EVENTS)
+    # The start of line end_line: after the newline that ends the line before it, found
+    # from the end (a few lines back at most).
+    newlines = count if data[-1] == ord("\n") else count - 1
+    position = len(data)
+    for _ in range(newlines - end_line + 1):
+        position = data.rfind(b"\n", 0, position)
+    return Framing(position + 1, end_line, end_line, NO_EVENTS)
 
 
 def _single_lines(

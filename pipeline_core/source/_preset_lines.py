@@ -4,9 +4,12 @@ by:``), which line is a Python exception's after a traceback's last frame or a J
 exception's before its first, a cause that was never raised, Spark's query contexts, a Go
 goroutine dump's lines.
 
-They run over a read's bytes, never line by line in Python: the first byte of every line is
-looked at with NumPy, the words are compared as two 8-byte integers at each line's start, and
-a regular expression runs only on the few lines these point at.
+They run over a read's bytes, never line by line in Python. Where the package's compiled part
+is built (``pipeline_core/source/_framing.c``, an optional extension: a C compiler at install
+time), one pass in C finds the lines and judges each. Otherwise, and as the reference the
+compiled part is tested against, NumPy does: the first byte of every line is looked at, the
+words are compared as two 8-byte integers at each line's start, and a regular expression runs
+only on the few lines these point at.
 """
 
 from __future__ import annotations
@@ -14,11 +17,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from numpy.typing import NDArray
 
 from pipeline_core.config import MultilinePreset
+
+_compiled: ModuleType | None
+try:
+    from pipeline_core.source import _framing as _compiled
+except ImportError:  # built without a C compiler: NumPy does the same
+    _compiled = None
 
 NEWLINE = 10
 _SPACE = 32
@@ -108,6 +118,87 @@ _GO_WORDS = _Words(b"goroutine ", b"[signal ", b"created by ", b"exit status ")
 _GO_FUNCTION = re.compile(rb"[\w./*()\[\]{}-]+\(.*\)\r?")
 """A goroutine dump's function line: ``main.main()``, ``main.(*T).Run(0xc000010000)``."""
 
+_WORD_GROUPS = (
+    (_PYTHON_WORDS, "GROUP_PYTHON"),
+    (_JAVA_WORDS, "GROUP_JAVA"),
+    (_TRACEBACK_HEAD, "GROUP_TRACEBACK_HEAD"),
+    (_CHAINED, "GROUP_CHAINED"),
+    (_CONTEXT_HEADS, "GROUP_CONTEXT_HEAD"),
+    (_GO_WORDS, "GROUP_GO"),
+)
+"""The word groups, each with the name of the compiled tests' bit for it."""
+_WORDS_LOADED: list[bool] = []
+
+
+def _load_words() -> None:
+    """Give the compiled tests the words (their first ``_WORD_PREFIX`` bytes) and the groups
+    each belongs to, once: they are written down here only."""
+    if _WORDS_LOADED or _compiled is None:
+        return
+    groups = [0] * len(_ALL_WORDS)
+    for group, bit in _WORD_GROUPS:
+        for index in group.ids:
+            groups[index] |= getattr(_compiled, bit)
+    _compiled.set_words(
+        [(word[:_WORD_PREFIX], bits) for word, bits in zip(_ALL_WORDS, groups, strict=True)]
+    )
+    _WORDS_LOADED.append(True)
+
+
+def compiled_module() -> ModuleType | None:
+    """The compiled line tests' module (None where it was not built)."""
+    return _compiled
+
+
+def compiled() -> bool:
+    """Whether the compiled line tests are in use (the extension was built, and
+    :func:`use_compiled` did not turn it off)."""
+    return _compiled is not None and _USE_COMPILED[0]
+
+
+_USE_COMPILED = [True]
+
+
+def use_compiled(on: bool) -> bool:
+    """Turn the compiled line tests on or off (where built); returns whether they were on. The
+    NumPy ones give the same answers: tests and benchmarks compare the two."""
+    was = compiled()
+    _USE_COMPILED[0] = on
+    return was
+
+
+def line_starts(data: bytes | bytearray) -> Positions:
+    """The offset of each line of ``data``'s first byte (its last line may lack a newline)."""
+    if compiled():
+        assert _compiled is not None
+        return np.frombuffer(_compiled.line_starts(data), dtype=np.int64)
+    size = len(data)
+    if not size:
+        return np.zeros(0, dtype=np.int64)
+    view = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(view == NEWLINE)
+    count = len(newlines) + (0 if data[-1] == NEWLINE else 1)
+    starts = np.empty(count, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = newlines[: count - 1] + 1
+    return starts
+
+
+def one_line_events(
+    presets: tuple[MultilinePreset, ...], data: bytes | bytearray
+) -> tuple[int, int] | None:
+    """Where no line of ``data`` may continue the one before by ``presets`` (Python's or
+    Java's; no line starts with a byte a continuation starts with): its lines and its longest
+    line's bytes (with its newline), found in one compiled pass without a line's offset. None:
+    a line may (or the compiled tests are not in use, or a preset is Go's, whose function
+    lines start with any byte): the lines must be judged one by one."""
+    if not compiled() or MultilinePreset.GO in presets or not presets:
+        return None
+    assert _compiled is not None
+    _load_words()
+    found: tuple[int, int] | None = _compiled.one_line_events(data)
+    return found
+
 
 def preset_continuing(
     presets: tuple[MultilinePreset, ...], data: bytes | bytearray, starts: Positions
@@ -115,6 +206,21 @@ def preset_continuing(
     """For each line of ``data`` (whole lines, at least one, starting at ``starts``): whether
     one of ``presets`` says it continues the line before. The first line is judged as if a
     line that begins an event came before it."""
+    if compiled():
+        assert _compiled is not None
+        _load_words()
+        flags = 0
+        for preset in presets:
+            flags |= getattr(_compiled, preset.name)
+        marks = _compiled.preset_continuing(data, np.ascontiguousarray(starts, np.int64), flags)
+        return np.frombuffer(marks, dtype=np.bool_)
+    return numpy_preset_continuing(presets, data, starts)
+
+
+def numpy_preset_continuing(
+    presets: tuple[MultilinePreset, ...], data: bytes | bytearray, starts: Positions
+) -> NDArray[np.bool_]:
+    """:func:`preset_continuing` with NumPy (the reference the compiled tests agree with)."""
     count = len(starts)
     result = np.zeros(count, dtype=np.bool_)
     view = np.frombuffer(data, dtype=np.uint8)
@@ -263,7 +369,9 @@ def _exception_lines(
     beyond = np.arange(_NAME_WINDOW + 2) >= length[:, None]  # past the line's end
     name = _IDENTIFIER[window] & ~beyond
     stop = np.argmin(name, axis=1)  # the first byte that is not part of the name
-    long_names = name.all(axis=1)
+    # A name that fills the window but its last byte is judged by the pattern: the byte
+    # after the name's end must be in the window too.
+    long_names = name[:, : _NAME_WINDOW + 1].all(axis=1)
     row = np.arange(len(lines))
     after = window[row, np.minimum(stop + 1, _NAME_WINDOW + 1)]
     rest = length - stop  # bytes from the stop on

@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -279,22 +280,29 @@ def test_should_frame_reads_of_one_line_events_as_the_general_way_does(
     preset: MultilinePreset,
 ) -> None:
     """A read whose lines all begin events (Python's ``logging`` of one-line records) is
-    framed without the event arrays; the answer is the general way's, a line over
-    ``max_bytes`` included."""
+    framed without the event arrays (by the compiled pass without the lines' offsets, or
+    after the presets found no continuation, where it is not built); the answer is the
+    general way's, a line over ``max_bytes`` included."""
     data = b"".join(one_line_records[:lines])
     longest = max(len(line) + 1 for line in data.splitlines())
     rule = MultilineRule((preset,))
     framings = []
     taken: list[bool] = []
-    single_lines = _multiline._single_lines
+    short_ways: dict[str, Callable[..., _multiline.Framing | None]] = {
+        name: getattr(_multiline, name) for name in ("_one_line_read", "_single_lines")
+    }
 
-    def spied(*args: Any, **kwargs: Any) -> _multiline.Framing | None:
-        framing = single_lines(*args, **kwargs)
-        taken.append(framing is not None)
-        return framing
+    def spied(name: str) -> Callable[..., _multiline.Framing | None]:
+        def short_way(*args: Any, **kwargs: Any) -> _multiline.Framing | None:
+            framing = short_ways[name](*args, **kwargs)
+            taken.append(framing is not None)
+            return framing
+
+        return short_way
 
     for fast in (True, False):
-        monkeypatch.setattr(_multiline, "_single_lines", spied if fast else lambda *a, **k: None)
+        for name in short_ways:
+            monkeypatch.setattr(_multiline, name, spied(name) if fast else lambda *a, **k: None)
         framings.append(
             [
                 frame(data, rule, complete=complete, max_lines=1000, max_bytes=b, filled=filled)
@@ -304,4 +312,4 @@ def test_should_frame_reads_of_one_line_events_as_the_general_way_does(
 
     assert framings[0] == framings[1]
     assert framings[0][0].events == framings[0][0].lines  # one line each
-    assert taken[0] == (complete or lines > 1 + LOOKAHEAD_LINES)  # the short way was taken
+    assert any(taken[:2]) == (complete or lines > 1 + LOOKAHEAD_LINES)  # the short way was taken

@@ -1,0 +1,456 @@
+/*
+ * pipeline_core.source._framing: the multiline presets' tests of a read's lines, in one pass
+ * over its bytes.
+ *
+ * The same rules as pipeline_core/source/_preset_lines.py, which stays the reference (and the
+ * fallback where this module is not built): tests/pipeline_core/source/test_framing_compiled.py
+ * checks the two agree on logs written by real programs and on generated ones. Python gives
+ * the preset words (set_words) so that they are written down once.
+ *
+ *   line_starts(data) -> bytearray                    every line's first offset, native int64
+ *   preset_continuing(data, starts, flags) -> bytearray
+ *                                                 per line, 1 if a preset says it continues
+ *                                                 the line before (flags: PYTHON | JAVA | GO)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define PRESET_PYTHON 1
+#define PRESET_JAVA 2
+#define PRESET_GO 4
+
+/* The groups a word belongs to (set_words gives each word's). */
+#define GROUP_PYTHON 1
+#define GROUP_JAVA 2
+#define GROUP_TRACEBACK_HEAD 4
+#define GROUP_CHAINED 8
+#define GROUP_CONTEXT_HEAD 16
+#define GROUP_GO 32
+
+#define MAX_WORDS 32
+#define WORD_PREFIX 16
+#define CONTEXT_LINES 64
+
+typedef struct {
+    char bytes[WORD_PREFIX];
+    Py_ssize_t length;
+    int groups;
+} Word;
+
+static Word words[MAX_WORDS];
+static int word_count = 0;
+static unsigned char word_heads[256];
+
+static const char TRACEBACK[] = "Traceback (most recent call last):";
+static const char DATAFRAME_CONTEXT[] = "== DataFrame ==";
+static const char CALLED_FROM[] = "\" was called from";
+
+static unsigned char is_word[256];       /* [A-Za-z0-9_] */
+static unsigned char is_identifier[256]; /* [A-Za-z0-9_.] */
+static unsigned char is_identifier_start[256]; /* [A-Za-z_] */
+static unsigned char is_java_name[256];  /* [A-Za-z0-9_$.] */
+static unsigned char is_go_name[256];    /* [A-Za-z0-9_] and . / * ( ) [ ] { } - */
+
+static void init_tables(void) {
+    for (int c = 0; c < 256; c++) {
+        int alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+        int digit = c >= '0' && c <= '9';
+        is_word[c] = alpha || digit || c == '_';
+        is_identifier[c] = is_word[c] || c == '.';
+        is_identifier_start[c] = alpha || c == '_';
+        is_java_name[c] = is_word[c] || c == '$' || c == '.';
+        is_go_name[c] = is_word[c] || (c != 0 && strchr("./*()[]{}-", c) != NULL);
+    }
+}
+
+static int is_blank_space(unsigned char c) { return c == ' ' || c == '\t'; }
+
+/* The index of the word line [s, size) starts with, or -1. */
+static int word_at(const unsigned char *data, Py_ssize_t size, Py_ssize_t s) {
+    if (!word_heads[data[s]]) return -1;
+    for (int w = 0; w < word_count; w++) {
+        Py_ssize_t n = words[w].length;
+        if (s + n <= size && memcmp(data + s, words[w].bytes, (size_t)n) == 0) return w;
+    }
+    return -1;
+}
+
+/* A Python exception's line: [A-Za-z_][\w.]*(?::[ \t].*|:?)\r? over [s, e). */
+static int python_exception(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    if (s >= e || !is_identifier_start[data[s]]) return 0;
+    Py_ssize_t p = s + 1;
+    while (p < e && is_identifier[data[p]]) p++;
+    Py_ssize_t rest = e - p;
+    if (rest == 0) return 1;
+    unsigned char c = data[p];
+    if (c == '\r') return rest == 1;
+    if (c != ':') return 0;
+    if (rest == 1) return 1;
+    unsigned char after = data[p + 1];
+    return is_blank_space(after) || (rest == 2 && after == '\r');
+}
+
+static int contains(const unsigned char *data, Py_ssize_t s, Py_ssize_t e, const char *word) {
+    size_t n = strlen(word);
+    return e - s >= (Py_ssize_t)n && memmem(data + s, (size_t)(e - s), word, n) != NULL;
+}
+
+/* A Java exception's line: (?:[\w$]+\.)+[\w$]*(?:Exception|Error|Throwable|Failure)[\w$]*
+   (?::.*)?\r? over [s, e). */
+static int java_exception(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    Py_ssize_t p = s, segment = s, dots = 0;
+    while (p < e && is_java_name[data[p]]) {
+        if (data[p] == '.') {
+            if (p == segment) return 0; /* an empty name before a dot */
+            dots++;
+            segment = p + 1;
+        }
+        p++;
+    }
+    if (!dots || p == segment) return 0;
+    if (!(contains(data, segment, p, "Exception") || contains(data, segment, p, "Error") ||
+          contains(data, segment, p, "Throwable") || contains(data, segment, p, "Failure")))
+        return 0;
+    if (p == e) return 1;
+    if (data[p] == ':') return 1;
+    return data[p] == '\r' && p + 1 == e;
+}
+
+/* A goroutine dump's function line over [s, e): a run of is_go_name bytes holding a '(' after
+   its first byte, and the line ending with ')' (or ")\r"): _GO_FUNCTION in _preset_lines.py. */
+static int go_function(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    Py_ssize_t close;
+    if (e - s >= 1 && data[e - 1] == ')') close = e - 1;
+    else if (e - s >= 2 && data[e - 1] == '\r' && data[e - 2] == ')') close = e - 2;
+    else return 0;
+    Py_ssize_t run = s;
+    while (run < e && is_go_name[data[run]]) run++;
+    Py_ssize_t limit = run < close ? run : close;
+    for (Py_ssize_t p = s + 1; p < limit; p++)
+        if (data[p] == '(') return 1;
+    return 0;
+}
+
+/* The line's end less one trailing carriage return. */
+static Py_ssize_t without_cr(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    return (e > s && data[e - 1] == '\r') ? e - 1 : e;
+}
+
+/* == SQL\b.* ==\r? over [s, e) */
+static int sql_context(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    if (e - s < 6 || memcmp(data + s, "== SQL", 6) != 0) return 0;
+    if (s + 6 < e && is_word[data[s + 6]]) return 0;
+    Py_ssize_t b = without_cr(data, s, e);
+    return b - 3 >= s + 6 && memcmp(data + b - 3, " ==", 3) == 0;
+}
+
+/* ".*" was called from\r? over [s, e) */
+static int called_from(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    Py_ssize_t n = (Py_ssize_t)strlen(CALLED_FROM);
+    Py_ssize_t b = without_cr(data, s, e);
+    return b - s >= n + 1 && data[s] == '"' && memcmp(data + b - n, CALLED_FROM, (size_t)n) == 0;
+}
+
+/* [ \t]*\^+[ \t]*\r? over [s, e) */
+static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
+    Py_ssize_t p = s;
+    while (p < e && is_blank_space(data[p])) p++;
+    Py_ssize_t first = p;
+    while (p < e && data[p] == '^') p++;
+    if (p == first) return 0;
+    while (p < e && is_blank_space(data[p])) p++;
+    if (p < e && data[p] == '\r') p++;
+    return p == e;
+}
+
+/* Appends to *starts (a bytearray of int64, *count used) the offset after each newline of
+   data[from, size), growing it as needed. Sixteen bytes at a time where SSE2 is (every
+   x86-64). -1 (an exception set) if it cannot grow. */
+static int append_after_newlines(const unsigned char *data, Py_ssize_t size, PyObject *starts,
+                                 Py_ssize_t *count) {
+    Py_ssize_t n = *count, i = 0;
+    Py_ssize_t capacity = PyByteArray_GET_SIZE(starts) / (Py_ssize_t)sizeof(int64_t);
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(starts);
+#define ROOM(needed)                                                                       \
+    if (n + (needed) > capacity) {                                                         \
+        capacity = 2 * capacity + (needed);                                                \
+        if (PyByteArray_Resize(starts, capacity * (Py_ssize_t)sizeof(int64_t)) < 0) return -1; \
+        out = (int64_t *)PyByteArray_AS_STRING(starts);                                    \
+    }
+#if defined(__SSE2__)
+    const __m128i newline = _mm_set1_epi8('\n');
+    for (; i + 16 <= size; i += 16) {
+        __m128i chunk = _mm_loadu_si128((const __m128i *)(data + i));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, newline));
+        if (!mask) continue;
+        ROOM(16)
+        while (mask) {
+            out[n++] = (int64_t)(i + __builtin_ctz(mask) + 1);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i < size; i++) {
+        if (data[i] != '\n') continue;
+        ROOM(1)
+        out[n++] = (int64_t)(i + 1);
+    }
+#undef ROOM
+    *count = n;
+    return 0;
+}
+
+static PyObject *line_starts(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len;
+    /* Room for lines of 64 bytes on average; more is made as it fills. */
+    PyObject *result = PyByteArray_FromStringAndSize(
+        NULL, (size / 64 + 16) * (Py_ssize_t)sizeof(int64_t));
+    Py_ssize_t count = 0;
+    if (result != NULL && size) {
+        ((int64_t *)PyByteArray_AS_STRING(result))[0] = 0;
+        count = 1;
+        if (append_after_newlines(data, size, result, &count) < 0) Py_CLEAR(result);
+        else if (data[size - 1] == '\n') count--; /* the last newline ends the data */
+    }
+    if (result != NULL && PyByteArray_Resize(result, count * (Py_ssize_t)sizeof(int64_t)) < 0)
+        Py_CLEAR(result);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Where no line of data may continue the one before by the Python or Java preset (none starts
+   with a byte a continuation or a preset's word starts with: most logs of one-line events):
+   (lines, longest line with its newline); None where one may. One pass, no array. */
+static PyObject *one_line_events(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len;
+    unsigned char may_continue[256];
+    memcpy(may_continue, word_heads, sizeof may_continue);
+    may_continue[' '] = may_continue['\t'] = may_continue['\n'] = may_continue['\r'] = 1;
+    Py_ssize_t lines = 0, longest = 0, line_start = 0, i = 0;
+    int continues = size && may_continue[data[0]];
+#define NEWLINE_AT(at)                                                                     \
+    {                                                                                      \
+        Py_ssize_t next = (at) + 1;                                                        \
+        if (next - line_start > longest) longest = next - line_start;                      \
+        line_start = next;                                                                 \
+        lines++;                                                                           \
+        if (next < size && may_continue[data[next]]) continues = 1;                        \
+    }
+#if defined(__SSE2__)
+    const __m128i newline = _mm_set1_epi8('\n');
+    for (; !continues && i + 16 <= size; i += 16) {
+        __m128i chunk = _mm_loadu_si128((const __m128i *)(data + i));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, newline));
+        while (mask) {
+            NEWLINE_AT(i + __builtin_ctz(mask))
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; !continues && i < size; i++)
+        if (data[i] == '\n') NEWLINE_AT(i)
+#undef NEWLINE_AT
+    PyBuffer_Release(&view);
+    if (continues) Py_RETURN_NONE;
+    if (line_start < size) {  /* a last line without its newline */
+        lines++;
+        if (size - line_start > longest) longest = size - line_start;
+    }
+    return Py_BuildValue("nn", lines, longest);
+}
+
+static PyObject *preset_continuing(PyObject *self, PyObject *args) {
+    Py_buffer view, starts_view;
+    int flags;
+    if (!PyArg_ParseTuple(args, "y*y*i", &view, &starts_view, &flags)) return NULL;
+    PyObject *result = NULL;
+    unsigned char *features = NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len;
+    const int64_t *starts = starts_view.buf;
+    Py_ssize_t count = starts_view.len / (Py_ssize_t)sizeof(int64_t);
+    if (count && (starts[count - 1] >= size || starts[0] != 0)) {
+        PyErr_SetString(PyExc_ValueError, "starts are not the lines of data");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, count);
+    if (result == NULL) goto done;
+    unsigned char *continues = (unsigned char *)PyByteArray_AS_STRING(result);
+    memset(continues, 0, (size_t)count);
+    if (!count) goto done;
+    /* Per line: indented, blank, its word's groups, a query context's line. */
+    enum { INDENTED = 1, BLANK = 2, CONTEXT = 4 };
+    features = PyMem_Malloc((size_t)count * 2);
+    if (features == NULL) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *kind = features, *groups = features + count;
+    Py_ssize_t last_end = size - (data[size - 1] == '\n' ? 1 : 0);
+#define END(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] - 1 : last_end)
+#define NEXT(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] : size)
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t s = (Py_ssize_t)starts[i];
+        unsigned char first = data[s];
+        unsigned char k = 0;
+        if (first == ' ' || first == '\t') k = INDENTED;
+        else if (first == '\n' || (first == '\r' && END(i) - s == 1)) k = BLANK;
+        kind[i] = k;
+        int w = word_at(data, size, s);
+        groups[i] = w < 0 ? 0 : (unsigned char)words[w].groups;
+    }
+    if (flags & (PRESET_PYTHON | PRESET_JAVA)) {
+        Py_ssize_t last_plain = -1; /* the last line before this one not indented or blank */
+        for (Py_ssize_t i = 0; i < count; i++) {
+            Py_ssize_t s = (Py_ssize_t)starts[i];
+            if (kind[i] || (groups[i] & (GROUP_PYTHON | GROUP_JAVA))) continues[i] = 1;
+            if (i >= 1 && (kind[i - 1] & INDENTED) && is_identifier_start[data[s]]) {
+                /* After a traceback's last frame: its exception's line. */
+                int holds = last_plain < 0 || (groups[last_plain] & GROUP_TRACEBACK_HEAD) ||
+                            contains(data, starts[last_plain], NEXT(last_plain), TRACEBACK);
+                if (holds && python_exception(data, s, END(i))) continues[i] = 1;
+            }
+            if (i >= 2 && (groups[i] & GROUP_CHAINED) && (kind[i - 1] & BLANK))
+                continues[i - 2] = 1; /* a cause that was never raised */
+            if (!(kind[i] & (INDENTED | BLANK))) last_plain = i;
+        }
+        for (Py_ssize_t head = 0; head < count; head++) {
+            if (!(groups[head] & GROUP_CONTEXT_HEAD)) continue;
+            Py_ssize_t s = (Py_ssize_t)starts[head];
+            Py_ssize_t n = (Py_ssize_t)strlen(DATAFRAME_CONTEXT);
+            if (s + n <= size && memcmp(data + s, DATAFRAME_CONTEXT, (size_t)n) == 0) {
+                Py_ssize_t called = head + 1;
+                if (called < count && called_from(data, starts[called], END(called)))
+                    for (Py_ssize_t line = head; line < head + 3 && line < count; line++)
+                        kind[line] |= CONTEXT;
+                continue;
+            }
+            if (!sql_context(data, s, END(head))) continue;
+            kind[head] |= CONTEXT;
+            Py_ssize_t line = head + 1;
+            Py_ssize_t stop = head + 1 + 2 * CONTEXT_LINES;
+            while (line < (count < stop ? count : stop)) {
+                kind[line] |= CONTEXT; /* a query's line */
+                Py_ssize_t under = line + 1;
+                if (under >= count || !carets(data, starts[under], END(under))) break;
+                kind[under] |= CONTEXT;
+                line = under + 1;
+            }
+        }
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (kind[i] & CONTEXT) continues[i] = 1;
+    }
+    if (flags & PRESET_JAVA) {
+        /* The exception's line: before its frames, or before its message's query context. */
+        for (Py_ssize_t i = 0; i + 1 < count; i++) {
+            Py_ssize_t j = i + 1;
+            int nested = (kind[j] & INDENTED) || ((kind[j] & CONTEXT) && !(kind[i] & CONTEXT));
+            if (nested && !(kind[i] & INDENTED) &&
+                java_exception(data, starts[i], END(i)))
+                continues[i] = 1;
+        }
+    }
+    if (flags & PRESET_GO) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if ((kind[i] & (INDENTED | BLANK)) || (groups[i] & GROUP_GO)) continues[i] = 1;
+            else if (go_function(data, starts[i], END(i))) continues[i] = 1;
+        }
+    }
+#undef END
+#undef NEXT
+done:
+    PyMem_Free(features);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&starts_view);
+    return result;
+}
+
+static PyObject *set_words(PyObject *self, PyObject *args) {
+    PyObject *table;
+    if (!PyArg_ParseTuple(args, "O", &table)) return NULL;
+    PyObject *items = PySequence_Fast(table, "words must be a sequence of (bytes, groups)");
+    if (items == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    if (n > MAX_WORDS) {
+        Py_DECREF(items);
+        return PyErr_Format(PyExc_ValueError, "at most %d words", MAX_WORDS);
+    }
+    Word loaded[MAX_WORDS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *bytes;
+        Py_ssize_t length;
+        int groups;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "y#i", &bytes, &length,
+                              &groups)) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        if (length < 1 || length > WORD_PREFIX) {
+            Py_DECREF(items);
+            return PyErr_Format(PyExc_ValueError, "a word is 1 to %d bytes", WORD_PREFIX);
+        }
+        memcpy(loaded[i].bytes, bytes, (size_t)length);
+        loaded[i].length = length;
+        loaded[i].groups = groups;
+    }
+    Py_DECREF(items);
+    memcpy(words, loaded, sizeof(Word) * (size_t)n);
+    word_count = (int)n;
+    memset(word_heads, 0, sizeof word_heads);
+    for (int w = 0; w < word_count; w++) word_heads[(unsigned char)words[w].bytes[0]] = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"line_starts", line_starts, METH_VARARGS,
+     "line_starts(data) -> bytearray: every line's first offset as native int64."},
+    {"preset_continuing", preset_continuing, METH_VARARGS,
+     "preset_continuing(data, starts, flags) -> bytearray: per line, 1 if a preset says it "
+     "continues the line before."},
+    {"one_line_events", one_line_events, METH_VARARGS,
+     "one_line_events(data) -> (lines, longest) | None: where no line may continue the one "
+     "before by the Python or Java preset, its lines and its longest line's bytes."},
+    {"set_words", set_words, METH_VARARGS,
+     "set_words([(prefix, groups), ...]): the presets' words, each its first 16 bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_framing",
+    "The multiline presets' tests of a read's lines, compiled.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__framing(void) {
+    init_tables();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "PYTHON", PRESET_PYTHON) < 0 ||
+        PyModule_AddIntConstant(m, "JAVA", PRESET_JAVA) < 0 ||
+        PyModule_AddIntConstant(m, "GO", PRESET_GO) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_PYTHON", GROUP_PYTHON) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_JAVA", GROUP_JAVA) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_TRACEBACK_HEAD", GROUP_TRACEBACK_HEAD) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_CHAINED", GROUP_CHAINED) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_CONTEXT_HEAD", GROUP_CONTEXT_HEAD) < 0 ||
+        PyModule_AddIntConstant(m, "GROUP_GO", GROUP_GO) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,22 @@
+"""The compiled line tests (``_framing.c``); see ``pipeline_core.source._preset_lines``."""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+Buffer = bytes | bytearray | memoryview | np.ndarray
+
+PYTHON: int
+JAVA: int
+GO: int
+GROUP_PYTHON: int
+GROUP_JAVA: int
+GROUP_TRACEBACK_HEAD: int
+GROUP_CHAINED: int
+GROUP_CONTEXT_HEAD: int
+GROUP_GO: int
+
+def line_starts(data: Buffer, /) -> bytearray: ...
+def one_line_events(data: Buffer, /) -> tuple[int, int] | None: ...
+def preset_continuing(data: Buffer, starts: Buffer, flags: int, /) -> bytearray: ...
+def set_words(words: Sequence[tuple[bytes, int]], /) -> None: ...

@@ -1,0 +1,194 @@
+"""The compiled line tests (``pipeline_core/source/_framing.c``) against the NumPy ones they
+replace (``pipeline_core.source._preset_lines``): the same lines, and the same judgement of
+each line by every preset, on logs the real programs wrote (Python's ``logging`` in every
+format, a PySpark job's log4j2 log and its driver's Python log) and on reads drawn from the
+presets' own words cut anywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline_core.config import MultilinePreset
+from pipeline_core.source import _preset_lines
+from pipeline_core.source._multiline import MultilineRule, frame
+from pipeline_core.source._preset_lines import (
+    line_starts,
+    numpy_preset_continuing,
+    preset_continuing,
+    use_compiled,
+)
+from tests.support.log_programs import PYTHON_FORMATS, SparkJobLogs, write_python_log
+
+PRESET_SETS = [
+    (MultilinePreset.PYTHON,),
+    (MultilinePreset.JAVA,),
+    (MultilinePreset.GO,),
+    (MultilinePreset.PYTHON, MultilinePreset.GO),
+]
+
+
+def numpy_starts(data: bytes) -> list[int]:
+    was = use_compiled(False)
+    try:
+        starts: list[int] = line_starts(data).tolist()
+        return starts
+    finally:
+        use_compiled(was)
+
+
+def assert_same_judgement(data: bytes) -> None:
+    """The compiled tests find ``data``'s lines and judge each as NumPy does, by every preset;
+    a difference names the first line that differs."""
+    starts = line_starts(data)
+    assert starts.tolist() == numpy_starts(data)
+    if not len(starts):
+        return
+    for presets in PRESET_SETS:
+        compiled = preset_continuing(presets, data, starts)
+        reference = numpy_preset_continuing(presets, data, starts)
+        differ = np.flatnonzero(compiled != reference)
+        if differ.size:
+            line = int(differ[0])
+            text = data[starts[line] : data.find(b"\n", starts[line]) + 1 or len(data)]
+            pytest.fail(
+                f"{[p.value for p in presets]}: line {line} ({text!r}) continues: compiled "
+                f"{bool(compiled[line])}, numpy {bool(reference[line])}"
+            )
+
+
+def test_should_be_built_by_the_projects_install() -> None:
+    """``make setup`` builds the extension (setup.py; a C compiler is part of the machine):
+    the collector's framing runs it."""
+    compiled_module = _preset_lines.compiled_module()
+    assert compiled_module is not None
+    assert _preset_lines.compiled()
+    # loaded from the package, not from a stray build elsewhere
+    assert Path(compiled_module.__file__ or "").parent == Path(_preset_lines.__file__).parent
+
+
+@pytest.fixture(scope="module", params=sorted(PYTHON_FORMATS))
+def python_log(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """1000 records of Python's ``logging`` in one format, three in ten with a traceback, some
+    with ``stack_info`` or messages of several lines."""
+    path = tmp_path_factory.mktemp("python-log") / "app.log"
+    write_python_log(
+        path,
+        events=1000,
+        tracebacks=0.3,
+        stacks=0.05,
+        multiline=0.05,
+        fmt=PYTHON_FORMATS[request.param],
+        seed=11,
+    )
+    return path.read_bytes()
+
+
+def test_should_judge_python_logging_as_numpy_does(python_log: bytes) -> None:
+    assert_same_judgement(python_log)
+    for cut in (1, 777, len(python_log) // 3, len(python_log) - 5):  # reads that end anywhere
+        head = python_log[:cut]
+        assert_same_judgement(head[: head.rfind(b"\n") + 1] or head)
+        assert_same_judgement(head)
+
+
+@pytest.mark.slow
+def test_should_judge_a_spark_jobs_logs_as_numpy_does(spark_job: SparkJobLogs) -> None:
+    assert_same_judgement(spark_job.log4j.path.read_bytes())
+    assert_same_judgement(spark_job.driver.path.read_bytes())
+
+
+_WORD_LINES = [
+    b"Traceback (most recent call last):",
+    b"Traceback (most ",
+    b"Stack (most recent call last):",
+    b"During handling of the above exception, another exception occurred:",
+    b"The above exception was the direct cause of the following exception:",
+    b": org.apache.spark.SparkException: Job aborted",
+    b"Caused by: java.io.IOException: boom",
+    b"Suppressed: x",
+    b"Driver stacktrace:",
+    b"== SQL (line 1, position 8) ==",
+    b"== SQL ==",
+    b"== SQLX ==",
+    b"== DataFrame ==",
+    b'"divide" was called from',
+    b"goroutine 1 [running]:",
+    b"[signal SIGSEGV: segmentation violation]",
+    b"created by main.main",
+    b"exit status 2",
+]
+_SHAPES = st.one_of(
+    st.sampled_from(_WORD_LINES),
+    st.builds(lambda n: b'  File "x.py", line ' + str(n).encode(), st.integers(0, 99)),
+    st.sampled_from([b"", b"\r", b"\t", b" ", b"    ^^^^", b"  ~~^~~", b"^"]),
+    st.sampled_from([b"\tat a.B.c(B.java:1)", b"    at x", b"\t... 3 more"]),
+    st.sampled_from([b"... 12 more", b"2026-11-30 12:00:00,123 ERROR app: failed"]),
+    # exception names around the NumPy tests' 32-byte window, with and without a message
+    st.builds(
+        lambda name, tail: name + tail,
+        st.text("abcXYZ_.09", min_size=1, max_size=40).map(lambda t: ("E" + t).encode()),
+        st.sampled_from([b"", b":", b": boom", b":\tx", b":\r", b"\r", b" x", b":x", b"::"]),
+    ),
+    st.builds(
+        lambda package, name, tail: package + name + tail,
+        st.sampled_from([b"java.lang.", b"org.a$b.", b"a..b.", b".x.", b"x.", b""]),
+        st.sampled_from([b"IllegalStateException", b"OutOfMemoryError", b"MyFailure", b"Foo"]),
+        st.sampled_from([b"", b": boom", b":", b"\r", b"x", b".y"]),
+    ),
+    st.builds(
+        lambda name, args: name + args,
+        st.sampled_from([b"main.main", b"main.(*T).Run", b"a/b.c", b"x", b"", b"f g"]),
+        st.sampled_from([b"()", b"(0xc0)", b"()\r", b"(", b")", b"() x", b"(a)(b)"]),
+    ),
+    st.binary(max_size=24).map(lambda b: b.replace(b"\n", b"")),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_SHAPES, min_size=1, max_size=40), ending=st.sampled_from([b"\n", b"\r\n"]))
+def test_should_judge_reads_of_the_presets_words_as_numpy_does(
+    lines: list[bytes], ending: bytes
+) -> None:
+    data = ending.join(lines) + ending
+    assert_same_judgement(data)
+    assert_same_judgement(data[:-1])  # a last line without its newline
+
+
+def test_should_frame_a_traceback_log_into_the_same_events_either_way(
+    python_log: bytes,
+) -> None:
+    """The whole framing, read in 64 KiB pieces as the collector reads, with the compiled tests
+    and with NumPy's: the same lengths, lines and events."""
+    rule = MultilineRule((MultilinePreset.PYTHON,))
+    results = []
+    for compiled in (True, False):
+        was = use_compiled(compiled)
+        try:
+            position, found = 0, []
+            while position < len(python_log):
+                data = python_log[position : position + 65536]
+                complete = position + len(data) == len(python_log)
+                framing = frame(
+                    data, rule, complete=complete, max_lines=500, max_bytes=1 << 20, filled=True
+                )
+                found.append((framing.length, framing.lines, framing.events, framing.spans))
+                position += framing.length
+            results.append(found)
+        finally:
+            use_compiled(was)
+    assert results[0] == results[1]
+    assert len(results[0]) > 1
+
+
+def test_should_refuse_starts_that_are_not_the_datas_lines() -> None:
+    compiled_module = _preset_lines.compiled_module()
+    assert compiled_module is not None
+    starts = np.array([0, 50], dtype=np.int64)
+    with pytest.raises(ValueError, match="not the lines"):
+        compiled_module.preset_continuing(b"a\nb\n", starts, 1)
