@@ -3,6 +3,7 @@ of its segments (the landing job's units of work), and marks to rewind it to."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ class PartMark:
     segments: int
     last: Segment | None
     extendable: bool
+    tail: tuple[EventRuns, ...]
 
 
 class OpenPart:
@@ -45,11 +47,23 @@ class OpenPart:
         self.crc = 0
         self.segments: list[Segment] = []
         self._extendable = False  # the last segment may take the next chunk of its file
+        self._tail: list[EventRuns] = []
+        """The events of the chunks the last segment took after its first (shifted to their
+        place in it), not yet in its ``events``: joined once, when the segment is done
+        (:meth:`_settle`), not copied again with every chunk."""
 
     def mark(self) -> PartMark:
         """Where the part stands now, to :meth:`rewind` to."""
         last = self.segments[-1] if self.segments else None
-        return PartMark(self.size, self.rows, self.crc, len(self.segments), last, self._extendable)
+        return PartMark(
+            self.size,
+            self.rows,
+            self.crc,
+            len(self.segments),
+            last,
+            self._extendable,
+            tuple(self._tail),
+        )
 
     def rewind(self, mark: PartMark) -> None:
         """Take back everything written since ``mark``: the file is cut back to its size then
@@ -61,6 +75,7 @@ class OpenPart:
         if mark.last is not None:
             self.segments[-1] = mark.last  # it may have been extended since
         self._extendable = mark.extendable
+        self._tail = list(mark.tail)
 
     def write(self, chunks: Sequence[Chunk]) -> None:
         """Append ``chunks`` (of this part's source), a ``write`` each.
@@ -82,6 +97,21 @@ class OpenPart:
         self.writeback.written(self.size)
 
     def _index(self, chunk: Chunk) -> None:
+        last = self.segments[-1] if self.segments else None
+        if last is not None and self._extends(last, chunk):
+            if chunk.events:
+                self._tail.append(chunk.events.shifted(last.lines))
+            self.segments[-1] = Segment(
+                last.file_fingerprint,
+                last.start_offset,
+                last.part_offset,
+                last.length + len(chunk.data),
+                last.lines + chunk.lines,
+                events=last.events,
+            )
+            self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
+            return
+        self._settle()
         if chunk.long_line is not None:
             # A segment of its own, never extended: its bytes are a prefix of a longer line.
             self.segments.append(
@@ -97,24 +127,7 @@ class OpenPart:
             )
             self._extendable = False
             return
-        last = self.segments[-1] if self.segments else None
-        if (
-            last is not None
-            and self._extendable
-            and last.file_fingerprint == chunk.fingerprint
-            and last.start_offset + last.length == chunk.start
-            and last.length + len(chunk.data) <= SEGMENT_BYTES
-        ):
-            self.segments[-1] = Segment(
-                last.file_fingerprint,
-                last.start_offset,
-                last.part_offset,
-                last.length + len(chunk.data),
-                last.lines + chunk.lines,
-                events=last.events + chunk.events.shifted(last.lines),
-            )
-        else:
-            self.segments.append(self._segment(chunk, events=chunk.events))
+        self.segments.append(self._segment(chunk, events=chunk.events))
         self._extendable = chunk.data.endswith(b"\n")  # never join an unterminated line
 
     def _segment(
@@ -136,8 +149,28 @@ class OpenPart:
             events,
         )
 
+    def _extends(self, last: Segment, chunk: Chunk) -> bool:
+        """Whether ``chunk`` continues the ``last`` segment (the same file's next bytes, whole
+        lines, within ``SEGMENT_BYTES``)."""
+        return (
+            chunk.long_line is None
+            and self._extendable
+            and last.file_fingerprint == chunk.fingerprint
+            and last.start_offset + last.length == chunk.start
+            and last.length + len(chunk.data) <= SEGMENT_BYTES
+        )
+
+    def _settle(self) -> None:
+        """Join the last segment's :attr:`_tail` into its events."""
+        if self._tail:
+            last = self.segments[-1]
+            events = EventRuns.joined([last.events, *self._tail])
+            self.segments[-1] = dataclasses.replace(last, events=events)
+            self._tail = []
+
     def close(self) -> ManifestPart:
         """Fsync and close; the part as the manifest lists it."""
+        self._settle()
         try:
             os.fsync(self.fd)
         finally:

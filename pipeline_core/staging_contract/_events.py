@@ -3,8 +3,11 @@ bound cut it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+import operator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.staging_contract._fields import ManifestError
@@ -55,6 +58,7 @@ class EventSpan:
 
 _CUTS: tuple[EventCut | None, ...] = (None, *EventCut)
 """Cut codes: 0 for none, then ``EventCut`` in its order (what a reader's NumPy arrays hold)."""
+_WHOLE: tuple[EventCut | None] = (None,)
 CUT_CODES: dict[EventCut | None, int] = {cut: code for code, cut in enumerate(_CUTS)}
 """The code :meth:`EventRuns.from_codes` takes for each cut."""
 
@@ -94,9 +98,9 @@ class EventRuns:
     ) -> EventRuns:
         """From columns of plain ints (a NumPy array's ``tolist()``), cuts as codes."""
         joined = tuple(heads) if heads and any(head >= 0 for head in heads) else ()
-        return cls(
-            tuple(first_lines), tuple(lines), tuple(map(_CUTS.__getitem__, cut_codes)), joined
-        )
+        # Most events are whole: no code to look up.
+        cuts = tuple(map(_CUTS.__getitem__, cut_codes)) if any(cut_codes) else _WHOLE * len(lines)
+        return cls(tuple(first_lines), tuple(lines), cuts, joined)
 
     def head_of(self) -> tuple[int, ...]:
         """:attr:`heads`, -1 for every span when it is empty."""
@@ -125,10 +129,24 @@ class EventRuns:
             heads,
         )
 
+    @classmethod
+    def joined(cls, runs: Sequence[EventRuns]) -> EventRuns:
+        """``runs[0] + runs[1] + ...`` (each already :meth:`shifted` to its place), copying
+        each span once."""
+        if len(runs) == 1:
+            return runs[0]
+        if any(run.heads for run in runs):
+            return functools.reduce(operator.add, runs)
+        return cls(
+            tuple(chain.from_iterable(run.first_lines for run in runs)),
+            tuple(chain.from_iterable(run.lines for run in runs)),
+            tuple(chain.from_iterable(run.cuts for run in runs)),
+        )
+
     def shifted(self, lines: int) -> EventRuns:
         """The events in a run that has ``lines`` more lines before these."""
         return EventRuns(
-            tuple(first + lines for first in self.first_lines), self.lines, self.cuts, self.heads
+            tuple(map(lines.__add__, self.first_lines)), self.lines, self.cuts, self.heads
         )
 
     def joined_lines(self) -> int:

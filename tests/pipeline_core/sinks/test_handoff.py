@@ -349,6 +349,48 @@ def test_should_carry_multiline_events_into_segments_merged_across_chunks(
     assert sealed.event_count == 5
 
 
+def test_should_keep_a_segments_events_through_a_failed_append_and_a_new_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The events of the chunks a segment takes after its first are joined into it once the
+    segment is done; an append taken back after a full disk takes back its events too."""
+    sink = writer(tmp_path)
+
+    def multiline(start: int, count: int, *spans: EventSpan, fingerprint: str = FP_A) -> Chunk:
+        data = lines("a", count)
+        return Chunk("access", fingerprint, start, data, count, events=EventRuns.of(spans))
+
+    first = multiline(0, 4, EventSpan(1, 2))
+    second = multiline(40, 3, EventSpan(0, 2, EventCut.HEADLESS))
+    third = multiline(70, 5, EventSpan(2, 3))
+    other = multiline(0, 2, EventSpan(0, 2), fingerprint=FP_B)
+    sink.append([first])
+    writes = iter([True, False])
+    real_write = os.write
+
+    def write_until_full(fd: int, data: bytes) -> int:
+        if not next(writes):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_until_full)
+    with pytest.raises(OSError):
+        sink.append([second, third])  # the second extends the segment, then the disk is full
+    monkeypatch.setattr(os, "write", real_write)
+    sink.append([second, third])
+    sink.append([other])  # a new segment: the first one's events are joined
+
+    sealed = sink.seal(Barrier(1, SEALED_AT, covering(first, second, third, other)))
+
+    (part,) = sealed.parts
+    assert [segment.events for segment in part.segments] == [
+        EventRuns.of([EventSpan(1, 2), EventSpan(4, 2, EventCut.HEADLESS), EventSpan(9, 3)]),
+        EventRuns.of([EventSpan(0, 2)]),
+    ]
+    assert [segment.lines for segment in part.segments] == [12, 2]
+    assert sealed.event_count == 12 - 1 - 1 - 2 + 2 - 1
+
+
 def test_should_seal_an_empty_batch_with_a_manifest_and_no_parts(tmp_path: Path) -> None:
     sealed = writer(tmp_path).seal(Barrier(2, SEALED_AT, ()))
 
