@@ -78,7 +78,9 @@ static int word_at(const unsigned char *data, Py_ssize_t size, Py_ssize_t s) {
     if (!word_heads[data[s]]) return -1;
     for (int w = 0; w < word_count; w++) {
         Py_ssize_t n = words[w].length;
-        if (s + n <= size && memcmp(data + s, words[w].bytes, (size_t)n) == 0) return w;
+        if (words[w].bytes[0] == (char)data[s] && s + n <= size &&
+            memcmp(data + s, words[w].bytes, (size_t)n) == 0)
+            return w;
     }
     return -1;
 }
@@ -380,6 +382,61 @@ done:
     return result;
 }
 
+/* A read's events from its lines' continuation marks (the first line begins one whatever its
+   mark): the events of more than one line as two int64 columns (first line, lines), the last
+   event's first line, and the last first line at or before `settled` (0 if none is); None if an
+   event passes max_lines or max_bytes (the caller cuts it). */
+static PyObject *event_runs(PyObject *self, PyObject *args) {
+    Py_buffer marks_view, starts_view;
+    Py_ssize_t size, max_lines, max_bytes, settled;
+    if (!PyArg_ParseTuple(args, "y*y*nnnn", &marks_view, &starts_view, &size, &max_lines,
+                          &max_bytes, &settled))
+        return NULL;
+    PyObject *result = NULL, *firsts = NULL, *lines = NULL;
+    const unsigned char *continues = marks_view.buf;
+    const int64_t *starts = starts_view.buf;
+    Py_ssize_t count = marks_view.len;
+    if (starts_view.len != count * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "one mark a line");
+        goto done;
+    }
+    Py_ssize_t room = (count / 2 + 1) * (Py_ssize_t)sizeof(int64_t);
+    firsts = PyByteArray_FromStringAndSize(NULL, room);
+    lines = PyByteArray_FromStringAndSize(NULL, room);
+    if (firsts == NULL || lines == NULL) goto done;
+    int64_t *first_out = (int64_t *)PyByteArray_AS_STRING(firsts);
+    int64_t *lines_out = (int64_t *)PyByteArray_AS_STRING(lines);
+    Py_ssize_t listed = 0, first = 0, last_settled = 0;
+    for (Py_ssize_t line = 1; line <= count; line++) {
+        if (line < count && continues[line]) continue;
+        /* the event [first, line) */
+        Py_ssize_t taken = line - first;
+        Py_ssize_t end = line < count ? (Py_ssize_t)starts[line] : size;
+        if (taken > max_lines || end - (Py_ssize_t)starts[first] > max_bytes) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (taken > 1) {
+            first_out[listed] = first;
+            lines_out[listed] = taken;
+            listed++;
+        }
+        if (first <= settled) last_settled = first;
+        if (line < count) first = line;
+    }
+    if (PyByteArray_Resize(firsts, listed * (Py_ssize_t)sizeof(int64_t)) < 0 ||
+        PyByteArray_Resize(lines, listed * (Py_ssize_t)sizeof(int64_t)) < 0)
+        goto done;
+    result = Py_BuildValue("OOnn", firsts, lines, count ? first : 0, last_settled);
+done:
+    Py_XDECREF(firsts);
+    Py_XDECREF(lines);
+    PyBuffer_Release(&marks_view);
+    PyBuffer_Release(&starts_view);
+    return result;
+}
+
 static PyObject *set_words(PyObject *self, PyObject *args) {
     PyObject *table;
     if (!PyArg_ParseTuple(args, "O", &table)) return NULL;
@@ -425,6 +482,9 @@ static PyMethodDef methods[] = {
     {"one_line_events", one_line_events, METH_VARARGS,
      "one_line_events(data) -> (lines, longest) | None: where no line may continue the one "
      "before by the Python or Java preset, its lines and its longest line's bytes."},
+    {"event_runs", event_runs, METH_VARARGS,
+     "event_runs(marks, starts, size, max_lines, max_bytes, settled) -> (firsts, lines, "
+     "last_first, last_settled_first) | None: a read's events of several lines."},
     {"set_words", set_words, METH_VARARGS,
      "set_words([(prefix, groups), ...]): the presets' words, each its first 16 bytes."},
     {NULL, NULL, 0, NULL},

@@ -36,6 +36,7 @@ from pipeline_core.source._container_lines import frame_entries
 from pipeline_core.source._preset_lines import (
     LOOKAHEAD_LINES,
     Positions,
+    compiled_event_runs,
     line_starts,
     one_line_events,
     preset_continuing,
@@ -276,11 +277,71 @@ def frame(
             return single
     headless = bool(continuing[0])
     continuing[0] = False
+    settled = count - 1 - rule.lookahead
+    columns = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
+    if columns is not None:
+        rows_first, rows_lines, last_event, settled_event = columns
+        rows_cut = np.zeros(len(rows_first), dtype=np.int64)
+    else:
+        rows_first, rows_lines, rows_cut, last_event, settled_event = _event_columns(
+            continuing, starts, size, max_lines, max_bytes, settled
+        )
+    if headless:  # the read's first line continues an event before it
+        if len(rows_first) and rows_first[0] == 0:
+            if rows_cut[0] == 0:
+                rows_cut[0] = _CODE[EventCut.HEADLESS]
+        else:
+            rows_first = np.insert(rows_first, 0, 0)
+            rows_lines = np.insert(rows_lines, 0, 1)
+            rows_cut = np.insert(rows_cut, 0, _CODE[EventCut.HEADLESS])
+    end_line = count
+    if not complete:
+        # The last event may still grow, unless a bound closed it.
+        last_first, last_cut = last_event, 0
+        last_listed = len(rows_first) and rows_first[-1] + rows_lines[-1] == count
+        if last_listed:
+            last_first, last_cut = int(rows_first[-1]), int(rows_cut[-1])
+        if last_cut not in _CLOSED_BY_BOUND:
+            end_line = last_first
+            if end_line > settled:
+                # A rule that judges a line by the lines after it may still join this event
+                # to the one before: hand on only events whose end those lines have settled.
+                end_line = settled_event
+            if end_line == 0 and filled:
+                # The read can hold no more lines to settle its events by: hand on those it
+                # holds but the last; an event as large as the whole read is closed at its end.
+                end_line = last_first
+                if end_line == 0:
+                    end_line = count
+                    rows_first, rows_lines = np.array([0]), np.array([count])
+                    rows_cut = np.array([_CODE[EventCut.BYTES]])
+            if end_line == 0:
+                return Framing(0, 0, 0, NO_EVENTS)
+            kept = rows_first < end_line
+            rows_first, rows_lines, rows_cut = rows_first[kept], rows_lines[kept], rows_cut[kept]
+    spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
+    length = size if end_line == count else int(starts[end_line])
+    return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+
+
+def _event_columns(
+    continuing: NDArray[np.bool_],
+    starts: Positions,
+    size: int,
+    max_lines: int,
+    max_bytes: int,
+    settled: int,
+) -> tuple[Positions, Positions, Positions, int, int]:
+    """A read's events (its first line begins one) as columns: the first line, lines and cut
+    code of each event of more than one line or cut at a bound (an event over a bound as the
+    rows it lands as: :func:`_bounded`), then the last event's first line and the last first
+    line at or before ``settled`` (0 if none is). :func:`compiled_event_runs` does the same
+    where no event is over a bound."""
+    count = len(starts)
     firsts = np.flatnonzero(~continuing)
     lines_of = np.diff(np.append(firsts, count))
     bytes_of = np.diff(np.append(starts[firsts], size))
     over = (lines_of > max_lines) | (bytes_of > max_bytes)
-    # The events to list (more than one line, or cut), as columns: first line, lines, cut code.
     listed = (lines_of > 1) & ~over
     rows_first, rows_lines = firsts[listed], lines_of[listed]
     rows_cut = np.zeros(len(rows_first), dtype=np.int64)
@@ -297,44 +358,8 @@ def frame(
         rows_cut = np.append(rows_cut, [_CODE[row[2]] for row in bounded])
         order = np.argsort(rows_first, kind="stable")
         rows_first, rows_lines, rows_cut = rows_first[order], rows_lines[order], rows_cut[order]
-    if headless:  # the read's first line continues an event before it
-        if len(rows_first) and rows_first[0] == 0:
-            if rows_cut[0] == 0:
-                rows_cut[0] = _CODE[EventCut.HEADLESS]
-        else:
-            rows_first = np.insert(rows_first, 0, 0)
-            rows_lines = np.insert(rows_lines, 0, 1)
-            rows_cut = np.insert(rows_cut, 0, _CODE[EventCut.HEADLESS])
-    end_line = count
-    if not complete:
-        # The last event may still grow, unless a bound closed it.
-        last_first, last_cut = int(firsts[-1]), 0
-        last_listed = len(rows_first) and rows_first[-1] + rows_lines[-1] == count
-        if last_listed:
-            last_first, last_cut = int(rows_first[-1]), int(rows_cut[-1])
-        if last_cut not in _CLOSED_BY_BOUND:
-            end_line = last_first
-            settled = count - 1 - rule.lookahead
-            if end_line > settled:
-                # A rule that judges a line by the lines after it may still join this event
-                # to the one before: hand on only events whose end those lines have settled.
-                final = firsts[firsts <= settled]
-                end_line = int(final[-1]) if final.size else 0
-            if end_line == 0 and filled:
-                # The read can hold no more lines to settle its events by: hand on those it
-                # holds but the last; an event as large as the whole read is closed at its end.
-                end_line = last_first
-                if end_line == 0:
-                    end_line = count
-                    rows_first, rows_lines = np.array([0]), np.array([count])
-                    rows_cut = np.array([_CODE[EventCut.BYTES]])
-            if end_line == 0:
-                return Framing(0, 0, 0, NO_EVENTS)
-            kept = rows_first < end_line
-            rows_first, rows_lines, rows_cut = rows_first[kept], rows_lines[kept], rows_cut[kept]
-    spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
-    length = size if end_line == count else int(starts[end_line])
-    return Framing(length, end_line, end_line - spans.joined_lines(), spans)
+    final = firsts[firsts <= settled]
+    return rows_first, rows_lines, rows_cut, int(firsts[-1]), int(final[-1]) if final.size else 0
 
 
 def _one_line_read(

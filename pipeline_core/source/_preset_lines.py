@@ -200,6 +200,36 @@ def one_line_events(
     return found
 
 
+def compiled_event_runs(
+    continuing: NDArray[np.bool_],
+    starts: Positions,
+    size: int,
+    max_lines: int,
+    max_bytes: int,
+    settled: int,
+) -> tuple[Positions, Positions, int, int] | None:
+    """A read's events from which of its ``size`` bytes' lines continue the line before (the
+    first begins an event whatever it says), in one compiled pass: the first line and the
+    lines of each event of more than one line, the last event's first line, and the last
+    first line at or before line ``settled`` (0 if none is). None: the compiled tests are not
+    in use, or an event passes ``max_lines`` or ``max_bytes``."""
+    if not compiled():
+        return None
+    assert _compiled is not None
+    found = _compiled.event_runs(
+        continuing, np.ascontiguousarray(starts, np.int64), size, max_lines, max_bytes, settled
+    )
+    if found is None:
+        return None
+    firsts, lines, last_first, settled_first = found
+    return (
+        np.frombuffer(firsts, dtype=np.int64),
+        np.frombuffer(lines, dtype=np.int64),
+        last_first,
+        settled_first,
+    )
+
+
 def preset_continuing(
     presets: tuple[MultilinePreset, ...], data: bytes | bytearray, starts: Positions
 ) -> NDArray[np.bool_]:

@@ -160,11 +160,14 @@ def test_should_judge_reads_of_the_presets_words_as_numpy_does(
     assert_same_judgement(data[:-1])  # a last line without its newline
 
 
+@pytest.mark.parametrize(
+    ("max_lines", "max_bytes"), [(500, 1 << 20), (8, 2048)], ids=["within", "cut"]
+)
 def test_should_frame_a_traceback_log_into_the_same_events_either_way(
-    python_log: bytes,
+    python_log: bytes, max_lines: int, max_bytes: int
 ) -> None:
     """The whole framing, read in 64 KiB pieces as the collector reads, with the compiled tests
-    and with NumPy's: the same lengths, lines and events."""
+    and with NumPy's: the same lengths, lines and events, also where events are cut."""
     rule = MultilineRule((MultilinePreset.PYTHON,))
     results = []
     for compiled in (True, False):
@@ -175,7 +178,12 @@ def test_should_frame_a_traceback_log_into_the_same_events_either_way(
                 data = python_log[position : position + 65536]
                 complete = position + len(data) == len(python_log)
                 framing = frame(
-                    data, rule, complete=complete, max_lines=500, max_bytes=1 << 20, filled=True
+                    data,
+                    rule,
+                    complete=complete,
+                    max_lines=max_lines,
+                    max_bytes=max_bytes,
+                    filled=True,
                 )
                 found.append((framing.length, framing.lines, framing.events, framing.spans))
                 position += framing.length
@@ -184,6 +192,8 @@ def test_should_frame_a_traceback_log_into_the_same_events_either_way(
             use_compiled(was)
     assert results[0] == results[1]
     assert len(results[0]) > 1
+    cut = any(span.cut is not None for *_, spans in results[0] for span in spans)
+    assert cut == (max_lines == 8)
 
 
 def test_should_refuse_starts_that_are_not_the_datas_lines() -> None:
