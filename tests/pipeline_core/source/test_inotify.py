@@ -190,6 +190,54 @@ def test_should_ask_for_a_scan_when_a_watched_folder_goes_and_watch_it_again_lat
 
 
 @pytest.mark.timeout(30)
+def test_should_report_a_files_writes_to_the_keys_watching_it_now(
+    tmp_path: Path, events: InotifyFileEvents
+) -> None:
+    """Who a name's writes concern is found once per name and kept: a key that starts or
+    stops watching the folder (or changes its patterns) is heard of at the next write."""
+    log, text = tmp_path / "app.log", tmp_path / "app.txt"
+    log.write_bytes(b"first\n")
+    text.write_bytes(b"first\n")
+
+    def written(key: str, path: Path) -> Callable[[dict[str, FileChanges]], bool]:
+        return lambda taken: key in taken and str(path) in taken[key].written
+
+    def settled() -> dict[str, FileChanges]:
+        """What the writes so far sent that was not taken yet (a write's closing event can
+        come late)."""
+        time.sleep(0.3)
+        return events.take()
+
+    events.watch("web", watch_targets([f"{tmp_path}/*.log"]))
+    append_bytes(log)
+    assert set(take_until(events, written("web", log))) == {"web"}
+    settled()
+
+    events.watch("other", watch_targets([f"{tmp_path}/app.*"]))
+    append_bytes(log)
+    take_until(events, lambda t: written("web", log)(t) and written("other", log)(t))
+    settled()
+
+    events.watch("web", watch_targets([f"{tmp_path}/*.txt"]))
+    append_bytes(log)
+    append_bytes(text)
+    taken = take_until(events, lambda t: written("web", text)(t) and written("other", log)(t))
+    late = settled()
+    assert (
+        str(log)
+        not in taken["web"].written
+        | late.get("web", FileChanges(FileChange.NONE, frozenset())).written
+    )
+
+    events.unwatch("other")
+    append_bytes(log)
+    append_bytes(text)
+    taken = take_until(events, written("web", text))
+    assert "other" not in taken
+    assert "other" not in settled()
+
+
+@pytest.mark.timeout(30)
 def test_should_report_nothing_for_a_key_no_longer_watched(
     tmp_path: Path, events: InotifyFileEvents, notified: Notifications
 ) -> None:
