@@ -306,6 +306,9 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
     Py_ssize_t last_end = size - (data[size - 1] == '\n' ? 1 : 0);
 #define END(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] - 1 : last_end)
 #define NEXT(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] : size)
+    int python_or_java = (flags & (PRESET_PYTHON | PRESET_JAVA)) != 0;
+    int context_heads = 0;
+    Py_ssize_t last_plain = -1; /* the last line before this one not indented or blank */
     for (Py_ssize_t i = 0; i < count; i++) {
         Py_ssize_t s = (Py_ssize_t)starts[i];
         unsigned char first = data[s];
@@ -314,23 +317,24 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
         else if (first == '\n' || (first == '\r' && END(i) - s == 1)) k = BLANK;
         kind[i] = k;
         int w = word_at(data, size, s);
-        groups[i] = w < 0 ? 0 : (unsigned char)words[w].groups;
-    }
-    if (flags & (PRESET_PYTHON | PRESET_JAVA)) {
-        Py_ssize_t last_plain = -1; /* the last line before this one not indented or blank */
-        for (Py_ssize_t i = 0; i < count; i++) {
-            Py_ssize_t s = (Py_ssize_t)starts[i];
-            if (kind[i] || (groups[i] & (GROUP_PYTHON | GROUP_JAVA))) continues[i] = 1;
-            if (i >= 1 && (kind[i - 1] & INDENTED) && is_identifier_start[data[s]]) {
-                /* After a traceback's last frame: its exception's line. */
-                int holds = last_plain < 0 || (groups[last_plain] & GROUP_TRACEBACK_HEAD) ||
-                            contains(data, starts[last_plain], NEXT(last_plain), TRACEBACK);
-                if (holds && python_exception(data, s, END(i))) continues[i] = 1;
-            }
-            if (i >= 2 && (groups[i] & GROUP_CHAINED) && (kind[i - 1] & BLANK))
-                continues[i - 2] = 1; /* a cause that was never raised */
-            if (!(kind[i] & (INDENTED | BLANK))) last_plain = i;
+        unsigned char g = w < 0 ? 0 : (unsigned char)words[w].groups;
+        groups[i] = g;
+        context_heads |= g & GROUP_CONTEXT_HEAD;
+        if (!python_or_java) continue;
+        /* The Python and Java presets judge a line by the lines before it only (but a cause
+           never raised, judged by the line after the next). */
+        if (k || (g & (GROUP_PYTHON | GROUP_JAVA))) continues[i] = 1;
+        if (i >= 1 && (kind[i - 1] & INDENTED) && is_identifier_start[first]) {
+            /* After a traceback's last frame: its exception's line. */
+            int holds = last_plain < 0 || (groups[last_plain] & GROUP_TRACEBACK_HEAD) ||
+                        contains(data, starts[last_plain], NEXT(last_plain), TRACEBACK);
+            if (holds && python_exception(data, s, END(i))) continues[i] = 1;
         }
+        if (i >= 2 && (g & GROUP_CHAINED) && (kind[i - 1] & BLANK))
+            continues[i - 2] = 1; /* a cause that was never raised */
+        if (!(k & (INDENTED | BLANK))) last_plain = i;
+    }
+    if (python_or_java && context_heads) {
         for (Py_ssize_t head = 0; head < count; head++) {
             if (!(groups[head] & GROUP_CONTEXT_HEAD)) continue;
             Py_ssize_t s = (Py_ssize_t)starts[head];
