@@ -173,41 +173,36 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
     return p == e;
 }
 
-/* Appends to *starts (a bytearray of int64, *count used) the offset after each newline of
-   data[from, size), growing it as needed. Sixteen bytes at a time where SSE2 is (every
-   x86-64). -1 (an exception set) if it cannot grow. */
-static int append_after_newlines(const unsigned char *data, Py_ssize_t size, PyObject *starts,
-                                 Py_ssize_t *count) {
-    Py_ssize_t n = *count, i = 0;
-    Py_ssize_t capacity = PyByteArray_GET_SIZE(starts) / (Py_ssize_t)sizeof(int64_t);
-    int64_t *out = (int64_t *)PyByteArray_AS_STRING(starts);
-#define ROOM(needed)                                                                       \
-    if (n + (needed) > capacity) {                                                         \
-        capacity = 2 * capacity + (needed);                                                \
-        if (PyByteArray_Resize(starts, capacity * (Py_ssize_t)sizeof(int64_t)) < 0) return -1; \
-        out = (int64_t *)PyByteArray_AS_STRING(starts);                                    \
-    }
+/* Writes to out[n, capacity) the offset after each newline of data[*from, size), sixteen
+   bytes at a time where SSE2 is (every x86-64); returns the new n. Stops (*from where it
+   did) once fewer than 16 slots are left, else at the end (*from == size). Needs no GIL. */
+static Py_ssize_t fill_after_newlines(const unsigned char *data, Py_ssize_t size,
+                                      Py_ssize_t *from, int64_t *out, Py_ssize_t n,
+                                      Py_ssize_t capacity) {
+    Py_ssize_t i = *from;
 #if defined(__SSE2__)
     const __m128i newline = _mm_set1_epi8('\n');
     for (; i + 16 <= size; i += 16) {
+        if (n + 16 > capacity) {
+            *from = i;
+            return n;
+        }
         __m128i chunk = _mm_loadu_si128((const __m128i *)(data + i));
         unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, newline));
-        if (!mask) continue;
-        ROOM(16)
         while (mask) {
             out[n++] = (int64_t)(i + __builtin_ctz(mask) + 1);
             mask &= mask - 1;
         }
     }
 #endif
-    for (; i < size; i++) {
-        if (data[i] != '\n') continue;
-        ROOM(1)
-        out[n++] = (int64_t)(i + 1);
+    if (size - i > capacity - n) {
+        *from = i;
+        return n;
     }
-#undef ROOM
-    *count = n;
-    return 0;
+    for (; i < size; i++)
+        if (data[i] == '\n') out[n++] = (int64_t)(i + 1);
+    *from = size;
+    return n;
 }
 
 static PyObject *line_starts(PyObject *self, PyObject *args) {
@@ -215,15 +210,27 @@ static PyObject *line_starts(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     const unsigned char *data = view.buf;
     Py_ssize_t size = view.len;
-    /* Room for lines of 64 bytes on average; more is made as it fills. */
-    PyObject *result = PyByteArray_FromStringAndSize(
-        NULL, (size / 64 + 16) * (Py_ssize_t)sizeof(int64_t));
-    Py_ssize_t count = 0;
+    /* Room for lines of 64 bytes on average; more is made as it fills (with the GIL). */
+    Py_ssize_t capacity = size / 64 + 32;
+    PyObject *result = PyByteArray_FromStringAndSize(NULL, capacity * (Py_ssize_t)sizeof(int64_t));
+    Py_ssize_t count = 0, from = 0;
     if (result != NULL && size) {
         ((int64_t *)PyByteArray_AS_STRING(result))[0] = 0;
         count = 1;
-        if (append_after_newlines(data, size, result, &count) < 0) Py_CLEAR(result);
-        else if (data[size - 1] == '\n') count--; /* the last newline ends the data */
+        while (from < size) {
+            int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+            Py_BEGIN_ALLOW_THREADS
+            count = fill_after_newlines(data, size, &from, out, count, capacity);
+            Py_END_ALLOW_THREADS
+            if (from < size) {
+                capacity *= 2;
+                if (PyByteArray_Resize(result, capacity * (Py_ssize_t)sizeof(int64_t)) < 0) {
+                    Py_CLEAR(result);
+                    break;
+                }
+            }
+        }
+        if (result != NULL && data[size - 1] == '\n') count--; /* the last newline ends it */
     }
     if (result != NULL && PyByteArray_Resize(result, count * (Py_ssize_t)sizeof(int64_t)) < 0)
         Py_CLEAR(result);
@@ -244,6 +251,7 @@ static PyObject *one_line_events(PyObject *self, PyObject *args) {
     may_continue[' '] = may_continue['\t'] = may_continue['\n'] = may_continue['\r'] = 1;
     Py_ssize_t lines = 0, longest = 0, line_start = 0, i = 0;
     int continues = size && may_continue[data[0]];
+    Py_BEGIN_ALLOW_THREADS
 #define NEWLINE_AT(at)                                                                     \
     {                                                                                      \
         Py_ssize_t next = (at) + 1;                                                        \
@@ -266,6 +274,7 @@ static PyObject *one_line_events(PyObject *self, PyObject *args) {
     for (; !continues && i < size; i++)
         if (data[i] == '\n') NEWLINE_AT(i)
 #undef NEWLINE_AT
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (continues) Py_RETURN_NONE;
     if (line_start < size) {  /* a last line without its newline */
@@ -302,6 +311,7 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    Py_BEGIN_ALLOW_THREADS  /* C alone from here: the sink's thread may run meanwhile */
     unsigned char *kind = features, *groups = features + count;
     Py_ssize_t last_end = size - (data[size - 1] == '\n' ? 1 : 0);
 #define END(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] - 1 : last_end)
@@ -379,6 +389,7 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
     }
 #undef END
 #undef NEXT
+    Py_END_ALLOW_THREADS
 done:
     PyMem_Free(features);
     PyBuffer_Release(&view);
@@ -411,15 +422,16 @@ static PyObject *event_runs(PyObject *self, PyObject *args) {
     int64_t *first_out = (int64_t *)PyByteArray_AS_STRING(firsts);
     int64_t *lines_out = (int64_t *)PyByteArray_AS_STRING(lines);
     Py_ssize_t listed = 0, first = 0, last_settled = 0;
+    int over = 0;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t line = 1; line <= count; line++) {
         if (line < count && continues[line]) continue;
         /* the event [first, line) */
         Py_ssize_t taken = line - first;
         Py_ssize_t end = line < count ? (Py_ssize_t)starts[line] : size;
         if (taken > max_lines || end - (Py_ssize_t)starts[first] > max_bytes) {
-            result = Py_None;
-            Py_INCREF(result);
-            goto done;
+            over = 1;
+            break;
         }
         if (taken > 1) {
             first_out[listed] = first;
@@ -428,6 +440,12 @@ static PyObject *event_runs(PyObject *self, PyObject *args) {
         }
         if (first <= settled) last_settled = first;
         if (line < count) first = line;
+    }
+    Py_END_ALLOW_THREADS
+    if (over) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
     }
     if (PyByteArray_Resize(firsts, listed * (Py_ssize_t)sizeof(int64_t)) < 0 ||
         PyByteArray_Resize(lines, listed * (Py_ssize_t)sizeof(int64_t)) < 0)
