@@ -284,17 +284,118 @@ static PyObject *one_line_events(PyObject *self, PyObject *args) {
     return Py_BuildValue("nn", lines, longest);
 }
 
+/* A read's lines being judged: their offsets, each one's kind and word groups, and the
+   marks of those that continue the line before. Needs no GIL. */
+enum { INDENTED = 1, BLANK = 2, CONTEXT = 4 };
+
+typedef struct {
+    const unsigned char *data;
+    Py_ssize_t size;
+    const int64_t *starts;
+    unsigned char *continues, *kind, *groups;
+    Py_ssize_t count; /* lines known so far (all of them once judged) */
+    int flags;
+    Py_ssize_t last_plain; /* the last line judged not indented or blank */
+    int context_heads;
+} Judged;
+
+/* Where line i ends (its newline, or the data's end). */
+static Py_ssize_t line_end(const Judged *j, Py_ssize_t i) {
+    if (i + 1 < j->count) return (Py_ssize_t)j->starts[i + 1] - 1;
+    return j->size - (j->data[j->size - 1] == '\n' ? 1 : 0);
+}
+
+/* Line i, ending at `end`, by what it starts with and by the lines before it: its kind and
+   words, and (Python and Java presets) whether it continues the line before; a cause never
+   raised marks the line two before it. Lines are judged in order. */
+static void judge_line(Judged *j, Py_ssize_t i, Py_ssize_t end) {
+    const unsigned char *data = j->data;
+    Py_ssize_t s = (Py_ssize_t)j->starts[i];
+    unsigned char first = data[s];
+    unsigned char k = 0;
+    if (first == ' ' || first == '\t') k = INDENTED;
+    else if (first == '\n' || (first == '\r' && end - s == 1)) k = BLANK;
+    j->kind[i] = k;
+    int w = word_at(data, j->size, s);
+    unsigned char g = w < 0 ? 0 : (unsigned char)words[w].groups;
+    j->groups[i] = g;
+    j->context_heads |= g & GROUP_CONTEXT_HEAD;
+    if (!(j->flags & (PRESET_PYTHON | PRESET_JAVA))) return;
+    if (k || (g & (GROUP_PYTHON | GROUP_JAVA))) j->continues[i] = 1;
+    if (i >= 1 && (j->kind[i - 1] & INDENTED) && is_identifier_start[first]) {
+        /* After a traceback's last frame: its exception's line. */
+        Py_ssize_t head = j->last_plain;
+        int holds = head < 0 || (j->groups[head] & GROUP_TRACEBACK_HEAD) ||
+                    contains(data, j->starts[head], j->starts[head + 1], TRACEBACK);
+        if (holds && python_exception(data, s, end)) j->continues[i] = 1;
+    }
+    if (i >= 2 && (g & GROUP_CHAINED) && (j->kind[i - 1] & BLANK))
+        j->continues[i - 2] = 1; /* a cause that was never raised */
+    if (!(k & (INDENTED | BLANK))) j->last_plain = i;
+}
+
+/* Once every line is judged by judge_line: what the presets tell by the lines after a line
+   (Spark's query contexts, a Java exception's line before its frames) and Go's lines. */
+static void judge_rest(Judged *j) {
+    const unsigned char *data = j->data;
+    const int64_t *starts = j->starts;
+    unsigned char *continues = j->continues, *kind = j->kind, *groups = j->groups;
+    Py_ssize_t count = j->count, size = j->size;
+    if ((j->flags & (PRESET_PYTHON | PRESET_JAVA)) && j->context_heads) {
+        for (Py_ssize_t head = 0; head < count; head++) {
+            if (!(groups[head] & GROUP_CONTEXT_HEAD)) continue;
+            Py_ssize_t s = (Py_ssize_t)starts[head];
+            Py_ssize_t n = (Py_ssize_t)strlen(DATAFRAME_CONTEXT);
+            if (s + n <= size && memcmp(data + s, DATAFRAME_CONTEXT, (size_t)n) == 0) {
+                Py_ssize_t called = head + 1;
+                if (called < count && called_from(data, starts[called], line_end(j, called)))
+                    for (Py_ssize_t line = head; line < head + 3 && line < count; line++)
+                        kind[line] |= CONTEXT;
+                continue;
+            }
+            if (!sql_context(data, s, line_end(j, head))) continue;
+            kind[head] |= CONTEXT;
+            Py_ssize_t line = head + 1;
+            Py_ssize_t stop = head + 1 + 2 * CONTEXT_LINES;
+            while (line < (count < stop ? count : stop)) {
+                kind[line] |= CONTEXT; /* a query's line */
+                Py_ssize_t under = line + 1;
+                if (under >= count || !carets(data, starts[under], line_end(j, under))) break;
+                kind[under] |= CONTEXT;
+                line = under + 1;
+            }
+        }
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (kind[i] & CONTEXT) continues[i] = 1;
+    }
+    if (j->flags & PRESET_JAVA) {
+        /* The exception's line: before its frames, or before its message's query context. */
+        for (Py_ssize_t i = 0; i + 1 < count; i++) {
+            Py_ssize_t after = i + 1;
+            int nested = (kind[after] & INDENTED) ||
+                         ((kind[after] & CONTEXT) && !(kind[i] & CONTEXT));
+            if (nested && !(kind[i] & INDENTED) &&
+                java_exception(data, starts[i], line_end(j, i)))
+                continues[i] = 1;
+        }
+    }
+    if (j->flags & PRESET_GO) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if ((kind[i] & (INDENTED | BLANK)) || (groups[i] & GROUP_GO)) continues[i] = 1;
+            else if (go_function(data, starts[i], line_end(j, i))) continues[i] = 1;
+        }
+    }
+}
+
 static PyObject *preset_continuing(PyObject *self, PyObject *args) {
     Py_buffer view, starts_view;
     int flags;
     if (!PyArg_ParseTuple(args, "y*y*i", &view, &starts_view, &flags)) return NULL;
     PyObject *result = NULL;
     unsigned char *features = NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t size = view.len;
-    const int64_t *starts = starts_view.buf;
     Py_ssize_t count = starts_view.len / (Py_ssize_t)sizeof(int64_t);
-    if (count && (starts[count - 1] >= size || starts[0] != 0)) {
+    const int64_t *starts = starts_view.buf;
+    if (count && (starts[count - 1] >= view.len || starts[0] != 0)) {
         PyErr_SetString(PyExc_ValueError, "starts are not the lines of data");
         goto done;
     }
@@ -303,92 +404,17 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
     unsigned char *continues = (unsigned char *)PyByteArray_AS_STRING(result);
     memset(continues, 0, (size_t)count);
     if (!count) goto done;
-    /* Per line: indented, blank, its word's groups, a query context's line. */
-    enum { INDENTED = 1, BLANK = 2, CONTEXT = 4 };
     features = PyMem_Malloc((size_t)count * 2);
     if (features == NULL) {
         Py_CLEAR(result);
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS  /* C alone from here: the sink's thread may run meanwhile */
-    unsigned char *kind = features, *groups = features + count;
-    Py_ssize_t last_end = size - (data[size - 1] == '\n' ? 1 : 0);
-#define END(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] - 1 : last_end)
-#define NEXT(i) ((i) + 1 < count ? (Py_ssize_t)starts[(i) + 1] : size)
-    int python_or_java = (flags & (PRESET_PYTHON | PRESET_JAVA)) != 0;
-    int context_heads = 0;
-    Py_ssize_t last_plain = -1; /* the last line before this one not indented or blank */
-    for (Py_ssize_t i = 0; i < count; i++) {
-        Py_ssize_t s = (Py_ssize_t)starts[i];
-        unsigned char first = data[s];
-        unsigned char k = 0;
-        if (first == ' ' || first == '\t') k = INDENTED;
-        else if (first == '\n' || (first == '\r' && END(i) - s == 1)) k = BLANK;
-        kind[i] = k;
-        int w = word_at(data, size, s);
-        unsigned char g = w < 0 ? 0 : (unsigned char)words[w].groups;
-        groups[i] = g;
-        context_heads |= g & GROUP_CONTEXT_HEAD;
-        if (!python_or_java) continue;
-        /* The Python and Java presets judge a line by the lines before it only (but a cause
-           never raised, judged by the line after the next). */
-        if (k || (g & (GROUP_PYTHON | GROUP_JAVA))) continues[i] = 1;
-        if (i >= 1 && (kind[i - 1] & INDENTED) && is_identifier_start[first]) {
-            /* After a traceback's last frame: its exception's line. */
-            int holds = last_plain < 0 || (groups[last_plain] & GROUP_TRACEBACK_HEAD) ||
-                        contains(data, starts[last_plain], NEXT(last_plain), TRACEBACK);
-            if (holds && python_exception(data, s, END(i))) continues[i] = 1;
-        }
-        if (i >= 2 && (g & GROUP_CHAINED) && (kind[i - 1] & BLANK))
-            continues[i - 2] = 1; /* a cause that was never raised */
-        if (!(k & (INDENTED | BLANK))) last_plain = i;
-    }
-    if (python_or_java && context_heads) {
-        for (Py_ssize_t head = 0; head < count; head++) {
-            if (!(groups[head] & GROUP_CONTEXT_HEAD)) continue;
-            Py_ssize_t s = (Py_ssize_t)starts[head];
-            Py_ssize_t n = (Py_ssize_t)strlen(DATAFRAME_CONTEXT);
-            if (s + n <= size && memcmp(data + s, DATAFRAME_CONTEXT, (size_t)n) == 0) {
-                Py_ssize_t called = head + 1;
-                if (called < count && called_from(data, starts[called], END(called)))
-                    for (Py_ssize_t line = head; line < head + 3 && line < count; line++)
-                        kind[line] |= CONTEXT;
-                continue;
-            }
-            if (!sql_context(data, s, END(head))) continue;
-            kind[head] |= CONTEXT;
-            Py_ssize_t line = head + 1;
-            Py_ssize_t stop = head + 1 + 2 * CONTEXT_LINES;
-            while (line < (count < stop ? count : stop)) {
-                kind[line] |= CONTEXT; /* a query's line */
-                Py_ssize_t under = line + 1;
-                if (under >= count || !carets(data, starts[under], END(under))) break;
-                kind[under] |= CONTEXT;
-                line = under + 1;
-            }
-        }
-        for (Py_ssize_t i = 0; i < count; i++)
-            if (kind[i] & CONTEXT) continues[i] = 1;
-    }
-    if (flags & PRESET_JAVA) {
-        /* The exception's line: before its frames, or before its message's query context. */
-        for (Py_ssize_t i = 0; i + 1 < count; i++) {
-            Py_ssize_t j = i + 1;
-            int nested = (kind[j] & INDENTED) || ((kind[j] & CONTEXT) && !(kind[i] & CONTEXT));
-            if (nested && !(kind[i] & INDENTED) &&
-                java_exception(data, starts[i], END(i)))
-                continues[i] = 1;
-        }
-    }
-    if (flags & PRESET_GO) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            if ((kind[i] & (INDENTED | BLANK)) || (groups[i] & GROUP_GO)) continues[i] = 1;
-            else if (go_function(data, starts[i], END(i))) continues[i] = 1;
-        }
-    }
-#undef END
-#undef NEXT
+    Judged j = {view.buf, view.len, starts, continues, features, features + count,
+                count, flags, -1, 0};
+    Py_BEGIN_ALLOW_THREADS /* C alone from here: the sink's thread may run meanwhile */
+    for (Py_ssize_t i = 0; i < count; i++) judge_line(&j, i, line_end(&j, i));
+    judge_rest(&j);
     Py_END_ALLOW_THREADS
 done:
     PyMem_Free(features);

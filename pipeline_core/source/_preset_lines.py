@@ -230,6 +230,15 @@ def compiled_event_runs(
     )
 
 
+def _flags(presets: tuple[MultilinePreset, ...]) -> int:
+    """The compiled tests' flags of ``presets``."""
+    assert _compiled is not None
+    flags = 0
+    for preset in presets:
+        flags |= getattr(_compiled, preset.name)
+    return flags
+
+
 def preset_continuing(
     presets: tuple[MultilinePreset, ...], data: bytes | bytearray, starts: Positions
 ) -> NDArray[np.bool_]:
@@ -239,10 +248,8 @@ def preset_continuing(
     if compiled():
         assert _compiled is not None
         _load_words()
-        flags = 0
-        for preset in presets:
-            flags |= getattr(_compiled, preset.name)
-        marks = _compiled.preset_continuing(data, np.ascontiguousarray(starts, np.int64), flags)
+        starts = np.ascontiguousarray(starts, np.int64)
+        marks = _compiled.preset_continuing(data, starts, _flags(presets))
         return np.frombuffer(marks, dtype=np.bool_)
     return numpy_preset_continuing(presets, data, starts)
 

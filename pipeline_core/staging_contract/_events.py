@@ -158,9 +158,11 @@ class EventRuns:
         """Column by column: ``{"first_line": [...], "lines": [...], "cut": [[span, cut],
         ...]}``, ``cut`` listing only the cut spans (by their index among these), and
         ``"joins": [[span, head], ...]`` only when an event is several spans."""
-        cuts: list[object] = [
-            [index, cut.value] for index, cut in enumerate(self.cuts) if cut is not None
-        ]
+        cuts: list[object] = (
+            [[index, cut.value] for index, cut in enumerate(self.cuts) if cut is not None]
+            if any(self.cuts)  # most runs have no cut event: no look at each
+            else []
+        )
         entry: dict[str, list[object]] = {
             "first_line": list(self.first_lines),
             "lines": list(self.lines),

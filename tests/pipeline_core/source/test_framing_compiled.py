@@ -50,8 +50,8 @@ def assert_same_judgement(data: bytes) -> None:
     if not len(starts):
         return
     for presets in PRESET_SETS:
-        compiled = preset_continuing(presets, data, starts)
         reference = numpy_preset_continuing(presets, data, starts)
+        compiled = preset_continuing(presets, data, starts)
         differ = np.flatnonzero(compiled != reference)
         if differ.size:
             line = int(differ[0])
@@ -158,6 +158,11 @@ def test_should_judge_reads_of_the_presets_words_as_numpy_does(
     data = ending.join(lines) + ending
     assert_same_judgement(data)
     assert_same_judgement(data[:-1])  # a last line without its newline
+
+
+def test_should_judge_a_read_of_more_lines_than_it_first_makes_room_for() -> None:
+    """The lines' offsets are given room for lines of 64 bytes on average, grown as needed."""
+    assert_same_judgement(b"\n" * 70_000 + b"x\n  at y\n\r\n" * 20_000 + b"tail")
 
 
 @pytest.mark.parametrize(
