@@ -278,14 +278,9 @@ def frame(
     headless = bool(continuing[0])
     continuing[0] = False
     settled = count - 1 - rule.lookahead
-    columns = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
-    if columns is not None:
-        rows_first, rows_lines, last_event, settled_event = columns
-        rows_cut = np.zeros(len(rows_first), dtype=np.int64)
-    else:
-        rows_first, rows_lines, rows_cut, last_event, settled_event = _event_columns(
-            continuing, starts, size, max_lines, max_bytes, settled
-        )
+    rows_first, rows_lines, rows_cut, last_event, settled_event = _event_columns(
+        continuing, starts, size, max_lines, max_bytes, settled
+    )
     if headless:  # the read's first line continues an event before it
         if len(rows_first) and rows_first[0] == 0:
             if rows_cut[0] == 0:
@@ -335,8 +330,13 @@ def _event_columns(
     """A read's events (its first line begins one) as columns: the first line, lines and cut
     code of each event of more than one line or cut at a bound (an event over a bound as the
     rows it lands as: :func:`_bounded`), then the last event's first line and the last first
-    line at or before ``settled`` (0 if none is). :func:`compiled_event_runs` does the same
-    where no event is over a bound."""
+    line at or before ``settled`` (0 if none is). Compiled (:func:`compiled_event_runs`) where
+    no event is over a bound."""
+    compiled = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
+    if compiled is not None:
+        firsts_listed, lines_listed, last_first, settled_first = compiled
+        whole = np.zeros(len(firsts_listed), dtype=np.int64)
+        return firsts_listed, lines_listed, whole, last_first, settled_first
     count = len(starts)
     firsts = np.flatnonzero(~continuing)
     lines_of = np.diff(np.append(firsts, count))

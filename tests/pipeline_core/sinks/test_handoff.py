@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -73,6 +75,26 @@ def writer(staging: Path, max_part_bytes: int = 1 << 20) -> HandoffWriter:
 
 def inflight(staging: Path) -> Path:
     return staging / PIPELINE / "_inflight" / HOST
+
+
+@contextlib.contextmanager
+def disk_full_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> Iterator[None]:
+    """``os.write`` succeeds ``writes`` times, then fails as on a full disk (ENOSPC), until
+    the block ends."""
+    real_write = os.write
+    left = [writes]
+
+    def write_until_full(fd: int, data: bytes) -> int:
+        if not left[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        left[0] -= 1
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_until_full)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(os, "write", real_write)
 
 
 def manifest_of(batch: Path) -> dict[str, object]:
@@ -256,18 +278,8 @@ def test_should_take_back_every_part_of_an_append_that_fails_past_a_full_part(
     first = chunk(lines("a", 3), 0)
     sink.append([first])
     chunks = [chunk(lines("a", 6), 30 + 60 * i) for i in range(3)]
-    writes = iter([True, True, False])
-    real_write = os.write
-
-    def write_until_full(fd: int, data: bytes) -> int:
-        if not next(writes):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write_until_full)
-    with pytest.raises(OSError):
+    with disk_full_after(monkeypatch, writes=2), pytest.raises(OSError):
         sink.append(chunks)  # fills part 0, starts part 1, then the disk is full
-    monkeypatch.setattr(os, "write", real_write)
     assert sorted(p.name for p in inflight(tmp_path).iterdir()) == ["part-access-00000.lines"]
     sink.append(chunks)  # the same chunks again, once there is room
     sealed = sink.seal(Barrier(1, SEALED_AT, covering(first, *chunks)))
@@ -365,18 +377,8 @@ def test_should_keep_a_segments_events_through_a_failed_append_and_a_new_segment
     third = multiline(70, 5, EventSpan(2, 3))
     other = multiline(0, 2, EventSpan(0, 2), fingerprint=FP_B)
     sink.append([first])
-    writes = iter([True, False])
-    real_write = os.write
-
-    def write_until_full(fd: int, data: bytes) -> int:
-        if not next(writes):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write_until_full)
-    with pytest.raises(OSError):
+    with disk_full_after(monkeypatch, writes=1), pytest.raises(OSError):
         sink.append([second, third])  # the second extends the segment, then the disk is full
-    monkeypatch.setattr(os, "write", real_write)
     sink.append([second, third])
     sink.append([other])  # a new segment: the first one's events are joined
 
