@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from inotify_simple import Event, INotify, parse_events
+from inotify_simple import INotify
 from inotify_simple import flags as inotify_flags
 
 from pipeline_core.mailbox import DescriptorSource
@@ -59,38 +59,6 @@ class _Watch:
     """The network or FUSE filesystem the folder is on (its files change without events)."""
     targets: dict[tuple[str, str], WatchTarget] = field(default_factory=dict)
     """``(key, folder as spelt)`` -> the key's target."""
-    writes: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
-    """By entry name: the ``(key, path)`` a write to it is recorded for (the targets that
-    concern it), found once per name: a file written all day sends thousands of events.
-    Emptied whenever :attr:`targets` change (and past ``_WRITES_KEPT`` names)."""
-
-    def set_target(self, key: str, folder: str, target: WatchTarget) -> None:
-        self.targets[(key, folder)] = target
-        self.writes.clear()
-
-    def drop_target(self, key: str, folder: str) -> None:
-        self.targets.pop((key, folder), None)
-        self.writes.clear()
-
-    def writes_to(self, name: str) -> tuple[tuple[str, str], ...]:
-        """:attr:`writes` of ``name``."""
-        found = self.writes.get(name)
-        if found is None:
-            if len(self.writes) >= _WRITES_KEPT:
-                self.writes.clear()
-            found = self.writes[name] = tuple(
-                (key, os.path.normpath(os.path.join(folder, name)))
-                for (key, folder), target in self.targets.items()
-                if target.concerns(name)
-            )
-        return found
-
-
-_WRITES_KEPT = 4096
-"""Entry names a watch keeps :attr:`_Watch.writes` of (a folder of container logs churns)."""
-_EVENT_BYTES = 65536
-"""Bytes of events one ``read`` of the descriptor takes at most (an event is 16 bytes and
-its name, at most 256)."""
 
 
 class InotifyFileEvents(FileEvents):
@@ -198,7 +166,7 @@ class InotifyFileEvents(FileEvents):
                 if known is not None and known[0] in self._watches:
                     if known[1] != target:
                         watched[folder] = (known[0], target)
-                        self._watches[known[0]].set_target(key, folder, target)
+                        self._watches[known[0]].targets[(key, folder)] = target
                     if self._watches[known[0]].remote is not None:
                         covered = False
                     continue
@@ -217,7 +185,7 @@ class InotifyFileEvents(FileEvents):
                     watch = self._watches[wd] = _Watch(wd, remote_filesystem(folder))
                     if watch.remote is not None:
                         self._warn_remote(folder, watch.remote)
-                watch.set_target(key, folder, target)
+                watch.targets[(key, folder)] = target
                 watched[folder] = (wd, target)
                 if watch.remote is not None:
                     covered = False
@@ -272,7 +240,7 @@ class InotifyFileEvents(FileEvents):
         watch = self._watches.get(wd)
         if watch is None:
             return
-        watch.drop_target(key, folder)
+        watch.targets.pop((key, folder), None)
         if not watch.targets:
             del self._watches[wd]
             with contextlib.suppress(OSError):  # the folder is gone: its watch is too
@@ -345,11 +313,6 @@ class InotifyFileEvents(FileEvents):
                 with contextlib.suppress(OSError):  # moved away: events no longer fit its path
                     self._inotify.rm_watch(wd)
             return
-        if not mask & (inotify_flags.ISDIR | _SCAN_EVENTS):
-            if mask & _READ_EVENTS:  # a write: most events by far
-                for key, path in watch.writes_to(name):
-                    self._record(key, FileChange.READ, path)
-            return
         for (key, folder), target in watch.targets.items():
             if mask & inotify_flags.ISDIR:
                 if target.subfolders and mask & _SCAN_EVENTS:
@@ -385,7 +348,7 @@ class InotifyFileEvents(FileEvents):
     def _read_events(self) -> bool:
         """Read and record every event waiting; call ``on_changes`` if nothing was waiting
         to be taken. False when there was no event."""
-        events = self._take_events()
+        events = self._inotify.read(timeout=0)
         if not events:
             return False
         with self._lock:
@@ -399,20 +362,6 @@ class InotifyFileEvents(FileEvents):
         if notify:
             self._notify()
         return True
-
-    def _take_events(self) -> list[Event]:
-        """The events waiting, read from the (non-blocking) descriptor directly: what
-        ``INotify.read`` does with an ``ioctl`` and a ``poll`` more per wake-up."""
-        taken: list[bytes] = []
-        while True:
-            try:
-                data = os.read(self._inotify.fileno(), _EVENT_BYTES)
-            except BlockingIOError:
-                break
-            taken.append(data)
-            if len(data) < _EVENT_BYTES // 2:  # room to spare: it was all there was
-                break
-        return parse_events(b"".join(taken)) if taken else []
 
     def _fail(self) -> None:
         """Events can no longer be read: every key is to be polled, and is scanned now."""

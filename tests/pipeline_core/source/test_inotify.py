@@ -193,8 +193,8 @@ def test_should_ask_for_a_scan_when_a_watched_folder_goes_and_watch_it_again_lat
 def test_should_report_a_files_writes_to_the_keys_watching_it_now(
     tmp_path: Path, events: InotifyFileEvents
 ) -> None:
-    """Who a name's writes concern is found once per name and kept: a key that starts or
-    stops watching the folder (or changes its patterns) is heard of at the next write."""
+    """A key that starts or stops watching a folder (or changes its patterns) is heard of at
+    the next write to a file there, and only while it watches it."""
     log, text = tmp_path / "app.log", tmp_path / "app.txt"
     log.write_bytes(b"first\n")
     text.write_bytes(b"first\n")
