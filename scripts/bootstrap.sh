@@ -27,6 +27,18 @@ if ! command -v javac >/dev/null 2>&1 && [[ -z "${JAVA_HOME:-}" || ! -x "$JAVA_H
     fi
 fi
 
+# Sluice's one compiled part (pipeline_core/source/_framing.c, the multiline presets' line
+# tests) is built by the install below with a C compiler; without one the install goes on and
+# NumPy runs the same tests, slower, so a compiler is installed where possible.
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+    # shellcheck source=scripts/lib.sh
+    if (. scripts/lib.sh && need_apt cc gcc && apt_install gcc); then
+        :
+    else
+        echo "bootstrap: no C compiler: multiline framing runs in NumPy" >&2
+    fi
+fi
+
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 UV_VERSION=$(sed -n 's/^uv==//p' requirements-dev.txt 2>/dev/null || true)
 if ! .venv/bin/uv --version 2>/dev/null | grep -q "${UV_VERSION:-0.13.8}"; then
