@@ -175,7 +175,15 @@ def _span_rows(segment: Segment) -> list[SpanRow] | None:
     if not events:
         return None
     cuts = [None if cut is None else cut.value for cut in events.cuts]
-    return list(zip(events.first_lines, events.lines, cuts, events.head_of(), strict=True))
+    return list(
+        zip(
+            events.first_lines.tolist(),
+            events.lines.tolist(),
+            cuts,
+            events.head_of().tolist(),
+            strict=True,
+        )
+    )
 
 
 class SegmentReader(Enum):

@@ -89,7 +89,7 @@ class DeliveryBatch:
                 )
                 continue
             data = bytes(chunk.data)  # lines as ``bytes``, whatever buffer the chunk holds
-            if chunk.events.heads:
+            if chunk.events.has_joins:
                 yield from _joined_events(chunk, data)
                 continue
             spans = iter(chunk.events)

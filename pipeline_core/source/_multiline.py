@@ -314,7 +314,7 @@ def frame(
                 return Framing(0, 0, 0, NO_EVENTS)
             kept = rows_first < end_line
             rows_first, rows_lines, rows_cut = rows_first[kept], rows_lines[kept], rows_cut[kept]
-    spans = EventRuns.from_codes(rows_first.tolist(), rows_lines.tolist(), rows_cut.tolist())
+    spans = EventRuns.from_codes(rows_first, rows_lines, rows_cut)
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line - spans.joined_lines(), spans)
 

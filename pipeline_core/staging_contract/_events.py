@@ -3,11 +3,12 @@ bound cut it."""
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.staging_contract._fields import ManifestError
@@ -58,118 +59,222 @@ class EventSpan:
 
 _CUTS: tuple[EventCut | None, ...] = (None, *EventCut)
 """Cut codes: 0 for none, then ``EventCut`` in its order (what a reader's NumPy arrays hold)."""
-_WHOLE: tuple[EventCut | None] = (None,)
 CUT_CODES: dict[EventCut | None, int] = {cut: code for code, cut in enumerate(_CUTS)}
 """The code :meth:`EventRuns.from_codes` takes for each cut."""
 
 
-@dataclass(frozen=True)
 class EventRuns:
-    """The multiline events of a run of whole lines, column by column (no object per event:
-    a read of tracebacks holds thousands): each span's first line, its line count, its cut,
-    and (when an event is several spans: :class:`EventSpan`) the span its event begins with.
-    Iterating gives :class:`EventSpan` values; every line no span covers is an event of its
-    own."""
+    """The multiline events of a run of whole lines, column by column, in NumPy arrays (no
+    object per event: a read of tracebacks holds thousands, and a part joins every read's):
+    each span's first line, its line count, its cut (as :data:`CUT_CODES`), and (when an
+    event is several spans: :class:`EventSpan`) the span its event begins with. Iterating
+    gives :class:`EventSpan` values; every line no span covers is an event of its own.
 
-    first_lines: tuple[int, ...] = ()
-    lines: tuple[int, ...] = ()
-    cuts: tuple[EventCut | None, ...] = ()
-    heads: tuple[int, ...] = ()
-    """Per span, :attr:`EventSpan.head`; empty when every span begins its event."""
+    Immutable: the arrays are read-only, and runs made from others share them."""
+
+    __slots__ = ("_codes", "_first", "_heads", "_lines")
+    _first: NDArray[np.int64]
+    _lines: NDArray[np.int64]
+    _codes: NDArray[np.int8]
+    _heads: NDArray[np.int64]
+
+    def __init__(
+        self,
+        first_lines: Iterable[int] = (),
+        lines: Iterable[int] = (),
+        cuts: Iterable[EventCut | None] = (),
+        heads: Iterable[int] = (),
+    ) -> None:
+        codes = [CUT_CODES[cut] for cut in cuts]
+        self._set(_column(first_lines), _column(lines), _column(codes, _CODE_TYPE), heads)
+
+    def _set(
+        self,
+        first_lines: NDArray[np.int64],
+        lines: NDArray[np.int64],
+        codes: NDArray[np.int8],
+        heads: Iterable[int] | NDArray[np.int64],
+    ) -> None:
+        joined = _column(heads)
+        if joined.size and not bool((joined >= 0).any()):
+            joined = _NONE
+        for name, column in (
+            ("_first", first_lines),
+            ("_lines", lines),
+            ("_codes", codes),
+            ("_heads", joined),
+        ):
+            column.flags.writeable = False
+            object.__setattr__(self, name, column)
+        if not (len(first_lines) == len(lines) == len(codes)) or (
+            joined.size and len(joined) != len(first_lines)
+        ):
+            raise ValueError("an event run's columns are not all as long as its spans")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"EventRuns is immutable: cannot set {name}")
+
+    @classmethod
+    def _of_columns(
+        cls,
+        first_lines: NDArray[np.int64],
+        lines: NDArray[np.int64],
+        codes: NDArray[np.int8],
+        heads: Iterable[int] | NDArray[np.int64] = (),
+    ) -> EventRuns:
+        runs = cls.__new__(cls)
+        runs._set(first_lines, lines, codes, heads)
+        return runs
 
     @classmethod
     def of(cls, spans: Iterable[EventSpan]) -> EventRuns:
         listed = list(spans)
-        heads = tuple(span.head for span in listed)
         return cls(
-            tuple(span.first_line for span in listed),
-            tuple(span.lines for span in listed),
-            tuple(span.cut for span in listed),
-            heads if any(head >= 0 for head in heads) else (),
+            [span.first_line for span in listed],
+            [span.lines for span in listed],
+            [span.cut for span in listed],
+            [span.head for span in listed],
         )
 
     @classmethod
     def from_codes(
         cls,
-        first_lines: list[int],
-        lines: list[int],
-        cut_codes: list[int],
-        heads: list[int] | None = None,
+        first_lines: Sequence[int] | NDArray[np.integer],
+        lines: Sequence[int] | NDArray[np.integer],
+        cut_codes: Sequence[int] | NDArray[np.integer],
+        heads: Sequence[int] | NDArray[np.integer] | None = None,
     ) -> EventRuns:
-        """From columns of plain ints (a NumPy array's ``tolist()``), cuts as codes."""
-        joined = tuple(heads) if heads and any(head >= 0 for head in heads) else ()
-        # Most events are whole: no code to look up.
-        cuts = tuple(map(_CUTS.__getitem__, cut_codes)) if any(cut_codes) else _WHOLE * len(lines)
-        return cls(tuple(first_lines), tuple(lines), cuts, joined)
+        """From columns of ints (NumPy arrays are taken as they are, not copied), cuts as
+        :data:`CUT_CODES`; ``heads`` -1 (or None: all) for a span that begins its event."""
+        return cls._of_columns(
+            _column(first_lines),
+            _column(lines),
+            _column(cut_codes, _CODE_TYPE),
+            () if heads is None else heads,
+        )
 
-    def head_of(self) -> tuple[int, ...]:
+    @property
+    def first_lines(self) -> NDArray[np.int64]:
+        """Each span's first line (counted from the run's first, 0)."""
+        return self._first
+
+    @property
+    def lines(self) -> NDArray[np.int64]:
+        """Each span's lines."""
+        return self._lines
+
+    @property
+    def cut_codes(self) -> NDArray[np.int8]:
+        """Each span's cut as :data:`CUT_CODES` (0: whole)."""
+        return self._codes
+
+    @property
+    def cuts(self) -> tuple[EventCut | None, ...]:
+        """Each span's cut (None: whole)."""
+        return tuple(map(_CUTS.__getitem__, self._codes.tolist()))
+
+    @property
+    def heads(self) -> NDArray[np.int64]:
+        """Per span, :attr:`EventSpan.head`; empty when every span begins its event."""
+        return self._heads
+
+    @property
+    def has_joins(self) -> bool:
+        """Whether an event is several spans (:attr:`heads` is not empty)."""
+        return bool(self._heads.size)
+
+    def head_of(self) -> NDArray[np.int64]:
         """:attr:`heads`, -1 for every span when it is empty."""
-        return self.heads or (-1,) * len(self.first_lines)
+        return self._heads if self._heads.size else np.full(len(self._first), -1, np.int64)
 
     def __iter__(self) -> Iterator[EventSpan]:
-        return map(EventSpan, self.first_lines, self.lines, self.cuts, self.head_of())
+        return map(
+            EventSpan,
+            self._first.tolist(),
+            self._lines.tolist(),
+            self.cuts,
+            self.head_of().tolist(),
+        )
 
     def __len__(self) -> int:
-        return len(self.first_lines)
+        return len(self._first)
 
     def __bool__(self) -> bool:
-        return bool(self.first_lines)
+        return bool(self._first.size)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EventRuns):
+            return NotImplemented
+        return (
+            np.array_equal(self._first, other._first)
+            and np.array_equal(self._lines, other._lines)
+            and np.array_equal(self._codes, other._codes)
+            and np.array_equal(self._heads, other._heads)
+        )
+
+    def __hash__(self) -> int:
+        return hash(tuple(column.tobytes() for column in self._columns()))
+
+    def __repr__(self) -> str:
+        return f"EventRuns.of({list(self)!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (EventRuns.from_codes, self._columns())
+
+    def _columns(self) -> tuple[NDArray[np.integer], ...]:
+        return self._first, self._lines, self._codes, self._heads
 
     def __add__(self, other: EventRuns) -> EventRuns:
-        heads: tuple[int, ...] = ()
-        if self.heads or other.heads:
-            offset = len(self.first_lines)
-            heads = self.head_of() + tuple(
-                head if head < 0 else head + offset for head in other.head_of()
-            )
-        return EventRuns(
-            self.first_lines + other.first_lines,
-            self.lines + other.lines,
-            self.cuts + other.cuts,
-            heads,
-        )
+        return EventRuns.joined([self, other])
 
     @classmethod
     def joined(cls, runs: Sequence[EventRuns]) -> EventRuns:
-        """``runs[0] + runs[1] + ...`` (each already :meth:`shifted` to its place), copying
-        each span once."""
-        if len(runs) == 1:
-            return runs[0]
-        if any(run.heads for run in runs):
-            return functools.reduce(operator.add, runs)
-        return cls(
-            tuple(chain.from_iterable(run.first_lines for run in runs)),
-            tuple(chain.from_iterable(run.lines for run in runs)),
-            tuple(chain.from_iterable(run.cuts for run in runs)),
+        """``runs[0] + runs[1] + ...`` (each already :meth:`shifted` to its place)."""
+        runs = [run for run in runs if run]
+        if len(runs) <= 1:
+            return runs[0] if runs else NO_EVENTS
+        heads: list[NDArray[np.int64]] | tuple[()] = ()
+        if any(run.has_joins for run in runs):
+            heads, offset = [], 0
+            for run in runs:
+                head = run.head_of()
+                heads.append(np.where(head < 0, head, head + offset))
+                offset += len(run)
+        return cls._of_columns(
+            np.concatenate([run._first for run in runs]),
+            np.concatenate([run._lines for run in runs]),
+            np.concatenate([run._codes for run in runs]),
+            np.concatenate(heads) if heads else (),
         )
 
     def shifted(self, lines: int) -> EventRuns:
         """The events in a run that has ``lines`` more lines before these."""
-        return EventRuns(
-            tuple(map(lines.__add__, self.first_lines)), self.lines, self.cuts, self.heads
-        )
+        return EventRuns._of_columns(self._first + lines, self._lines, self._codes, self._heads)
 
     def joined_lines(self) -> int:
         """Lines that continue an event: the run's lines less its events."""
-        starting = sum(1 for head in self.heads if head < 0) if self.heads else len(self.lines)
-        return sum(self.lines) - starting
+        starting = int(np.count_nonzero(self._heads < 0)) if self._heads.size else len(self)
+        return int(self._lines.sum()) - starting
 
     def to_json(self) -> dict[str, list[object]]:
         """Column by column: ``{"first_line": [...], "lines": [...], "cut": [[span, cut],
         ...]}``, ``cut`` listing only the cut spans (by their index among these), and
         ``"joins": [[span, head], ...]`` only when an event is several spans."""
-        cuts: list[object] = (
-            [[index, cut.value] for index, cut in enumerate(self.cuts) if cut is not None]
-            if any(self.cuts)  # most runs have no cut event: no look at each
-            else []
-        )
+        cut = np.flatnonzero(self._codes)
         entry: dict[str, list[object]] = {
-            "first_line": list(self.first_lines),
-            "lines": list(self.lines),
-            "cut": cuts,
+            "first_line": self._first.tolist(),
+            "lines": self._lines.tolist(),
+            "cut": [
+                [index, _CUTS[code].value]  # type: ignore[union-attr]
+                for index, code in zip(cut.tolist(), self._codes[cut].tolist(), strict=True)
+            ],
         }
-        if self.heads:
-            entry["joins"] = [[index, head] for index, head in enumerate(self.heads) if head >= 0]
+        if self._heads.size:
+            joins = np.flatnonzero(self._heads >= 0)
+            entry["joins"] = [
+                [index, head]
+                for index, head in zip(joins.tolist(), self._heads[joins].tolist(), strict=True)
+            ]
         return entry
 
     @classmethod
@@ -226,7 +331,7 @@ class EventRuns:
                 raise ManifestError(
                     f"{where}, event {number}: an event of one line, not cut, is not listed"
                 )
-        return cls(tuple(first_lines), tuple(lines), tuple(cuts), heads)
+        return cls(first_lines, lines, cuts, heads)
 
 
 def _heads_from_json(joins: object, spans: int, where: str) -> tuple[int, ...]:
@@ -253,6 +358,20 @@ def _heads_from_json(joins: object, spans: int, where: str) -> tuple[int, ...]:
     return tuple(heads)
 
 
+_CODE_TYPE = np.int8
+_NONE: NDArray[np.int64] = np.empty(0, np.int64)
+
+
+def _column(
+    values: Iterable[int] | NDArray[np.integer], dtype: type[np.integer] = np.int64
+) -> NDArray[Any]:
+    """``values`` as a one-dimensional array of ``dtype`` (an array of it as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype == dtype:
+        return values
+    listed = values if isinstance(values, (list, tuple, np.ndarray)) else list(values)
+    return np.asarray(listed, dtype=dtype).reshape(-1)
+
+
 NO_EVENTS = EventRuns()
 
 
@@ -264,7 +383,9 @@ def events_in(spans: EventRuns, lines: int) -> int:
 def check_spans(spans: EventRuns, lines: int, where: str) -> None:
     """Raises ``ManifestError`` unless ``spans`` are in order, apart, and within ``lines``."""
     end = 0
-    for number, (first, count) in enumerate(zip(spans.first_lines, spans.lines, strict=True)):
+    for number, (first, count) in enumerate(
+        zip(spans.first_lines.tolist(), spans.lines.tolist(), strict=True)
+    ):
         if first < end:
             raise ManifestError(f"{where}, event {number}: it overlaps the event before")
         end = first + count

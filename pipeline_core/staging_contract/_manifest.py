@@ -272,7 +272,7 @@ class Manifest:
         runs of lines."""
         segments = [segment for part in self.parts for segment in part.segments]
         version = MANIFEST_FORMAT_VERSION
-        if any(segment.events.heads for segment in segments):
+        if any(segment.events.has_joins for segment in segments):
             version = JOINED_EVENTS_FORMAT_VERSION
         elif any(segment.events for segment in segments):
             version = EVENTS_FORMAT_VERSION

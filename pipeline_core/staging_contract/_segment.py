@@ -105,7 +105,7 @@ class Segment:
             if long_line:
                 raise ManifestError(f"{where}: a long_line segment has no events")
             events = EventRuns.from_json(fields["events"], where)
-            if events.heads and version < 6:
+            if events.has_joins and version < 6:
                 raise ManifestError(f"{where}: joins are not part of format_version {version}")
         segment = cls(
             fingerprint,

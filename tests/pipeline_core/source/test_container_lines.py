@@ -132,7 +132,7 @@ def test_should_read_each_record_of_both_streams_once_whole_though_their_entries
             assert [text for text, _ in rows] == written
             assert all(cut is None for _, cut in rows)
         assert container.entries["stdout"] > 600 and container.entries["stderr"] > 600
-        interleaved = any(chunk.events.heads for chunk in received)
+        interleaved = any(chunk.events.has_joins for chunk in received)
         if interleaved:
             break
     assert interleaved, "no event had the other stream's entries between its lines"
