@@ -173,24 +173,33 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
     return p == e;
 }
 
-/* Writes to out[n, capacity) the offset after each newline of data[*from, size), sixteen
-   bytes at a time where SSE2 is (every x86-64); returns the new n. Stops (*from where it
-   did) once fewer than 16 slots are left, else at the end (*from == size). Needs no GIL. */
+/* Writes to out[n, capacity) the offset after each newline of data[*from, size), 64 bytes
+   at a time where SSE2 is (every x86-64: four 16-byte compares make one 64-bit mask, whose
+   bits are walked); returns the new n. Stops (*from where it did) once fewer than 64 slots
+   are left, else at the end (*from == size). Needs no GIL. */
 static Py_ssize_t fill_after_newlines(const unsigned char *data, Py_ssize_t size,
                                       Py_ssize_t *from, int64_t *out, Py_ssize_t n,
                                       Py_ssize_t capacity) {
     Py_ssize_t i = *from;
 #if defined(__SSE2__)
     const __m128i newline = _mm_set1_epi8('\n');
-    for (; i + 16 <= size; i += 16) {
-        if (n + 16 > capacity) {
+    for (; i + 64 <= size; i += 64) {
+        if (n + 64 > capacity) {
             *from = i;
             return n;
         }
-        __m128i chunk = _mm_loadu_si128((const __m128i *)(data + i));
-        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, newline));
+        const __m128i *block = (const __m128i *)(data + i);
+        uint64_t mask =
+            (uint64_t)(unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128(block), newline)) |
+            (uint64_t)(unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128(block + 1), newline)) << 16 |
+            (uint64_t)(unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128(block + 2), newline)) << 32 |
+            (uint64_t)(unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128(block + 3), newline)) << 48;
         while (mask) {
-            out[n++] = (int64_t)(i + __builtin_ctz(mask) + 1);
+            out[n++] = (int64_t)(i + __builtin_ctzll(mask) + 1);
             mask &= mask - 1;
         }
     }

@@ -165,6 +165,19 @@ def test_should_judge_a_read_of_more_lines_than_it_first_makes_room_for() -> Non
     assert_same_judgement(b"\n" * 70_000 + b"x\n  at y\n\r\n" * 20_000 + b"tail")
 
 
+def test_should_find_every_newline_at_every_place_of_a_block() -> None:
+    """The newlines are looked for 64 bytes at a time: one at each offset of a block, before
+    and after its edges, in reads of every size around a few blocks, sparse and dense."""
+    rng = np.random.default_rng(64)
+    for size in range(0, 300):
+        for density in (0.0, 0.02, 0.3, 1.0):
+            data = bytes(np.where(rng.random(size) < density, ord("\n"), ord("x")).astype(np.uint8))
+            assert line_starts(data).tolist() == numpy_starts(data), (size, density)
+    for place in range(0, 200):
+        data = b"x" * place + b"\n" + b"y" * (199 - place)
+        assert line_starts(data).tolist() == numpy_starts(data), place
+
+
 @pytest.mark.parametrize(
     ("max_lines", "max_bytes"), [(500, 1 << 20), (8, 2048)], ids=["within", "cut"]
 )
