@@ -14,7 +14,7 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml setup.py pipeline_core/source/_framing.c scripts/bootstrap.sh
+$(STAMP): requirements.lock pyproject.toml setup.py pipeline_core/source/_framing.c pipeline_core/staging_contract/_int_lists.c scripts/bootstrap.sh
 	bash scripts/bootstrap.sh
 	touch $@
 

@@ -1,8 +1,11 @@
-"""The compiled part of the package: the multiline presets' line tests
-(``pipeline_core/source/_framing.c``). Everything else is declared in ``pyproject.toml``.
+"""The compiled parts of the package: the multiline presets' line tests
+(``pipeline_core/source/_framing.c``) and the manifest's event columns as JSON
+(``pipeline_core/staging_contract/_int_lists.c``). Everything else is declared in
+``pyproject.toml``.
 
-The extension is optional: where it cannot be built (no C compiler), the install goes on and
-``pipeline_core.source._preset_lines`` runs the same tests with NumPy.
+The extensions are optional: where they cannot be built (no C compiler), the install goes on,
+``pipeline_core.source._preset_lines`` runs the same tests with NumPy and
+``pipeline_core.staging_contract._events`` writes the same JSON from Python ints.
 """
 
 from setuptools import Extension, setup
@@ -14,6 +17,12 @@ setup(
             sources=["pipeline_core/source/_framing.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "pipeline_core.staging_contract._int_lists",
+            sources=["pipeline_core/staging_contract/_int_lists.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

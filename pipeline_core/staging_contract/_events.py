@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
 from pipeline_core._compat import StrEnum
 from pipeline_core.staging_contract._fields import ManifestError
+
+_int_lists: ModuleType | None
+try:
+    from pipeline_core.staging_contract import _int_lists
+except ImportError:  # not built (no C compiler at install, or shipped as sources)
+    _int_lists = None
 
 
 class EventCut(StrEnum):
@@ -72,11 +80,13 @@ class EventRuns:
 
     Immutable: the arrays are read-only, and runs made from others share them."""
 
-    __slots__ = ("_codes", "_first", "_heads", "_lines")
+    __slots__ = ("_codes", "_first", "_heads", "_joined", "_lines")
     _first: NDArray[np.int64]
     _lines: NDArray[np.int64]
     _codes: NDArray[np.int8]
     _heads: NDArray[np.int64]
+    _joined: int
+    """:meth:`joined_lines`, once counted (-1 before)."""
 
     def __init__(
         self,
@@ -106,6 +116,7 @@ class EventRuns:
         ):
             column.flags.writeable = False
             object.__setattr__(self, name, column)
+        object.__setattr__(self, "_joined", -1)
         if not (len(first_lines) == len(lines) == len(codes)) or (
             joined.size and len(joined) != len(first_lines)
         ):
@@ -253,17 +264,24 @@ class EventRuns:
 
     def joined_lines(self) -> int:
         """Lines that continue an event: the run's lines less its events."""
-        starting = int(np.count_nonzero(self._heads < 0)) if self._heads.size else len(self)
-        return int(self._lines.sum()) - starting
+        if self._joined < 0:  # counted once: a chunk's and a segment's events are asked often
+            starting = int(np.count_nonzero(self._heads < 0)) if self._heads.size else len(self)
+            object.__setattr__(self, "_joined", int(self._lines.sum()) - starting)
+        return self._joined
 
-    def to_json(self) -> dict[str, list[object]]:
+    def to_json(self, *, encoded: bool = False) -> dict[str, Any]:
         """Column by column: ``{"first_line": [...], "lines": [...], "cut": [[span, cut],
         ...]}``, ``cut`` listing only the cut spans (by their index among these), and
-        ``"joins": [[span, head], ...]`` only when an event is several spans."""
+        ``"joins": [[span, head], ...]`` only when an event is several spans.
+
+        ``encoded``: ``first_line`` and ``lines`` as :class:`msgspec.Raw` (their JSON, for
+        ``msgspec`` to write as it is: written from the arrays, not made into a Python int
+        each)."""
+        column = _encoded_column if encoded else _listed_column
         cut = np.flatnonzero(self._codes)
-        entry: dict[str, list[object]] = {
-            "first_line": self._first.tolist(),
-            "lines": self._lines.tolist(),
+        entry: dict[str, Any] = {
+            "first_line": column(self._first),
+            "lines": column(self._lines),
             "cut": [
                 [index, _CUTS[code].value]  # type: ignore[union-attr]
                 for index, code in zip(cut.tolist(), self._codes[cut].tolist(), strict=True)
@@ -356,6 +374,18 @@ def _heads_from_json(joins: object, spans: int, where: str) -> tuple[int, ...]:
         if head >= 0 and heads[head] >= 0:
             raise ManifestError(f"{where}, span {span}: its head {head} continues an event too")
     return tuple(heads)
+
+
+def _listed_column(column: NDArray[np.int64]) -> list[int]:
+    listed: list[int] = column.tolist()
+    return listed
+
+
+def _encoded_column(column: NDArray[np.int64]) -> msgspec.Raw:
+    """``column`` as a JSON list, written by the compiled ``_int_lists`` where it is built."""
+    if _int_lists is None:
+        return msgspec.Raw(msgspec.json.encode(column.tolist()))
+    return msgspec.Raw(_int_lists.json_int_list(np.ascontiguousarray(column, np.int64)))
 
 
 _CODE_TYPE = np.int8

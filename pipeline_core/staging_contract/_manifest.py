@@ -66,14 +66,16 @@ class ManifestPart:
             lines[segment.file_fingerprint] = lines.get(segment.file_fingerprint, 0) + segment.lines
         return lines
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, encoded: bool = False) -> dict[str, Any]:
+        """JSON-ready; ``encoded``: the events' columns as :class:`msgspec.Raw` JSON
+        (:meth:`EventRuns.to_json`), for ``msgspec`` to write."""
         return {
             "name": self.name,
             "source": self.source,
             "rows": self.rows,
             "bytes": self.bytes,
             "crc32": self.crc32,
-            "segments": [segment.to_json() for segment in self.segments],
+            "segments": [segment.to_json(encoded=encoded) for segment in self.segments],
         }
 
     @classmethod
@@ -266,10 +268,11 @@ class Manifest:
         """The events the batch holds: its lines, less those that continue a multiline event."""
         return sum(segment.event_count for part in self.parts for segment in part.segments)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, encoded: bool = False) -> dict[str, Any]:
         """The manifest as format ``MANIFEST_FORMAT_VERSION`` writes it, ``EVENTS_FORMAT_VERSION``
         when a segment lists events, ``JOINED_EVENTS_FORMAT_VERSION`` when an event is several
-        runs of lines."""
+        runs of lines. ``encoded``: the events' columns as :class:`msgspec.Raw` JSON, for
+        :func:`write_manifest`."""
         segments = [segment for part in self.parts for segment in part.segments]
         version = MANIFEST_FORMAT_VERSION
         if any(segment.events.has_joins for segment in segments):
@@ -286,7 +289,7 @@ class Manifest:
             "byte_count": self.byte_count,
             "checksum": self.checksum,
             "sources": {name: spec.to_json() for name, spec in self.sources.items()},
-            "parts": [part.to_json() for part in self.parts],
+            "parts": [part.to_json(encoded=encoded) for part in self.parts],
             "ranges": [r.to_json() for r in self.ranges],
         }
 
@@ -358,7 +361,8 @@ def write_manifest(folder: Path, manifest: Manifest) -> Path:
     """Write ``manifest`` as ``folder/_manifest.json`` (not fsynced) and return its path: one
     line of JSON in UTF-8, keys sorted. msgspec writes it: a batch of tracebacks lists
     hundreds of thousands of event spans, which ``json.dumps`` took 15 times as long over, in
-    the seal (the same bytes as ``json.dumps(..., ensure_ascii=False)``)."""
+    the seal (the same bytes as ``json.dumps(..., ensure_ascii=False)``); their columns are
+    written from their arrays (:meth:`EventRuns.to_json` ``encoded``)."""
     path = folder / MANIFEST_NAME
-    path.write_bytes(msgspec.json.encode(manifest.to_json(), order="sorted"))
+    path.write_bytes(msgspec.json.encode(manifest.to_json(encoded=True), order="sorted"))
     return path

@@ -62,8 +62,9 @@ class Segment:
         """The events the segment holds."""
         return events_in(self.events, self.lines)
 
-    def to_json(self) -> dict[str, Any]:
-        """The segment as format 4 lists it (``line_bytes`` for a ``long_line`` only)."""
+    def to_json(self, *, encoded: bool = False) -> dict[str, Any]:
+        """The segment as format 4 lists it (``line_bytes`` for a ``long_line`` only);
+        ``encoded``: its events' columns as :class:`msgspec.Raw` JSON."""
         entry: dict[str, Any] = {
             "file_fingerprint": self.file_fingerprint,
             "start_offset": self.start_offset,
@@ -75,7 +76,7 @@ class Segment:
         if self.kind is SegmentKind.LONG_LINE:
             entry["line_bytes"] = self.line_bytes
         if self.events:
-            entry["events"] = self.events.to_json()
+            entry["events"] = self.events.to_json(encoded=encoded)
         return entry
 
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import zlib
@@ -10,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pipeline_core.errors import LandingError
@@ -33,6 +35,7 @@ from pipeline_core.staging_contract import (
     read_manifest,
     write_manifest,
 )
+from pipeline_core.staging_contract import _events as events_module
 
 SEALED_AT = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
 FP = "9f1c00000000abcd"
@@ -219,6 +222,52 @@ def test_a_manifest_file_reads_back_as_it_was_written(tmp_path: Path) -> None:
 
     assert path == tmp_path / MANIFEST_NAME
     assert read_manifest(tmp_path) == MANIFEST
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_manifests_event_columns_are_written_as_json_dumps_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """The events' columns are written from their arrays (compiled where it is built): the
+    file holds the same bytes as ``json.dumps`` of ``to_json``, and reads back as it was."""
+    if compiled:
+        assert events_module._int_lists is not None, "the install builds _int_lists"
+    else:
+        monkeypatch.setattr(events_module, "_int_lists", None)
+    extremes = [0, 9, 10, 99, 100, 2**31, 2**53 + 1, 2**63 - 1]
+    first = sorted({*extremes, *range(1, 20_000, 7)})
+    spans = [
+        EventSpan(line, 1 + line % 5, EventCut.BYTES if line % 11 == 0 else None) for line in first
+    ]
+    segment = Segment(FP, 0, 0, 12000, 2**63 - 1, events=EventRuns.of(spans))
+    manifest = dataclasses.replace(
+        MANIFEST, parts=(dataclasses.replace(MANIFEST.parts[0], segments=(segment,)),)
+    )
+
+    written = write_manifest(tmp_path, manifest).read_bytes()
+
+    expected = json.dumps(
+        manifest.to_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    assert written == expected.encode()
+    assert json.loads(written)["parts"][0]["segments"][0]["events"]["first_line"] == first
+
+
+def test_an_int64_column_is_written_as_its_json_list_whatever_its_values() -> None:
+    compiled = events_module._int_lists
+    assert compiled is not None, "the install builds _int_lists"
+    rng = np.random.default_rng(5)
+    for values in (
+        np.array([], np.int64),
+        np.array([-(2**63), -1, 0, 1, 2**63 - 1], np.int64),
+        rng.integers(-(2**62), 2**62, 1000, dtype=np.int64),
+    ):
+        assert (
+            compiled.json_int_list(values)
+            == json.dumps(values.tolist(), separators=(",", ":")).encode()
+        )
+    with pytest.raises(ValueError, match="multiple of 8 bytes"):
+        compiled.json_int_list(b"1234")
 
 
 def test_a_folder_without_a_manifest_is_not_sealed(tmp_path: Path) -> None:
