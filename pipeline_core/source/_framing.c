@@ -8,6 +8,7 @@
  * the preset words (set_words) so that they are written down once.
  *
  *   line_starts(data) -> bytearray                    every line's first offset, native int64
+ *   newline_finder(name=None) -> (name, names)     which vector width finds the newlines
  *   preset_continuing(data, starts, flags) -> bytearray
  *                                                 per line, 1 if a preset says it continues
  *                                                 the line before (flags: PYTHON | JAVA | GO)
@@ -174,44 +175,128 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
 }
 
 /* Writes to out[n, capacity) the offset after each newline of data[*from, size), 64 bytes
-   at a time where SSE2 is (every x86-64: four 16-byte compares make one 64-bit mask, whose
-   bits are walked); returns the new n. Stops (*from where it did) once fewer than 64 slots
-   are left, else at the end (*from == size). Needs no GIL. */
-static Py_ssize_t fill_after_newlines(const unsigned char *data, Py_ssize_t size,
-                                      Py_ssize_t *from, int64_t *out, Py_ssize_t n,
-                                      Py_ssize_t capacity) {
-    Py_ssize_t i = *from;
-#if defined(__SSE2__)
-    const __m128i newline = _mm_set1_epi8('\n');
-    for (; i + 64 <= size; i += 64) {
-        if (n + 64 > capacity) {
-            *from = i;
-            return n;
-        }
-        const __m128i *block = (const __m128i *)(data + i);
-        uint64_t mask =
-            (uint64_t)(unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128(block), newline)) |
-            (uint64_t)(unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128(block + 1), newline)) << 16 |
-            (uint64_t)(unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128(block + 2), newline)) << 32 |
-            (uint64_t)(unsigned)_mm_movemask_epi8(
-                _mm_cmpeq_epi8(_mm_loadu_si128(block + 3), newline)) << 48;
-        while (mask) {
-            out[n++] = (int64_t)(i + __builtin_ctzll(mask) + 1);
-            mask &= mask - 1;
-        }
+   at a time: a block's newlines as one 64-bit mask, whose bits are walked; returns the new n.
+   Stops (*from where it did) once fewer than 64 slots are left, else at the end (*from ==
+   size). Needs no GIL. The mask is made by the widest compare the processor has (one
+   AVX-512BW compare, two AVX2 or four SSE2: every x86-64 has SSE2), chosen once at import
+   (choose_fill); elsewhere byte by byte. */
+#define FILL_AFTER_NEWLINES(name, attributes, prepare, block_mask)                          \
+    attributes static Py_ssize_t name(const unsigned char *data, Py_ssize_t size,          \
+                                      Py_ssize_t *from, int64_t *out, Py_ssize_t n,        \
+                                      Py_ssize_t capacity) {                               \
+        Py_ssize_t i = *from;                                                              \
+        prepare;                                                                           \
+        for (; i + 64 <= size; i += 64) {                                                  \
+            if (n + 64 > capacity) {                                                       \
+                *from = i;                                                                 \
+                return n;                                                                  \
+            }                                                                              \
+            const unsigned char *block = data + i;                                         \
+            uint64_t mask = (block_mask);                                                  \
+            while (mask) {                                                                 \
+                out[n++] = (int64_t)(i + __builtin_ctzll(mask) + 1);                       \
+                mask &= mask - 1;                                                          \
+            }                                                                              \
+        }                                                                                  \
+        if (size - i > capacity - n) {                                                     \
+            *from = i;                                                                     \
+            return n;                                                                      \
+        }                                                                                  \
+        for (; i < size; i++)                                                              \
+            if (data[i] == '\n') out[n++] = (int64_t)(i + 1);                              \
+        *from = size;                                                                      \
+        return n;                                                                          \
     }
+
+typedef Py_ssize_t (*FillAfterNewlines)(const unsigned char *, Py_ssize_t, Py_ssize_t *,
+                                        int64_t *, Py_ssize_t, Py_ssize_t);
+
+static uint64_t scalar_mask(const unsigned char *block) {
+    uint64_t mask = 0;
+    for (int k = 0; k < 64; k++) mask |= (uint64_t)(block[k] == '\n') << k;
+    return mask;
+}
+FILL_AFTER_NEWLINES(fill_scalar, , (void)0, scalar_mask(block))
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SSE2_MASK(at)                                                                    \
+    ((uint64_t)(unsigned)_mm_movemask_epi8(                                               \
+        _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(at)), newline)))
+FILL_AFTER_NEWLINES(fill_sse2, , const __m128i newline = _mm_set1_epi8('\n'),
+                    SSE2_MASK(block) | SSE2_MASK(block + 16) << 16 |
+                        SSE2_MASK(block + 32) << 32 | SSE2_MASK(block + 48) << 48)
+#define AVX2_MASK(at)                                                                    \
+    ((uint64_t)(unsigned)_mm256_movemask_epi8(                                            \
+        _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(at)), newline)))
+FILL_AFTER_NEWLINES(fill_avx2, __attribute__((target("avx2"))),
+                    const __m256i newline = _mm256_set1_epi8('\n'),
+                    AVX2_MASK(block) | AVX2_MASK(block + 32) << 32)
+FILL_AFTER_NEWLINES(fill_avx512, __attribute__((target("avx512f,avx512bw"))),
+                    const __m512i newline = _mm512_set1_epi8('\n'),
+                    (uint64_t)_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)block),
+                                                     newline))
 #endif
-    if (size - i > capacity - n) {
-        *from = i;
-        return n;
+
+typedef struct {
+    const char *name;
+    FillAfterNewlines fill;
+    int supported;
+} NewlineFinder;
+
+/* Widest first; choose_fill marks those the processor has. */
+static NewlineFinder finders[] = {
+#if defined(__x86_64__) && defined(__GNUC__)
+    {"avx512", fill_avx512, 0},
+    {"avx2", fill_avx2, 0},
+    {"sse2", fill_sse2, 0},
+#endif
+    {"scalar", fill_scalar, 1},
+};
+#define FINDERS ((int)(sizeof(finders) / sizeof(finders[0])))
+
+static int finder = FINDERS - 1;
+#define fill_after_newlines (finders[finder].fill)
+
+static void choose_fill(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    finders[0].supported = __builtin_cpu_supports("avx512bw");
+    finders[1].supported = __builtin_cpu_supports("avx2");
+    finders[2].supported = 1;
+#endif
+    for (finder = 0; !finders[finder].supported; finder++) {
     }
-    for (; i < size; i++)
-        if (data[i] == '\n') out[n++] = (int64_t)(i + 1);
-    *from = size;
-    return n;
+}
+
+/* newline_finder(name=None) -> (the name in use, the names this processor has): with a name,
+   use that one from now on (for tests: each is checked against the others). */
+static PyObject *newline_finder(PyObject *self, PyObject *args) {
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &name)) return NULL;
+    if (name != NULL) {
+        int chosen = -1;
+        for (int k = 0; k < FINDERS; k++)
+            if (finders[k].supported && strcmp(finders[k].name, name) == 0) chosen = k;
+        if (chosen < 0) {
+            PyErr_Format(PyExc_ValueError, "no newline finder %s on this processor", name);
+            return NULL;
+        }
+        finder = chosen;
+    }
+    PyObject *names = PyTuple_New(0);
+    if (names == NULL) return NULL;
+    for (int k = 0; k < FINDERS; k++) {
+        if (!finders[k].supported) continue;
+        PyObject *item = PyUnicode_FromString(finders[k].name);
+        if (item == NULL || _PyTuple_Resize(&names, PyTuple_GET_SIZE(names) + 1) < 0) {
+            Py_XDECREF(item);
+            Py_XDECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, PyTuple_GET_SIZE(names) - 1, item);
+    }
+    return Py_BuildValue("(sN)", finders[finder].name, names);
 }
 
 static PyObject *line_starts(PyObject *self, PyObject *args) {
@@ -542,6 +627,8 @@ static PyMethodDef methods[] = {
     {"event_runs", event_runs, METH_VARARGS,
      "event_runs(marks, starts, size, max_lines, max_bytes, settled) -> (firsts, lines, "
      "last_first, last_settled_first) | None: a read's events of several lines."},
+    {"newline_finder", newline_finder, METH_VARARGS,
+     "newline_finder(name=None) -> (name in use, names available)"},
     {"set_words", set_words, METH_VARARGS,
      "set_words([(prefix, groups), ...]): the presets' words, each its first 16 bytes."},
     {NULL, NULL, 0, NULL},
@@ -555,6 +642,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__framing(void) {
     init_tables();
+    choose_fill();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "PYTHON", PRESET_PYTHON) < 0 ||

@@ -178,6 +178,29 @@ def test_should_find_every_newline_at_every_place_of_a_block() -> None:
         assert line_starts(data).tolist() == numpy_starts(data), place
 
 
+def test_every_newline_finder_of_the_processor_finds_the_same_lines(python_log: bytes) -> None:
+    """The widest vector compare the processor has finds the newlines; each it has (and the
+    byte-by-byte one) finds the same as NumPy."""
+    module = _preset_lines.compiled_module()
+    assert module is not None, "the install builds the compiled line tests"
+    in_use, names = module.newline_finder()
+    assert in_use == names[0] and "scalar" in names
+    rng = np.random.default_rng(7)
+    reads = [python_log[: 1 << 20], b"\n" * 5000, b"x" * 5000]
+    reads += [
+        bytes(rng.choice([10, 120], size, p=[0.1, 0.9]).astype(np.uint8)) for size in range(130)
+    ]
+    try:
+        for name in names:
+            module.newline_finder(name)
+            for data in reads:
+                assert line_starts(data).tolist() == numpy_starts(data), (name, len(data))
+    finally:
+        module.newline_finder(in_use)
+    with pytest.raises(ValueError, match="no newline finder"):
+        module.newline_finder("neon")
+
+
 @pytest.mark.parametrize(
     ("max_lines", "max_bytes"), [(500, 1 << 20), (8, 2048)], ids=["within", "cut"]
 )
