@@ -8,10 +8,14 @@
  * the preset words (set_words) so that they are written down once.
  *
  *   line_starts(data) -> bytearray                    every line's first offset, native int64
- *   newline_finder(name=None) -> (name, names)     which vector width finds the newlines
+ *   newline_finder(name=None) -> (name, names)        which vector width finds the newlines
  *   preset_continuing(data, starts, flags) -> bytearray
  *                                                 per line, 1 if a preset says it continues
  *                                                 the line before (flags: PYTHON | JAVA | GO)
+ *   event_runs(marks, starts, size, ...)              a read's events of several lines
+ *   frame_lines(data, flags, max_lines, max_bytes, lookahead)
+ *                                                 line_starts, preset_continuing and
+ *                                                 event_runs in one call
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -517,6 +521,37 @@ done:
     return result;
 }
 
+/* The events of count lines from their continuation marks (the first line begins one
+   whatever its mark): those of more than one line into runs' columns (room for count / 2 + 1),
+   the last event's first line, and the last first line at or before `settled` (0 if none is).
+   Returns 1 (and stops) where an event passes max_lines or max_bytes. Needs no GIL. */
+typedef struct {
+    int64_t *firsts, *lines;
+    Py_ssize_t listed, last_first, last_settled;
+} Runs;
+
+static int runs_of(const unsigned char *continues, const int64_t *starts, Py_ssize_t count,
+                   Py_ssize_t size, Py_ssize_t max_lines, Py_ssize_t max_bytes,
+                   Py_ssize_t settled, Runs *runs) {
+    Py_ssize_t first = 0;
+    for (Py_ssize_t line = 1; line <= count; line++) {
+        if (line < count && continues[line]) continue;
+        /* the event [first, line) */
+        Py_ssize_t taken = line - first;
+        Py_ssize_t end = line < count ? (Py_ssize_t)starts[line] : size;
+        if (taken > max_lines || end - (Py_ssize_t)starts[first] > max_bytes) return 1;
+        if (taken > 1) {
+            runs->firsts[runs->listed] = first;
+            runs->lines[runs->listed] = taken;
+            runs->listed++;
+        }
+        if (first <= settled) runs->last_settled = first;
+        if (line < count) first = line;
+    }
+    runs->last_first = count ? first : 0;
+    return 0;
+}
+
 /* A read's events from its lines' continuation marks (the first line begins one whatever its
    mark): the events of more than one line as two int64 columns (first line, lines), the last
    event's first line, and the last first line at or before `settled` (0 if none is); None if an
@@ -541,27 +576,12 @@ static PyObject *event_runs(PyObject *self, PyObject *args) {
     if (firsts == NULL || lines == NULL) goto done;
     int64_t *first_out = (int64_t *)PyByteArray_AS_STRING(firsts);
     int64_t *lines_out = (int64_t *)PyByteArray_AS_STRING(lines);
-    Py_ssize_t listed = 0, first = 0, last_settled = 0;
-    int over = 0;
+    Runs runs = {first_out, lines_out, 0, 0, 0};
+    int over;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t line = 1; line <= count; line++) {
-        if (line < count && continues[line]) continue;
-        /* the event [first, line) */
-        Py_ssize_t taken = line - first;
-        Py_ssize_t end = line < count ? (Py_ssize_t)starts[line] : size;
-        if (taken > max_lines || end - (Py_ssize_t)starts[first] > max_bytes) {
-            over = 1;
-            break;
-        }
-        if (taken > 1) {
-            first_out[listed] = first;
-            lines_out[listed] = taken;
-            listed++;
-        }
-        if (first <= settled) last_settled = first;
-        if (line < count) first = line;
-    }
+    over = runs_of(continues, starts, count, size, max_lines, max_bytes, settled, &runs);
     Py_END_ALLOW_THREADS
+    Py_ssize_t listed = runs.listed, first = runs.last_first, last_settled = runs.last_settled;
     if (over) {
         result = Py_None;
         Py_INCREF(result);
@@ -570,12 +590,94 @@ static PyObject *event_runs(PyObject *self, PyObject *args) {
     if (PyByteArray_Resize(firsts, listed * (Py_ssize_t)sizeof(int64_t)) < 0 ||
         PyByteArray_Resize(lines, listed * (Py_ssize_t)sizeof(int64_t)) < 0)
         goto done;
-    result = Py_BuildValue("OOnn", firsts, lines, count ? first : 0, last_settled);
+    result = Py_BuildValue("OOnn", firsts, lines, first, last_settled);
 done:
     Py_XDECREF(firsts);
     Py_XDECREF(lines);
     PyBuffer_Release(&marks_view);
     PyBuffer_Release(&starts_view);
+    return result;
+}
+
+/* A read framed by the presets alone, in one call and one release of the GIL (each release
+   lets the sink's thread take it, and getting it back costs a wake-up): what line_starts,
+   preset_continuing and event_runs give, the last with settled = lines - 1 - lookahead and
+   None where an event passes a bound. */
+static PyObject *frame_lines(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int flags;
+    Py_ssize_t max_lines, max_bytes, lookahead;
+    if (!PyArg_ParseTuple(args, "y*innn", &view, &flags, &max_lines, &max_bytes, &lookahead))
+        return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t size = view.len, capacity = size / 64 + 64, count = 0, from = 0;
+    int64_t *starts = malloc((size_t)capacity * sizeof(int64_t));
+    int64_t *firsts = NULL, *lines = NULL;
+    unsigned char *continues = NULL, *features = NULL;
+    int failed = starts == NULL, over = 0;
+    Runs runs = {NULL, NULL, 0, 0, 0};
+    PyObject *result = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (!failed && size) {
+        starts[0] = 0;
+        count = 1;
+        while (from < size) {
+            count = fill_after_newlines(data, size, &from, starts, count, capacity);
+            if (from < size) {
+                int64_t *grown = realloc(starts, (size_t)capacity * 2 * sizeof(int64_t));
+                if (grown == NULL) {
+                    failed = 1;
+                    break;
+                }
+                starts = grown;
+                capacity *= 2;
+            }
+        }
+        if (data[size - 1] == '\n') count--; /* the last newline ends it */
+    }
+    if (!failed && count) {
+        continues = calloc((size_t)count, 1);
+        features = malloc((size_t)count * 2);
+        firsts = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
+        lines = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
+        if (continues == NULL || features == NULL || firsts == NULL || lines == NULL) {
+            failed = 1;
+        } else {
+            Judged j = {data, size, starts, continues, features, features + count,
+                        count, flags, -1, 0};
+            for (Py_ssize_t i = 0; i < count; i++) judge_line(&j, i, line_end(&j, i));
+            judge_rest(&j);
+            runs.firsts = firsts;
+            runs.lines = lines;
+            over = runs_of(continues, starts, count, size, max_lines, max_bytes,
+                           count - 1 - lookahead, &runs);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (over || !count) {
+        result = Py_BuildValue("(NNO)",
+                               PyByteArray_FromStringAndSize((char *)starts, count * 8),
+                               PyByteArray_FromStringAndSize((char *)continues, count),
+                               Py_None);
+    } else {
+        result = Py_BuildValue(
+            "(NN(NNnn))", PyByteArray_FromStringAndSize((char *)starts, count * 8),
+            PyByteArray_FromStringAndSize((char *)continues, count),
+            PyBytes_FromStringAndSize((char *)firsts, runs.listed * 8),
+            PyBytes_FromStringAndSize((char *)lines, runs.listed * 8), runs.last_first,
+            runs.last_settled);
+    }
+done:
+    free(starts);
+    free(continues);
+    free(features);
+    free(firsts);
+    free(lines);
+    PyBuffer_Release(&view);
     return result;
 }
 
@@ -627,6 +729,9 @@ static PyMethodDef methods[] = {
     {"event_runs", event_runs, METH_VARARGS,
      "event_runs(marks, starts, size, max_lines, max_bytes, settled) -> (firsts, lines, "
      "last_first, last_settled_first) | None: a read's events of several lines."},
+    {"frame_lines", frame_lines, METH_VARARGS,
+     "frame_lines(data, flags, max_lines, max_bytes, lookahead) -> (starts, marks, runs | "
+     "None): line_starts, preset_continuing and event_runs in one call."},
     {"newline_finder", newline_finder, METH_VARARGS,
      "newline_finder(name=None) -> (name in use, names available)"},
     {"set_words", set_words, METH_VARARGS,

@@ -35,8 +35,10 @@ from pipeline_core.source._container_entries import ContainerLogFormat
 from pipeline_core.source._container_lines import frame_entries
 from pipeline_core.source._preset_lines import (
     LOOKAHEAD_LINES,
+    EventColumns,
     Positions,
     compiled_event_runs,
+    framed_lines,
     line_starts,
     one_line_events,
     preset_continuing,
@@ -248,11 +250,16 @@ def frame(
     size = len(data)
     if not size:
         return Framing(0, 0, 0, NO_EVENTS)
+    fused = None
     if container is None and rule is not None and not after and rule.presets_only:
         one_line = _one_line_read(data, rule, complete=complete, max_bytes=max_bytes)
         if one_line is not None:
             return one_line
-    starts = line_starts(data)
+        fused = framed_lines(rule.presets, data, max_lines, max_bytes, rule.lookahead)
+    if fused is not None:
+        starts, continuing, columns = fused
+    else:
+        starts, columns = line_starts(data), None
     count = len(starts)
     if container is not None:
         end_line, spans = frame_entries(
@@ -270,7 +277,8 @@ def frame(
         return Framing(length, end_line, end_line - spans.joined_lines(), spans)
     if rule is None:
         raise ValueError("framing needs a multiline rule or a container format")
-    continuing = _continuing_after(rule, data, starts, after)
+    if fused is None:
+        continuing = _continuing_after(rule, data, starts, after)
     if not continuing.any():
         single = _single_lines(starts, size, rule, complete=complete, max_bytes=max_bytes)
         if single is not None:
@@ -278,8 +286,10 @@ def frame(
     headless = bool(continuing[0])
     continuing[0] = False
     settled = count - 1 - rule.lookahead
+    if columns is None and fused is None:
+        columns = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
     rows_first, rows_lines, rows_cut, last_event, settled_event = _event_columns(
-        continuing, starts, size, max_lines, max_bytes, settled
+        continuing, starts, size, max_lines, max_bytes, settled, columns
     )
     if headless:  # the read's first line continues an event before it
         if len(rows_first) and rows_first[0] == 0:
@@ -326,13 +336,13 @@ def _event_columns(
     max_lines: int,
     max_bytes: int,
     settled: int,
+    compiled: EventColumns | None,
 ) -> tuple[Positions, Positions, Positions, int, int]:
     """A read's events (its first line begins one) as columns: the first line, lines and cut
     code of each event of more than one line or cut at a bound (an event over a bound as the
     rows it lands as: :func:`_bounded`), then the last event's first line and the last first
-    line at or before ``settled`` (0 if none is). Compiled (:func:`compiled_event_runs`) where
-    no event is over a bound."""
-    compiled = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
+    line at or before ``settled`` (0 if none is). ``compiled``: the same found by the compiled
+    tests (:func:`compiled_event_runs`), where no event is over a bound."""
     if compiled is not None:
         firsts_listed, lines_listed, last_first, settled_first = compiled
         whole = np.zeros(len(firsts_listed), dtype=np.int64)
