@@ -442,7 +442,7 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
     ``sluice collect --once`` does (acker, handoff sink, SQLite metastore, fsync at the seal).
     The time covers ``Collector.run_once`` only: opening (and migrating) the metastore is left
     out. ``on_engine`` sees the metastore's engine before the run (to count transactions)."""
-    from pipeline_core.collector import Collector
+    from pipeline_core.collector import Collector, freeze_startup_objects
     from pipeline_core.config import load_pipeline_config
     from pipeline_core.metastore import Metastore
 
@@ -451,6 +451,7 @@ def collect_once(config_path: Path, on_engine: Callable[[Engine], None] | None =
     try:
         if on_engine is not None:
             on_engine(metastore.engine)
+        freeze_startup_objects()  # as ``sluice collect`` does once it is built
         cpu_before = cpu_seconds(os.getpid())
         started = time.perf_counter()
         result = Collector(config, metastore).run_once()

@@ -71,6 +71,7 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
                 return _stopped_before_collecting(once=True)
             name = operations.config.name
             progress(f"collecting pipeline {name} once (Ctrl-C seals what was read)")
+            _freeze_startup_objects()
             report = operations.collect_once(stop)
         print(
             f"collected {report.lines} lines ({report.bytes} bytes) from {report.files} files "
@@ -86,9 +87,19 @@ def _collect_once(args: argparse.Namespace, stop: StopRequest) -> int:
         service.close()
         return _stopped_before_collecting(once=True)
     stop.when_requested(service.stop)
+    _freeze_startup_objects()
     result = service.run_once()
     _print_result(result)
     return _interrupted(stop, [sealed.checkpoint_id for sealed in result.sealed])
+
+
+def _freeze_startup_objects() -> None:
+    """This process is the collector's for as long as it runs (``--once`` too: a backlog of a
+    GiB made four full collections, each walking every start-up object again, 0.2 s of the
+    reading thread's time): what start-up made is moved out of the cyclic collector's reach."""
+    from pipeline_core.collector import freeze_startup_objects
+
+    freeze_startup_objects()
 
 
 def _interrupted(stop: StopRequest, sealed: list[int]) -> int:
@@ -119,11 +130,9 @@ def _collect_until_stopped(args: argparse.Namespace, stop: StopRequest) -> int:
 
     signal.signal(signal.SIGHUP, reload)
     stop.when_requested(service.stop)
-    from pipeline_core.collector import freeze_startup_objects
-
-    # This process is the collector's for as long as it runs; frozen before it says it is
-    # collecting, so that its metrics and probes are served as soon as it does.
-    freeze_startup_objects()
+    # Frozen before it says it is collecting, so that its metrics and probes are served as
+    # soon as it does.
+    _freeze_startup_objects()
     names = service.collector.pipelines
     what = f"pipeline{'s' if len(names) > 1 else ''} {', '.join(names)}"
     print(
