@@ -43,6 +43,7 @@
 #define MAX_WORDS 32
 #define WORD_PREFIX 16
 #define CONTEXT_LINES 64
+#define PREFETCH_LINES 8
 
 typedef struct {
     char bytes[WORD_PREFIX];
@@ -432,6 +433,16 @@ static void judge_line(Judged *j, Py_ssize_t i, Py_ssize_t end) {
     if (!(k & (INDENTED | BLANK))) j->last_plain = i;
 }
 
+/* judge_line for every line, each line's first bytes asked of memory a few lines ahead (the
+   judging waits on them otherwise: a line's start is a load that the next test depends on). */
+static void judge_lines(Judged *j) {
+    for (Py_ssize_t i = 0; i < j->count; i++) {
+        if (i + PREFETCH_LINES < j->count)
+            __builtin_prefetch(j->data + j->starts[i + PREFETCH_LINES]);
+        judge_line(j, i, line_end(j, i));
+    }
+}
+
 /* Once every line is judged by judge_line: what the presets tell by the lines after a line
    (Spark's query contexts, a Java exception's line before its frames) and Go's lines. */
 static void judge_rest(Judged *j) {
@@ -511,7 +522,7 @@ static PyObject *preset_continuing(PyObject *self, PyObject *args) {
     Judged j = {view.buf, view.len, starts, continues, features, features + count,
                 count, flags, -1, 0};
     Py_BEGIN_ALLOW_THREADS /* C alone from here: the sink's thread may run meanwhile */
-    for (Py_ssize_t i = 0; i < count; i++) judge_line(&j, i, line_end(&j, i));
+    judge_lines(&j);
     judge_rest(&j);
     Py_END_ALLOW_THREADS
 done:
@@ -645,7 +656,7 @@ static PyObject *frame_lines(PyObject *self, PyObject *args) {
         } else {
             Judged j = {data, size, starts, continues, features, features + count,
                         count, flags, -1, 0};
-            for (Py_ssize_t i = 0; i < count; i++) judge_line(&j, i, line_end(&j, i));
+            judge_lines(&j);
             judge_rest(&j);
             runs.firsts = firsts;
             runs.lines = lines;
