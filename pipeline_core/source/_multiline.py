@@ -383,7 +383,7 @@ def _one_line_read(
     count, longest = found
     if longest > max_bytes:
         return None
-    end_line = count if complete else count - 1 - rule.lookahead
+    end_line = _single_lines_out(count, rule, complete=complete)
     if end_line <= 0:
         return None
     if end_line == count:
@@ -409,13 +409,18 @@ def _single_lines(
         longest = max(longest, int(np.max(np.diff(starts))))
     if longest > max_bytes:
         return None
-    # The last event may still grow (unless nothing follows), and the lines the rule looks
-    # ahead at settle the events before them.
-    end_line = count if complete else count - 1 - rule.lookahead
+    end_line = _single_lines_out(count, rule, complete=complete)
     if end_line <= 0:
         return None
     length = size if end_line == count else int(starts[end_line])
     return Framing(length, end_line, end_line, NO_EVENTS)
+
+
+def _single_lines_out(count: int, rule: MultilineRule, *, complete: bool) -> int:
+    """Of ``count`` lines that each begin an event, how many may be handed out: the last event
+    may still grow (unless nothing follows), and the lines the rule looks ahead at settle the
+    events before them. 0 or less: none yet."""
+    return count if complete else count - 1 - rule.lookahead
 
 
 def _continuing_after(
