@@ -27,9 +27,10 @@ if ! command -v javac >/dev/null 2>&1 && [[ -z "${JAVA_HOME:-}" || ! -x "$JAVA_H
     fi
 fi
 
-# Sluice's one compiled part (pipeline_core/source/_framing.c, the multiline presets' line
-# tests) is built by the install below with a C compiler; without one the install goes on and
-# NumPy runs the same tests, slower, so a compiler is installed where possible.
+# Sluice's compiled parts (pipeline_core/source/_framing.c, the multiline presets' line tests;
+# pipeline_core/staging_contract/_int_lists.c, the manifest's event columns) are built by the
+# install below with a C compiler; without one the install goes on and NumPy and msgspec do
+# the same, slower, so a compiler is installed where possible.
 if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
     # shellcheck source=scripts/lib.sh
     if (. scripts/lib.sh && need_apt cc gcc && apt_install gcc); then

@@ -6,7 +6,8 @@ goroutine dump's lines.
 
 They run over a read's bytes, never line by line in Python. Where the package's compiled part
 is built (``pipeline_core/source/_framing.c``, an optional extension: a C compiler at install
-time), one pass in C finds the lines and judges each. Otherwise, and as the reference the
+time), C finds the lines and judges each, and reads the events off the marks, in one call
+(:func:`framed_lines`). Otherwise, and as the reference the
 compiled part is tested against, NumPy does: the first byte of every line is looked at, the
 words are compared as two 8-byte integers at each line's start, and a regular expression runs
 only on the few lines these point at.

@@ -23,10 +23,11 @@ JSON-ready objects, ``from_json`` takes what ``json.loads`` gives.
 :class:`StagingArea` is the one owner of where a pipeline's sealed checkpoints are, in a local
 folder or an object store: the landing plan, the landing job's arguments and retention ask it.
 
-The package imports only the standard library, pyarrow, ``pipeline_core.errors``,
-``pipeline_core.formats`` and ``pipeline_core.storage`` (those only too): the landing job
-imports it on the Spark driver, and the archive that ships ``spark_jobs`` to a cluster holds
-them all (``pipeline_core.landing``).
+The package imports only the standard library, pyarrow, NumPy, msgspec,
+``pipeline_core.errors``, ``pipeline_core.formats`` and ``pipeline_core.storage`` (those only
+too): the landing job imports it on the Spark driver, and the archive that ships ``spark_jobs``
+to a cluster holds them all (``pipeline_core.landing``), as sources: ``_int_lists``, compiled
+where the package is installed, has a fallback.
 """
 
 from pipeline_core.staging_contract._area import StagingArea

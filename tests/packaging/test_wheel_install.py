@@ -187,18 +187,21 @@ def test_the_wheel_ships_the_jvm_readers_source_and_builds_its_jar(
     assert Path(jar).parent == tmp_path and Path(jar).is_file()
 
 
-def test_the_wheel_carries_the_compiled_line_tests(clean_venv: Path) -> None:
-    """The wheel is built with the multiline presets' compiled tests (setup.py's optional
-    extension), which the installed package uses."""
+def test_the_wheel_carries_the_compiled_parts(clean_venv: Path) -> None:
+    """The wheel is built with the multiline presets' compiled tests and the manifest's
+    compiled event columns (setup.py's optional extensions), which the installed package
+    uses."""
     code = (
         "from pipeline_core.source import _preset_lines as p; "
-        "print(p.compiled(), p.compiled_module().__file__)"
+        "from pipeline_core.staging_contract import _events as e; "
+        "print(p.compiled(), p.compiled_module().__file__, e._int_lists.__file__)"
     )
     python = str(clean_venv / "bin" / "python")
-    in_use, module = run([python, "-I", "-c", code], env={"PATH": os.environ["PATH"]}).split()
+    in_use, *modules = run([python, "-I", "-c", code], env={"PATH": os.environ["PATH"]}).split()
 
     assert in_use == "True"
-    assert "site-packages" in module and module.endswith(".so")
+    for module in modules:
+        assert "site-packages" in module and module.endswith(".so")
 
 
 def test_airflow_finds_sluice_as_a_provider_and_a_plugin(
