@@ -386,6 +386,14 @@ static PyObject *one_line_events(PyObject *self, PyObject *args) {
 /* A read's lines being judged: their offsets, each one's kind and word groups, and the
    marks of those that continue the line before. Needs no GIL. */
 enum { INDENTED = 1, BLANK = 2, CONTEXT = 4 };
+#define CARRIAGE_RETURN 8 /* kind_of_first only: blank if the line is that byte alone */
+static unsigned char kind_of_first[256]; /* a line's kind by its first byte */
+
+static void init_kinds(void) {
+    kind_of_first[' '] = kind_of_first['\t'] = INDENTED;
+    kind_of_first['\n'] = BLANK;
+    kind_of_first['\r'] = CARRIAGE_RETURN;
+}
 
 typedef struct {
     const unsigned char *data;
@@ -411,16 +419,20 @@ static void judge_line(Judged *j, Py_ssize_t i, Py_ssize_t end) {
     const unsigned char *data = j->data;
     Py_ssize_t s = (Py_ssize_t)j->starts[i];
     unsigned char first = data[s];
-    unsigned char k = 0;
-    if (first == ' ' || first == '\t') k = INDENTED;
-    else if (first == '\n' || (first == '\r' && end - s == 1)) k = BLANK;
+    /* By tables and stores, not branches: a log's lines start with a space or not in no order
+       a processor can predict. */
+    unsigned char k = kind_of_first[first];
+    if (k == CARRIAGE_RETURN) k = end - s == 1 ? BLANK : 0;
     j->kind[i] = k;
-    int w = word_at(data, j->size, s);
-    unsigned char g = w < 0 ? 0 : (unsigned char)words[w].groups;
+    unsigned char g = 0;
+    if (word_heads[first]) {
+        int w = word_at(data, j->size, s);
+        g = w < 0 ? 0 : (unsigned char)words[w].groups;
+    }
     j->groups[i] = g;
     j->context_heads |= g & GROUP_CONTEXT_HEAD;
     if (!(j->flags & (PRESET_PYTHON | PRESET_JAVA))) return;
-    if (k || (g & (GROUP_PYTHON | GROUP_JAVA))) j->continues[i] = 1;
+    j->continues[i] = (k | (g & (GROUP_PYTHON | GROUP_JAVA))) != 0; /* 0 until now */
     if (i >= 1 && (j->kind[i - 1] & INDENTED) && is_identifier_start[first]) {
         /* After a traceback's last frame: its exception's line. */
         Py_ssize_t head = j->last_plain;
@@ -430,7 +442,7 @@ static void judge_line(Judged *j, Py_ssize_t i, Py_ssize_t end) {
     }
     if (i >= 2 && (g & GROUP_CHAINED) && (j->kind[i - 1] & BLANK))
         j->continues[i - 2] = 1; /* a cause that was never raised */
-    if (!(k & (INDENTED | BLANK))) j->last_plain = i;
+    j->last_plain = (k & (INDENTED | BLANK)) ? j->last_plain : i;
 }
 
 /* judge_line for every line, each line's first bytes asked of memory a few lines ahead (the
@@ -758,6 +770,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__framing(void) {
     init_tables();
+    init_kinds();
     choose_fill();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
