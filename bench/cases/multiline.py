@@ -73,7 +73,7 @@ def python_log(kind: str, size: int) -> common.RepeatedLog:
 
 
 def run(ctx: Context) -> list[Row]:
-    size = 16 * common.MiB if ctx.quick else 256 * common.MiB
+    size = 16 * common.MiB if ctx.quick else 1024 * common.MiB
     rows = []
     for kind, label in (("lines", "one-line events"), ("tracebacks", "half tracebacks")):
         path = python_log(kind, size).path
@@ -103,7 +103,8 @@ def run(ctx: Context) -> list[Row]:
                 details={"mb": megabytes},
             )
         )
-    rows.append(checkpoints_while_reading(ctx, python_log("tracebacks", size).path))
+    checkpoint_size = 16 * common.MiB if ctx.quick else 256 * common.MiB
+    rows.append(checkpoints_while_reading(ctx, python_log("tracebacks", checkpoint_size).path))
     return rows
 
 

@@ -213,15 +213,71 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
         return n;                                                                          \
     }
 
+/* Over data[0, size): counts the lines and the longest (with its newline), and tells whether
+   the byte after a newline may start a continuation (may_continue), stopping at the block
+   where one may; 64 bytes a step as FILL_AFTER_NEWLINES, each newline's work by stores and
+   conditional moves, not branches. The last line's part after the last newline is left to
+   the caller (line_start says where it begins). */
+#define SCAN_ONE_LINES(name, attributes, prepare, block_mask)                               \
+    attributes static int name(const unsigned char *data, Py_ssize_t size,                 \
+                               const unsigned char *may_continue, Py_ssize_t *lines_out,   \
+                               Py_ssize_t *longest_out, Py_ssize_t *line_start_out) {      \
+        Py_ssize_t i = 0, lines = 0, longest = 0, line_start = 0, last = size - 1;         \
+        int continues = 0;                                                                 \
+        prepare;                                                                           \
+        for (; !continues && i + 64 <= size; i += 64) {                                    \
+            const unsigned char *block = data + i;                                         \
+            uint64_t mask = (block_mask);                                                  \
+            while (mask) {                                                                 \
+                Py_ssize_t next = i + __builtin_ctzll(mask) + 1;                           \
+                Py_ssize_t length = next - line_start;                                     \
+                longest = length > longest ? length : longest;                             \
+                line_start = next;                                                         \
+                lines++;                                                                   \
+                continues |= (next <= last) & may_continue[data[next <= last ? next : last]]; \
+                mask &= mask - 1;                                                          \
+            }                                                                              \
+        }                                                                                  \
+        for (; !continues && i < size; i++) {                                              \
+            if (data[i] != '\n') continue;                                                 \
+            Py_ssize_t next = i + 1;                                                       \
+            if (next - line_start > longest) longest = next - line_start;                  \
+            line_start = next;                                                             \
+            lines++;                                                                       \
+            if (next < size && may_continue[data[next]]) continues = 1;                    \
+        }                                                                                  \
+        *lines_out = lines;                                                                \
+        *longest_out = longest;                                                            \
+        *line_start_out = line_start;                                                      \
+        return continues;                                                                  \
+    }
+
+typedef int (*ScanOneLines)(const unsigned char *, Py_ssize_t, const unsigned char *,
+                            Py_ssize_t *, Py_ssize_t *, Py_ssize_t *);
+
 typedef Py_ssize_t (*FillAfterNewlines)(const unsigned char *, Py_ssize_t, Py_ssize_t *,
                                         int64_t *, Py_ssize_t, Py_ssize_t);
 
+/* Without vector compares: eight bytes at a time in a 64-bit word (each byte's high bit set
+   where it is a newline, exactly, then the eight bits gathered by one multiplication). */
 static uint64_t scalar_mask(const unsigned char *block) {
     uint64_t mask = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    for (int k = 0; k < 8; k++) {
+        uint64_t word;
+        memcpy(&word, block + 8 * k, 8);
+        uint64_t t = word ^ 0x0a0a0a0a0a0a0a0aULL; /* a newline's byte is 0 */
+        uint64_t zero = ~(((t & low7) + low7) | t | low7);
+        mask |= (((zero >> 7) * 0x0102040810204080ULL) >> 56) << (8 * k);
+    }
+#else
     for (int k = 0; k < 64; k++) mask |= (uint64_t)(block[k] == '\n') << k;
+#endif
     return mask;
 }
 FILL_AFTER_NEWLINES(fill_scalar, , (void)0, scalar_mask(block))
+SCAN_ONE_LINES(scan_scalar, , (void)0, scalar_mask(block))
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -231,37 +287,49 @@ FILL_AFTER_NEWLINES(fill_scalar, , (void)0, scalar_mask(block))
 FILL_AFTER_NEWLINES(fill_sse2, , const __m128i newline = _mm_set1_epi8('\n'),
                     SSE2_MASK(block) | SSE2_MASK(block + 16) << 16 |
                         SSE2_MASK(block + 32) << 32 | SSE2_MASK(block + 48) << 48)
+SCAN_ONE_LINES(scan_sse2, , const __m128i newline = _mm_set1_epi8('\n'),
+               SSE2_MASK(block) | SSE2_MASK(block + 16) << 16 | SSE2_MASK(block + 32) << 32 |
+                   SSE2_MASK(block + 48) << 48)
 #define AVX2_MASK(at)                                                                    \
     ((uint64_t)(unsigned)_mm256_movemask_epi8(                                            \
         _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(at)), newline)))
 FILL_AFTER_NEWLINES(fill_avx2, __attribute__((target("avx2"))),
                     const __m256i newline = _mm256_set1_epi8('\n'),
                     AVX2_MASK(block) | AVX2_MASK(block + 32) << 32)
+SCAN_ONE_LINES(scan_avx2, __attribute__((target("avx2"))),
+               const __m256i newline = _mm256_set1_epi8('\n'),
+               AVX2_MASK(block) | AVX2_MASK(block + 32) << 32)
 FILL_AFTER_NEWLINES(fill_avx512, __attribute__((target("avx512f,avx512bw"))),
                     const __m512i newline = _mm512_set1_epi8('\n'),
                     (uint64_t)_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)block),
                                                      newline))
+SCAN_ONE_LINES(scan_avx512, __attribute__((target("avx512f,avx512bw"))),
+               const __m512i newline = _mm512_set1_epi8('\n'),
+               (uint64_t)_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)block),
+                                                newline))
 #endif
 
 typedef struct {
     const char *name;
     FillAfterNewlines fill;
+    ScanOneLines scan;
     int supported;
 } NewlineFinder;
 
 /* Widest first; choose_fill marks those the processor has. */
 static NewlineFinder finders[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
-    {"avx512", fill_avx512, 0},
-    {"avx2", fill_avx2, 0},
-    {"sse2", fill_sse2, 0},
+    {"avx512", fill_avx512, scan_avx512, 0},
+    {"avx2", fill_avx2, scan_avx2, 0},
+    {"sse2", fill_sse2, scan_sse2, 0},
 #endif
-    {"scalar", fill_scalar, 1},
+    {"scalar", fill_scalar, scan_scalar, 1},
 };
 #define FINDERS ((int)(sizeof(finders) / sizeof(finders[0])))
 
 static int finder = FINDERS - 1;
 #define fill_after_newlines (finders[finder].fill)
+#define scan_one_lines (finders[finder].scan)
 
 static void choose_fill(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -348,32 +416,13 @@ static PyObject *one_line_events(PyObject *self, PyObject *args) {
     unsigned char may_continue[256];
     memcpy(may_continue, word_heads, sizeof may_continue);
     may_continue[' '] = may_continue['\t'] = may_continue['\n'] = may_continue['\r'] = 1;
-    Py_ssize_t lines = 0, longest = 0, line_start = 0, i = 0;
+    Py_ssize_t lines = 0, longest = 0, line_start = 0;
     int continues = size && may_continue[data[0]];
-    Py_BEGIN_ALLOW_THREADS
-#define NEWLINE_AT(at)                                                                     \
-    {                                                                                      \
-        Py_ssize_t next = (at) + 1;                                                        \
-        if (next - line_start > longest) longest = next - line_start;                      \
-        line_start = next;                                                                 \
-        lines++;                                                                           \
-        if (next < size && may_continue[data[next]]) continues = 1;                        \
+    if (!continues) {
+        Py_BEGIN_ALLOW_THREADS
+        continues = scan_one_lines(data, size, may_continue, &lines, &longest, &line_start);
+        Py_END_ALLOW_THREADS
     }
-#if defined(__SSE2__)
-    const __m128i newline = _mm_set1_epi8('\n');
-    for (; !continues && i + 16 <= size; i += 16) {
-        __m128i chunk = _mm_loadu_si128((const __m128i *)(data + i));
-        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, newline));
-        while (mask) {
-            NEWLINE_AT(i + __builtin_ctz(mask))
-            mask &= mask - 1;
-        }
-    }
-#endif
-    for (; !continues && i < size; i++)
-        if (data[i] == '\n') NEWLINE_AT(i)
-#undef NEWLINE_AT
-    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (continues) Py_RETURN_NONE;
     if (line_start < size) {  /* a last line without its newline */

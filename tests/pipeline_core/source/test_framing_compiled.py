@@ -42,6 +42,17 @@ def numpy_starts(data: bytes) -> list[int]:
         use_compiled(was)
 
 
+def one_line_reference(data: bytes) -> tuple[int, int] | None:
+    """What ``one_line_events`` tells of ``data`` (its lines and the longest, with its
+    newline; None if a line may continue another), found with NumPy."""
+    starts = np.array(numpy_starts(data), dtype=np.int64)
+    if not len(starts):
+        return (0, 0)
+    if _preset_lines._may_continue()[np.frombuffer(data, dtype=np.uint8)[starts]].any():
+        return None
+    return len(starts), int(np.diff(np.append(starts, len(data))).max())
+
+
 def assert_same_judgement(data: bytes) -> None:
     """The compiled tests find ``data``'s lines and judge each as NumPy does, by every preset;
     a difference names the first line that differs."""
@@ -180,7 +191,8 @@ def test_should_find_every_newline_at_every_place_of_a_block() -> None:
 
 def test_every_newline_finder_of_the_processor_finds_the_same_lines(python_log: bytes) -> None:
     """The widest vector compare the processor has finds the newlines; each it has (and the
-    byte-by-byte one) finds the same as NumPy."""
+    one without vectors) finds the same lines as NumPy, and tells reads of one-line events
+    as NumPy does."""
     module = _preset_lines.compiled_module()
     assert module is not None, "the install builds the compiled line tests"
     in_use, names = module.newline_finder()
@@ -190,11 +202,14 @@ def test_every_newline_finder_of_the_processor_finds_the_same_lines(python_log: 
     reads += [
         bytes(rng.choice([10, 120], size, p=[0.1, 0.9]).astype(np.uint8)) for size in range(130)
     ]
+    reads += [b"2026 x\n" * 40, b"2026 x\n" * 40 + b"  at y\n", b"a\n" * 70 + b"Traceback"]
     try:
         for name in names:
             module.newline_finder(name)
             for data in reads:
                 assert line_starts(data).tolist() == numpy_starts(data), (name, len(data))
+                found = _preset_lines.one_line_events((MultilinePreset.PYTHON,), data)
+                assert found == one_line_reference(data), (name, len(data))
     finally:
         module.newline_finder(in_use)
     with pytest.raises(ValueError, match="no newline finder"):
