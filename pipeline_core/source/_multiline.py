@@ -250,16 +250,14 @@ def frame(
     size = len(data)
     if not size:
         return Framing(0, 0, 0, NO_EVENTS)
+    # The presets alone, compiled: the lines, their marks and the events in one call.
     fused = None
     if container is None and rule is not None and not after and rule.presets_only:
         one_line = _one_line_read(data, rule, complete=complete, max_bytes=max_bytes)
         if one_line is not None:
             return one_line
         fused = framed_lines(rule.presets, data, max_lines, max_bytes, rule.lookahead)
-    if fused is not None:
-        starts, continuing, columns = fused
-    else:
-        starts, columns = line_starts(data), None
+    starts = line_starts(data) if fused is None else fused[0]
     count = len(starts)
     if container is not None:
         end_line, spans = frame_entries(
@@ -277,8 +275,7 @@ def frame(
         return Framing(length, end_line, end_line - spans.joined_lines(), spans)
     if rule is None:
         raise ValueError("framing needs a multiline rule or a container format")
-    if fused is None:
-        continuing = _continuing_after(rule, data, starts, after)
+    continuing = _continuing_after(rule, data, starts, after) if fused is None else fused[1]
     if not continuing.any():
         single = _single_lines(starts, size, rule, complete=complete, max_bytes=max_bytes)
         if single is not None:
@@ -286,10 +283,13 @@ def frame(
     headless = bool(continuing[0])
     continuing[0] = False
     settled = count - 1 - rule.lookahead
-    if columns is None and fused is None:
-        columns = compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
+    compiled = (
+        compiled_event_runs(continuing, starts, size, max_lines, max_bytes, settled)
+        if fused is None
+        else fused[2]
+    )
     rows_first, rows_lines, rows_cut, last_event, settled_event = _event_columns(
-        continuing, starts, size, max_lines, max_bytes, settled, columns
+        continuing, starts, size, max_lines, max_bytes, settled, compiled
     )
     if headless:  # the read's first line continues an event before it
         if len(rows_first) and rows_first[0] == 0:
