@@ -179,6 +179,30 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
     return p == e;
 }
 
+/* Stores at out[n...] the offset after each newline of the 64-byte block at `at` (its bit in
+   mask) and returns n past them. The first four are stored whether the block has them or not
+   (room for 64 is left; those past the count are overwritten later) and n moved by the count:
+   a loop that ran once per newline would end at a different count each block, which the
+   processor mispredicts at about a newline a line. More than four take a loop. */
+static inline Py_ssize_t store_newlines(int64_t *out, Py_ssize_t n, Py_ssize_t at,
+                                        uint64_t mask) {
+    int count = __builtin_popcountll(mask);
+    int64_t base = (int64_t)at + 1;
+    /* ctz of 0 is undefined: the top bit keeps it 63 where mask ran out (a value not kept) */
+    for (int k = 0; k < 4; k++) {
+        out[n + k] = base + __builtin_ctzll(mask | (1ULL << 63));
+        mask &= mask - 1;
+    }
+    if (count > 4) {
+        Py_ssize_t k = n + 4;
+        while (mask) {
+            out[k++] = base + __builtin_ctzll(mask);
+            mask &= mask - 1;
+        }
+    }
+    return n + count;
+}
+
 /* Writes to out[n, capacity) the offset after each newline of data[*from, size), 64 bytes
    at a time: a block's newlines as one 64-bit mask, whose bits are walked; returns the new n.
    Stops (*from where it did) once fewer than 64 slots are left, else at the end (*from ==
@@ -197,11 +221,7 @@ static int carets(const unsigned char *data, Py_ssize_t s, Py_ssize_t e) {
                 return n;                                                                  \
             }                                                                              \
             const unsigned char *block = data + i;                                         \
-            uint64_t mask = (block_mask);                                                  \
-            while (mask) {                                                                 \
-                out[n++] = (int64_t)(i + __builtin_ctzll(mask) + 1);                       \
-                mask &= mask - 1;                                                          \
-            }                                                                              \
+            n = store_newlines(out, n, i, (block_mask));                                   \
         }                                                                                  \
         if (size - i > capacity - n) {                                                     \
             *from = i;                                                                     \
@@ -293,17 +313,17 @@ SCAN_ONE_LINES(scan_sse2, , const __m128i newline = _mm_set1_epi8('\n'),
 #define AVX2_MASK(at)                                                                    \
     ((uint64_t)(unsigned)_mm256_movemask_epi8(                                            \
         _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(at)), newline)))
-FILL_AFTER_NEWLINES(fill_avx2, __attribute__((target("avx2"))),
+FILL_AFTER_NEWLINES(fill_avx2, __attribute__((target("avx2,popcnt,bmi"))),
                     const __m256i newline = _mm256_set1_epi8('\n'),
                     AVX2_MASK(block) | AVX2_MASK(block + 32) << 32)
-SCAN_ONE_LINES(scan_avx2, __attribute__((target("avx2"))),
+SCAN_ONE_LINES(scan_avx2, __attribute__((target("avx2,popcnt,bmi"))),
                const __m256i newline = _mm256_set1_epi8('\n'),
                AVX2_MASK(block) | AVX2_MASK(block + 32) << 32)
-FILL_AFTER_NEWLINES(fill_avx512, __attribute__((target("avx512f,avx512bw"))),
+FILL_AFTER_NEWLINES(fill_avx512, __attribute__((target("avx512f,avx512bw,popcnt,bmi"))),
                     const __m512i newline = _mm512_set1_epi8('\n'),
                     (uint64_t)_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)block),
                                                      newline))
-SCAN_ONE_LINES(scan_avx512, __attribute__((target("avx512f,avx512bw"))),
+SCAN_ONE_LINES(scan_avx512, __attribute__((target("avx512f,avx512bw,popcnt,bmi"))),
                const __m512i newline = _mm512_set1_epi8('\n'),
                (uint64_t)_mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)block),
                                                 newline))
@@ -334,8 +354,10 @@ static int finder = FINDERS - 1;
 static void choose_fill(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    finders[0].supported = __builtin_cpu_supports("avx512bw");
-    finders[1].supported = __builtin_cpu_supports("avx2");
+    /* popcnt and bmi (tzcnt) come with every processor that has AVX2; asked all the same */
+    int counts = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi");
+    finders[0].supported = counts && __builtin_cpu_supports("avx512bw");
+    finders[1].supported = counts && __builtin_cpu_supports("avx2");
     finders[2].supported = 1;
 #endif
     for (finder = 0; !finders[finder].supported; finder++) {
