@@ -31,6 +31,7 @@ from pipeline_core.staging_contract import NO_EVENTS, EventCut, EventRuns, Event
 
 if TYPE_CHECKING:
     from pipeline_core.source._multiline import EventFraming
+    from pipeline_core.source._preset_lines import JudgedLines
     from pipeline_core.source._tracked_file import CopyEnd, TrackedFile
 
 log = logging.getLogger("pipeline_core.source._tracked_file")
@@ -65,9 +66,10 @@ def read_chunk(
     """
     if tracked.fd is None:
         return None
+    judged: JudgedLines | None = None
     try:
         asked = chunk_bytes
-        data = _pread(tracked.fd, chunk_bytes, tracked.read_offset)
+        data, judged = _read(tracked, chunk_bytes, framing)
         if data and data.rfind(b"\n") < 0 and len(data) == chunk_bytes:
             # One long line: look as far as its newline could be without a cut.
             asked = max(chunk_bytes, max_line_bytes + 1)
@@ -128,6 +130,7 @@ def read_chunk(
             now,
             flush,
             max_line_bytes,
+            judged,
         )
         if framed is None:
             return None
@@ -163,6 +166,7 @@ def _frame(
     now: float,
     flush: bool,
     max_line_bytes: int,
+    judged: JudgedLines | None = None,
 ) -> tuple[EventRuns, int] | None:
     """Cut ``data`` (whole lines, ``read`` bytes read) after its last whole event, in
     place: its multiline events and its lines, or None (and :attr:`TrackedFile.held_since`
@@ -187,7 +191,9 @@ def _frame(
     complete = before_long_line or (at_end and quiet())
     grows = framing.container is not None and not complete
     after = tracked.lead_line if tracked.read_offset == 0 else b""
-    framed = framing.frame(data, complete=complete, filled=not at_end and not grows, after=after)
+    framed = framing.frame(
+        data, complete=complete, filled=not at_end and not grows, after=after, judged=judged
+    )
     window = _GROWN_READS * max(read, framing.max_bytes)
     while grows and not framed.length and not at_end and tracked.fd is not None:
         # A container's held event waits for its stream's next line, which the other
@@ -319,6 +325,22 @@ def _skip_long_line(
 _GROWN_READS = 8
 """A container's read grows (:func:`_frame`) to at most this many times its size
 (or ``multiline.max_bytes``) in all before a held event is cut at its end."""
+
+
+def _read(
+    tracked: TrackedFile, size: int, framing: EventFraming | None
+) -> tuple[bytearray, JudgedLines | None]:
+    """Up to ``size`` bytes at ``tracked``'s read offset (as :func:`_pread`) and, for a source
+    whose lines the presets alone judge, what they say of the whole lines read, in the same
+    compiled call (:meth:`EventFraming.read`)."""
+    assert tracked.fd is not None
+    if framing is None or not framing.judged_by_presets:
+        return _pread(tracked.fd, size, tracked.read_offset), None
+    size = min(size, os.fstat(tracked.fd).st_size - tracked.read_offset)
+    if size <= 0:
+        return bytearray(), None
+    read = framing.read(tracked.fd, tracked.read_offset, size)
+    return read if read is not None else (_pread(tracked.fd, size, tracked.read_offset), None)
 
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:

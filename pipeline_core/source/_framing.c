@@ -16,14 +16,19 @@
  *   frame_lines(data, flags, max_lines, max_bytes, lookahead)
  *                                                 line_starts, preset_continuing and
  *                                                 event_runs in one call
+ *   read_judged(fd, offset, size, flags, ...)     a read, and one_line_events' and
+ *                                                 frame_lines' answers for its whole lines,
+ *                                                 in one release of the GIL
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
 #endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -430,27 +435,40 @@ static PyObject *line_starts(PyObject *self, PyObject *args) {
 /* Where no line of data may continue the one before by the Python or Java preset (none starts
    with a byte a continuation or a preset's word starts with: most logs of one-line events):
    (lines, longest line with its newline); None where one may. One pass, no array. */
-static PyObject *one_line_events(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t size = view.len;
+/* one_line_events' work, needing no GIL: 1 with the lines and the longest line (with its
+   newline) where no line may continue the one before, else 0. */
+static int one_lines_of(const unsigned char *data, Py_ssize_t size, Py_ssize_t *lines_out,
+                        Py_ssize_t *longest_out) {
     unsigned char may_continue[256];
     memcpy(may_continue, word_heads, sizeof may_continue);
     may_continue[' '] = may_continue['\t'] = may_continue['\n'] = may_continue['\r'] = 1;
     Py_ssize_t lines = 0, longest = 0, line_start = 0;
-    int continues = size && may_continue[data[0]];
-    if (!continues) {
-        Py_BEGIN_ALLOW_THREADS
-        continues = scan_one_lines(data, size, may_continue, &lines, &longest, &line_start);
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&view);
-    if (continues) Py_RETURN_NONE;
-    if (line_start < size) {  /* a last line without its newline */
+    if (size && may_continue[data[0]]) return 0;
+    if (scan_one_lines(data, size, may_continue, &lines, &longest, &line_start)) return 0;
+    if (line_start < size) { /* a last line without its newline */
         lines++;
         if (size - line_start > longest) longest = size - line_start;
     }
+    *lines_out = lines;
+    *longest_out = longest;
+    return 1;
+}
+
+static PyObject *one_line_events(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    Py_ssize_t lines = 0, longest = 0;
+    int one_line = 0;
+    const unsigned char *data = view.buf;
+    if (!view.len || !(word_heads[data[0]] || data[0] == ' ' || data[0] == '\t' ||
+                       data[0] == '\n' || data[0] == '\r')) {
+        /* the GIL is let go only for a scan: a read that may continue at once needs none */
+        Py_BEGIN_ALLOW_THREADS
+        one_line = one_lines_of(data, view.len, &lines, &longest);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    if (!one_line) Py_RETURN_NONE;
     return Py_BuildValue("nn", lines, longest);
 }
 
@@ -693,6 +711,91 @@ done:
     return result;
 }
 
+/* A read framed by the presets alone (frame_lines' work, needing no GIL): the lines' offsets,
+   their marks and the events of more than one line, in memory of its own (free_framed). */
+typedef struct {
+    int64_t *starts, *firsts, *lines;
+    unsigned char *continues;
+    Py_ssize_t count;
+    Runs runs;
+    int over;   /* an event passes a bound: no events */
+    int failed; /* out of memory */
+} Framed;
+
+static void free_framed(Framed *f) {
+    free(f->starts);
+    free(f->continues);
+    free(f->firsts);
+    free(f->lines);
+    f->starts = f->firsts = f->lines = NULL;
+    f->continues = NULL;
+}
+
+static void frame_read(const unsigned char *data, Py_ssize_t size, int flags,
+                       Py_ssize_t max_lines, Py_ssize_t max_bytes, Py_ssize_t lookahead,
+                       Framed *f) {
+    Py_ssize_t capacity = size / 64 + 64, count = 0, from = 0;
+    unsigned char *features = NULL;
+    memset(f, 0, sizeof *f);
+    int64_t *starts = f->starts = malloc((size_t)capacity * sizeof(int64_t));
+    if (starts == NULL) {
+        f->failed = 1;
+        return;
+    }
+    if (size) {
+        starts[0] = 0;
+        count = 1;
+        while (from < size) {
+            count = fill_after_newlines(data, size, &from, starts, count, capacity);
+            if (from < size) {
+                int64_t *grown = realloc(starts, (size_t)capacity * 2 * sizeof(int64_t));
+                if (grown == NULL) {
+                    f->failed = 1;
+                    return;
+                }
+                starts = f->starts = grown;
+                capacity *= 2;
+            }
+        }
+        if (data[size - 1] == '\n') count--; /* the last newline ends it */
+    }
+    f->count = count;
+    if (!count) return;
+    f->continues = calloc((size_t)count, 1);
+    features = malloc((size_t)count * 2);
+    f->firsts = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
+    f->lines = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
+    if (f->continues == NULL || features == NULL || f->firsts == NULL || f->lines == NULL) {
+        f->failed = 1;
+    } else {
+        Judged j = {data, size, starts, f->continues, features, features + count,
+                    count, flags, -1, 0};
+        judge_lines(&j);
+        judge_rest(&j);
+        f->runs.firsts = f->firsts;
+        f->runs.lines = f->lines;
+        f->over = runs_of(f->continues, starts, count, size, max_lines, max_bytes,
+                          count - 1 - lookahead, &f->runs);
+    }
+    free(features);
+}
+
+/* frame_lines' answer from a framed read: (starts, marks, runs | None). */
+static PyObject *framed_result(const Framed *f) {
+    if (f->failed) return PyErr_NoMemory();
+    Py_ssize_t count = f->count;
+    if (f->over || !count)
+        return Py_BuildValue("(NNO)",
+                             PyByteArray_FromStringAndSize((char *)f->starts, count * 8),
+                             PyByteArray_FromStringAndSize((char *)f->continues, count),
+                             Py_None);
+    return Py_BuildValue("(NN(NNnn))", PyByteArray_FromStringAndSize((char *)f->starts, count * 8),
+                         PyByteArray_FromStringAndSize((char *)f->continues, count),
+                         PyBytes_FromStringAndSize((char *)f->firsts, f->runs.listed * 8),
+                         PyBytes_FromStringAndSize((char *)f->lines, f->runs.listed * 8),
+                         f->runs.last_first, f->runs.last_settled);
+}
+
 /* A read framed by the presets alone, in one call and one release of the GIL (each release
    lets the sink's thread take it, and getting it back costs a wake-up): what line_starts,
    preset_continuing and event_runs give, the last with settled = lines - 1 - lookahead and
@@ -703,75 +806,75 @@ static PyObject *frame_lines(PyObject *self, PyObject *args) {
     Py_ssize_t max_lines, max_bytes, lookahead;
     if (!PyArg_ParseTuple(args, "y*innn", &view, &flags, &max_lines, &max_bytes, &lookahead))
         return NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t size = view.len, capacity = size / 64 + 64, count = 0, from = 0;
-    int64_t *starts = malloc((size_t)capacity * sizeof(int64_t));
-    int64_t *firsts = NULL, *lines = NULL;
-    unsigned char *continues = NULL, *features = NULL;
-    int failed = starts == NULL, over = 0;
-    Runs runs = {NULL, NULL, 0, 0, 0};
-    PyObject *result = NULL;
+    Framed framed;
     Py_BEGIN_ALLOW_THREADS
-    if (!failed && size) {
-        starts[0] = 0;
-        count = 1;
-        while (from < size) {
-            count = fill_after_newlines(data, size, &from, starts, count, capacity);
-            if (from < size) {
-                int64_t *grown = realloc(starts, (size_t)capacity * 2 * sizeof(int64_t));
-                if (grown == NULL) {
-                    failed = 1;
-                    break;
-                }
-                starts = grown;
-                capacity *= 2;
-            }
+    frame_read(view.buf, view.len, flags, max_lines, max_bytes, lookahead, &framed);
+    Py_END_ALLOW_THREADS
+    PyObject *result = framed_result(&framed);
+    free_framed(&framed);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* read_judged(fd, offset, size, flags, max_lines, max_bytes, lookahead)
+   -> (data, judged, one_line | None, framed | None): frame_lines' answer for a read it makes
+   itself, in the same release of the GIL: size bytes (at most) of fd at offset, into a
+   bytearray not zeroed first; `judged` of them (up to the last newline; 0: no newline) judged
+   as one_line_events does and, where that does not settle them (or a line is over max_bytes),
+   as frame_lines does. A read then framed took the GIL back in between, and the sink's thread
+   holds it then: waiting for it cost as much as the framing (case 14). OSError if the read
+   fails. */
+static PyObject *read_judged(PyObject *self, PyObject *args) {
+    int fd, flags;
+    Py_ssize_t offset, size, max_lines, max_bytes, lookahead;
+    if (!PyArg_ParseTuple(args, "inninnn", &fd, &offset, &size, &flags, &max_lines, &max_bytes,
+                          &lookahead))
+        return NULL;
+    if (size < 0) size = 0;
+    PyObject *buffer = PyByteArray_FromStringAndSize(NULL, size);
+    if (buffer == NULL) return NULL;
+    unsigned char *data = (unsigned char *)PyByteArray_AS_STRING(buffer);
+    Py_ssize_t got = 0, judged = 0, lines = 0, longest = 0;
+    int error = 0, one_line = 0, framed_done = 0;
+    Framed framed;
+    memset(&framed, 0, sizeof framed);
+    Py_BEGIN_ALLOW_THREADS
+    while (got < size) {
+        ssize_t n = pread(fd, data + got, (size_t)(size - got), (off_t)(offset + got));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = errno;
+            break;
         }
-        if (data[size - 1] == '\n') count--; /* the last newline ends it */
+        if (n == 0) break;
+        got += n;
     }
-    if (!failed && count) {
-        continues = calloc((size_t)count, 1);
-        features = malloc((size_t)count * 2);
-        firsts = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
-        lines = malloc((size_t)(count / 2 + 1) * sizeof(int64_t));
-        if (continues == NULL || features == NULL || firsts == NULL || lines == NULL) {
-            failed = 1;
-        } else {
-            Judged j = {data, size, starts, continues, features, features + count,
-                        count, flags, -1, 0};
-            judge_lines(&j);
-            judge_rest(&j);
-            runs.firsts = firsts;
-            runs.lines = lines;
-            over = runs_of(continues, starts, count, size, max_lines, max_bytes,
-                           count - 1 - lookahead, &runs);
+    const unsigned char *newline = error || !got ? NULL : memrchr(data, '\n', (size_t)got);
+    if (newline != NULL) {
+        judged = newline - data + 1;
+        if (!(flags & PRESET_GO)) one_line = one_lines_of(data, judged, &lines, &longest);
+        if (!one_line || longest > max_bytes) {
+            frame_read(data, judged, flags, max_lines, max_bytes, lookahead, &framed);
+            framed_done = 1;
         }
     }
     Py_END_ALLOW_THREADS
-    if (failed) {
-        PyErr_NoMemory();
+    PyObject *result = NULL, *one = NULL, *frames = NULL;
+    if (error) {
+        errno = error;
+        PyErr_SetFromErrno(PyExc_OSError);
         goto done;
     }
-    if (over || !count) {
-        result = Py_BuildValue("(NNO)",
-                               PyByteArray_FromStringAndSize((char *)starts, count * 8),
-                               PyByteArray_FromStringAndSize((char *)continues, count),
-                               Py_None);
-    } else {
-        result = Py_BuildValue(
-            "(NN(NNnn))", PyByteArray_FromStringAndSize((char *)starts, count * 8),
-            PyByteArray_FromStringAndSize((char *)continues, count),
-            PyBytes_FromStringAndSize((char *)firsts, runs.listed * 8),
-            PyBytes_FromStringAndSize((char *)lines, runs.listed * 8), runs.last_first,
-            runs.last_settled);
-    }
+    if (PyByteArray_Resize(buffer, got) < 0) goto done;
+    one = one_line ? Py_BuildValue("nn", lines, longest) : Py_NewRef(Py_None);
+    frames = framed_done ? framed_result(&framed) : Py_NewRef(Py_None);
+    if (one == NULL || frames == NULL) goto done;
+    result = Py_BuildValue("(OnOO)", buffer, judged, one, frames);
 done:
-    free(starts);
-    free(continues);
-    free(features);
-    free(firsts);
-    free(lines);
-    PyBuffer_Release(&view);
+    Py_XDECREF(one);
+    Py_XDECREF(frames);
+    Py_DECREF(buffer);
+    free_framed(&framed);
     return result;
 }
 
@@ -826,6 +929,10 @@ static PyMethodDef methods[] = {
     {"frame_lines", frame_lines, METH_VARARGS,
      "frame_lines(data, flags, max_lines, max_bytes, lookahead) -> (starts, marks, runs | "
      "None): line_starts, preset_continuing and event_runs in one call."},
+    {"read_judged", read_judged, METH_VARARGS,
+     "read_judged(fd, offset, size, flags, max_lines, max_bytes, lookahead) -> (data, judged, "
+     "one_line | None, framed | None): a read and frame_lines' answer for its whole lines, in "
+     "one release of the GIL."},
     {"newline_finder", newline_finder, METH_VARARGS,
      "newline_finder(name=None) -> (name in use, names available)"},
     {"set_words", set_words, METH_VARARGS,

@@ -30,3 +30,21 @@ def event_runs(
 ) -> tuple[bytearray, bytearray, int, int] | None: ...
 def newline_finder(name: str | None = None, /) -> tuple[str, tuple[str, ...]]: ...
 def set_words(words: Sequence[tuple[bytes, int]], /) -> None: ...
+def frame_lines(
+    data: Buffer, flags: int, max_lines: int, max_bytes: int, lookahead: int, /
+) -> tuple[bytearray, bytearray, tuple[bytes, bytes, int, int] | None]: ...
+def read_judged(
+    fd: int,
+    offset: int,
+    size: int,
+    flags: int,
+    max_lines: int,
+    max_bytes: int,
+    lookahead: int,
+    /,
+) -> tuple[
+    bytearray,
+    int,
+    tuple[int, int] | None,
+    tuple[bytearray, bytearray, tuple[bytes, bytes, int, int] | None] | None,
+]: ...

@@ -36,12 +36,14 @@ from pipeline_core.source._container_lines import frame_entries
 from pipeline_core.source._preset_lines import (
     LOOKAHEAD_LINES,
     EventColumns,
+    JudgedLines,
     Positions,
     compiled_event_runs,
     framed_lines,
     line_starts,
     one_line_events,
     preset_continuing,
+    read_judged,
 )
 from pipeline_core.staging_contract import CUT_CODES, NO_EVENTS, EventCut, EventRuns
 
@@ -158,7 +160,13 @@ class EventFraming:
         return cls(rule, config.max_lines, config.max_bytes, config.flush_after_s, container)
 
     def frame(
-        self, data: bytes | bytearray, *, complete: bool, filled: bool, after: bytes = b""
+        self,
+        data: bytes | bytearray,
+        *,
+        complete: bool,
+        filled: bool,
+        after: bytes = b"",
+        judged: JudgedLines | None = None,
     ) -> Framing:
         """:func:`frame` with this source's rule, bounds and container format."""
         return frame(
@@ -171,6 +179,27 @@ class EventFraming:
             container=self.container,
             flush_after=self.flush_after,
             after=after,
+            judged=judged,
+        )
+
+    @property
+    def judged_by_presets(self) -> bool:
+        """Whether the presets alone judge this framing's reads (no pattern of the pipeline's,
+        no container's entries): :meth:`read` judges them as it reads."""
+        rule = self.rule
+        return rule is not None and self.container is None and rule.presets_only
+
+    def read(self, fd: int, offset: int, size: int) -> tuple[bytearray, JudgedLines | None] | None:
+        """``size`` bytes (at most) of ``fd`` at ``offset`` and, where the presets alone judge
+        this framing's reads, what they say of the whole lines read, in one compiled call
+        (:func:`read_judged`; :meth:`frame` takes it). None: read, then frame (a pattern of
+        the pipeline's judges, the lines are a container's entries, or the compiled tests are
+        not in use). Raises OSError as a read does."""
+        rule = self.rule
+        if rule is None or not self.judged_by_presets:
+            return None
+        return read_judged(
+            rule.presets, fd, offset, size, self.max_lines, self.max_bytes, rule.lookahead
         )
 
     def continues(self, after: bytes, data: bytes) -> bool:
@@ -221,6 +250,7 @@ def frame(
     container: ContainerLogFormat | None = None,
     flush_after: float = 0.0,
     after: bytes = b"",
+    judged: JudgedLines | None = None,
 ) -> Framing:
     """The events of ``data``: whole lines read from an event's first byte (the last line may
     lack its newline only if ``complete``).
@@ -246,6 +276,8 @@ def frame(
             with it): the first line is judged as following it, and is ``HEADLESS`` if it
             continues it. Without it, the first line is judged as following a line that
             begins an event.
+        judged: what the rule's presets said of ``data`` as it was read
+            (:meth:`EventFraming.read`); taken only if it judged all of ``data``.
     """
     size = len(data)
     if not size:
@@ -253,10 +285,16 @@ def frame(
     # The presets alone, compiled: the lines, their marks and the events in one call.
     fused = None
     if container is None and rule is not None and not after and rule.presets_only:
-        one_line = _one_line_read(data, rule, complete=complete, max_bytes=max_bytes)
+        if judged is None or judged.length != size:
+            judged = JudgedLines(size, one_line_events(rule.presets, data), None)
+        one_line = _one_line_read(
+            data, rule, judged.one_line, complete=complete, max_bytes=max_bytes
+        )
         if one_line is not None:
             return one_line
-        fused = framed_lines(rule.presets, data, max_lines, max_bytes, rule.lookahead)
+        fused = judged.framed
+        if fused is None:
+            fused = framed_lines(rule.presets, data, max_lines, max_bytes, rule.lookahead)
     starts = line_starts(data) if fused is None else fused[0]
     count = len(starts)
     if container is not None:
@@ -373,11 +411,16 @@ def _event_columns(
 
 
 def _one_line_read(
-    data: bytes | bytearray, rule: MultilineRule, *, complete: bool, max_bytes: int
+    data: bytes | bytearray,
+    rule: MultilineRule,
+    found: tuple[int, int] | None,
+    *,
+    complete: bool,
+    max_bytes: int,
 ) -> Framing | None:
-    """:func:`_single_lines`'s answer without the lines' offsets, where one compiled pass shows
-    that no line may continue another (:func:`one_line_events`). None: the general way."""
-    found = one_line_events(rule.presets, data)
+    """:func:`_single_lines`'s answer without the lines' offsets, where one compiled pass showed
+    that no line may continue another (``found``: :func:`one_line_events`' answer). None: the
+    general way."""
     if found is None:
         return None
     count, longest = found

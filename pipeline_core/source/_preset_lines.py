@@ -42,6 +42,21 @@ Positions = NDArray[np.int64]
 EventColumns = tuple[Positions, Positions, int, int]
 """:func:`compiled_event_runs`' answer: the first line and the lines of each event of more than
 one line, the last event's first line, the last first line at or before the settled line."""
+FramedLines = tuple[Positions, NDArray[np.bool_], EventColumns | None]
+""":func:`framed_lines`' answer: the lines' offsets, their continuation marks (writable) and
+their events (None where an event passes a bound)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedLines:
+    """What the presets said of a read's first ``length`` bytes (whole lines) as it was read
+    (:func:`read_judged`): :func:`one_line_events`' answer, and where it did not settle them,
+    :func:`framed_lines`'."""
+
+    length: int
+    one_line: tuple[int, int] | None
+    framed: FramedLines | None
+
 
 LOOKAHEAD_LINES = 2
 """The presets judge a line by at most this many lines after it."""
@@ -241,7 +256,7 @@ def framed_lines(
     max_lines: int,
     max_bytes: int,
     lookahead: int,
-) -> tuple[Positions, NDArray[np.bool_], EventColumns | None] | None:
+) -> FramedLines | None:
     """:func:`line_starts`, :func:`preset_continuing` (the first line judged as if a line that
     begins an event came before it) and :func:`compiled_event_runs` (settled ``lookahead``
     lines before the last) of ``data`` (whole lines, at least one byte) in one compiled call:
@@ -251,9 +266,42 @@ def framed_lines(
         return None
     assert _compiled is not None
     _load_words()
-    starts, marks, runs = _compiled.frame_lines(
-        data, _flags(presets), max_lines, max_bytes, lookahead
+    framed = _compiled.frame_lines(data, _flags(presets), max_lines, max_bytes, lookahead)
+    return _framed_columns(framed)
+
+
+def read_judged(
+    presets: tuple[MultilinePreset, ...],
+    fd: int,
+    offset: int,
+    size: int,
+    max_lines: int,
+    max_bytes: int,
+    lookahead: int,
+) -> tuple[bytearray, JudgedLines | None] | None:
+    """``size`` bytes (at most) of ``fd`` at ``offset``, and what ``presets`` say of their whole
+    lines (:class:`JudgedLines`; None: no whole line), in one compiled call: the read and the
+    judgement in one release of the GIL, so the mailbox thread waits for it once, not twice,
+    while the sinks' threads hold it. None: the compiled tests are not in use (read, then
+    judge). Raises OSError as a read does."""
+    if not compiled():
+        return None
+    assert _compiled is not None
+    _load_words()
+    data, length, one_line, framed = _compiled.read_judged(
+        fd, offset, size, _flags(presets), max_lines, max_bytes, lookahead
     )
+    if not length:
+        return data, None
+    columns = None if framed is None else _framed_columns(framed)
+    return data, JudgedLines(length, one_line, columns)
+
+
+def _framed_columns(
+    framed: tuple[bytearray, bytearray, tuple[bytes, bytes, int, int] | None],
+) -> FramedLines:
+    """The compiled ``frame_lines``' answer (buffers) as :data:`FramedLines` (arrays)."""
+    starts, marks, runs = framed
     continuing = np.frombuffer(marks, dtype=np.bool_)
     if runs is None:
         return np.frombuffer(starts, dtype=np.int64), continuing, None

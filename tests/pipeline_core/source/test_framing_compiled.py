@@ -7,6 +7,7 @@ presets' own words cut anywhere.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -258,3 +259,74 @@ def test_should_refuse_starts_that_are_not_the_datas_lines() -> None:
     starts = np.array([0, 50], dtype=np.int64)
     with pytest.raises(ValueError, match="not the lines"):
         compiled_module.preset_continuing(b"a\nb\n", starts, 1)
+
+
+def test_should_read_and_judge_in_one_call_as_a_read_then_its_judgement(
+    python_log: bytes, tmp_path: Path
+) -> None:
+    """``read_judged`` (the read and the presets' judgement in one release of the GIL) reads
+    what a read reads and judges its whole lines as ``one_line_events`` and ``framed_lines``
+    do, at every place of a real program's log, by every preset; ``frame`` given what it
+    judged frames the read as it frames it alone."""
+    path = tmp_path / "app.log"
+    path.write_bytes(python_log)
+    rule = MultilineRule((MultilinePreset.PYTHON,))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for presets in PRESET_SETS:
+            for offset in range(0, len(python_log), 40_000):
+                read = _preset_lines.read_judged(presets, fd, offset, 65536, 500, 1 << 20, 2)
+                assert read is not None, "the install builds the compiled line tests"
+                data, judged = read
+                assert data == python_log[offset : offset + 65536]
+                whole = bytes(data[: data.rfind(b"\n") + 1])
+                assert judged is not None and judged.length == len(whole)
+                one_line = _preset_lines.one_line_events(presets, whole)
+                assert judged.one_line == one_line
+                if one_line is not None:
+                    assert judged.framed is None
+                    continue
+                reference = _preset_lines.framed_lines(presets, whole, 500, 1 << 20, 2)
+                assert reference is not None and judged.framed is not None
+                starts, marks, runs = judged.framed
+                assert np.array_equal(starts, reference[0])
+                assert np.array_equal(marks, reference[1])
+                assert (runs is None) == (reference[2] is None)
+                if presets == rule.presets:
+                    alone = frame(
+                        whole, rule, complete=False, max_lines=500, max_bytes=1 << 20, filled=True
+                    )
+                    given_judged = frame(
+                        whole,
+                        rule,
+                        complete=False,
+                        max_lines=500,
+                        max_bytes=1 << 20,
+                        filled=True,
+                        judged=judged,
+                    )
+                    assert given_judged == alone
+    finally:
+        os.close(fd)
+
+
+def test_should_read_a_read_without_a_whole_line_unjudged_and_raise_as_a_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "app.log"
+    path.write_bytes(b"x" * 5000 + b"\nrest")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _preset_lines.read_judged((MultilinePreset.JAVA,), fd, 0, 4000, 500, 1 << 20, 2) == (
+            bytearray(b"x" * 4000),
+            None,
+        )
+        data, judged = _preset_lines.read_judged(
+            (MultilinePreset.JAVA,), fd, 4990, 4000, 500, 1 << 20, 2
+        ) or (b"", None)
+        assert data == b"x" * 10 + b"\nrest"  # the file ends: less than asked
+        assert judged is not None and judged.length == 11 and judged.one_line == (1, 11)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        _preset_lines.read_judged((MultilinePreset.JAVA,), fd, 0, 10, 500, 1 << 20, 2)
