@@ -333,24 +333,31 @@ def _read(
     """Up to ``size`` bytes at ``tracked``'s read offset (as :func:`_pread`) and, for a source
     whose lines the presets alone judge, what they say of the whole lines read, in the same
     compiled call (:meth:`EventFraming.read`)."""
-    assert tracked.fd is not None
-    if framing is None or not framing.judged_by_presets:
-        return _pread(tracked.fd, size, tracked.read_offset), None
-    size = min(size, os.fstat(tracked.fd).st_size - tracked.read_offset)
+    fd, offset = tracked.fd, tracked.read_offset
+    assert fd is not None
+    size = _readable(fd, size, offset)
     if size <= 0:
         return bytearray(), None
-    read = framing.read(tracked.fd, tracked.read_offset, size)
-    return read if read is not None else (_pread(tracked.fd, size, tracked.read_offset), None)
+    read = None if framing is None else framing.read(fd, offset, size)
+    return read if read is not None else (_pread_at(fd, size, offset), None)
 
 
 def _pread(fd: int, size: int, offset: int) -> bytearray:
     """Up to ``size`` bytes at ``offset``, in a buffer that can be cut short in place (a
-    ``bytes`` would be copied to drop the partial line at its end). The buffer is no larger
-    than what the file holds there: a tailed file is read often, a few lines at a time, and a
-    whole chunk's buffer for each read costs more than the read."""
-    size = min(size, os.fstat(fd).st_size - offset)
-    if size <= 0:
-        return bytearray()
+    ``bytes`` would be copied to drop the partial line at its end)."""
+    size = _readable(fd, size, offset)
+    return _pread_at(fd, size, offset) if size > 0 else bytearray()
+
+
+def _readable(fd: int, size: int, offset: int) -> int:
+    """How much of ``size`` bytes the file holds at ``offset``: a read's buffer is no larger
+    (a tailed file is read often, a few lines at a time, and a whole chunk's buffer for each
+    read costs more than the read)."""
+    return min(size, os.fstat(fd).st_size - offset)
+
+
+def _pread_at(fd: int, size: int, offset: int) -> bytearray:
+    """``size`` bytes (at most) at ``offset``, into a buffer cut to what was read."""
     buffer = bytearray(size)
     read = os.preadv(fd, [buffer], offset)
     del buffer[read:]

@@ -182,13 +182,6 @@ class EventFraming:
             judged=judged,
         )
 
-    @property
-    def judged_by_presets(self) -> bool:
-        """Whether the presets alone judge this framing's reads (no pattern of the pipeline's,
-        no container's entries): :meth:`read` judges them as it reads."""
-        rule = self.rule
-        return rule is not None and self.container is None and rule.presets_only
-
     def read(self, fd: int, offset: int, size: int) -> tuple[bytearray, JudgedLines | None] | None:
         """``size`` bytes (at most) of ``fd`` at ``offset`` and, where the presets alone judge
         this framing's reads, what they say of the whole lines read, in one compiled call
@@ -196,7 +189,7 @@ class EventFraming:
         the pipeline's judges, the lines are a container's entries, or the compiled tests are
         not in use). Raises OSError as a read does."""
         rule = self.rule
-        if rule is None or not self.judged_by_presets:
+        if rule is None or self.container is not None or not rule.presets_only:
             return None
         return read_judged(
             rule.presets, fd, offset, size, self.max_lines, self.max_bytes, rule.lookahead
@@ -285,14 +278,13 @@ def frame(
     # The presets alone, compiled: the lines, their marks and the events in one call.
     fused = None
     if container is None and rule is not None and not after and rule.presets_only:
-        if judged is None or judged.length != size:
-            judged = JudgedLines(size, one_line_events(rule.presets, data), None)
-        one_line = _one_line_read(
-            data, rule, judged.one_line, complete=complete, max_bytes=max_bytes
-        )
+        if judged is not None and judged.length != size:
+            judged = None  # it judged other bytes (the read was cut shorter since)
+        found = one_line_events(rule.presets, data) if judged is None else judged.one_line
+        one_line = _one_line_read(data, rule, found, complete=complete, max_bytes=max_bytes)
         if one_line is not None:
             return one_line
-        fused = judged.framed
+        fused = None if judged is None else judged.framed
         if fused is None:
             fused = framed_lines(rule.presets, data, max_lines, max_bytes, rule.lookahead)
     starts = line_starts(data) if fused is None else fused[0]
