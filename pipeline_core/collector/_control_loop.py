@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import queue
 import select
@@ -183,7 +184,7 @@ class ControlLoop:
         next_sweep = now + self._watching.sweep_every
         next_poll = now + CONTROL_POLL_SECONDS
         try:
-            while self._wait(min(next_sweep, next_poll)):
+            while self._wait(min(next_sweep, next_poll, self._next_renewal())):
                 now = time.monotonic()
                 # A shorter acker timeout (a pipeline added) takes effect at once.
                 next_sweep = min(next_sweep, now + self._watching.sweep_every)
@@ -193,12 +194,13 @@ class ControlLoop:
                 polling = now >= next_poll
                 if polling:
                     next_poll = now + CONTROL_POLL_SECONDS
+                renewing = polling or now >= self._next_renewal()
                 try:
                     if polling:
                         self._clock.look()
                     if sweeping:
                         self._sweep()
-                    self._turn(polling)
+                    self._turn(polling, renewing)
                 except Exception as exc:  # a metastore briefly unreachable: next turn
                     log.warning("control loop: %s", exc)
         finally:
@@ -265,16 +267,21 @@ class ControlLoop:
     def _publish(self) -> None:
         self._status = ControlStatus(tuple(self._leases.values()), self._waiting_since)
 
-    def _turn(self, polling: bool) -> None:
+    def _next_renewal(self) -> float:
+        """When (``time.monotonic()``) the first lease watched is due for renewal."""
+        names = {pipeline.name for pipeline in self._watching.pipelines}
+        return min((due for name, due in self._renewals.items() if name in names), default=math.inf)
+
+    def _turn(self, polling: bool, renewing: bool) -> None:
         watched = self._watching.pipelines
         # The probes are asked at every turn: a poll asks a metastore whose probe wakes the
         # thread only every REQUEST_QUERY_SECONDS.
         probed = self._requests.changed((p.metastore for p in watched), time.monotonic())
-        if not watched or not (polling or probed):
+        if not watched or not (renewing or probed):
             return
         self._waiting_since = time.monotonic()  # a query that hangs shows
         self._publish()
-        failed = self._renew_leases(watched) if polling else set()
+        failed = self._renew_leases(watched) if renewing else set()
         asking: dict[int, list[WatchedPipeline]] = {}
         now = time.monotonic()
         for pipeline in watched:
@@ -309,7 +316,12 @@ class ControlLoop:
         of its pipelines is due, every one due within half its period is renewed with it (a
         lease renewed early loses nothing), so a collector serving a hundred pipelines renews
         them in one transaction every so often instead of one each. Returns the pipelines whose
-        metastore failed."""
+        metastore failed.
+
+        A lease is due a third of its length after the last renewal *began* (the database
+        measures it from its transaction's start, so a renewal slow to commit does not push
+        the next one later), whether or not a poll is due then (the thread wakes for it); a
+        failed one is tried again at the next poll."""
         now = time.monotonic()
         by_metastore: dict[int, list[WatchedPipeline]] = {}
         for pipeline in watched:
@@ -331,20 +343,22 @@ class ControlLoop:
                 for pipeline in due:
                     self._failed(pipeline, exc)
                     failed.add(pipeline.name)
+                    self._renewals[pipeline.name] = time.monotonic() + CONTROL_POLL_SECONDS
                 continue
             for pipeline, taken in zip(due, granted, strict=True):
                 self._renewed(pipeline, taken, now, every[pipeline.name])
         return failed
 
     def _renewed(self, pipeline: WatchedPipeline, taken: bool, now: float, every: float) -> None:
-        if not taken:
+        if not taken:  # asked again at the next poll until the mailbox stops watching it
+            self._renewals[pipeline.name] = time.monotonic() + CONTROL_POLL_SECONDS
             self._note(pipeline, lambda status: status.taken_over().reached(now))
             self._publish()  # before the collector hears of it
             self._lease_lost(pipeline.name)
             return
         self._note(pipeline, lambda status: status.renewed(now, pipeline.lease_seconds))
         self._outages.reached(pipeline.name, time.monotonic())
-        self._renewals[pipeline.name] = time.monotonic() + every
+        self._renewals[pipeline.name] = now + every
 
     def _forward_requests(self, pipelines: list[WatchedPipeline]) -> None:
         """Forward the requests waiting for the pipelines (of one metastore: one query)."""

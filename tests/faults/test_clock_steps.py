@@ -26,7 +26,7 @@ from tests.support.faults import FaultSeed, RunningCollector, assert_staged_once
 from tests.support.pipelines import load
 
 HOUR = 3600.0
-COLLECTOR = {"lease_seconds": 2.0, "discovery_interval_s": 0.1}
+COLLECTOR = {"lease_seconds": 3.0, "discovery_interval_s": 0.1}
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -336,6 +337,55 @@ def test_should_renew_the_leases_of_one_metastore_together() -> None:
         loop.join(timeout=5)
 
     assert metastore.batches[:2] == [["p0", "p1", "p2"]] * 2
+
+
+class SlowRenewingMetastore(FlakyMetastore):
+    """Each renewal takes ``seconds`` (a commit on a loaded server); records when each began,
+    the moment a database's clock measures its lease from."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(outages=0)
+        self.seconds = seconds
+        self.started: list[float] = []
+
+    def acquire_leases(self, leases: list[tuple[str, str, str, float]]) -> list[bool]:
+        self.started.append(time.monotonic())
+        time.sleep(self.seconds)
+        return super().acquire_leases(leases)
+
+
+def renewal_gaps(metastore: SlowRenewingMetastore, lease: float, count: int) -> list[float]:
+    """The time between the starts of ``count`` renewals of a ``lease``-second lease."""
+    pipeline = WatchedPipeline("web", "test-host", "me", cast(Metastore, metastore), lease)
+    loop = Outbox().loop()
+    loop.watch(WatchList((pipeline,), 10.0))
+    loop.start()
+    try:
+        wait_until(lambda: len(metastore.started) >= count + 1, timeout=30)
+    finally:
+        loop.stop()
+        loop.join(timeout=5)
+    starts = metastore.started
+    return [later - earlier for earlier, later in itertools.pairwise(starts)]
+
+
+@pytest.mark.timeout(40)
+def test_should_renew_a_lease_shorter_than_three_polls_a_third_of_it_apart() -> None:
+    """A 1.2 s lease is renewed every 0.4 s, not at the next of the thread's 1 s polls:
+    renewed at the polls, a late poll let it lapse."""
+    gaps = renewal_gaps(SlowRenewingMetastore(0.0), lease=1.2, count=4)
+
+    assert max(gaps) < 0.8, gaps  # 1.0 s apart at the polls
+
+
+@pytest.mark.timeout(40)
+def test_should_time_the_next_renewal_from_the_start_of_a_slow_one() -> None:
+    """A renewal that takes 0.8 s of a 2 s lease: the database measured the lease from its
+    start, so the next is due a third of the lease after that, not after it returned (then
+    the next poll found it not due yet, and the one after came as the lease lapsed)."""
+    gaps = renewal_gaps(SlowRenewingMetastore(0.8), lease=2.0, count=3)
+
+    assert max(gaps) < 1.5, gaps  # 2.0 s apart: the lease lapsed between them
 
 
 class QuietProbedMetastore(FlakyMetastore):
