@@ -24,13 +24,15 @@ class CollectorConfig(_Strict):
     """A longer line is skipped to its end without being held and staged as its first KiB
     only: it lands as one ``line_too_long`` reject (docs/architecture.md, "Over-long lines")."""
     signature_bytes: Annotated[int, Field(ge=16, le=65536)] = 1024
-    ring_size: Annotated[int, Field(ge=2)] = 16
+    ring_size: Annotated[int, Field(ge=2)] = 8
     """Slots of the ring between the send stage and the sink groups (a power of two). With
     several sink groups a slot keeps its chunk until it is reused (memory: up to
     ``ring_size`` x ``read_chunk_bytes``); with one, it is released once delivered."""
-    process_queue_size: Annotated[int, Field(ge=1)] = 8
-    """High watermark of the pipeline's process queue, in chunks (low: 2/3 of it)."""
-    send_queue_size: Annotated[int, Field(ge=1)] = 8
+    process_queue_size: Annotated[int, Field(ge=1)] = 4
+    """High watermark of the pipeline's process queue, in chunks (low: 2/3 of it). What the
+    ring and both queues hold is what a checkpoint's barrier waits behind while the collector
+    reads faster than its sinks write (``docs/architecture.md``, "Small in-flight budget")."""
+    send_queue_size: Annotated[int, Field(ge=1)] = 4
     """High watermark of the pipeline's send queue, in chunks (low: 2/3 of it)."""
     acker_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     """A chunk not acked by every sink group within this time is replayed to the sinks other

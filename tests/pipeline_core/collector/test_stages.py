@@ -52,7 +52,10 @@ def stages(target: Target) -> tuple[StageQueues, Send, list[tuple[str, int, int]
     edges anchored."""
     anchored: list[tuple[str, int, int]] = []
     queues = StageQueues(lambda name: target if name == "p" else None)
-    queues.add("p", CollectorConfig(host="h", ring_size=RING_SIZE))
+    queues.add(
+        "p",
+        CollectorConfig(host="h", ring_size=RING_SIZE, process_queue_size=8, send_queue_size=8),
+    )
     publisher = RingPublisher(lambda name: target, lambda *edge: anchored.append(edge))
     return queues, queues.sending_through(publisher), anchored
 

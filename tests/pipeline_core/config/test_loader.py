@@ -60,7 +60,7 @@ def test_should_load_a_minimal_config_with_defaults(tmp_path: Path) -> None:
     assert source.format is SourceFormat.RAW
     assert source.start_at is StartPosition.BEGINNING
     assert source.exclude == []
-    assert config.collector.ring_size == 16
+    assert config.collector.ring_size == 8
     assert config.collector.signature_bytes == 1024
     assert config.schedule == "*/5 * * * *"
 
