@@ -439,8 +439,8 @@ def test_should_report_queue_depths_only_when_a_running_collector_gives_them(
     assert [
         (q.name, q.high_watermark, q.low_watermark, q.depth) for q in unreported.stage_queues
     ] == [
-        ("process", 8, 5, None),
-        ("send", 8, 5, None),
+        ("process", 4, 2, None),
+        ("send", 4, 2, None),
     ]
     assert QUEUE_DEPTHS_NOT_REPORTED in unreported.notes
 
