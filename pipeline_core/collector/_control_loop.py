@@ -262,6 +262,7 @@ class ControlLoop:
                 known = known.renewed(taken, pipeline.lease_seconds)  # taken again: replaced
             leases[pipeline.name] = known
         self._leases = leases
+        self._renewals = {name: due for name, due in self._renewals.items() if name in leases}
         self._publish()
 
     def _publish(self) -> None:
@@ -269,8 +270,7 @@ class ControlLoop:
 
     def _next_renewal(self) -> float:
         """When (``time.monotonic()``) the first lease watched is due for renewal."""
-        names = {pipeline.name for pipeline in self._watching.pipelines}
-        return min((due for name, due in self._renewals.items() if name in names), default=math.inf)
+        return min(self._renewals.values(), default=math.inf)
 
     def _turn(self, polling: bool, renewing: bool) -> None:
         watched = self._watching.pipelines
@@ -343,7 +343,7 @@ class ControlLoop:
                 for pipeline in due:
                     self._failed(pipeline, exc)
                     failed.add(pipeline.name)
-                    self._renewals[pipeline.name] = time.monotonic() + CONTROL_POLL_SECONDS
+                    self._renew_at_next_poll(pipeline.name)
                 continue
             for pipeline, taken in zip(due, granted, strict=True):
                 self._renewed(pipeline, taken, now, every[pipeline.name])
@@ -351,7 +351,7 @@ class ControlLoop:
 
     def _renewed(self, pipeline: WatchedPipeline, taken: bool, now: float, every: float) -> None:
         if not taken:  # asked again at the next poll until the mailbox stops watching it
-            self._renewals[pipeline.name] = time.monotonic() + CONTROL_POLL_SECONDS
+            self._renew_at_next_poll(pipeline.name)
             self._note(pipeline, lambda status: status.taken_over().reached(now))
             self._publish()  # before the collector hears of it
             self._lease_lost(pipeline.name)
@@ -359,6 +359,10 @@ class ControlLoop:
         self._note(pipeline, lambda status: status.renewed(now, pipeline.lease_seconds))
         self._outages.reached(pipeline.name, time.monotonic())
         self._renewals[pipeline.name] = now + every
+
+    def _renew_at_next_poll(self, name: str) -> None:
+        """Ask again for a lease that failed or was refused at the next poll, not at once."""
+        self._renewals[name] = time.monotonic() + CONTROL_POLL_SECONDS
 
     def _forward_requests(self, pipelines: list[WatchedPipeline]) -> None:
         """Forward the requests waiting for the pipelines (of one metastore: one query)."""
