@@ -42,6 +42,8 @@ DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
 MiB = 1024 * 1024
+MEMORY_SCRATCH = Path("/dev/shm") / "sluice-bench"
+"""Where :meth:`Context.memory_work` makes its folders (emptied by :meth:`Context.close`)."""
 GiB = 1024 * MiB
 LINES_END = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 """Every generated line is in the hour before this (one ``event_date`` in the lake)."""
@@ -138,6 +140,18 @@ class Context:
         path.mkdir(parents=True)
         return path
 
+    def memory_work(self, name: str) -> Path:
+        """A fresh, empty folder in memory (``/dev/shm``, where there is one; else as
+        :meth:`work`): for a case that compares two ways of collecting and not the disk their
+        staging is written to (the disk's write-back is charged to the thread that writes,
+        by the gigabyte, at random on this machine). Emptied by calling it again."""
+        if not MEMORY_SCRATCH.parent.is_dir() or not os.access(MEMORY_SCRATCH.parent, os.W_OK):
+            return self.work(name)
+        path = MEMORY_SCRATCH / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
+
     def spark(self) -> SparkSession:
         """The process's one SparkSession (``local[2]``), made on first use."""
         if self._spark is None:
@@ -145,6 +159,7 @@ class Context:
         return self._spark
 
     def close(self) -> None:
+        shutil.rmtree(MEMORY_SCRATCH, ignore_errors=True)
         if self._spark is not None:
             self._spark.stop()
             self._spark = None

@@ -118,6 +118,9 @@ def test_should_judge_a_spark_jobs_logs_as_numpy_does(spark_job: SparkJobLogs) -
 _WORD_LINES = [
     b"Traceback (most recent call last):",
     b"Traceback (most ",
+    # the words inside a line, after a partial match, and cut short of their end
+    b"app: TTraceback (most recent call last): x",
+    b"Traceback (most recent call last)",
     b"Stack (most recent call last):",
     b"During handling of the above exception, another exception occurred:",
     b"The above exception was the direct cause of the following exception:",
@@ -173,7 +176,7 @@ def test_should_judge_reads_of_the_presets_words_as_numpy_does(
 
 
 def test_should_judge_a_read_of_more_lines_than_it_first_makes_room_for() -> None:
-    """The lines' offsets are given room for lines of 64 bytes on average, grown as needed."""
+    """The lines' offsets are given room for lines of 32 bytes on average, grown as needed."""
     assert_same_judgement(b"\n" * 70_000 + b"x\n  at y\n\r\n" * 20_000 + b"tail")
 
 
