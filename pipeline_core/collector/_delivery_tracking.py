@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -78,7 +77,7 @@ class DeliveryTracker:
         return bool(self.replays) or self.can_admit()
 
     def stamp(self, chunk: Chunk) -> Chunk:
-        return dataclasses.replace(chunk, tree=new_id(), edge=new_id())
+        return chunk.tracked_as(new_id(), new_id())
 
     def started(self, chunk: Chunk) -> None:
         self.acker.init(

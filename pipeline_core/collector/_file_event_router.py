@@ -167,12 +167,12 @@ class FileEventRouter:
                 tracked = files.get(path)
                 if tracked is not None:
                     runtime.reader.look_at(tracked)
-            if changes.change & FileChange.SCAN and changes.folders is None:
+            if FileChange.SCAN in changes.change and changes.folders is None:
                 runtime.reader.look_at(None)  # events were lost: any file may have changed
             runtime.watcher.note_change()  # sizes: bytes written, unread yet, show at once
             written = self._needs_scan(runtime, changes.written)
             folders: set[str] | None = written
-            if changes.change & FileChange.SCAN:
+            if FileChange.SCAN in changes.change:
                 folders = None if changes.folders is None else written | changes.folders
             elif not written:
                 continue

@@ -47,6 +47,9 @@ probe."""
 class _Turn(Enum):
     READ = "read"
     """A chunk was read and queued."""
+    READ_LAST = "read_last"
+    """A chunk was read and queued, and the pipeline's files have nothing more to read now
+    (the chunk's file was read to its end and was the last of its round with anything)."""
     EMPTY = "empty"
     """The file in turn had nothing new; others may."""
     CAUGHT_UP = "caught_up"
@@ -169,11 +172,14 @@ class ReadScheduler(MailboxDefaultAction):
                     continue
                 turn = self._serve(runtime)
                 runtime.mark_blocked(turn is _Turn.BLOCKED)
-                if turn is _Turn.READ:
-                    going_on = True
+                if turn is _Turn.READ or turn is _Turn.READ_LAST:
                     self._idle_confirmed.discard(runtime.name)
-                    caught_up.discard(runtime.name)
                     blocked.discard(runtime.name)
+                    if turn is _Turn.READ:
+                        going_on = True
+                        caught_up.discard(runtime.name)
+                    else:  # no turn that would only find that out
+                        caught_up.add(runtime.name)
                 elif turn is _Turn.EMPTY:
                     going_on = True
                 elif turn is _Turn.CAUGHT_UP:
@@ -302,7 +308,7 @@ class ReadScheduler(MailboxDefaultAction):
             runtime.lines += result.chunk.lines
             runtime.events += result.chunk.event_count
             runtime.bytes += len(result.chunk.data)
-            return _Turn.READ
+            return _Turn.READ_LAST if result.caught_up else _Turn.READ
         if result.blocked:
             return _Turn.BLOCKED
         return _Turn.CAUGHT_UP if result.caught_up else _Turn.EMPTY

@@ -307,7 +307,8 @@ class MailboxProcessor:
         self._mailbox.put_first(Mail(action, MAX_PRIORITY, description, *args))
 
     def _check_is_mailbox_thread(self, method: str) -> None:
-        self._mailbox.check_mailbox_thread(f"MailboxProcessor.{method}()")
+        if not self._mailbox.is_mailbox_thread():  # the name is made only for the error
+            self._mailbox.check_mailbox_thread(f"MailboxProcessor.{method}()")
 
 
 class _MailboxController(MailboxDefaultAction.Controller):

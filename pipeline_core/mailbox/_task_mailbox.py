@@ -70,6 +70,10 @@ class TaskMailbox:
         self._owner_thread = (
             owner_thread if owner_thread is not None else threading.current_thread()
         )
+        self._owner_ident = self._owner_thread.ident
+        """The owner's identity while it runs (None before it starts): what the checks on
+        every call compare with, one built-in call instead of finding the current thread's
+        object (they come some fifty times a wake-up)."""
         self._lock = threading.RLock()
         self._not_empty = threading.Condition(self._lock)
         self._mails = MailQueue()  # its queue guarded by _lock, its batch the owner's
@@ -105,6 +109,9 @@ class TaskMailbox:
 
     def is_mailbox_thread(self) -> bool:
         """True when called on the owner thread."""
+        if threading.get_ident() == self._owner_ident:
+            return True
+        self._owner_ident = self._owner_thread.ident  # started since, or another thread
         return threading.current_thread() is self._owner_thread
 
     def check_mailbox_thread(self, what: str) -> None:
@@ -116,7 +123,9 @@ class TaskMailbox:
         Raises:
             IllegalThreadError: naming ``what``, the owner thread and the calling thread.
         """
-        _require_thread(self._owner_thread, what)
+        if threading.get_ident() != self._owner_ident:
+            self._owner_ident = self._owner_thread.ident  # started since, or another thread
+            _require_thread(self._owner_thread, what)
 
     def put(self, mail: Mail, *, wake: bool = True) -> None:
         """Append ``mail`` to the queue and wake the mailbox thread if it waits.
@@ -261,7 +270,8 @@ class TaskMailbox:
         forever); ``None`` once the deadline passed."""
         while True:
             with self._lock:
-                self._check_take_allowed()
+                if self._state is MailboxState.CLOSED:
+                    self._check_take_allowed()
                 mail = self._mails.take(priority)
                 if mail is not None:
                     return mail
@@ -319,11 +329,13 @@ class TaskMailbox:
             MailboxClosedException: the mailbox is ``CLOSED``.
         """
         self._check_is_mailbox_thread("try_take")
-        self._check_take_allowed()
+        if self._state is MailboxState.CLOSED:
+            self._check_take_allowed()
         if not self._mails.has_batch() and not self._mails.has_new_mail:
             return None
         with self._lock:
-            self._check_take_allowed()
+            if self._state is MailboxState.CLOSED:
+                self._check_take_allowed()
             return self._mails.take(priority)
 
     def has_mail(self) -> bool:
@@ -347,7 +359,8 @@ class TaskMailbox:
                 ``close()`` from another thread after its current default action).
         """
         self._check_is_mailbox_thread("create_batch")
-        self._check_take_allowed()
+        if self._state is MailboxState.CLOSED:
+            self._check_take_allowed()
         if not self._mails.has_new_mail:
             return self._mails.has_batch()
         with self._lock:
@@ -362,7 +375,8 @@ class TaskMailbox:
             MailboxClosedException: the mailbox is ``CLOSED``.
         """
         self._check_is_mailbox_thread("try_take_from_batch")
-        self._check_take_allowed()
+        if self._state is MailboxState.CLOSED:
+            self._check_take_allowed()
         return self._mails.take_from_batch()
 
     def drain(self) -> list[Mail]:
@@ -402,11 +416,14 @@ class TaskMailbox:
             raise MailboxClosedException(f"mailbox is {state.name}: it accepts no more mail")
 
     def _check_take_allowed(self) -> None:
+        """Raise once the mailbox is closed; callers test the state first (the test alone
+        is cheaper than the call, and comes at every take)."""
         if self._state is MailboxState.CLOSED:
             raise MailboxClosedException("mailbox is CLOSED: no mail can be taken")
 
     def _check_is_mailbox_thread(self, method: str) -> None:
-        self.check_mailbox_thread(f"TaskMailbox.{method}()")
+        if threading.get_ident() != self._owner_ident:
+            self.check_mailbox_thread(f"TaskMailbox.{method}()")
 
     def __repr__(self) -> str:
         return (

@@ -62,6 +62,22 @@ class Chunk:
     long_line: LongLine | None = None
     events: EventRuns = NO_EVENTS
 
+    def tracked_as(self, tree: int, edge: int) -> Chunk:
+        """The chunk as the acker's ``tree`` carries it on ``edge``: ``dataclasses.replace``
+        without its look-up of every field by name (once per chunk read)."""
+        return Chunk(
+            source=self.source,
+            fingerprint=self.fingerprint,
+            start=self.start,
+            data=self.data,
+            lines=self.lines,
+            tree=tree,
+            edge=edge,
+            replay=self.replay,
+            long_line=self.long_line,
+            events=self.events,
+        )
+
     @property
     def event_count(self) -> int:
         """The events the chunk holds (its lines, when none is multiline)."""

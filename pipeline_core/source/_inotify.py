@@ -41,9 +41,16 @@ _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES})
 """``inotify_add_watch`` errors that mean the folder is not there to watch (yet)."""
 
 
+_READ = FileChange.READ.value
+_READ_AND_SCAN = (FileChange.READ | FileChange.SCAN).value
+_SCAN = FileChange.SCAN.value
+
+
 @dataclass
 class _Pending:
-    change: FileChange = FileChange.NONE
+    change: int = 0
+    """``FileChange`` bits: the events of a busy folder are recorded one by one, an ``int``'s
+    ``|`` is a machine operation where a ``Flag``'s is three calls."""
     written: set[str] = field(default_factory=set)
     folders: set[str] | None = field(default_factory=set)
     """Folders whose entries changed (None: not known which)."""
@@ -59,6 +66,36 @@ class _Watch:
     """The network or FUSE filesystem the folder is on (its files change without events)."""
     targets: dict[tuple[str, str], WatchTarget] = field(default_factory=dict)
     """``(key, folder as spelt)`` -> the key's target."""
+    paths: dict[tuple[str, str, str], str | None] = field(default_factory=dict)
+    """``(key, folder as spelt, name)`` -> the path a file event of the name records for the
+    key, None if the target does not concern it: a busy file's events look it up instead of
+    matching the target's patterns and joining and normalising its path each time. Emptied
+    when a target changes, and when it holds :data:`_PATHS_KEPT`."""
+
+    def set_target(self, key: str, folder: str, target: WatchTarget | None) -> None:
+        """Set (None: remove) the key's target of the folder."""
+        if target is None:
+            self.targets.pop((key, folder), None)
+        else:
+            self.targets[(key, folder)] = target
+        self.paths.clear()
+
+    def path_of(self, key: str, folder: str, target: WatchTarget, name: str) -> str | None:
+        """The path an event of file ``name`` records for the key, None if not concerned."""
+        entry = (key, folder, name)
+        try:
+            return self.paths[entry]
+        except KeyError:
+            pass
+        path = os.path.normpath(os.path.join(folder, name)) if target.concerns(name) else None
+        if len(self.paths) >= _PATHS_KEPT:
+            self.paths.clear()
+        self.paths[entry] = path
+        return path
+
+
+_PATHS_KEPT = 4096
+"""Entries of a watch's path cache (names seen in its folder) before it is emptied."""
 
 
 class InotifyFileEvents(FileEvents):
@@ -166,7 +203,7 @@ class InotifyFileEvents(FileEvents):
                 if known is not None and known[0] in self._watches:
                     if known[1] != target:
                         watched[folder] = (known[0], target)
-                        self._watches[known[0]].targets[(key, folder)] = target
+                        self._watches[known[0]].set_target(key, folder, target)
                     if self._watches[known[0]].remote is not None:
                         covered = False
                     continue
@@ -185,7 +222,7 @@ class InotifyFileEvents(FileEvents):
                     watch = self._watches[wd] = _Watch(wd, remote_filesystem(folder))
                     if watch.remote is not None:
                         self._warn_remote(folder, watch.remote)
-                watch.targets[(key, folder)] = target
+                watch.set_target(key, folder, target)
                 watched[folder] = (wd, target)
                 if watch.remote is not None:
                     covered = False
@@ -210,7 +247,7 @@ class InotifyFileEvents(FileEvents):
             self._notified = False
         return {
             key: FileChanges(
-                item.change,
+                FileChange(item.change),
                 frozenset(item.written),
                 None if item.folders is None else frozenset(item.folders),
             )
@@ -240,7 +277,7 @@ class InotifyFileEvents(FileEvents):
         watch = self._watches.get(wd)
         if watch is None:
             return
-        watch.targets.pop((key, folder), None)
+        watch.set_target(key, folder, None)
         if not watch.targets:
             del self._watches[wd]
             with contextlib.suppress(OSError):  # the folder is gone: its watch is too
@@ -277,20 +314,20 @@ class InotifyFileEvents(FileEvents):
     def _record(
         self,
         key: str,
-        change: FileChange,
+        change: int,
         path: str | None = None,
         *,
         folder: str | None = None,
     ) -> None:
-        """Record ``change`` for ``key``: ``path`` written; with SCAN, the entries of
-        ``folder`` changed (None: of any folder)."""
+        """Record ``change`` (``FileChange`` bits) for ``key``: ``path`` written; with SCAN, the
+        entries of ``folder`` changed (None: of any folder)."""
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[key] = _Pending()
         pending.change |= change
         if path is not None:
             pending.written.add(path)
-        if change & FileChange.SCAN and pending.folders is not None:
+        if change & _SCAN and pending.folders is not None:
             if folder is None:
                 pending.folders = None
             else:
@@ -299,14 +336,14 @@ class InotifyFileEvents(FileEvents):
     def _dispatch(self, wd: int, mask: int, name: str) -> None:
         if mask & inotify_flags.Q_OVERFLOW:
             for key in self._keys:
-                self._record(key, FileChange.READ | FileChange.SCAN)
+                self._record(key, _READ_AND_SCAN)
             return
         watch = self._watches.get(wd)
         if watch is None:
             return  # a watch released meanwhile
         if mask & _FOLDER_GONE:
             for key, folder in list(watch.targets):
-                self._record(key, FileChange.READ | FileChange.SCAN, folder=folder)
+                self._record(key, _READ_AND_SCAN, folder=folder)
                 self._keys[key].pop(folder, None)
             del self._watches[wd]
             if not mask & inotify_flags.IGNORED:
@@ -317,12 +354,12 @@ class InotifyFileEvents(FileEvents):
             if mask & inotify_flags.ISDIR:
                 if target.subfolders and mask & _SCAN_EVENTS:
                     below = os.path.join(folder, name)  # the folder that came, moved or went
-                    self._record(key, FileChange.READ | FileChange.SCAN, folder=below)
-            elif target.concerns(name):
+                    self._record(key, _READ_AND_SCAN, folder=below)
+            elif (path := watch.path_of(key, folder, target, name)) is not None:
                 if mask & _SCAN_EVENTS:
-                    self._record(key, FileChange.READ | FileChange.SCAN, folder=folder)
+                    self._record(key, _READ_AND_SCAN, folder=folder)
                 if mask & _READ_EVENTS:
-                    self._record(key, FileChange.READ, os.path.normpath(os.path.join(folder, name)))
+                    self._record(key, _READ, path)
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -369,7 +406,7 @@ class InotifyFileEvents(FileEvents):
         with self._lock:
             self._failed = True
             for key in self._keys:
-                self._record(key, FileChange.READ | FileChange.SCAN)
+                self._record(key, _READ_AND_SCAN)
             self._notified = True
         self._notify()
 

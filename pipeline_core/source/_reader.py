@@ -39,7 +39,8 @@ class TurnResult:
     blocked: bool
     """Downstream refused the chunk; it will be read again."""
     caught_up: bool
-    """A whole round of the files found nothing to read."""
+    """A whole round of the files found nothing to read; or, with a chunk, its file was the
+    last of the round not read to its end (the next turn would only find that out)."""
 
 
 class TimeSlicedReader:
@@ -191,6 +192,9 @@ class TimeSlicedReader:
             # By position (``read_turn`` took it at the cursor), not ``list.remove``: that
             # would compare the dataclass field by field with every file before it.
             del self._round[self._cursor]  # the cursor is on the next file now
+            if not self._round:  # the last of its round: caught up, said with the chunk
+                self._round = None
+                return TurnResult(chunk, blocked=False, caught_up=True)
         else:
             self._cursor += 1
         return TurnResult(chunk, blocked=False, caught_up=False)

@@ -66,6 +66,6 @@ def test_should_say_any_folder_when_it_cannot_say_which(
     (tmp_path / "app.log").write_bytes(b"x\n")
     assert events.watch("k", watch_targets([str(tmp_path / "*.log")]))
     with events._lock:  # what the thread records when events were lost (IN_Q_OVERFLOW)
-        events._record("k", FileChange.READ | FileChange.SCAN)
+        events._record("k", (FileChange.READ | FileChange.SCAN).value)
     got = events.take()["k"]
     assert got.change & FileChange.SCAN and got.folders is None
