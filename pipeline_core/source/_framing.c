@@ -927,7 +927,44 @@ static PyObject *set_words(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The newlines in [data, data + size): sixteen bytes a step where SSE2 is, each step's
+   matches added up bytewise and summed every 255 steps (before a byte could overflow). */
+static Py_ssize_t newlines_in(const unsigned char *data, Py_ssize_t size) {
+    Py_ssize_t count = 0, i = 0;
+#if defined(__SSE2__)
+    const __m128i newline = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    while (i + 16 <= size) {
+        __m128i sums = zero;
+        for (int step = 0; step < 255 && i + 16 <= size; step++, i += 16)
+            sums = _mm_sub_epi8(
+                sums, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(data + i)), newline));
+        __m128i halves = _mm_sad_epu8(sums, zero);
+        count += _mm_cvtsi128_si32(halves) + _mm_cvtsi128_si32(_mm_srli_si128(halves, 8));
+    }
+#endif
+    for (; i < size; i++) count += data[i] == '\n';
+    return count;
+}
+
+/* count_newlines(data) -> int; the GIL is let go over a large buffer. */
+static PyObject *count_newlines(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    Py_ssize_t count;
+    if (view.len >= 64 * 1024) {
+        Py_BEGIN_ALLOW_THREADS
+        count = newlines_in(view.buf, view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        count = newlines_in(view.buf, view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef methods[] = {
+    {"count_newlines", count_newlines, METH_VARARGS,
+     "count_newlines(data) -> int: the newline bytes in data."},
     {"line_starts", line_starts, METH_VARARGS,
      "line_starts(data) -> bytearray: every line's first offset as native int64."},
     {"preset_continuing", preset_continuing, METH_VARARGS,
