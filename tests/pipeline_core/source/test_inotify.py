@@ -238,6 +238,31 @@ def test_should_report_a_files_writes_to_the_keys_watching_it_now(
 
 
 @pytest.mark.timeout(30)
+def test_should_report_every_file_of_a_folder_with_more_names_than_its_paths_kept(
+    tmp_path: Path, events: InotifyFileEvents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch keeps the paths of the names it has seen up to a bound, then starts again:
+    names past the bound, and names seen before it was emptied, are still reported."""
+    monkeypatch.setattr(_inotify, "_PATHS_KEPT", 2)
+    events.watch("web", watch_targets([f"{tmp_path}/*.log"]))
+    logs = [tmp_path / f"app-{index}.log" for index in range(5)]
+
+    for _ in range(2):  # the second time, each name's path was kept or dropped before
+        for log in logs:
+            append_bytes(log)
+            append_bytes(tmp_path / f"{log.stem}.txt")  # not the key's: kept as None
+        taken = take_until(
+            events, lambda t: "web" in t and {str(log) for log in logs} <= t["web"].written
+        )
+        time.sleep(0.3)
+        assert not any(path.endswith(".txt") for path in taken["web"].written)
+        assert not any(
+            path.endswith(".txt")
+            for path in events.take().get("web", FileChanges(FileChange.NONE, frozenset())).written
+        )
+
+
+@pytest.mark.timeout(30)
 def test_should_report_nothing_for_a_key_no_longer_watched(
     tmp_path: Path, events: InotifyFileEvents, notified: Notifications
 ) -> None:
