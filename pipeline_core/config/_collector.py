@@ -72,15 +72,16 @@ class CollectorConfig(_Strict):
     10 files every 10 s was a third of an idle collector's CPU (0.3 % of a core), every 1 s
     2.6 %. Filebeat's scanner looks every 10 s (``prospector.scanner.check_interval``),
     Fluent Bit's tail input globs every 60 s (``refresh_interval``)."""
-    file_events_coalesce_ms: Annotated[int, Field(ge=0)] = 75
+    file_events_coalesce_ms: Annotated[int, Field(ge=0)] = 90
     """With ``inotify``: once an event woke the collector, later events are gathered for this
     long before they wake it again. A line written to a quiet file is read at once; a busy
     file is read every this many milliseconds, in larger chunks, instead of at every write.
     Each wake costs the same whatever it reads (a turn of the mailbox thread and one of each
     sink group's), so this sets a busy file's cost: at 1 MB/s written every 20 ms, 50 ms
     windows cost 2.2 % of a core and 75 ms 1.7 % (bench case 4; unpaced, 1,000 writes a second
-    once cost more than half a core). A line's write -> its sinks p99 is about this long
-    (bench case 8), under the 100 ms target. Process-wide: the first pipeline's value."""
+    once cost more than half a core); 90 ms, 12 wake-ups a second instead of 14.5. A line's
+    write -> its sinks p99 is about this long plus a millisecond or two (bench case 8), under
+    the 100 ms target. Process-wide: the first pipeline's value."""
     max_open_files: Annotated[int, Field(ge=1)] = 512
     """Most descriptors the pipeline holds on its files. Beyond it the files read to their
     end and idle longest are closed first, and files found with unread bytes wait for a
