@@ -11,9 +11,10 @@ Once a step is written back, its pages are let go from the page cache (``release
 default: ``POSIX_FADV_DONTNEED``): the collector does not read what it staged, and the landing
 job reads it once, later. Kept, they grew the page cache by every byte tailed, and a new page
 is the expensive part of a staging ``write`` on a virtual machine whose memory the host backs
-on first touch: tailing 10 MB/s (bench case 4), the sink group's ``write`` of a window's 750 KB
-took 1.9 ms, 1.1 ms with the written pages let go; alone, 750 KB every 75 ms into a new file
-took 0.4-2.2 ms per ``write`` kept, 0.3-0.4 ms let go (the kernel hands them out again first).
+on first touch: tailing 10 MB/s (bench case 4), the sink group's ``write`` of a window's bytes
+took 1.9 ms for 755 KB, and 1.1 ms for 873 KB with the written pages let go; alone, 750 KB every
+75 ms into a new file took 0.4-2.2 ms per ``write`` kept, 0.3-0.4 ms let go (the kernel hands
+them out again first).
 
 On systems without ``sync_file_range`` (not Linux) it does nothing and the fsync does it all.
 ``fsync_path`` makes a file or a folder (its entries: a rename, a new file) durable by path.
