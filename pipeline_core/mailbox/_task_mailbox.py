@@ -271,7 +271,7 @@ class TaskMailbox:
         while True:
             with self._lock:
                 if self._state is MailboxState.CLOSED:
-                    self._check_take_allowed()
+                    raise _closed_to_takes()
                 mail = self._mails.take(priority)
                 if mail is not None:
                     return mail
@@ -330,12 +330,12 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("try_take")
         if self._state is MailboxState.CLOSED:
-            self._check_take_allowed()
+            raise _closed_to_takes()
         if not self._mails.has_batch() and not self._mails.has_new_mail:
             return None
         with self._lock:
-            if self._state is MailboxState.CLOSED:
-                self._check_take_allowed()
+            if self.state is MailboxState.CLOSED:  # read again: closed meanwhile
+                raise _closed_to_takes()
             return self._mails.take(priority)
 
     def has_mail(self) -> bool:
@@ -360,7 +360,7 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("create_batch")
         if self._state is MailboxState.CLOSED:
-            self._check_take_allowed()
+            raise _closed_to_takes()
         if not self._mails.has_new_mail:
             return self._mails.has_batch()
         with self._lock:
@@ -376,7 +376,7 @@ class TaskMailbox:
         """
         self._check_is_mailbox_thread("try_take_from_batch")
         if self._state is MailboxState.CLOSED:
-            self._check_take_allowed()
+            raise _closed_to_takes()
         return self._mails.take_from_batch()
 
     def drain(self) -> list[Mail]:
@@ -415,12 +415,6 @@ class TaskMailbox:
         if state is not MailboxState.OPEN:
             raise MailboxClosedException(f"mailbox is {state.name}: it accepts no more mail")
 
-    def _check_take_allowed(self) -> None:
-        """Raise once the mailbox is closed; callers test the state first (the test alone
-        is cheaper than the call, and comes at every take)."""
-        if self._state is MailboxState.CLOSED:
-            raise MailboxClosedException("mailbox is CLOSED: no mail can be taken")
-
     def _check_is_mailbox_thread(self, method: str) -> None:
         if threading.get_ident() != self._owner_ident:
             self.check_mailbox_thread(f"TaskMailbox.{method}()")
@@ -438,3 +432,9 @@ def _require_thread(owner: threading.Thread, what: str) -> None:
         raise IllegalThreadError(
             f"{what} must be called on the mailbox thread {owner.name!r}, not on {current.name!r}"
         )
+
+
+def _closed_to_takes() -> MailboxClosedException:
+    """What a take raises once the mailbox is ``CLOSED`` (each take tests the state itself: the
+    test alone is cheaper than a call, and comes at every take)."""
+    return MailboxClosedException("mailbox is CLOSED: no mail can be taken")
